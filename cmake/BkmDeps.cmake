@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: MIT
+# Finds every dependency. A missing one stops the configure step and names the Debian package.
+find_package(PkgConfig)
+if(NOT PKG_CONFIG_FOUND)
+  message(FATAL_ERROR "pkg-config not found: apt-get install pkg-config")
+endif()
+
+macro(bkm_require_pkg prefix module debpkg)
+  pkg_check_modules(${prefix} IMPORTED_TARGET ${module})
+  if(NOT ${prefix}_FOUND)
+    message(FATAL_ERROR "${module} not found (pkg-config): apt-get install ${debpkg}")
+  endif()
+endmacro()
+
+find_package(OpenMP COMPONENTS C)
+if(NOT OpenMP_C_FOUND)
+  message(FATAL_ERROR "OpenMP for C not found: apt-get install clang libomp-dev")
+endif()
+if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+  message(WARNING "bkm expects clang + LLVM libomp; ${CMAKE_C_COMPILER_ID} may link libgomp, "
+                  "which ignores KMP_AFFINITY/KMP_BLOCKTIME/KMP_HW_SUBSET")
+endif()
+
+bkm_require_pkg(HWLOC hwloc libhwloc-dev)
+bkm_require_pkg(PAPI papi libpapi-dev)
+
+find_package(SQLite3)
+if(NOT SQLite3_FOUND)
+  message(FATAL_ERROR "SQLite3 not found: apt-get install libsqlite3-dev")
+endif()
+
+find_package(dnnl CONFIG QUIET)
+if(NOT dnnl_FOUND)
+  message(FATAL_ERROR "oneDNN (dnnl) not found: apt-get install libdnnl-dev")
+endif()
+
+find_package(MPI COMPONENTS C QUIET)
+if(NOT MPI_C_FOUND)
+  message(FATAL_ERROR "MPI (MPICH) not found: apt-get install mpich libmpich-dev")
+endif()
+
+find_library(BKM_LIBOMP NAMES omp.so.5 libomp.so.5 omp
+             HINTS /usr/lib/llvm-14/lib /usr/lib/x86_64-linux-gnu)
+if(NOT BKM_LIBOMP)
+  message(FATAL_ERROR "LLVM libomp not found: apt-get install libomp-dev")
+endif()
+get_filename_component(BKM_LIBOMP_REAL "${BKM_LIBOMP}" REALPATH)
+
+if(BUILD_TESTING OR NOT DEFINED BUILD_TESTING)
+  pkg_check_modules(CHECK IMPORTED_TARGET check)
+endif()

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/** @file bkm/common.h
+ * Status codes, error buffer, monotonic clock, logging callback, growable string buffer,
+ * a small JSON writer and reader, CPU sets, and the allocation wrappers that every bkm module
+ * uses.
+ *
+ * Contract for all of bkm: a function returns an int status (BKM_OK = 0, or a negative
+ * BKM_E* code) and, when given a non-NULL bkm_err_t, fills it with the code and a message that
+ * names the offending value. Library code never prints, never exits and never reads the
+ * environment; it reports through its return value, the error buffer, and an optional
+ * bkm_log_t callback supplied by the caller.
+ */
+#ifndef BKM_COMMON_H
+#define BKM_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define BKM_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define BKM_PRINTF(f, a)
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/** Status codes. */
+typedef enum {
+    BKM_OK = 0,
+    BKM_EINVAL = -1,   /**< bad argument, configuration value or parse error        */
+    BKM_ENOMEM = -2,   /**< allocation failed                                      */
+    BKM_EIO = -3,      /**< file / database / pipe I/O                             */
+    BKM_ENOTSUP = -4,  /**< valid request this build or node cannot do: skip it    */
+    BKM_EDEP = -5,     /**< hwloc/PAPI/SQLite/oneDNN/MPI reported an error          */
+    BKM_EVERIFY = -6,  /**< output or binding failed its check                     */
+    BKM_ECORRUPT = -7, /**< a file is not a bkm database, or is damaged            */
+    BKM_EFAIL = -8     /**< a check ran and failed (e.g. regression found)         */
+} bkm_status_t;
+
+/** Error buffer: code plus a human-readable message naming the bad value. */
+typedef struct bkm_err {
+    int code;
+    char msg[512];
+} bkm_err_t;
+
+/** Record @p code and a printf-style message in @p err (may be NULL); returns @p code. */
+int bkm_err_set(bkm_err_t *err, int code, const char *fmt, ...) BKM_PRINTF(3, 4);
+/** Prefix the message already in @p err with "prefix: "; returns err->code (or BKM_OK). */
+int bkm_err_prefix(bkm_err_t *err, const char *fmt, ...) BKM_PRINTF(2, 3);
+/** Static name of a status code, never NULL ("invalid argument", ...). */
+const char *bkm_strerror(int code);
+/** Exit code of `tune` for a status (design.md): 0 ok, 1 check failed, 2 bad input,
+ *  3 environment problem. */
+int bkm_status_exit_code(int code);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */
+uint64_t bkm_now_ns(void);
+/** Resolution of the monotonic clock in nanoseconds. */
+uint64_t bkm_clock_resolution_ns(void);
+/** Wall-clock time as an ISO-8601 UTC string "2026-11-30T04:00:00Z" into buf (>= 21 bytes). */
+void bkm_utc_iso8601(char *buf, size_t n);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Logging: libraries call the caller's callback; NULL callback = silent. */
+typedef enum { BKM_LOG_ERROR = 0, BKM_LOG_WARN = 1, BKM_LOG_INFO = 2, BKM_LOG_DEBUG = 3 } bkm_log_level_t;
+typedef struct bkm_log {
+    void (*fn)(void *ud, int level, const char *msg);
+    void *ud;
+    int level; /**< messages above this level are dropped */
+} bkm_log_t;
+void bkm_log(const bkm_log_t *log, int level, const char *fmt, ...) BKM_PRINTF(3, 4);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Allocation wrappers (NULL-safe free). bkm_aligned_alloc memory is freed with bkm_free. */
+void *bkm_malloc(size_t n);
+void *bkm_calloc(size_t count, size_t size);
+void *bkm_realloc(void *p, size_t n);
+void *bkm_aligned_alloc(size_t alignment, size_t n);
+char *bkm_strdup(const char *s);
+void bkm_free(void *p);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Growable NUL-terminated string buffer; a plain value (zero-initialise or bkm_buf_init). */
+typedef struct bkm_buf {
+    char *data; /**< NUL-terminated; NULL until the first append */
+    size_t len;
+    size_t cap;
+    int oom;    /**< set once an allocation failed; further appends are ignored */
+} bkm_buf_t;
+void bkm_buf_init(bkm_buf_t *b);
+int bkm_buf_append(bkm_buf_t *b, const char *s, size_t n);
+int bkm_buf_puts(bkm_buf_t *b, const char *s);
+int bkm_buf_printf(bkm_buf_t *b, const char *fmt, ...) BKM_PRINTF(2, 3);
+int bkm_buf_vprintf(bkm_buf_t *b, const char *fmt, va_list ap);
+/** Transfer ownership of the string (never NULL unless out of memory) and reset @p b. */
+char *bkm_buf_take(bkm_buf_t *b);
+void bkm_buf_free(bkm_buf_t *b);
+/** Contents, never NULL ("" when empty). */
+const char *bkm_buf_str(const bkm_buf_t *b);
+
+/* ---------------------------------------------------------------------------------------- */
+/** JSON writer over a bkm_buf_t. Commas are inserted automatically. Doubles that are not
+ *  finite are written as null. */
+#define BKM_JSON_MAX_DEPTH 32
+typedef struct bkm_json_w {
+    bkm_buf_t *out;
+    int depth;
+    unsigned char need_comma[BKM_JSON_MAX_DEPTH];
+    int after_key;
+    int pretty; /**< indent with two spaces per level */
+} bkm_json_w_t;
+void bkm_json_w_init(bkm_json_w_t *w, bkm_buf_t *out, int pretty);
+void bkm_json_obj_begin(bkm_json_w_t *w);
+void bkm_json_obj_end(bkm_json_w_t *w);
+void bkm_json_arr_begin(bkm_json_w_t *w);
+void bkm_json_arr_end(bkm_json_w_t *w);
+void bkm_json_key(bkm_json_w_t *w, const char *key);
+void bkm_json_str(bkm_json_w_t *w, const char *s);   /**< NULL writes null */
+void bkm_json_int(bkm_json_w_t *w, int64_t v);
+void bkm_json_double(bkm_json_w_t *w, double v);
+void bkm_json_bool(bkm_json_w_t *w, int v);
+void bkm_json_null(bkm_json_w_t *w);
+/** Insert already-serialised JSON text as the next value. */
+void bkm_json_raw(bkm_json_w_t *w, const char *json);
+/** Append @p s as a JSON string literal (with quotes and escapes) to @p b. */
+void bkm_json_escape(bkm_buf_t *b, const char *s);
+
+/** JSON reader: parses a whole document into a tree. */
+typedef enum { BKM_JSON_NULL, BKM_JSON_BOOL, BKM_JSON_NUM, BKM_JSON_STR, BKM_JSON_ARR, BKM_JSON_OBJ } bkm_json_type_t;
+typedef struct bkm_json bkm_json_t;
+struct bkm_json {
+    bkm_json_type_t type;
+    int boolean;
+    double num;
+    char *str;          /**< BKM_JSON_STR: value; NUL-terminated */
+    char *key;          /**< member name when the parent is an object, else NULL */
+    bkm_json_t *child;  /**< first element / member */
+    bkm_json_t *next;   /**< next sibling */
+    size_t n_children;
+};
+/** Parse @p text (NUL-terminated). On error *out is NULL and err names the byte offset. */
+int bkm_json_parse(const char *text, bkm_json_t **out, bkm_err_t *err);
+void bkm_json_free(bkm_json_t *j);
+/** Member @p key of object @p j, or NULL. */
+const bkm_json_t *bkm_json_get(const bkm_json_t *j, const char *key);
+/** Element @p i of array @p j, or NULL. */
+const bkm_json_t *bkm_json_at(const bkm_json_t *j, size_t i);
+/** Convenience: number member or @p dflt; string member or NULL. */
+double bkm_json_get_num(const bkm_json_t *j, const char *key, double dflt);
+const char *bkm_json_get_str(const bkm_json_t *j, const char *key);
+
+/* ---------------------------------------------------------------------------------------- */
+/** CPU set of OS processor indexes, a plain copyable value. */
+#define BKM_CPUSET_MAX 2048
+typedef struct bkm_cpuset {
+    uint64_t w[BKM_CPUSET_MAX / 64];
+} bkm_cpuset_t;
+void bkm_cpuset_zero(bkm_cpuset_t *s);
+int bkm_cpuset_set(bkm_cpuset_t *s, int cpu);      /**< BKM_EINVAL when cpu is out of range */
+void bkm_cpuset_clr(bkm_cpuset_t *s, int cpu);
+int bkm_cpuset_isset(const bkm_cpuset_t *s, int cpu);
+int bkm_cpuset_count(const bkm_cpuset_t *s);
+int bkm_cpuset_first(const bkm_cpuset_t *s);       /**< -1 when empty */
+int bkm_cpuset_next(const bkm_cpuset_t *s, int prev); /**< next set cpu after prev, or -1 */
+int bkm_cpuset_equal(const bkm_cpuset_t *a, const bkm_cpuset_t *b);
+int bkm_cpuset_is_empty(const bkm_cpuset_t *s);
+void bkm_cpuset_or(bkm_cpuset_t *dst, const bkm_cpuset_t *src);
+void bkm_cpuset_and(bkm_cpuset_t *dst, const bkm_cpuset_t *src);
+/** Compact list form "0-3,8,10-11" ("" for empty) into @p b. */
+void bkm_cpuset_format(const bkm_cpuset_t *s, bkm_buf_t *b);
+/** Parse the list form ("0-3,8"; whitespace allowed); err names the bad token. */
+int bkm_cpuset_parse(bkm_cpuset_t *s, const char *list, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Strict number parsing: the whole string must be the number. */
+int bkm_parse_int(const char *s, long long min, long long max, long long *out);
+int bkm_parse_double(const char *s, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BKM_COMMON_H */

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* Small JSON writer and reader (RFC 8259 subset: no surrogate-pair decoding beyond UTF-8 output). */
+#include "bkm/common.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ writer */
+
+void bkm_json_w_init(bkm_json_w_t *w, bkm_buf_t *out, int pretty)
+{
+    memset(w, 0, sizeof(*w));
+    w->out = out;
+    w->pretty = pretty;
+}
+
+static void indent(bkm_json_w_t *w)
+{
+    if (!w->pretty)
+        return;
+    bkm_buf_puts(w->out, "\n");
+    for (int i = 0; i < w->depth; i++)
+        bkm_buf_puts(w->out, "  ");
+}
+
+/* Called before every value or key: writes the separating comma and indentation. */
+static void pre_value(bkm_json_w_t *w)
+{
+    if (w->after_key) {
+        w->after_key = 0;
+        return;
+    }
+    if (w->depth > 0) {
+        if (w->need_comma[w->depth])
+            bkm_buf_puts(w->out, ",");
+        w->need_comma[w->depth] = 1;
+        indent(w);
+    }
+}
+
+static void open_scope(bkm_json_w_t *w, const char *c)
+{
+    pre_value(w);
+    bkm_buf_puts(w->out, c);
+    if (w->depth < BKM_JSON_MAX_DEPTH - 1)
+        w->depth++;
+    w->need_comma[w->depth] = 0;
+}
+
+static void close_scope(bkm_json_w_t *w, const char *c)
+{
+    int had = w->need_comma[w->depth];
+    if (w->depth > 0)
+        w->depth--;
+    if (had)
+        indent(w);
+    bkm_buf_puts(w->out, c);
+}
+
+void bkm_json_obj_begin(bkm_json_w_t *w) { open_scope(w, "{"); }
+void bkm_json_obj_end(bkm_json_w_t *w) { close_scope(w, "}"); }
+void bkm_json_arr_begin(bkm_json_w_t *w) { open_scope(w, "["); }
+void bkm_json_arr_end(bkm_json_w_t *w) { close_scope(w, "]"); }
+
+void bkm_json_escape(bkm_buf_t *b, const char *s)
+{
+    bkm_buf_puts(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': bkm_buf_puts(b, "\\\""); break;
+        case '\\': bkm_buf_puts(b, "\\\\"); break;
+        case '\n': bkm_buf_puts(b, "\\n"); break;
+        case '\r': bkm_buf_puts(b, "\\r"); break;
+        case '\t': bkm_buf_puts(b, "\\t"); break;
+        default:
+            if (*p < 0x20)
+                bkm_buf_printf(b, "\\u%04x", *p);
+            else
+                bkm_buf_append(b, (const char *)p, 1);
+        }
+    }
+    bkm_buf_puts(b, "\"");
+}
+
+void bkm_json_key(bkm_json_w_t *w, const char *key)
+{
+    pre_value(w);
+    bkm_json_escape(w->out, key);
+    bkm_buf_puts(w->out, w->pretty ? ": " : ":");
+    w->after_key = 1;
+}
+
+void bkm_json_str(bkm_json_w_t *w, const char *s)
+{
+    pre_value(w);
+    if (s == NULL)
+        bkm_buf_puts(w->out, "null");
+    else
+        bkm_json_escape(w->out, s);
+}
+
+void bkm_json_int(bkm_json_w_t *w, int64_t v)
+{
+    pre_value(w);
+    bkm_buf_printf(w->out, "%lld", (long long)v);
+}
+
+void bkm_json_double(bkm_json_w_t *w, double v)
+{
+    pre_value(w);
+    if (!isfinite(v))
+        bkm_buf_puts(w->out, "null");
+    else
+        bkm_buf_printf(w->out, "%.17g", v);
+}
+
+void bkm_json_bool(bkm_json_w_t *w, int v)
+{
+    pre_value(w);
+    bkm_buf_puts(w->out, v ? "true" : "false");
+}
+
+void bkm_json_null(bkm_json_w_t *w)
+{
+    pre_value(w);
+    bkm_buf_puts(w->out, "null");
+}
+
+void bkm_json_raw(bkm_json_w_t *w, const char *json)
+{
+    pre_value(w);
+    bkm_buf_puts(w->out, json);
+}
+
+/* ------------------------------------------------------------------ reader */
+
+typedef struct {
+    const char *s;
+    size_t pos;
+    int depth;
+    bkm_err_t *err;
+} parser_t;
+
+static void skip_ws(parser_t *p)
+{
+    while (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' || p->s[p->pos] == '\r')
+        p->pos++;
+}
+
+static int fail(parser_t *p, const char *what)
+{
+    return bkm_err_set(p->err, BKM_EINVAL, "JSON parse error at byte %zu: %s", p->pos, what);
+}
+
+static int parse_value(parser_t *p, bkm_json_t *out);
+
+static void put_utf8(bkm_buf_t *b, unsigned cp)
+{
+    char t[4];
+    if (cp < 0x80) {
+        t[0] = (char)cp;
+        bkm_buf_append(b, t, 1);
+    } else if (cp < 0x800) {
+        t[0] = (char)(0xC0 | (cp >> 6));
+        t[1] = (char)(0x80 | (cp & 0x3F));
+        bkm_buf_append(b, t, 2);
+    } else {
+        t[0] = (char)(0xE0 | (cp >> 12));
+        t[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        t[2] = (char)(0x80 | (cp & 0x3F));
+        bkm_buf_append(b, t, 3);
+    }
+}
+
+static int parse_string(parser_t *p, char **out)
+{
+    bkm_buf_t b;
+    bkm_buf_init(&b);
+    if (p->s[p->pos] != '"')
+        return fail(p, "expected '\"'");
+    p->pos++;
+    for (;;) {
+        unsigned char c = (unsigned char)p->s[p->pos];
+        if (c == '\0') {
+            bkm_buf_free(&b);
+            return fail(p, "unterminated string");
+        }
+        if (c == '"') {
+            p->pos++;
+            break;
+        }
+        if (c < 0x20) {
+            bkm_buf_free(&b);
+            return fail(p, "control character in string");
+        }
+        if (c == '\\') {
+            char e = p->s[p->pos + 1];
+            p->pos += 2;
+            switch (e) {
+            case '"': bkm_buf_puts(&b, "\""); break;
+            case '\\': bkm_buf_puts(&b, "\\"); break;
+            case '/': bkm_buf_puts(&b, "/"); break;
+            case 'b': bkm_buf_puts(&b, "\b"); break;
+            case 'f': bkm_buf_puts(&b, "\f"); break;
+            case 'n': bkm_buf_puts(&b, "\n"); break;
+            case 'r': bkm_buf_puts(&b, "\r"); break;
+            case 't': bkm_buf_puts(&b, "\t"); break;
+            case 'u': {
+                unsigned cp = 0;
+                for (int i = 0; i < 4; i++) {
+                    char h = p->s[p->pos + i];
+                    if (!isxdigit((unsigned char)h)) {
+                        bkm_buf_free(&b);
+                        return fail(p, "bad \\u escape");
+                    }
+                    cp = cp * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower((unsigned char)h) - 'a' + 10));
+                }
+                p->pos += 4;
+                put_utf8(&b, cp);
+                break;
+            }
+            default:
+                bkm_buf_free(&b);
+                return fail(p, "bad escape");
+            }
+            continue;
+        }
+        bkm_buf_append(&b, (const char *)&p->s[p->pos], 1);
+        p->pos++;
+    }
+    *out = bkm_buf_take(&b);
+    return *out ? BKM_OK : bkm_err_set(p->err, BKM_ENOMEM, "out of memory parsing JSON");
+}
+
+static int parse_container(parser_t *p, bkm_json_t *out, int is_obj)
+{
+    bkm_json_t **tail = &out->child;
+    char close = is_obj ? '}' : ']';
+    out->type = is_obj ? BKM_JSON_OBJ : BKM_JSON_ARR;
+    if (++p->depth > 64)
+        return fail(p, "nesting too deep");
+    p->pos++;
+    skip_ws(p);
+    if (p->s[p->pos] == close) {
+        p->pos++;
+        p->depth--;
+        return BKM_OK;
+    }
+    for (;;) {
+        bkm_json_t *c = calloc(1, sizeof(*c));
+        char *key = NULL;
+        int rc;
+        if (c == NULL)
+            return bkm_err_set(p->err, BKM_ENOMEM, "out of memory parsing JSON");
+        *tail = c;
+        tail = &c->next;
+        out->n_children++;
+        skip_ws(p);
+        if (is_obj) {
+            rc = parse_string(p, &key);
+            if (rc != BKM_OK)
+                return rc;
+            c->key = key;
+            skip_ws(p);
+            if (p->s[p->pos] != ':')
+                return fail(p, "expected ':'");
+            p->pos++;
+        }
+        rc = parse_value(p, c);
+        if (rc != BKM_OK)
+            return rc;
+        skip_ws(p);
+        if (p->s[p->pos] == ',') {
+            p->pos++;
+            continue;
+        }
+        if (p->s[p->pos] == close) {
+            p->pos++;
+            p->depth--;
+            return BKM_OK;
+        }
+        return fail(p, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+static int parse_value(parser_t *p, bkm_json_t *out)
+{
+    const char *s;
+    skip_ws(p);
+    s = p->s + p->pos;
+    switch (*s) {
+    case '{': return parse_container(p, out, 1);
+    case '[': return parse_container(p, out, 0);
+    case '"': out->type = BKM_JSON_STR; return parse_string(p, &out->str);
+    case 't':
+        if (strncmp(s, "true", 4) != 0)
+            return fail(p, "bad literal");
+        out->type = BKM_JSON_BOOL;
+        out->boolean = 1;
+        p->pos += 4;
+        return BKM_OK;
+    case 'f':
+        if (strncmp(s, "false", 5) != 0)
+            return fail(p, "bad literal");
+        out->type = BKM_JSON_BOOL;
+        p->pos += 5;
+        return BKM_OK;
+    case 'n':
+        if (strncmp(s, "null", 4) != 0)
+            return fail(p, "bad literal");
+        out->type = BKM_JSON_NULL;
+        p->pos += 4;
+        return BKM_OK;
+    default: {
+        char *end = NULL;
+        if (*s != '-' && !isdigit((unsigned char)*s))
+            return fail(p, "unexpected character");
+        out->type = BKM_JSON_NUM;
+        out->num = strtod(s, &end);
+        if (end == s)
+            return fail(p, "bad number");
+        p->pos += (size_t)(end - s);
+        return BKM_OK;
+    }
+    }
+}
+
+int bkm_json_parse(const char *text, bkm_json_t **out, bkm_err_t *err)
+{
+    parser_t p = {text, 0, 0, err};
+    bkm_json_t *root;
+    int rc;
+    *out = NULL;
+    if (text == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "JSON text is NULL");
+    root = calloc(1, sizeof(*root));
+    if (root == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory parsing JSON");
+    rc = parse_value(&p, root);
+    if (rc == BKM_OK) {
+        skip_ws(&p);
+        if (text[p.pos] != '\0')
+            rc = fail(&p, "trailing characters");
+    }
+    if (rc != BKM_OK) {
+        bkm_json_free(root);
+        return rc;
+    }
+    *out = root;
+    return BKM_OK;
+}
+
+void bkm_json_free(bkm_json_t *j)
+{
+    while (j != NULL) {
+        bkm_json_t *next = j->next;
+        bkm_json_free(j->child);
+        free(j->str);
+        free(j->key);
+        free(j);
+        j = next;
+    }
+}
+
+const bkm_json_t *bkm_json_get(const bkm_json_t *j, const char *key)
+{
+    if (j == NULL || j->type != BKM_JSON_OBJ)
+        return NULL;
+    for (const bkm_json_t *c = j->child; c; c = c->next)
+        if (c->key && strcmp(c->key, key) == 0)
+            return c;
+    return NULL;
+}
+
+const bkm_json_t *bkm_json_at(const bkm_json_t *j, size_t i)
+{
+    const bkm_json_t *c;
+    if (j == NULL || j->type != BKM_JSON_ARR)
+        return NULL;
+    for (c = j->child; c && i > 0; c = c->next)
+        i--;
+    return c;
+}
+
+double bkm_json_get_num(const bkm_json_t *j, const char *key, double dflt)
+{
+    const bkm_json_t *c = bkm_json_get(j, key);
+    return (c && c->type == BKM_JSON_NUM) ? c->num : dflt;
+}
+
+const char *bkm_json_get_str(const bkm_json_t *j, const char *key)
+{
+    const bkm_json_t *c = bkm_json_get(j, key);
+    return (c && c->type == BKM_JSON_STR) ? c->str : NULL;
+}
