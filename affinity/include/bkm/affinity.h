@@ -133,7 +133,170 @@ typedef struct bkm_aff_env {
     const char *omp_wait_policy;
 } bkm_aff_env_t;
 
-/* The planner section below is filled in by the affinity planner work. */
+/* ---- Parsed variables (plain values; no free needed) ------------------------------------ */
+
+/** KMP_AFFINITY type. UNSET: the string names no type (it then only contributes modifiers). */
+typedef enum {
+    BKM_AFF_TYPE_UNSET = 0,
+    BKM_AFF_TYPE_NONE,
+    BKM_AFF_TYPE_COMPACT,
+    BKM_AFF_TYPE_SCATTER,
+    BKM_AFF_TYPE_BALANCED,
+    BKM_AFF_TYPE_EXPLICIT,
+    BKM_AFF_TYPE_DISABLED,
+    BKM_AFF_TYPE_LOGICAL,
+    BKM_AFF_TYPE_PHYSICAL
+} bkm_aff_type_t;
+
+/** Granularity / place kind (libomp layer names). */
+typedef enum {
+    BKM_AFF_GRAN_UNSET = 0,
+    BKM_AFF_GRAN_THREAD,     /**< "fine" or "thread" */
+    BKM_AFF_GRAN_CORE,
+    BKM_AFF_GRAN_TILE,
+    BKM_AFF_GRAN_SOCKET,     /**< "socket" or "package" */
+    BKM_AFF_GRAN_DIE,
+    BKM_AFF_GRAN_MODULE,
+    BKM_AFF_GRAN_NUMA,       /**< "numa_domain" or "node" */
+    BKM_AFF_GRAN_L1,
+    BKM_AFF_GRAN_L2,
+    BKM_AFF_GRAN_L3,
+    BKM_AFF_GRAN_LL,         /**< "ll_cache" */
+    BKM_AFF_GRAN_PROC_GROUP,
+    BKM_AFF_GRAN_CORE_TYPE,
+    BKM_AFF_GRAN_LEVELS      /**< granularity=INT: gran_levels levels above the leaf */
+} bkm_aff_gran_t;
+
+#define BKM_AFF_PROCLIST_MAX 4096
+
+/** Parsed KMP_AFFINITY. Modifier fields are -1 when not given (runtime default applies). */
+typedef struct bkm_aff_kmp {
+    bkm_aff_type_t type;
+    bkm_aff_gran_t gran;
+    int gran_levels;          /**< for BKM_AFF_GRAN_LEVELS */
+    int verbose, warnings, respect, dups;   /**< 0/1, or -1 = not given */
+    int n_ints;               /**< 0..2 integers given */
+    int permute, offset;      /**< 0 unless given */
+    char proclist[BKM_AFF_PROCLIST_MAX];    /**< normalised text between the brackets, "" = none */
+} bkm_aff_kmp_t;
+
+/** Parse KMP_AFFINITY strictly: every case libomp 14 warns about (reference §1.4) is
+ *  BKM_EINVAL with a message naming the offending token. NULL or "" gives an all-unset value. */
+int bkm_aff_kmp_parse(const char *kmp_affinity, bkm_aff_kmp_t *out, bkm_err_t *err);
+
+/** KMP_BLOCKTIME: ms, suffixes s/m/h/d, "infinite"/"infinity" → INT_MAX. Strict: junk, "ms",
+ *  "us", negative values and surrounding spaces are BKM_EINVAL naming the value. */
+int bkm_aff_blocktime_parse(const char *s, int *ms, bkm_err_t *err);
+
+/** KMP_HW_SUBSET / KMP_PLACE_THREADS item: N<layer>[@offset]. */
+typedef struct bkm_aff_hw_item {
+    bkm_aff_gran_t layer;     /**< SOCKET, CORE, THREAD, NUMA, TILE, DIE, MODULE, L1, L2, L3 */
+    int num;
+    int offset;
+} bkm_aff_hw_item_t;
+typedef struct bkm_aff_hw_subset {
+    int n;
+    bkm_aff_hw_item_t item[8];
+} bkm_aff_hw_subset_t;
+int bkm_aff_hw_subset_parse(const char *s, bkm_aff_hw_subset_t *out, bkm_err_t *err);
+
+/** OMP_PLACES: an abstract name with optional (N), or an explicit list (kept as text and expanded
+ *  against the topology at planning time). */
+typedef struct bkm_aff_places {
+    bkm_aff_gran_t kind;      /**< THREAD/CORE/SOCKET/LL/NUMA/TILE/L1/L2/L3...; UNSET = explicit */
+    int count;                /**< (N); 0 = all */
+    char list[BKM_AFF_PROCLIST_MAX];  /**< explicit place list, normalised; "" for abstract */
+} bkm_aff_places_t;
+int bkm_aff_places_parse(const char *s, bkm_aff_places_t *out, bkm_err_t *err);
+
+/** OMP_PROC_BIND: one policy per nesting level. */
+typedef enum {
+    BKM_AFF_BIND_FALSE = 0,
+    BKM_AFF_BIND_TRUE,
+    BKM_AFF_BIND_PRIMARY,     /**< "primary" or "master" */
+    BKM_AFF_BIND_CLOSE,
+    BKM_AFF_BIND_SPREAD
+} bkm_aff_bind_t;
+typedef struct bkm_aff_proc_bind {
+    int n;
+    bkm_aff_bind_t level[8];
+} bkm_aff_proc_bind_t;
+int bkm_aff_proc_bind_parse(const char *s, bkm_aff_proc_bind_t *out, bkm_err_t *err);
+
+/** GOMP_CPU_AFFINITY ("0 5 7-9", "0-30:10"): converted, as libomp does, into the equivalent
+ *  explicit proclist text ("0,5,7,8,9") written to @p proclist (size @p n). */
+int bkm_aff_gomp_parse(const char *s, char *proclist, size_t n, bkm_err_t *err);
+
+/* ---- Resolved settings (precedence of reference §1.3 applied) ---------------------------- */
+
+/** Where the placement comes from after precedence. */
+typedef enum {
+    BKM_AFF_SRC_DEFAULT = 0,  /**< nothing set: KMP_AFFINITY default (none) */
+    BKM_AFF_SRC_KMP,          /**< KMP_AFFINITY with a type */
+    BKM_AFF_SRC_GOMP,         /**< GOMP_CPU_AFFINITY (explicit, fine) */
+    BKM_AFF_SRC_OMP           /**< OMP_PLACES / OMP_PROC_BIND */
+} bkm_aff_src_t;
+
+typedef struct bkm_aff_setting {
+    bkm_aff_src_t src;
+    bkm_aff_kmp_t kmp;          /**< effective KMP_AFFINITY (GOMP folded in as explicit) */
+    int places_set;             /**< OMP_PLACES took part */
+    bkm_aff_places_t places;
+    int proc_bind_set;          /**< OMP_PROC_BIND took part */
+    bkm_aff_proc_bind_t proc_bind;
+    int hw_subset_set;
+    bkm_aff_hw_subset_t hw_subset;
+    int blocktime_ms;           /**< effective (INT_MAX = infinite) */
+    int n_ignored;              /**< variables dropped by precedence (W#182), names below */
+    const char *ignored[4];     /**< static strings: "GOMP_CPU_AFFINITY", "OMP_PLACES", ... */
+} bkm_aff_setting_t;
+
+/** Parse every variable in @p env strictly and apply precedence. */
+int bkm_aff_setting_resolve(const bkm_aff_env_t *env, bkm_aff_setting_t *out, bkm_err_t *err);
+
+/* ---- Plan --------------------------------------------------------------------------------- */
+
+/** Planning options beyond the environment. Zero-initialise for libomp 14 on a non-KNL CPU. */
+typedef struct bkm_aff_plan_opts {
+    int model_tiles;          /**< 1: add the tile level (hwloc-method runtimes), explanation only */
+    int mic;                  /**< 1: KNL ("mic") defaults: scatter + fine when nothing is set */
+} bkm_aff_plan_opts_t;
+
+typedef struct bkm_aff_plan bkm_aff_plan_t;
+
+/** Compute, exactly as LLVM libomp 14 would, the OS-PU set of every thread of the outermost team
+ *  of @p n_threads threads (index = omp_get_thread_num). BKM_EINVAL names the bad token/value
+ *  (including proclist ids outside the topology); *plan is NULL on error. */
+int bkm_aff_plan_create(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
+                        bkm_aff_plan_t **plan, bkm_err_t *err);
+int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
+                           const bkm_aff_plan_opts_t *opts, bkm_aff_plan_t **plan, bkm_err_t *err);
+void bkm_aff_plan_free(bkm_aff_plan_t *plan);
+
+int bkm_aff_plan_threads(const bkm_aff_plan_t *plan);
+/** 1 when threads are bound; 0 when every thread floats over bkm_aff_plan_allowed(). */
+int bkm_aff_plan_bound(const bkm_aff_plan_t *plan);
+/** CPU set of omp thread @p thread (for unbound plans: the allowed mask); NULL if out of range. */
+const bkm_cpuset_t *bkm_aff_plan_cpus(const bkm_aff_plan_t *plan, int thread);
+/** The process mask the runtime works in (allowed set, after KMP_HW_SUBSET). */
+const bkm_cpuset_t *bkm_aff_plan_allowed(const bkm_aff_plan_t *plan);
+/** Effective settings as KMP_SETTINGS prints them, e.g.
+ *  "noverbose,warnings,respect,granularity=core,compact,0,0". */
+const char *bkm_aff_plan_effective(const bkm_aff_plan_t *plan);
+/** Effective blocktime in ms (INT_MAX = infinite). */
+int bkm_aff_plan_blocktime_ms(const bkm_aff_plan_t *plan);
+/** Warnings ("2 threads share core 3", "socket 1 idle", "threads exceed PUs", ignored vars). */
+int bkm_aff_plan_n_warnings(const bkm_aff_plan_t *plan);
+const char *bkm_aff_plan_warning(const bkm_aff_plan_t *plan, int i);
+/** 1 when both plans map every thread to the same CPU set (and agree on thread count). */
+int bkm_aff_plan_equal(const bkm_aff_plan_t *a, const bkm_aff_plan_t *b);
+/** {"threads":N,"bound":b,"effective":"...","blocktime_ms":..,"allowed":"0-3",
+ *   "plan":[{"thread":0,"cpus":[0],"cores":[..],"sockets":[..]},...],"warnings":[...]} */
+int bkm_aff_plan_to_json(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w,
+                         bkm_err_t *err);
+/** Human-readable table "thread → PUs, core, socket", effective settings and warnings. */
+int bkm_aff_plan_explain(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out,
+                         bkm_err_t *err);
 
 #ifdef __cplusplus
 }
