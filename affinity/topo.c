@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/* Topology from hwloc 2.x (this host, an XML file, or a synthetic description) flattened into a
+ * PU table in the numbering libomp uses: logical package/core indexes, OS PU indexes. */
+#include "affinity_int.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hwloc.h>
+
+#define BKM_TOPO_MAX_CACHES 16
+
+struct bkm_topo {
+    hwloc_topology_t h;
+    bkm_topo_pu_t *pu;
+    int n_pu;
+    bkm_topo_cache_t cache[BKM_TOPO_MAX_CACHES];
+    int n_cache;
+    bkm_topo_numa_t *numa;
+    int n_numa;
+    bkm_topo_summary_t sum;
+};
+
+static int pu_cmp(const void *a, const void *b)
+{
+    const bkm_topo_pu_t *x = a, *y = b;
+    if (x->pkg != y->pkg)
+        return x->pkg < y->pkg ? -1 : 1;
+    if (x->tile != y->tile)
+        return x->tile < y->tile ? -1 : 1;
+    if (x->core != y->core)
+        return x->core < y->core ? -1 : 1;
+    return x->os < y->os ? -1 : (x->os > y->os);
+}
+
+/* The L2 cache above @p core when L2s are shared by more than one core (KNL tiles), else NULL. */
+static hwloc_obj_t tile_of(hwloc_topology_t h, hwloc_obj_t core, int l2_shared)
+{
+    if (!l2_shared || !core)
+        return NULL;
+    for (hwloc_obj_t o = core->parent; o; o = o->parent)
+        if (o->type == HWLOC_OBJ_L2CACHE)
+            return o;
+    return NULL;
+}
+
+/* Do L2 caches (if any) each cover more than one core? */
+static int l2_is_shared(hwloc_topology_t h)
+{
+    hwloc_obj_t l2 = hwloc_get_next_obj_by_type(h, HWLOC_OBJ_L2CACHE, NULL);
+    if (!l2)
+        return 0;
+    return hwloc_get_nbobjs_inside_cpuset_by_type(h, l2->cpuset, HWLOC_OBJ_CORE) > 1;
+}
+
+static void fill_caches(bkm_topo_t *t)
+{
+    static const hwloc_obj_type_t types[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L1ICACHE, HWLOC_OBJ_L2CACHE,
+                                             HWLOC_OBJ_L2ICACHE, HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L4CACHE,
+                                             HWLOC_OBJ_L5CACHE};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]) && t->n_cache < BKM_TOPO_MAX_CACHES; i++) {
+        int n = hwloc_get_nbobjs_by_type(t->h, types[i]);
+        hwloc_obj_t o = hwloc_get_obj_by_type(t->h, types[i], 0);
+        if (n <= 0 || !o)
+            continue;
+        bkm_topo_cache_t *c = &t->cache[t->n_cache++];
+        c->level = (int)o->attr->cache.depth;
+        c->type = o->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION ? 'i'
+                  : o->attr->cache.type == HWLOC_OBJ_CACHE_DATA      ? 'd'
+                                                                     : 'u';
+        c->size_bytes = o->attr->cache.size;
+        c->line_bytes = (int)o->attr->cache.linesize;
+        c->count = n;
+        c->pus_per_cache = hwloc_bitmap_weight(o->cpuset);
+    }
+}
+
+static int fill_numa(bkm_topo_t *t, bkm_err_t *err)
+{
+    int n = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_NUMANODE);
+    if (n <= 0)
+        return BKM_OK;
+    t->numa = bkm_calloc((size_t)n, sizeof(*t->numa));
+    if (!t->numa)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d NUMA nodes", n);
+    for (int i = 0; i < n; i++) {
+        hwloc_obj_t o = hwloc_get_obj_by_type(t->h, HWLOC_OBJ_NUMANODE, (unsigned)i);
+        bkm_topo_numa_t *m = &t->numa[t->n_numa++];
+        m->os = (int)o->os_index;
+        m->memory_bytes = o->attr ? o->attr->numanode.local_memory : 0;
+        snprintf(m->subtype, sizeof(m->subtype), "%s", o->subtype ? o->subtype : "");
+        bkm_cpuset_zero(&m->cpus);
+        unsigned cpu;
+        hwloc_bitmap_foreach_begin(cpu, o->cpuset) { bkm_cpuset_set(&m->cpus, (int)cpu); }
+        hwloc_bitmap_foreach_end();
+    }
+    return BKM_OK;
+}
+
+/* First NUMA node (logical index) whose cpuset holds OS PU @p os, or -1. */
+static int numa_of(const bkm_topo_t *t, int os)
+{
+    for (int i = 0; i < t->n_numa; i++)
+        if (bkm_cpuset_isset(&t->numa[i].cpus, os))
+            return i;
+    return -1;
+}
+
+static void fill_cpu_model(bkm_topo_t *t, int from_host)
+{
+    const char *m = NULL;
+    hwloc_obj_t pkg = hwloc_get_obj_by_type(t->h, HWLOC_OBJ_PACKAGE, 0);
+    if (pkg)
+        m = hwloc_obj_get_info_by_name(pkg, "CPUModel");
+    if (!m)
+        m = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->h), "CPUModel");
+    if (m) {
+        snprintf(t->sum.cpu_model, sizeof(t->sum.cpu_model), "%s", m);
+        return;
+    }
+    if (!from_host)
+        return;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *v = strchr(line, ':');
+            if (v) {
+                v += 1 + (v[1] == ' ');
+                v[strcspn(v, "\n")] = '\0';
+                snprintf(t->sum.cpu_model, sizeof(t->sum.cpu_model), "%s", v);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static const char *host_isa(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "avx2";
+#endif
+    return "generic";
+}
+
+/* Build the flat tables from the loaded hwloc topology. @p allowed: initial mask or NULL (all). */
+static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *err)
+{
+    hwloc_topology_t h = t->h;
+    int n = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PU);
+    if (n <= 0)
+        return bkm_err_set(err, BKM_EDEP, "hwloc topology has no processing units");
+    t->pu = bkm_calloc((size_t)n, sizeof(*t->pu));
+    if (!t->pu)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d PUs", n);
+    int rc = fill_numa(t, err);
+    if (rc < 0)
+        return rc;
+    fill_caches(t);
+
+    int shared = l2_is_shared(h);
+    int n_cores_obj = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE);
+    for (int i = 0; i < n; i++) {
+        hwloc_obj_t p = hwloc_get_obj_by_type(h, HWLOC_OBJ_PU, (unsigned)i);
+        hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_CORE, p);
+        hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_PACKAGE, p);
+        hwloc_obj_t tile = tile_of(h, core, shared);
+        bkm_topo_pu_t *u = &t->pu[t->n_pu++];
+        u->os = (int)p->os_index;
+        u->pkg = pkg ? (int)pkg->logical_index : 0;
+        /* A PU without a core object is its own core (numbered after the real cores). */
+        u->core = core ? (int)core->logical_index : n_cores_obj + (int)p->logical_index;
+        u->tile = tile ? (int)tile->logical_index : -1;
+        u->numa = numa_of(t, u->os);
+        u->allowed = allowed ? bkm_cpuset_isset(allowed, u->os) : 1;
+        u->smt = 0;
+        if (core) {
+            for (hwloc_obj_t q = hwloc_get_next_obj_inside_cpuset_by_type(h, core->cpuset, HWLOC_OBJ_PU, NULL); q;
+                 q = hwloc_get_next_obj_inside_cpuset_by_type(h, core->cpuset, HWLOC_OBJ_PU, q))
+                if (q->os_index < p->os_index)
+                    u->smt++;
+        }
+    }
+    qsort(t->pu, (size_t)t->n_pu, sizeof(*t->pu), pu_cmp);
+
+    bkm_topo_summary_t *s = &t->sum;
+    s->pus = t->n_pu;
+    s->numa_nodes = t->n_numa;
+    int last_pkg = -1, last_core = -1, last_tile = -1;
+    for (int i = 0; i < t->n_pu; i++) {
+        const bkm_topo_pu_t *u = &t->pu[i];
+        if (u->pkg != last_pkg)
+            s->packages++;
+        if (u->core != last_core)
+            s->cores++;
+        if (u->tile >= 0 && (u->tile != last_tile || u->pkg != last_pkg))
+            s->tiles++;
+        if (u->smt + 1 > s->pus_per_core_max)
+            s->pus_per_core_max = u->smt + 1;
+        s->allowed_pus += u->allowed != 0;
+        last_pkg = u->pkg;
+        last_core = u->core;
+        last_tile = u->tile;
+    }
+    return BKM_OK;
+}
+
+static int topo_new(bkm_topo_t **out, bkm_err_t *err)
+{
+    bkm_topo_t *t = bkm_calloc(1, sizeof(*t));
+    if (!t)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for a topology");
+    if (hwloc_topology_init(&t->h) < 0) {
+        int e = errno;
+        bkm_free(t);
+        return bkm_err_set(err, BKM_EDEP, "hwloc_topology_init failed: %s", strerror(e));
+    }
+    *out = t;
+    return BKM_OK;
+}
+
+int bkm_topo_open_host(bkm_topo_t **topo, bkm_err_t *err)
+{
+    bkm_topo_t *t = NULL;
+    int rc;
+    if (!topo)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_open_host: topo is NULL");
+    *topo = NULL;
+    if ((rc = topo_new(&t, err)) < 0)
+        return rc;
+    /* Keep PUs outside our cgroup/affinity mask in the table, marked allowed = 0. */
+    hwloc_topology_set_flags(t->h, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+    if (hwloc_topology_load(t->h) < 0) {
+        rc = bkm_err_set(err, BKM_EDEP, "hwloc could not discover this host: %s", strerror(errno));
+        goto out;
+    }
+    /* libomp's `respect`: the initial mask is the calling thread's affinity, within what the
+     * cgroup allows. */
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    if (sched_getaffinity(0, sizeof(cs), &cs) != 0) {
+        rc = bkm_err_set(err, BKM_EDEP, "sched_getaffinity failed: %s", strerror(errno));
+        goto out;
+    }
+    const struct hwloc_bitmap_s *ha = hwloc_topology_get_allowed_cpuset(t->h);
+    bkm_cpuset_t allowed;
+    bkm_cpuset_zero(&allowed);
+    for (int c = 0; c < CPU_SETSIZE && c < BKM_CPUSET_MAX; c++)
+        if (CPU_ISSET(c, &cs) && (!ha || hwloc_bitmap_isset(ha, (unsigned)c)))
+            bkm_cpuset_set(&allowed, c);
+    if ((rc = build_tables(t, &allowed, err)) < 0)
+        goto out;
+    snprintf(t->sum.source, sizeof(t->sum.source), "host");
+    snprintf(t->sum.isa, sizeof(t->sum.isa), "%s", host_isa());
+    fill_cpu_model(t, 1);
+    *topo = t;
+    t = NULL;
+    rc = BKM_OK;
+out:
+    bkm_topo_close(t);
+    return rc;
+}
+
+/* Load an already-configured (XML/synthetic) hwloc topology with every PU allowed. */
+static int open_offline(bkm_topo_t *t, const char *source, const char *what, bkm_err_t *err)
+{
+    if (hwloc_topology_load(t->h) < 0)
+        return bkm_err_set(err, BKM_EINVAL, "hwloc could not load %s: %s", what, strerror(errno));
+    int rc = build_tables(t, NULL, err);
+    if (rc < 0)
+        return rc;
+    snprintf(t->sum.source, sizeof(t->sum.source), "%s", source);
+    snprintf(t->sum.isa, sizeof(t->sum.isa), "unknown");
+    fill_cpu_model(t, 0);
+    return BKM_OK;
+}
+
+int bkm_topo_open_xml(bkm_topo_t **topo, const char *path, bkm_err_t *err)
+{
+    bkm_topo_t *t = NULL;
+    int rc;
+    if (!topo || !path || !*path)
+        return bkm_err_set(err, BKM_EINVAL, "hwloc XML path is empty");
+    *topo = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return bkm_err_set(err, BKM_EINVAL, "cannot read hwloc XML '%s': %s", path, strerror(errno));
+    fclose(f);
+    if ((rc = topo_new(&t, err)) < 0)
+        return rc;
+    if (hwloc_topology_set_xml(t->h, path) < 0) {
+        rc = bkm_err_set(err, BKM_EINVAL, "hwloc rejected XML file '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    char what[600];
+    snprintf(what, sizeof(what), "XML file '%s'", path);
+    if ((rc = open_offline(t, "xml", what, err)) < 0)
+        goto out;
+    *topo = t;
+    t = NULL;
+out:
+    bkm_topo_close(t);
+    return rc;
+}
+
+int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
+{
+    bkm_topo_t *t = NULL;
+    int rc;
+    if (!topo || !desc || !*desc)
+        return bkm_err_set(err, BKM_EINVAL, "hwloc synthetic description is empty");
+    *topo = NULL;
+    if ((rc = topo_new(&t, err)) < 0)
+        return rc;
+    if (hwloc_topology_set_synthetic(t->h, desc) < 0) {
+        rc = bkm_err_set(err, BKM_EINVAL, "invalid hwloc synthetic description '%.300s': %s", desc,
+                         strerror(errno));
+        goto out;
+    }
+    if ((rc = open_offline(t, "synthetic", "the synthetic description", err)) < 0) {
+        bkm_err_prefix(err, "synthetic '%.200s'", desc);
+        goto out;
+    }
+    *topo = t;
+    t = NULL;
+out:
+    bkm_topo_close(t);
+    return rc;
+}
+
+void bkm_topo_close(bkm_topo_t *topo)
+{
+    if (!topo)
+        return;
+    if (topo->h)
+        hwloc_topology_destroy(topo->h);
+    bkm_free(topo->pu);
+    bkm_free(topo->numa);
+    bkm_free(topo);
+}
+
+void bkm__topo_set_origin(bkm_topo_t *topo, const char *source, const char *isa)
+{
+    if (!topo)
+        return;
+    if (source && *source)
+        snprintf(topo->sum.source, sizeof(topo->sum.source), "%s", source);
+    if (isa && *isa)
+        snprintf(topo->sum.isa, sizeof(topo->sum.isa), "%s", isa);
+}
+
+const bkm_topo_pu_t *bkm_topo_pus(const bkm_topo_t *topo, int *n_pus)
+{
+    if (n_pus)
+        *n_pus = topo ? topo->n_pu : 0;
+    return topo ? topo->pu : NULL;
+}
+
+const bkm_topo_cache_t *bkm_topo_caches(const bkm_topo_t *topo, int *n_caches)
+{
+    if (n_caches)
+        *n_caches = topo ? topo->n_cache : 0;
+    return topo ? topo->cache : NULL;
+}
+
+const bkm_topo_numa_t *bkm_topo_numas(const bkm_topo_t *topo, int *n_numa)
+{
+    if (n_numa)
+        *n_numa = topo ? topo->n_numa : 0;
+    return topo ? topo->numa : NULL;
+}
+
+void bkm_topo_summary(const bkm_topo_t *topo, bkm_topo_summary_t *s)
+{
+    if (!s)
+        return;
+    if (!topo) {
+        memset(s, 0, sizeof(*s));
+        return;
+    }
+    *s = topo->sum;
+}
+
+void bkm_topo_allowed(const bkm_topo_t *topo, bkm_cpuset_t *set)
+{
+    bkm_cpuset_zero(set);
+    if (!topo)
+        return;
+    for (int i = 0; i < topo->n_pu; i++)
+        if (topo->pu[i].allowed)
+            bkm_cpuset_set(set, topo->pu[i].os);
+}
+
+int bkm_topo_restrict(bkm_topo_t *topo, const bkm_cpuset_t *mask, bkm_err_t *err)
+{
+    if (!topo || !mask)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_restrict: NULL argument");
+    bkm_cpuset_t known;
+    bkm_cpuset_zero(&known);
+    for (int i = 0; i < topo->n_pu; i++)
+        bkm_cpuset_set(&known, topo->pu[i].os);
+    for (int c = bkm_cpuset_first(mask); c >= 0; c = bkm_cpuset_next(mask, c))
+        if (!bkm_cpuset_isset(&known, c))
+            return bkm_err_set(err, BKM_EINVAL, "PU %d in the mask is not in the topology (%d PUs)", c,
+                               topo->n_pu);
+    if (bkm_cpuset_is_empty(mask))
+        return bkm_err_set(err, BKM_EINVAL, "the restriction mask is empty");
+    topo->sum.allowed_pus = 0;
+    for (int i = 0; i < topo->n_pu; i++) {
+        topo->pu[i].allowed = bkm_cpuset_isset(mask, topo->pu[i].os);
+        topo->sum.allowed_pus += topo->pu[i].allowed;
+    }
+    return BKM_OK;
+}
+
+static void json_cpuset(bkm_json_w_t *w, const bkm_cpuset_t *s)
+{
+    bkm_buf_t b;
+    bkm_buf_init(&b);
+    bkm_cpuset_format(s, &b);
+    bkm_json_str(w, bkm_buf_str(&b));
+    bkm_buf_free(&b);
+}
+
+int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
+{
+    if (!topo || !w)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_to_json: NULL argument");
+    const bkm_topo_summary_t *s = &topo->sum;
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "source"), bkm_json_str(w, s->source);
+    bkm_json_key(w, "isa"), bkm_json_str(w, s->isa);
+    bkm_json_key(w, "cpu_model"), bkm_json_str(w, s->cpu_model);
+    bkm_json_key(w, "packages"), bkm_json_int(w, s->packages);
+    bkm_json_key(w, "numa_nodes"), bkm_json_int(w, s->numa_nodes);
+    bkm_json_key(w, "tiles"), bkm_json_int(w, s->tiles);
+    bkm_json_key(w, "cores"), bkm_json_int(w, s->cores);
+    bkm_json_key(w, "pus"), bkm_json_int(w, s->pus);
+    bkm_json_key(w, "smt"), bkm_json_int(w, s->pus_per_core_max);
+    bkm_json_key(w, "allowed_pus"), bkm_json_int(w, s->allowed_pus);
+    bkm_cpuset_t allowed;
+    bkm_topo_allowed(topo, &allowed);
+    bkm_json_key(w, "allowed"), json_cpuset(w, &allowed);
+
+    bkm_json_key(w, "caches");
+    bkm_json_arr_begin(w);
+    for (int i = 0; i < topo->n_cache; i++) {
+        const bkm_topo_cache_t *c = &topo->cache[i];
+        char type[2] = {c->type, '\0'};
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "level"), bkm_json_int(w, c->level);
+        bkm_json_key(w, "type"), bkm_json_str(w, type);
+        bkm_json_key(w, "size_bytes"), bkm_json_int(w, (int64_t)c->size_bytes);
+        bkm_json_key(w, "line_bytes"), bkm_json_int(w, c->line_bytes);
+        bkm_json_key(w, "count"), bkm_json_int(w, c->count);
+        bkm_json_key(w, "pus_per_cache"), bkm_json_int(w, c->pus_per_cache);
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+
+    bkm_json_key(w, "numa");
+    bkm_json_arr_begin(w);
+    for (int i = 0; i < topo->n_numa; i++) {
+        const bkm_topo_numa_t *m = &topo->numa[i];
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "os"), bkm_json_int(w, m->os);
+        bkm_json_key(w, "memory_bytes"), bkm_json_int(w, (int64_t)m->memory_bytes);
+        bkm_json_key(w, "subtype"), bkm_json_str(w, m->subtype);
+        bkm_json_key(w, "cpus"), json_cpuset(w, &m->cpus);
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+
+    bkm_json_key(w, "cores_list");
+    bkm_json_arr_begin(w);
+    for (int i = 0; i < topo->n_pu;) {
+        const bkm_topo_pu_t *u = &topo->pu[i];
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "core"), bkm_json_int(w, u->core);
+        bkm_json_key(w, "pkg"), bkm_json_int(w, u->pkg);
+        bkm_json_key(w, "tile"), bkm_json_int(w, u->tile);
+        bkm_json_key(w, "numa"), bkm_json_int(w, u->numa);
+        bkm_json_key(w, "pus");
+        bkm_json_arr_begin(w);
+        int j = i;
+        for (; j < topo->n_pu && topo->pu[j].core == u->core; j++)
+            bkm_json_int(w, topo->pu[j].os);
+        bkm_json_arr_end(w);
+        bkm_json_key(w, "allowed");
+        bkm_json_arr_begin(w);
+        for (int k = i; k < j; k++)
+            bkm_json_bool(w, topo->pu[k].allowed);
+        bkm_json_arr_end(w);
+        bkm_json_obj_end(w);
+        i = j;
+    }
+    bkm_json_arr_end(w);
+    bkm_json_obj_end(w);
+    if (w->out && w->out->oom)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory writing topology JSON");
+    return BKM_OK;
+}
