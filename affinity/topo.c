@@ -3,6 +3,7 @@
  * PU table in the numbering libomp uses: logical package/core indexes, OS PU indexes. */
 #include "affinity_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -313,6 +314,37 @@ out:
     return rc;
 }
 
+/* hwloc silently falls back to default numbering when the PU level's "indexes=" list does not
+ * have one entry per PU; a profile with a wrong list must not be used with the wrong numbering. */
+static int check_pu_indexes(const bkm_topo_t *t, const char *desc, bkm_err_t *err)
+{
+    const char *pu = strstr(desc, "pu:");
+    const char *idx = pu ? strstr(pu, "indexes=") : NULL;
+    if (!idx)
+        return BKM_OK;
+    idx += strlen("indexes=");
+    if (!isdigit((unsigned char)*idx))
+        return BKM_OK; /* "indexes=pack:core" interleaving, not a list */
+    int n = 0;
+    hwloc_obj_t o = NULL;
+    for (const char *s = idx; isdigit((unsigned char)*s);) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        o = hwloc_get_obj_by_type(t->h, HWLOC_OBJ_PU, (unsigned)n);
+        if (o && (long)o->os_index != v)
+            return bkm_err_set(err, BKM_EINVAL,
+                               "synthetic '%.200s': hwloc ignored the PU indexes= list (PU L#%d has P#%u, "
+                               "the list says %ld); give one OS index per PU",
+                               desc, n, o->os_index, v);
+        n++;
+        s = (*end == ',') ? end + 1 : end;
+    }
+    if (n != t->n_pu)
+        return bkm_err_set(err, BKM_EINVAL, "synthetic '%.200s': the PU indexes= list has %d values for %d PUs",
+                           desc, n, t->n_pu);
+    return BKM_OK;
+}
+
 int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
 {
     bkm_topo_t *t = NULL;
@@ -331,6 +363,8 @@ int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
         bkm_err_prefix(err, "synthetic '%.200s'", desc);
         goto out;
     }
+    if ((rc = check_pu_indexes(t, desc, err)) < 0)
+        goto out;
     *topo = t;
     t = NULL;
 out:

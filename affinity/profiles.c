@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/* Node profiles: built-in Cori Haswell and KNL topologies (hwloc synthetic strings with Cori's
+ * OS numbering), this host ("auto"), and user profiles read from a key = value file or an
+ * hwloc XML file. */
+#include "affinity_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const builtin_names[] = {"auto", "haswell", "knl", NULL};
+
+const char *const *bkm_profile_builtin_names(void) { return builtin_names; }
+
+/* Append "pu:<smt>(indexes=...)" where core c (global, 0-based, of n_cores) has the PUs
+ * c, c + n_cores, c + 2*n_cores, ...: the Cori numbering (PU i + 32 / i + 68k are siblings). */
+static int append_pu_level(char *dst, size_t cap, int n_cores, int smt)
+{
+    size_t len = strlen(dst);
+    int n = snprintf(dst + len, cap - len, "pu:%d(indexes=", smt);
+    if (n < 0 || (size_t)n >= cap - len)
+        return BKM_EINVAL;
+    len += (size_t)n;
+    for (int c = 0; c < n_cores; c++)
+        for (int k = 0; k < smt; k++) {
+            n = snprintf(dst + len, cap - len, "%s%d", (c == 0 && k == 0) ? "" : ",", c + k * n_cores);
+            if (n < 0 || (size_t)n >= cap - len)
+                return BKM_EINVAL;
+            len += (size_t)n;
+        }
+    n = snprintf(dst + len, cap - len, ")");
+    return (n < 0 || (size_t)n >= cap - len) ? BKM_EINVAL : BKM_OK;
+}
+
+static void set_list(int *dst, int *n, int cap, const int *src, int n_src)
+{
+    *n = n_src < cap ? n_src : cap;
+    memcpy(dst, src, (size_t)*n * sizeof(*dst));
+}
+
+static void profile_haswell(bkm_node_profile_t *p)
+{
+    static const int threads[] = {1, 2, 4, 8, 16, 32, 64};
+    static const int bt[] = {0, 1, 200, -1};
+    snprintf(p->name, sizeof(p->name), "haswell");
+    snprintf(p->description, sizeof(p->description),
+             "Cori Haswell: 2 x Xeon E5-2698 v3, 2 sockets x 16 cores x 2 HT, PU i+32 is the sibling of i");
+    snprintf(p->synthetic, sizeof(p->synthetic),
+             "pack:2 [numa(memory=64GiB)] l3:1(size=40MiB) l2:16(size=256KiB) l1d:1(size=32KiB) core:1 ");
+    append_pu_level(p->synthetic, sizeof(p->synthetic), 32, 2);
+    snprintf(p->isa, sizeof(p->isa), "avx2");
+    snprintf(p->slurm_constraint, sizeof(p->slurm_constraint), "haswell");
+    set_list(p->threads, &p->n_threads, 16, threads, (int)(sizeof(threads) / sizeof(threads[0])));
+    set_list(p->blocktime_ms, &p->n_blocktime, 8, bt, (int)(sizeof(bt) / sizeof(bt[0])));
+}
+
+static void profile_knl(bkm_node_profile_t *p)
+{
+    static const int threads[] = {1, 2, 4, 8, 16, 32, 64, 68, 136, 272};
+    static const int bt[] = {0, 1, 200, -1};
+    snprintf(p->name, sizeof(p->name), "knl");
+    snprintf(p->description, sizeof(p->description),
+             "Cori KNL: Xeon Phi 7250 quad,cache, 68 cores in 34 tiles sharing 1 MiB L2, 4 HT, "
+             "PU i+68k are the siblings of core i");
+    snprintf(p->synthetic, sizeof(p->synthetic),
+             "pack:1 [numa(memory=96GiB)] l2:34(size=1MiB) l1d:2(size=32KiB) core:1 ");
+    append_pu_level(p->synthetic, sizeof(p->synthetic), 68, 4);
+    snprintf(p->isa, sizeof(p->isa), "avx512");
+    snprintf(p->slurm_constraint, sizeof(p->slurm_constraint), "knl,quad,cache");
+    set_list(p->threads, &p->n_threads, 16, threads, (int)(sizeof(threads) / sizeof(threads[0])));
+    set_list(p->blocktime_ms, &p->n_blocktime, 8, bt, (int)(sizeof(bt) / sizeof(bt[0])));
+}
+
+/* "auto": this host. Thread counts are the powers of two below the online CPU count, then it. */
+static void profile_auto(bkm_node_profile_t *p)
+{
+    static const int bt[] = {0, 1, 200, -1};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    snprintf(p->name, sizeof(p->name), "auto");
+    snprintf(p->description, sizeof(p->description), "this host, discovered by hwloc");
+    p->n_threads = 0;
+    for (long t = 1; t < ncpu && p->n_threads < 15; t *= 2)
+        p->threads[p->n_threads++] = (int)t;
+    p->threads[p->n_threads++] = (int)ncpu;
+    set_list(p->blocktime_ms, &p->n_blocktime, 8, bt, (int)(sizeof(bt) / sizeof(bt[0])));
+}
+
+int bkm_profile_builtin(const char *name, bkm_node_profile_t *p, bkm_err_t *err)
+{
+    if (!p)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_profile_builtin: profile is NULL");
+    memset(p, 0, sizeof(*p));
+    if (!name)
+        return bkm_err_set(err, BKM_EINVAL, "node profile name is NULL (known: auto, haswell, knl)");
+    if (strcmp(name, "auto") == 0)
+        profile_auto(p);
+    else if (strcmp(name, "haswell") == 0)
+        profile_haswell(p);
+    else if (strcmp(name, "knl") == 0)
+        profile_knl(p);
+    else
+        return bkm_err_set(err, BKM_EINVAL, "unknown node profile '%.100s' (known: auto, haswell, knl)", name);
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Profile files                                                                             */
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Parse "1,2,4" (or with "infinite" = -1 when @p allow_inf) into @p out (at most @p cap). */
+static int parse_int_list(const char *val, int *out, int *n, int cap, long long min, long long max,
+                          int allow_inf, const char *key, const char *where, bkm_err_t *err)
+{
+    char buf[512];
+    if (snprintf(buf, sizeof(buf), "%s", val) >= (int)sizeof(buf))
+        return bkm_err_set(err, BKM_EINVAL, "%s: value of '%s' is too long", where, key);
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        tok = trim(tok);
+        long long v;
+        if (allow_inf && strcmp(tok, "infinite") == 0)
+            v = -1;
+        else if (bkm_parse_int(tok, min, max, &v) != BKM_OK)
+            return bkm_err_set(err, BKM_EINVAL, "%s: bad %s value '%s' (expected an integer in %lld..%lld%s)",
+                               where, key, tok, min, max, allow_inf ? " or 'infinite'" : "");
+        if (*n >= cap)
+            return bkm_err_set(err, BKM_EINVAL, "%s: too many %s values (at most %d)", where, key, cap);
+        out[(*n)++] = (int)v;
+    }
+    if (*n == 0)
+        return bkm_err_set(err, BKM_EINVAL, "%s: '%s' has no values", where, key);
+    return BKM_OK;
+}
+
+static int copy_value(char *dst, size_t cap, const char *val, const char *key, const char *where, bkm_err_t *err)
+{
+    if (!*val)
+        return bkm_err_set(err, BKM_EINVAL, "%s: '%s' is empty", where, key);
+    if (snprintf(dst, cap, "%s", val) >= (int)cap)
+        return bkm_err_set(err, BKM_EINVAL, "%s: value of '%s' is too long (at most %zu bytes)", where, key,
+                           cap - 1);
+    return BKM_OK;
+}
+
+static int valid_name(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+            return 0;
+    return 1;
+}
+
+/* Is the file an hwloc XML document? (first non-blank character is '<') */
+static int looks_like_xml(FILE *f)
+{
+    int c;
+    while ((c = fgetc(f)) != EOF && isspace(c))
+        ;
+    rewind(f);
+    return c == '<';
+}
+
+static int profile_from_xml(const char *path, bkm_node_profile_t *p, bkm_err_t *err)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char name[sizeof(p->name)];
+    snprintf(name, sizeof(name), "%s", base);
+    char *dot = strstr(name, ".xml");
+    if (dot && dot != name)
+        *dot = '\0';
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    snprintf(p->description, sizeof(p->description), "hwloc XML %.140s", base);
+    if (snprintf(p->xml_path, sizeof(p->xml_path), "%s", path) >= (int)sizeof(p->xml_path))
+        return bkm_err_set(err, BKM_EINVAL, "hwloc XML path '%.200s...' is too long", path);
+    return BKM_OK;
+}
+
+/* Resolve @p rel against the directory of @p file into @p dst. */
+static int resolve_path(char *dst, size_t cap, const char *file, const char *rel)
+{
+    const char *slash = strrchr(file, '/');
+    int n;
+    if (rel[0] == '/' || !slash)
+        n = snprintf(dst, cap, "%s", rel);
+    else
+        n = snprintf(dst, cap, "%.*s/%s", (int)(slash - file), file, rel);
+    return (n < 0 || (size_t)n >= cap) ? BKM_EINVAL : BKM_OK;
+}
+
+static int apply_key(bkm_node_profile_t *p, const char *path, const char *key, const char *val,
+                     const char *where, bkm_err_t *err)
+{
+    if (strcmp(key, "name") == 0) {
+        if (!valid_name(val) || strlen(val) >= sizeof(p->name))
+            return bkm_err_set(err, BKM_EINVAL, "%s: bad name '%.64s' (letters, digits, '-', '_', '.'; < %zu chars)",
+                               where, val, sizeof(p->name));
+        return copy_value(p->name, sizeof(p->name), val, key, where, err);
+    }
+    if (strcmp(key, "description") == 0)
+        return copy_value(p->description, sizeof(p->description), val, key, where, err);
+    if (strcmp(key, "synthetic") == 0)
+        return copy_value(p->synthetic, sizeof(p->synthetic), val, key, where, err);
+    if (strcmp(key, "xml") == 0) {
+        if (!*val)
+            return bkm_err_set(err, BKM_EINVAL, "%s: 'xml' is empty", where);
+        if (resolve_path(p->xml_path, sizeof(p->xml_path), path, val) < 0)
+            return bkm_err_set(err, BKM_EINVAL, "%s: xml path '%.200s' is too long", where, val);
+        return BKM_OK;
+    }
+    if (strcmp(key, "isa") == 0) {
+        static const char *const isas[] = {"avx512", "avx2", "generic", NULL};
+        for (int i = 0; isas[i]; i++)
+            if (strcmp(val, isas[i]) == 0)
+                return copy_value(p->isa, sizeof(p->isa), val, key, where, err);
+        return bkm_err_set(err, BKM_EINVAL, "%s: unknown isa '%.64s' (known: avx512, avx2, generic)", where, val);
+    }
+    if (strcmp(key, "slurm_constraint") == 0)
+        return copy_value(p->slurm_constraint, sizeof(p->slurm_constraint), val, key, where, err);
+    if (strcmp(key, "threads") == 0)
+        return parse_int_list(val, p->threads, &p->n_threads, 16, 1, BKM_CPUSET_MAX, 0, key, where, err);
+    if (strcmp(key, "blocktime") == 0)
+        return parse_int_list(val, p->blocktime_ms, &p->n_blocktime, 8, 0, INT_MAX, 1, key, where, err);
+    return bkm_err_set(err, BKM_EINVAL,
+                       "%s: unknown key '%.64s' (known: name, description, synthetic, xml, isa, "
+                       "slurm_constraint, threads, blocktime)",
+                       where, key);
+}
+
+/* Format (one "key = value" per line; '#' starts a comment line; blank lines ignored):
+ *   name = mynode                      required: letters, digits, '-', '_', '.'
+ *   description = free text
+ *   synthetic = pack:2 core:8 pu:2     hwloc synthetic description, or
+ *   xml = mynode.xml                   hwloc XML (relative to the profile file's folder)
+ *   isa = avx512 | avx2 | generic
+ *   slurm_constraint = knl,quad,cache
+ *   threads = 1,2,4,8                  at most 16 values
+ *   blocktime = 0,200,infinite         KMP_BLOCKTIME in ms, at most 8 values
+ * Exactly one of synthetic / xml. The topology is loaded once to check it. A file whose first
+ * non-blank character is '<' is taken as an hwloc XML topology (`lstopo --of xml`). */
+int bkm_profile_load_file(const char *path, bkm_node_profile_t *p, bkm_err_t *err)
+{
+    FILE *f = NULL;
+    bkm_topo_t *t = NULL;
+    int rc = BKM_OK;
+    char line[9000];
+    char where[600];
+    if (!path || !p)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_profile_load_file: NULL argument");
+    memset(p, 0, sizeof(*p));
+    f = fopen(path, "r");
+    if (!f)
+        return bkm_err_set(err, BKM_EINVAL, "cannot read node profile '%.400s': %s", path, strerror(errno));
+    if (looks_like_xml(f)) {
+        if ((rc = profile_from_xml(path, p, err)) < 0)
+            goto out;
+    } else {
+        int lineno = 0;
+        while (fgets(line, sizeof(line), f)) {
+            lineno++;
+            snprintf(where, sizeof(where), "profile '%.400s' line %d", path, lineno);
+            if (!strchr(line, '\n') && !feof(f)) {
+                rc = bkm_err_set(err, BKM_EINVAL, "%s: line too long (at most %zu bytes)", where, sizeof(line) - 2);
+                goto out;
+            }
+            char *s = trim(line);
+            if (!*s || *s == '#')
+                continue;
+            char *eq = strchr(s, '=');
+            if (!eq) {
+                rc = bkm_err_set(err, BKM_EINVAL, "%s: expected 'key = value', got '%.100s'", where, s);
+                goto out;
+            }
+            *eq = '\0';
+            if ((rc = apply_key(p, path, trim(s), trim(eq + 1), where, err)) < 0)
+                goto out;
+        }
+        if (!p->name[0]) {
+            rc = bkm_err_set(err, BKM_EINVAL, "profile '%.400s': missing 'name'", path);
+            goto out;
+        }
+        if (!p->synthetic[0] == !p->xml_path[0]) {
+            rc = bkm_err_set(err, BKM_EINVAL, "profile '%.400s': give exactly one of 'synthetic' or 'xml'", path);
+            goto out;
+        }
+    }
+    if ((rc = bkm_topo_open_profile(&t, p, err)) < 0) {
+        bkm_err_prefix(err, "profile '%.400s'", path);
+        goto out;
+    }
+    if (p->n_threads == 0) {
+        /* Default sweep: powers of two up to the profile's PU count, then the PU count. */
+        int n_pu = 0;
+        bkm_topo_pus(t, &n_pu);
+        for (int v = 1; v < n_pu && p->n_threads < 15; v *= 2)
+            p->threads[p->n_threads++] = v;
+        p->threads[p->n_threads++] = n_pu;
+    }
+    if (p->n_blocktime == 0) {
+        static const int bt[] = {0, 1, 200, -1};
+        set_list(p->blocktime_ms, &p->n_blocktime, 8, bt, 4);
+    }
+out:
+    bkm_topo_close(t);
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+int bkm_topo_open_profile(bkm_topo_t **topo, const bkm_node_profile_t *p, bkm_err_t *err)
+{
+    int rc;
+    if (!topo || !p)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_open_profile: NULL argument");
+    if (p->synthetic[0])
+        rc = bkm_topo_open_synthetic(topo, p->synthetic, err);
+    else if (p->xml_path[0])
+        rc = bkm_topo_open_xml(topo, p->xml_path, err);
+    else
+        return bkm_topo_open_host(topo, err); /* "auto" */
+    if (rc < 0)
+        return rc;
+    bkm__topo_set_origin(*topo, "profile", p->isa);
+    return BKM_OK;
+}
+
+int bkm_profile_matches_host(const bkm_node_profile_t *p, const bkm_topo_t *host)
+{
+    if (!p || !host)
+        return 0;
+    if (!p->synthetic[0] && !p->xml_path[0])
+        return 1; /* auto */
+    bkm_topo_t *t = NULL;
+    if (bkm_topo_open_profile(&t, p, NULL) < 0)
+        return 0;
+    bkm_topo_summary_t a, b;
+    bkm_topo_summary(t, &a);
+    bkm_topo_summary(host, &b);
+    bkm_topo_close(t);
+    if (a.packages != b.packages || a.cores != b.cores || a.pus != b.pus)
+        return 0;
+    return !p->isa[0] || strcmp(p->isa, b.isa) == 0;
+}

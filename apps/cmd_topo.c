@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* `tune topo`: show a node's topology (this host, a built-in profile, a profile file, an hwloc
+ * XML file or a synthetic description) for people, or as JSON. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bkm/affinity.h"
+
+const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, profile, XML, synthetic)";
+
+typedef struct topo_cfg {
+    const char *node, *profile, *xml, *synthetic, *allowed;
+    int json;
+} topo_cfg_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tune topo [--node NAME | --profile FILE | --xml FILE | --synthetic DESC]\n"
+            "                 [--allowed LIST] [--json]\n"
+            "\n"
+            "Shows the topology the tuner plans with: packages, cores, hardware threads (PUs) with\n"
+            "their OS numbers (what KMP_AFFINITY proclists, OMP_PLACES and taskset use), KNL tiles\n"
+            "(two cores sharing an L2), NUMA nodes (including MCDRAM) and caches. The default is\n"
+            "this host, restricted to this process's CPU mask as libomp sees it.\n"
+            "\n"
+            "options:\n"
+            "  --node NAME       built-in profile: auto (this host, default), haswell (Cori:\n"
+            "                    2 x 16 cores x 2 HT, PU i+32 is the sibling of i), knl (Cori\n"
+            "                    KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's)\n"
+            "  --profile FILE    a node profile file, or an hwloc XML file (lstopo --of xml).\n"
+            "                    Profile format, one 'key = value' per line, '#' comments:\n"
+            "                      name = mynode              (required)\n"
+            "                      description = free text\n"
+            "                      synthetic = pack:2 core:8 pu:2   (or: xml = mynode.xml,\n"
+            "                                                   relative to the profile file)\n"
+            "                      isa = avx512 | avx2 | generic\n"
+            "                      slurm_constraint = knl,quad,cache\n"
+            "                      threads = 1,2,4,8          (default sweep, at most 16)\n"
+            "                      blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
+            "  --xml FILE        an hwloc XML topology\n"
+            "  --synthetic DESC  an hwloc synthetic description, with optional OS numbering,\n"
+            "                    e.g. \"pack:2 core:4 pu:2(indexes=0,8,1,9,2,10,3,11,4,12,5,13,6,14,7,15)\"\n"
+            "  --allowed LIST    emulate an initial process mask (taskset/srun), e.g. 0-7\n"
+            "  --json            machine-readable output\n"
+            "  -h, --help        this text\n"
+            "\n"
+            "examples:\n"
+            "  tune topo\n"
+            "  tune topo --node knl\n"
+            "  tune topo --synthetic \"pack:1 l2:2 core:2 pu:4\" --json\n"
+            "\n"
+            "exit codes: 0 ok, 2 bad option or unloadable topology (the message names it),\n"
+            "3 hwloc could not discover this host.\n");
+}
+
+static int parse_args(int argc, char **argv, topo_cfg_t *c)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (strcmp(a, "--json") == 0) {
+            c->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--node") == 0)
+            dst = &c->node;
+        else if (strcmp(a, "--profile") == 0)
+            dst = &c->profile;
+        else if (strcmp(a, "--xml") == 0)
+            dst = &c->xml;
+        else if (strcmp(a, "--synthetic") == 0)
+            dst = &c->synthetic;
+        else if (strcmp(a, "--allowed") == 0)
+            dst = &c->allowed;
+        if (!dst) {
+            fprintf(stderr, "tune topo: unknown option '%s' (see tune topo --help)\n", a);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "tune topo: option '%s' needs a value\n", a);
+            return 2;
+        }
+        *dst = argv[++i];
+    }
+    if (!!c->node + !!c->profile + !!c->xml + !!c->synthetic > 1) {
+        fprintf(stderr, "tune topo: give at most one of --node, --profile, --xml, --synthetic\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int open_topo(const topo_cfg_t *c, bkm_topo_t **t, bkm_err_t *err)
+{
+    bkm_node_profile_t *p = NULL;
+    int rc;
+    if (c->xml)
+        return bkm_topo_open_xml(t, c->xml, err);
+    if (c->synthetic)
+        return bkm_topo_open_synthetic(t, c->synthetic, err);
+    p = bkm_calloc(1, sizeof(*p));
+    if (!p)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    if (c->profile)
+        rc = bkm_profile_load_file(c->profile, p, err);
+    else
+        rc = bkm_profile_builtin(c->node ? c->node : "auto", p, err);
+    if (rc == BKM_OK)
+        rc = bkm_topo_open_profile(t, p, err);
+    bkm_free(p);
+    return rc;
+}
+
+static void print_size(uint64_t b)
+{
+    if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+        printf("%llu GiB", (unsigned long long)(b >> 30));
+    else if (b >= (1ull << 30))
+        printf("%.1f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20))
+        printf("%.4g MiB", (double)b / (double)(1ull << 20));
+    else
+        printf("%.4g KiB", (double)b / 1024.0);
+}
+
+static void print_text(const bkm_topo_t *t)
+{
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    int n_pu = 0, n_c = 0, n_m = 0;
+    const bkm_topo_pu_t *pu = bkm_topo_pus(t, &n_pu);
+    const bkm_topo_cache_t *cache = bkm_topo_caches(t, &n_c);
+    const bkm_topo_numa_t *numa = bkm_topo_numas(t, &n_m);
+    int cores_per_pkg = s.packages > 0 ? s.cores / s.packages : s.cores;
+    printf("source: %s, isa: %s%s%s\n", s.source, s.isa, s.cpu_model[0] ? ", cpu: " : "", s.cpu_model);
+    printf("%d package%s x %d cores x %d thread%s", s.packages, s.packages == 1 ? "" : "s", cores_per_pkg,
+           s.pus_per_core_max, s.pus_per_core_max == 1 ? "" : "s");
+    if (s.tiles > 0)
+        printf(", %d tiles", s.tiles);
+    printf(" (%d PUs, %d allowed)\n", s.pus, s.allowed_pus);
+    printf("NUMA nodes:\n");
+    for (int i = 0; i < n_m; i++) {
+        bkm_buf_t b;
+        bkm_buf_init(&b);
+        bkm_cpuset_format(&numa[i].cpus, &b);
+        printf("  node %d: ", numa[i].os);
+        print_size(numa[i].memory_bytes);
+        printf("%s%s, PUs %s\n", numa[i].subtype[0] ? " " : "", numa[i].subtype, bkm_buf_str(&b));
+        bkm_buf_free(&b);
+    }
+    printf("caches:\n");
+    for (int i = 0; i < n_c; i++) {
+        printf("  L%d%s ", cache[i].level, cache[i].type == 'd' ? "d" : cache[i].type == 'i' ? "i" : "");
+        print_size(cache[i].size_bytes);
+        printf(" x %d (%d PU%s each)\n", cache[i].count, cache[i].pus_per_cache, cache[i].pus_per_cache == 1 ? "" : "s");
+    }
+    printf("cores:\n");
+    for (int i = 0; i < n_pu;) {
+        int j = i;
+        printf("  core %d (pkg %d", pu[i].core, pu[i].pkg);
+        if (pu[i].tile >= 0)
+            printf(", tile %d", pu[i].tile);
+        printf("): PUs ");
+        for (; j < n_pu && pu[j].core == pu[i].core; j++)
+            printf("%s%d%s", j > i ? "," : "", pu[j].os, pu[j].allowed ? "" : "(not allowed)");
+        printf("\n");
+        i = j;
+    }
+}
+
+int bkm_cli_topo(int argc, char **argv)
+{
+    topo_cfg_t cfg = {0};
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    bkm_buf_t out;
+    int rc;
+    bkm_buf_init(&out);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    if ((rc = parse_args(argc, argv, &cfg)) != 0)
+        return rc;
+    if ((rc = open_topo(&cfg, &t, &err)) < 0)
+        goto out;
+    if (cfg.allowed) {
+        bkm_cpuset_t mask;
+        if ((rc = bkm_cpuset_parse(&mask, cfg.allowed, &err)) < 0 || (rc = bkm_topo_restrict(t, &mask, &err)) < 0) {
+            bkm_err_prefix(&err, "--allowed '%s'", cfg.allowed);
+            goto out;
+        }
+    }
+    if (cfg.json) {
+        bkm_json_w_t w;
+        bkm_json_w_init(&w, &out, 1);
+        if ((rc = bkm_topo_to_json(t, &w, &err)) < 0)
+            goto out;
+        printf("%s\n", bkm_buf_str(&out));
+    } else {
+        print_text(t);
+    }
+    rc = BKM_OK;
+out:
+    if (rc < 0)
+        fprintf(stderr, "tune topo: %s\n", err.msg);
+    bkm_buf_free(&out);
+    bkm_topo_close(t);
+    return bkm_status_exit_code(rc);
+}

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the topology and node-profile API: Cori Haswell/KNL synthetic profiles, hwloc XML
+ * (a round trip through hwloc's exporter and the checked-in data/knl-flat.xml), this host,
+ * restriction, profile files, and bad input.
+ *
+ * data/knl-flat.xml is Cori KNL 7250 in quad,flat mode (NUMA 0 = 96 GiB DDR, NUMA 1 = 16 GiB
+ * MCDRAM), generated with
+ *   lstopo --input "pack:1 [numa(memory=96GiB)] [numa(memory=16GiB)] l2:34(size=1MiB) \
+ *                   l1d:2(size=32KiB) core:1 pu:4(indexes=0,68,136,204,1,69,...)" --of xml
+ * with subtype="DRAM" / subtype="MCDRAM" added to the two NUMANode objects by hand. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+
+#include "bkm/affinity.h"
+
+#define KNL_FLAT_XML BKM_SOURCE_DIR "/tests/affinity/data/knl-flat.xml"
+
+static bkm_topo_t *open_builtin(const char *name)
+{
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    bkm_topo_t *t = NULL;
+    ck_assert_int_eq(bkm_profile_builtin(name, &p, &err), BKM_OK);
+    ck_assert_msg(bkm_topo_open_profile(&t, &p, &err) == BKM_OK, "%s: %s", name, err.msg);
+    return t;
+}
+
+static const bkm_topo_pu_t *find_pu(const bkm_topo_t *t, int os)
+{
+    int n = 0;
+    const bkm_topo_pu_t *pu = bkm_topo_pus(t, &n);
+    for (int i = 0; i < n; i++)
+        if (pu[i].os == os)
+            return &pu[i];
+    ck_abort_msg("PU %d not found", os);
+    return NULL;
+}
+
+/* Write @p text to a fresh temp file; returns its path (static buffer owned by the caller). */
+static void write_temp(char *path, size_t cap, const char *suffix, const char *text)
+{
+    snprintf(path, cap, "/tmp/bkm_test_topo_XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+START_TEST(haswell_counts_and_numbering)
+{
+    bkm_topo_t *t = open_builtin("haswell");
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    ck_assert_int_eq(s.packages, 2);
+    ck_assert_int_eq(s.cores, 32);
+    ck_assert_int_eq(s.pus, 64);
+    ck_assert_int_eq(s.pus_per_core_max, 2);
+    ck_assert_int_eq(s.tiles, 0);
+    ck_assert_int_eq(s.numa_nodes, 2);
+    ck_assert_int_eq(s.allowed_pus, 64);
+    ck_assert_str_eq(s.isa, "avx2");
+    ck_assert_str_eq(s.source, "profile");
+    /* PU 32 is core 0's second hardware thread; PU 16 is core 16 on package 1. */
+    const bkm_topo_pu_t *p32 = find_pu(t, 32), *p0 = find_pu(t, 0), *p16 = find_pu(t, 16), *p48 = find_pu(t, 48);
+    ck_assert_int_eq(p0->core, 0);
+    ck_assert_int_eq(p0->smt, 0);
+    ck_assert_int_eq(p32->core, 0);
+    ck_assert_int_eq(p32->smt, 1);
+    ck_assert_int_eq(p32->pkg, 0);
+    ck_assert_int_eq(p16->core, 16);
+    ck_assert_int_eq(p16->pkg, 1);
+    ck_assert_int_eq(p16->smt, 0);
+    ck_assert_int_eq(p48->core, 16);
+    ck_assert_int_eq(p48->smt, 1);
+    ck_assert_int_eq(p48->numa, 1);
+    ck_assert_int_eq(p32->tile, -1);
+    /* Table order: (pkg, tile, core, smt). */
+    int n = 0;
+    const bkm_topo_pu_t *pu = bkm_topo_pus(t, &n);
+    ck_assert_int_eq(n, 64);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(pu[i].core, i / 2);
+        ck_assert_int_eq(pu[i].os, i / 2 + 32 * (i % 2));
+    }
+    /* L3 per socket, 32 PUs each. */
+    int nc = 0;
+    const bkm_topo_cache_t *c = bkm_topo_caches(t, &nc);
+    int found_l3 = 0;
+    for (int i = 0; i < nc; i++)
+        if (c[i].level == 3) {
+            found_l3 = 1;
+            ck_assert_int_eq(c[i].count, 2);
+            ck_assert_int_eq(c[i].pus_per_cache, 32);
+        }
+    ck_assert(found_l3);
+    bkm_topo_close(t);
+}
+END_TEST
+
+START_TEST(knl_counts_tiles_and_numbering)
+{
+    bkm_topo_t *t = open_builtin("knl");
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    ck_assert_int_eq(s.packages, 1);
+    ck_assert_int_eq(s.cores, 68);
+    ck_assert_int_eq(s.pus, 272);
+    ck_assert_int_eq(s.tiles, 34);
+    ck_assert_int_eq(s.pus_per_core_max, 4);
+    ck_assert_str_eq(s.isa, "avx512");
+    for (int k = 0; k < 4; k++) {
+        const bkm_topo_pu_t *p = find_pu(t, 68 * k);
+        ck_assert_int_eq(p->core, 0);
+        ck_assert_int_eq(p->smt, k);
+        ck_assert_int_eq(p->tile, 0);
+    }
+    ck_assert_int_eq(find_pu(t, 1)->tile, 0);
+    ck_assert_int_eq(find_pu(t, 2)->tile, 1);
+    ck_assert_int_eq(find_pu(t, 67 + 68)->core, 67);
+    ck_assert_int_eq(find_pu(t, 67 + 68)->tile, 33);
+    ck_assert_int_eq(find_pu(t, 67 + 68)->smt, 1);
+    bkm_topo_close(t);
+}
+END_TEST
+
+START_TEST(synthetic_without_cores_or_packages)
+{
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pu:3", &err), BKM_OK);
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    ck_assert_int_eq(s.pus, 3);
+    ck_assert_int_eq(s.cores, 3);
+    ck_assert_int_eq(s.packages, 1);
+    ck_assert_str_eq(s.source, "synthetic");
+    bkm_topo_close(t);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+START_TEST(xml_round_trip)
+{
+    const char *desc = "pack:2 l2:2 core:4 pu:2(indexes=0,16,1,17,2,18,3,19,4,20,5,21,6,22,7,23,8,24,9,25,"
+                       "10,26,11,27,12,28,13,29,14,30,15,31)";
+    hwloc_topology_t h;
+    ck_assert_int_eq(hwloc_topology_init(&h), 0);
+    ck_assert_int_eq(hwloc_topology_set_synthetic(h, desc), 0);
+    ck_assert_int_eq(hwloc_topology_load(h), 0);
+    char path[64];
+    write_temp(path, sizeof(path), ".xml", "");
+    ck_assert_int_eq(hwloc_topology_export_xml(h, path, 0), 0);
+    hwloc_topology_destroy(h);
+
+    bkm_topo_t *a = NULL, *b = NULL;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_topo_open_synthetic(&a, desc, &err), BKM_OK);
+    ck_assert_msg(bkm_topo_open_xml(&b, path, &err) == BKM_OK, "%s", err.msg);
+    unlink(path);
+    int na = 0, nb = 0;
+    const bkm_topo_pu_t *pa = bkm_topo_pus(a, &na), *pb = bkm_topo_pus(b, &nb);
+    ck_assert_int_eq(na, 32);
+    ck_assert_int_eq(na, nb);
+    ck_assert_mem_eq(pa, pb, sizeof(*pa) * (size_t)na);
+    bkm_topo_summary_t s;
+    bkm_topo_summary(b, &s);
+    ck_assert_str_eq(s.source, "xml");
+    ck_assert_int_eq(s.tiles, 4);
+    ck_assert_int_eq(find_pu(b, 17)->core, 1);
+    ck_assert_int_eq(find_pu(b, 17)->smt, 1);
+    bkm_topo_close(a);
+    bkm_topo_close(b);
+}
+END_TEST
+
+START_TEST(xml_knl_flat_mcdram)
+{
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    ck_assert_msg(bkm_topo_open_xml(&t, KNL_FLAT_XML, &err) == BKM_OK, "%s", err.msg);
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    ck_assert_int_eq(s.cores, 68);
+    ck_assert_int_eq(s.tiles, 34);
+    ck_assert_int_eq(s.numa_nodes, 2);
+    int nm = 0;
+    const bkm_topo_numa_t *m = bkm_topo_numas(t, &nm);
+    ck_assert_int_eq(nm, 2);
+    ck_assert_int_eq(m[1].os, 1);
+    ck_assert_str_eq(m[1].subtype, "MCDRAM");
+    ck_assert_str_eq(m[0].subtype, "DRAM");
+    ck_assert_uint_eq(m[1].memory_bytes, 16ull << 30);
+    ck_assert_int_eq(bkm_cpuset_count(&m[1].cpus), 272);
+    ck_assert_int_eq(find_pu(t, 136)->smt, 2);
+    bkm_topo_close(t);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+START_TEST(host_matches_os_view)
+{
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    ck_assert_msg(bkm_topo_open_host(&t, &err) == BKM_OK, "%s", err.msg);
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    cpu_set_t cs;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof(cs), &cs), 0);
+    ck_assert_int_eq(s.pus, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    ck_assert_int_eq(s.allowed_pus, CPU_COUNT(&cs));
+    ck_assert_str_eq(s.source, "host");
+    ck_assert(strcmp(s.isa, "avx512") == 0 || strcmp(s.isa, "avx2") == 0 || strcmp(s.isa, "generic") == 0);
+    bkm_cpuset_t allowed;
+    bkm_topo_allowed(t, &allowed);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        ck_assert_int_eq(bkm_cpuset_isset(&allowed, c), CPU_ISSET(c, &cs) ? 1 : 0);
+    bkm_topo_close(t);
+}
+END_TEST
+
+START_TEST(restrict_emulates_initial_mask)
+{
+    bkm_topo_t *t = open_builtin("haswell");
+    bkm_err_t err = {0};
+    bkm_cpuset_t mask, got;
+    ck_assert_int_eq(bkm_cpuset_parse(&mask, "0-7,32-39", &err), BKM_OK);
+    ck_assert_int_eq(bkm_topo_restrict(t, &mask, &err), BKM_OK);
+    bkm_topo_allowed(t, &got);
+    ck_assert(bkm_cpuset_equal(&mask, &got));
+    bkm_topo_summary_t s;
+    bkm_topo_summary(t, &s);
+    ck_assert_int_eq(s.allowed_pus, 16);
+    ck_assert_int_eq(find_pu(t, 40)->allowed, 0);
+    ck_assert_int_eq(find_pu(t, 39)->allowed, 1);
+
+    ck_assert_int_eq(bkm_cpuset_parse(&mask, "0,64", &err), BKM_OK);
+    ck_assert_int_eq(bkm_topo_restrict(t, &mask, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "64"));
+    bkm_cpuset_zero(&mask);
+    ck_assert_int_eq(bkm_topo_restrict(t, &mask, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "empty"));
+    bkm_topo_close(t);
+}
+END_TEST
+
+START_TEST(bad_inputs_are_named)
+{
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:2 foo:3", &err), BKM_EINVAL);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_nonnull(strstr(err.msg, "foo:3"));
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "", &err), BKM_EINVAL);
+    /* hwloc ignores an indexes= list of the wrong length; we reject it. */
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:2 core:2 pu:2(indexes=0,1)", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "indexes"));
+    ck_assert_int_eq(bkm_topo_open_xml(&t, "/nonexistent/topo.xml", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/topo.xml"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "No such file"));
+    char path[64];
+    write_temp(path, sizeof(path), ".xml", "<topology><object type=\"Bogus\"></topology>");
+    ck_assert_int_eq(bkm_topo_open_xml(&t, path, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, path));
+    unlink(path);
+    ck_assert_ptr_null(t);
+}
+END_TEST
+
+START_TEST(json_has_counts_and_cores)
+{
+    bkm_topo_t *t = open_builtin("knl");
+    bkm_buf_t b;
+    bkm_json_w_t w;
+    bkm_err_t err = {0};
+    bkm_json_t *j = NULL;
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    ck_assert_int_eq(bkm_topo_to_json(t, &w, &err), BKM_OK);
+    ck_assert_msg(bkm_json_parse(bkm_buf_str(&b), &j, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq((int)bkm_json_get_num(j, "packages", -1), 1);
+    ck_assert_int_eq((int)bkm_json_get_num(j, "cores", -1), 68);
+    ck_assert_int_eq((int)bkm_json_get_num(j, "pus", -1), 272);
+    ck_assert_int_eq((int)bkm_json_get_num(j, "tiles", -1), 34);
+    ck_assert_int_eq((int)bkm_json_get_num(j, "smt", -1), 4);
+    ck_assert_str_eq(bkm_json_get_str(j, "isa"), "avx512");
+    const bkm_json_t *cores = bkm_json_get(j, "cores_list");
+    ck_assert_ptr_nonnull(cores);
+    ck_assert_uint_eq(cores->n_children, 68);
+    const bkm_json_t *c3 = bkm_json_at(cores, 3);
+    ck_assert_int_eq((int)bkm_json_get_num(c3, "tile", -9), 1);
+    const bkm_json_t *pus = bkm_json_get(c3, "pus");
+    ck_assert_uint_eq(pus->n_children, 4);
+    ck_assert_int_eq((int)bkm_json_at(pus, 1)->num, 71);
+    const bkm_json_t *numa = bkm_json_get(j, "numa");
+    ck_assert_str_eq(bkm_json_get_str(bkm_json_at(numa, 0), "cpus"), "0-271");
+    bkm_json_free(j);
+    bkm_buf_free(&b);
+    bkm_topo_close(t);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+START_TEST(builtin_profiles)
+{
+    const char *const *names = bkm_profile_builtin_names();
+    int n = 0;
+    for (; names[n]; n++) {
+        bkm_node_profile_t p;
+        bkm_err_t err = {0};
+        ck_assert_int_eq(bkm_profile_builtin(names[n], &p, &err), BKM_OK);
+        ck_assert_str_eq(p.name, names[n]);
+        ck_assert_int_gt(p.n_threads, 0);
+        ck_assert_int_gt(p.n_blocktime, 0);
+    }
+    ck_assert_int_eq(n, 3);
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_profile_builtin("knl", &p, &err), BKM_OK);
+    ck_assert_str_eq(p.slurm_constraint, "knl,quad,cache");
+    ck_assert_int_eq(p.threads[p.n_threads - 1], 272);
+    ck_assert_ptr_nonnull(strstr(p.synthetic, "indexes=0,68,136,204,1,69,137,205,"));
+    ck_assert_int_eq(bkm_profile_builtin("haswell", &p, &err), BKM_OK);
+    ck_assert_str_eq(p.slurm_constraint, "haswell");
+    ck_assert_int_eq(p.blocktime_ms[p.n_blocktime - 1], -1);
+    ck_assert_int_eq(bkm_profile_builtin("skylake", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "skylake"));
+}
+END_TEST
+
+START_TEST(profile_file_good)
+{
+    char path[64];
+    write_temp(path, sizeof(path), ".prof",
+               "# a 2-socket test node\n"
+               "name = mini-2s\n"
+               "description = two sockets, 4 cores, 2 HT\n"
+               "synthetic = pack:2 core:2 pu:2(indexes=0,4,1,5,2,6,3,7)\n"
+               "\n"
+               "isa = avx2\n"
+               "slurm_constraint = mini\n"
+               "threads = 1, 2,4, 8\n"
+               "blocktime = 0,200,infinite\n");
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    ck_assert_msg(bkm_profile_load_file(path, &p, &err) == BKM_OK, "%s", err.msg);
+    unlink(path);
+    ck_assert_str_eq(p.name, "mini-2s");
+    ck_assert_str_eq(p.isa, "avx2");
+    ck_assert_str_eq(p.slurm_constraint, "mini");
+    ck_assert_int_eq(p.n_threads, 4);
+    ck_assert_int_eq(p.threads[3], 8);
+    ck_assert_int_eq(p.n_blocktime, 3);
+    ck_assert_int_eq(p.blocktime_ms[1], 200);
+    ck_assert_int_eq(p.blocktime_ms[2], -1);
+    bkm_topo_t *t = NULL;
+    ck_assert_int_eq(bkm_topo_open_profile(&t, &p, &err), BKM_OK);
+    ck_assert_int_eq(find_pu(t, 4)->core, 0);
+    ck_assert_int_eq(find_pu(t, 4)->smt, 1);
+    bkm_topo_close(t);
+
+    /* An hwloc XML file is a profile too, named after the file. */
+    ck_assert_msg(bkm_profile_load_file(KNL_FLAT_XML, &p, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_str_eq(p.name, "knl-flat");
+    ck_assert_int_eq(p.threads[p.n_threads - 1], 272);
+
+    /* xml = is relative to the profile file's folder (here /tmp). */
+    write_temp(path, sizeof(path), ".prof", "name = flat\nxml = .." KNL_FLAT_XML "\nisa = avx512\n");
+    ck_assert_msg(bkm_profile_load_file(path, &p, &err) == BKM_OK, "%s", err.msg);
+    unlink(path);
+    ck_assert_str_eq(p.name, "flat");
+}
+END_TEST
+
+static void expect_bad_profile(const char *text, const char *needle)
+{
+    char path[64];
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    write_temp(path, sizeof(path), ".prof", text);
+    int rc = bkm_profile_load_file(path, &p, &err);
+    unlink(path);
+    ck_assert_msg(rc == BKM_EINVAL, "accepted: %s", text);
+    ck_assert_msg(strstr(err.msg, needle) != NULL, "message '%s' does not name '%s'", err.msg, needle);
+}
+
+START_TEST(profile_file_bad)
+{
+    expect_bad_profile("name = x\nsynthetic = pu:2\ncolour = blue\n", "colour");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nthreads = 1,0\n", "'0'");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nthreads = 1,two\n", "two");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nblocktime = forever\n", "forever");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nisa = sse9\n", "sse9");
+    expect_bad_profile("synthetic = pu:2\n", "name");
+    expect_bad_profile("name = bad name!\nsynthetic = pu:2\n", "bad name!");
+    expect_bad_profile("name = x\n", "synthetic");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nxml = a.xml\n", "exactly one");
+    expect_bad_profile("name = x\nsynthetic = pack:2 widget:4\n", "widget:4");
+    expect_bad_profile("name = x\nxml = /nonexistent.xml\n", "/nonexistent.xml");
+    expect_bad_profile("just words\n", "just words");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nthreads = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n", "too many");
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_profile_load_file("/nonexistent/profile", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/profile"));
+}
+END_TEST
+
+START_TEST(profile_matches_host)
+{
+    bkm_topo_t *host = NULL;
+    bkm_err_t err = {0};
+    bkm_node_profile_t p;
+    ck_assert_int_eq(bkm_topo_open_host(&host, &err), BKM_OK);
+    bkm_topo_summary_t s;
+    bkm_topo_summary(host, &s);
+    ck_assert_int_eq(bkm_profile_builtin("auto", &p, &err), BKM_OK);
+    ck_assert_int_eq(bkm_profile_matches_host(&p, host), 1);
+    ck_assert_int_eq(bkm_profile_builtin("knl", &p, &err), BKM_OK);
+    ck_assert_int_eq(bkm_profile_matches_host(&p, host), s.pus == 272 && strcmp(s.isa, "avx512") == 0);
+    /* A uniform host is matched by the synthetic profile of its own shape and ISA, not by
+     * the same shape with another ISA. */
+    int cpp = s.cores / s.packages, tpc = s.pus / s.cores;
+    if (s.packages * cpp * tpc == s.pus) {
+        memset(&p, 0, sizeof(p));
+        snprintf(p.name, sizeof(p.name), "same");
+        snprintf(p.synthetic, sizeof(p.synthetic), "pack:%d core:%d pu:%d", s.packages, cpp, tpc);
+        snprintf(p.isa, sizeof(p.isa), "%s", s.isa);
+        ck_assert_int_eq(bkm_profile_matches_host(&p, host), 1);
+        snprintf(p.isa, sizeof(p.isa), "%s", strcmp(s.isa, "avx2") == 0 ? "avx512" : "avx2");
+        ck_assert_int_eq(bkm_profile_matches_host(&p, host), 0);
+    }
+    bkm_topo_close(host);
+}
+END_TEST
+
+static Suite *topo_suite(void)
+{
+    Suite *s = suite_create("topo");
+    TCase *tc = tcase_create("synthetic");
+    tcase_add_test(tc, haswell_counts_and_numbering);
+    tcase_add_test(tc, knl_counts_tiles_and_numbering);
+    tcase_add_test(tc, synthetic_without_cores_or_packages);
+    tcase_add_test(tc, restrict_emulates_initial_mask);
+    tcase_add_test(tc, json_has_counts_and_cores);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("xml");
+    tcase_add_test(tc, xml_round_trip);
+    tcase_add_test(tc, xml_knl_flat_mcdram);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("host");
+    tcase_add_test(tc, host_matches_os_view);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, bad_inputs_are_named);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("profiles");
+    tcase_add_test(tc, builtin_profiles);
+    tcase_add_test(tc, profile_file_good);
+    tcase_add_test(tc, profile_file_bad);
+    tcase_add_test(tc, profile_matches_host);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) /* debugging: CK_FORK=no CK_RUN_CASE=xml ./test_topo */
+{
+    SRunner *sr = srunner_create(topo_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

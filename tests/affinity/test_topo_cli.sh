@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# `tune topo`: text and JSON output for this host and the built-in profiles; bad input exits 2
+# with a message naming the value.
+set -u
+fail() { echo "FAIL: $*" >&2; exit 1; }
+T=${BKM_TUNE:?BKM_TUNE not set}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+"$T" topo --help >"$tmp/help" || fail "--help exit $?"
+grep -q -- "--synthetic" "$tmp/help" || fail "--help does not document --synthetic"
+grep -q "blocktime = " "$tmp/help" || fail "--help does not document the profile format"
+
+"$T" topo >"$tmp/host" || fail "tune topo (host) exit $?"
+grep -Eq "^[0-9]+ packages? x [0-9]+ cores x [0-9]+ threads?" "$tmp/host" || fail "no summary line: $(head -3 "$tmp/host")"
+grep -q "^  core 0 (pkg 0" "$tmp/host" || fail "no per-core line"
+
+"$T" topo --node knl >"$tmp/knl" || fail "--node knl exit $?"
+grep -q "^1 package x 68 cores x 4 threads, 34 tiles" "$tmp/knl" || fail "knl summary: $(sed -n 2p "$tmp/knl")"
+grep -q "^  core 0 (pkg 0, tile 0): PUs 0,68,136,204$" "$tmp/knl" || fail "knl core 0 line"
+
+"$T" topo --node haswell >"$tmp/hsw" || fail "--node haswell exit $?"
+grep -q "^2 packages x 16 cores x 2 threads" "$tmp/hsw" || fail "haswell summary"
+grep -q "^  core 17 (pkg 1): PUs 17,49$" "$tmp/hsw" || fail "haswell core 17 line"
+
+"$T" topo --xml "$BKM_SOURCE_DIR/tests/affinity/data/knl-flat.xml" >"$tmp/flat" || fail "--xml exit $?"
+grep -q "16 GiB MCDRAM" "$tmp/flat" || fail "MCDRAM node not shown"
+
+json_num() { # file key
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+"$T" topo --node knl --json >"$tmp/knl.json" || fail "--json exit $?"
+[ "$(json_num "$tmp/knl.json" packages)" = 1 ] || fail "json packages"
+[ "$(json_num "$tmp/knl.json" cores)" = 68 ] || fail "json cores"
+[ "$(json_num "$tmp/knl.json" pus)" = 272 ] || fail "json pus"
+"$T" topo --json >"$tmp/host.json" || fail "host --json exit $?"
+[ "$(json_num "$tmp/host.json" pus)" = "$(getconf _NPROCESSORS_ONLN)" ] || fail "host json pus"
+
+"$T" topo --synthetic "pack:2 core:2 pu:2" --allowed 0-3 --json >"$tmp/r.json" || fail "--allowed exit $?"
+[ "$(json_num "$tmp/r.json" allowed_pus)" = 4 ] || fail "--allowed 0-3 gives $(json_num "$tmp/r.json" allowed_pus)"
+
+expect2() { # needle args...
+    local needle=$1; shift
+    "$T" topo "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+    [ $rc -eq 2 ] || fail "tune topo $* exited $rc, want 2"
+    grep -qF -- "$needle" "$tmp/err" || fail "tune topo $*: message does not name '$needle': $(cat "$tmp/err")"
+}
+expect2 "bogus" --node bogus
+expect2 "pack:2 gizmo:3" --synthetic "pack:2 gizmo:3"
+expect2 "/no/such.xml" --xml /no/such.xml
+expect2 "/no/such.prof" --profile /no/such.prof
+expect2 "--frobnicate" --frobnicate
+expect2 "99" --node haswell --allowed 0,99
+expect2 "--node" --node
+expect2 "at most one" --node knl --synthetic "pu:2"
+echo "tune topo CLI: ok"
