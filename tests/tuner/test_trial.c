@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the trial spec and the trial runner, driving a fake worker (fake_worker.c) that
+ * crashes, hangs, fails or answers as told; plus the environment the worker gets. */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bkm/tuner.h"
+
+#ifndef BKM_FAKE_WORKER
+#error "BKM_FAKE_WORKER must name the fake worker executable"
+#endif
+
+static char *parent_env[] = {"PATH=/usr/bin:/bin", "KMP_AFFINITY=compact", "OMP_PLACES=cores",
+                             "OMP_NUM_THREADS=7", "GOMP_CPU_AFFINITY=0-1", "BKM_TEST_KEEP=yes", NULL};
+
+static void run_fake(const char *inject, double timeout_s, bkm_tune_trial_result_t *r)
+{
+    bkm_tune_trial_spec_t spec;
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&spec);
+    snprintf(spec.workload, sizeof spec.workload, "gemm");
+    snprintf(spec.inject, sizeof spec.inject, "%s", inject);
+    spec.threads = 2;
+    spec.timeout_s = timeout_s;
+    ck_assert_msg(bkm_tune_trial_run(&rn, &spec, r, &err) == BKM_OK, "runner: %s", err.msg);
+}
+
+static int count_open_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+START_TEST(spec_roundtrip_and_validation)
+{
+    bkm_tune_trial_spec_t a, b;
+    bkm_err_t err = {0};
+    bkm_buf_t buf;
+    bkm_json_w_t w;
+    bkm_tune_trial_spec_defaults(&a);
+    snprintf(a.workload, sizeof a.workload, "conv2d");
+    a.threads = 3;
+    a.seed = 12345678901234ull;
+    ck_assert_int_eq(bkm_tune_trial_spec_setenv(&a, "KMP_AFFINITY", "granularity=fine,compact", &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_trial_spec_param(&a, "mb=8", &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_trial_spec_param(&a, "mb=16", &err), BKM_OK);   /* replaces */
+    ck_assert_int_eq(a.n_params, 1);
+    ck_assert_int_eq(bkm_tune_trial_spec_param(&a, "novalue", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "novalue"));
+    ck_assert_int_eq(bkm_tune_trial_spec_param(&a, "=3", &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_tune_trial_spec_setenv(&a, "BAD NAME", "x", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "BAD NAME"));
+    bkm_buf_init(&buf);
+    bkm_json_w_init(&w, &buf, 0);
+    bkm_tune_trial_spec_to_json(&a, &w);
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json(bkm_buf_str(&buf), &b, &err), BKM_OK);
+    ck_assert_str_eq(b.workload, "conv2d");
+    ck_assert_int_eq(b.threads, 3);
+    ck_assert(b.seed == 12345678901234ull);
+    ck_assert_str_eq(b.env[0].value, "granularity=fine,compact");
+    ck_assert_str_eq(b.params[0].key, "mb");
+    ck_assert_str_eq(b.params[0].value, "16");
+    ck_assert_int_eq(b.min_samples, 5);
+    bkm_buf_free(&buf);
+
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json("{\"workload\":\"gemm\",\"threads\":0}", &b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "threads 0"));
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json("{\"threads\":2}", &b, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json("[1]", &b, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json("{\"workload\":\"gemm\",\"min_samples\":9,\"max_samples\":3}",
+                                                   &b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "max samples 3"));
+    bkm_tune_trial_spec_defaults(&b);
+    snprintf(b.workload, sizeof b.workload, "gemm");
+    bkm_tune_trial_spec_setenv(&b, "OMP_NUM_THREADS", "4", &err);
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "OMP_NUM_THREADS"));
+}
+END_TEST
+
+START_TEST(env_names)
+{
+    ck_assert(bkm_tune_env_is_openmp("OMP_NUM_THREADS"));
+    ck_assert(bkm_tune_env_is_openmp("KMP_AFFINITY"));
+    ck_assert(bkm_tune_env_is_openmp("GOMP_CPU_AFFINITY"));
+    ck_assert(!bkm_tune_env_is_openmp("PATH"));
+    ck_assert(!bkm_tune_env_is_openmp("MKL_NUM_THREADS"));
+    ck_assert_str_eq(bkm_tune_trial_status_name(BKM_TRIAL_BINDING_MISMATCH), "binding-mismatch");
+}
+END_TEST
+
+START_TEST(ok_result_is_parsed_and_env_is_clean)
+{
+    bkm_tune_trial_result_t r = {0};
+    run_fake("", 30, &r);
+    ck_assert_msg(r.status == BKM_TRIAL_OK, "status %s: %s", bkm_tune_trial_status_name(r.status), r.message);
+    ck_assert_int_eq(r.n_samples, 5);
+    ck_assert(fabs(r.samples_ms[2] - 1.75) < 1e-12);
+    ck_assert(fabs(r.median_ms - 1.5) < 1e-12);
+    ck_assert(fabs(r.ci95_hi_ms - 1.75) < 1e-12);
+    ck_assert_str_eq(r.check_kind, "checksum");
+    ck_assert(fabs(r.check_value - 42.5) < 1e-12);
+    ck_assert_str_eq(r.impl, "fake");
+    ck_assert_int_eq(r.n_counters, 2);
+    ck_assert_str_eq(r.counters[0].name, "perf::TASK-CLOCK");
+    ck_assert_int_eq(r.counters[0].available, 1);
+    ck_assert_int_eq(r.counters[1].available, 0);
+    ck_assert_str_eq(r.counters[1].reason, "Event does not exist");
+    /* The parent's OpenMP variables do not leak; the trial's thread count does; others stay. */
+    const bkm_json_t *env = bkm_json_get(r.doc, "env");
+    ck_assert_str_eq(bkm_json_get_str(env, "KMP_AFFINITY"), "(unset)");
+    ck_assert_str_eq(bkm_json_get_str(env, "OMP_PLACES"), "(unset)");
+    ck_assert_str_eq(bkm_json_get_str(env, "OMP_NUM_THREADS"), "2");
+    ck_assert_str_eq(bkm_json_get_str(env, "BKM_TEST_KEEP"), "yes");
+    ck_assert(r.wall_s > 0);
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+START_TEST(trial_env_is_set)
+{
+    bkm_tune_trial_spec_t spec;
+    bkm_tune_trial_result_t r = {0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&spec);
+    snprintf(spec.workload, sizeof spec.workload, "gemm");
+    spec.threads = 1;
+    bkm_tune_trial_spec_setenv(&spec, "KMP_AFFINITY", "granularity=fine,scatter", &err);
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_OK);
+    ck_assert_int_eq(r.status, BKM_TRIAL_OK);
+    const bkm_json_t *env = bkm_json_get(r.doc, "env");
+    ck_assert_str_eq(bkm_json_get_str(env, "KMP_AFFINITY"), "granularity=fine,scatter");
+    ck_assert_str_eq(bkm_json_get_str(env, "OMP_NUM_THREADS"), "1");
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+START_TEST(segv_is_crashed_with_signal_name)
+{
+    bkm_tune_trial_result_t r = {0};
+    int fds = count_open_fds();
+    run_fake("segv", 30, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_CRASHED);
+    ck_assert_str_eq(r.signal_name, "SIGSEGV");
+    ck_assert_int_eq(r.exit_code, -1);
+    ck_assert_ptr_nonnull(strstr(r.stderr_tail, "about to crash"));
+    ck_assert_ptr_nonnull(strstr(r.message, "SIGSEGV"));
+    bkm_tune_trial_result_free(&r);
+    ck_assert_int_eq(count_open_fds(), fds);   /* no descriptor leaked */
+}
+END_TEST
+
+START_TEST(sigkill_is_crashed)
+{
+    bkm_tune_trial_result_t r = {0};
+    run_fake("sigkill", 30, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_CRASHED);
+    ck_assert_str_eq(r.signal_name, "SIGKILL");
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+START_TEST(hang_times_out_within_the_limit)
+{
+    bkm_tune_trial_result_t r = {0};
+    int fds = count_open_fds();
+    uint64_t t0 = bkm_now_ns();
+    run_fake("hang", 0.5, &r);
+    double took = (double)(bkm_now_ns() - t0) * 1e-9;
+    ck_assert_int_eq(r.status, BKM_TRIAL_TIMEOUT);
+    ck_assert_msg(took >= 0.45 && took < 5.0, "took %g s", took);
+    ck_assert_ptr_nonnull(strstr(r.message, "timeout"));
+    bkm_tune_trial_result_free(&r);
+    ck_assert_int_eq(count_open_fds(), fds);
+}
+END_TEST
+
+START_TEST(nonzero_exit_is_failed_with_stderr_tail)
+{
+    bkm_tune_trial_result_t r = {0};
+    run_fake("exit3", 30, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_FAILED);
+    ck_assert_int_eq(r.exit_code, 3);
+    ck_assert_uint_eq(strlen(r.stderr_tail), BKM_TUNE_STDERR_TAIL);
+    ck_assert_ptr_nonnull(strstr(r.stderr_tail, "workload exploded"));
+    ck_assert_ptr_null(strstr(r.stderr_tail, "noise line 000"));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+START_TEST(bad_json_is_failed)
+{
+    bkm_tune_trial_result_t r = {0};
+    run_fake("badjson", 30, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_FAILED);
+    ck_assert_int_eq(r.exit_code, 0);
+    ck_assert_msg(strstr(r.message, "not JSON") != NULL, "message: %s", r.message);
+    bkm_tune_trial_result_free(&r);
+    run_fake("nosamples", 30, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_FAILED);
+    ck_assert_ptr_nonnull(strstr(r.message, "samples_ms"));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+START_TEST(binding_mismatch_is_its_own_status)
+{
+    bkm_tune_trial_result_t r = {0};
+    run_fake("mismatch", 30, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_BINDING_MISMATCH);
+    ck_assert_int_eq(r.exit_code, BKM_WORKER_EXIT_BINDING);
+    ck_assert_ptr_nonnull(strstr(r.message, "planned"));
+    ck_assert_ptr_nonnull(bkm_json_get(r.doc, "binding"));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+START_TEST(missing_worker_is_an_environment_error)
+{
+    bkm_tune_trial_spec_t spec;
+    bkm_tune_trial_result_t r = {0};
+    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env};
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&spec);
+    snprintf(spec.workload, sizeof spec.workload, "gemm");
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/tune"));
+    spec.threads = 0;
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_EINVAL);
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+static Suite *trial_suite(void)
+{
+    Suite *s = suite_create("trial");
+    TCase *spec = tcase_create("spec");
+    TCase *run = tcase_create("runner");
+    tcase_add_test(spec, spec_roundtrip_and_validation);
+    tcase_add_test(spec, env_names);
+    tcase_set_timeout(run, 30);
+    tcase_add_test(run, ok_result_is_parsed_and_env_is_clean);
+    tcase_add_test(run, trial_env_is_set);
+    tcase_add_test(run, segv_is_crashed_with_signal_name);
+    tcase_add_test(run, sigkill_is_crashed);
+    tcase_add_test(run, hang_times_out_within_the_limit);
+    tcase_add_test(run, nonzero_exit_is_failed_with_stderr_tail);
+    tcase_add_test(run, bad_json_is_failed);
+    tcase_add_test(run, binding_mismatch_is_its_own_status);
+    tcase_add_test(run, missing_worker_is_an_environment_error);
+    suite_add_tcase(s, spec);
+    suite_add_tcase(s, run);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(trial_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/** @file bkm/tuner.h
+ * The tuner: trial specification and the trial runner (one fresh worker process per trial), the
+ * worker's measurement protocol, PAPI counters, statistics, and the sweep.
+ *
+ * Error convention: see bkm/common.h. A trial that crashes, hangs, exits non-zero or fails its
+ * binding check is a *result* (a status in bkm_tune_trial_result_t), never an error of the
+ * runner: the runner returns a negative status only when it could not run the trial at all
+ * (no worker executable, no pipes, out of memory). Nothing here reads the environment: the CLI
+ * passes the parent environment and the worker's affinity environment in.
+ *
+ * Sections: Trial and Counters (trial runner), Stats, Sweep. Each is owned by one engineer.
+ */
+#ifndef BKM_TUNER_H
+#define BKM_TUNER_H
+
+#include <stdint.h>
+
+#include "bkm/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================== */
+/* Counters (PAPI)                                                                           */
+/* ======================================================================================== */
+
+/** Default counter list: hardware events where the CPU offers them, then the perf_event
+ *  software events that any Linux host offers. */
+#define BKM_TUNE_COUNTERS_DEFAULT                                                                  \
+    "PAPI_TOT_CYC,PAPI_TOT_INS,PAPI_L1_DCM,PAPI_L2_TCM,PAPI_L3_TCM,PAPI_FP_OPS,PAPI_SP_OPS,"      \
+    "perf::TASK-CLOCK,perf::CPU-MIGRATIONS,perf::CONTEXT-SWITCHES,perf::PAGE-FAULTS"
+
+#define BKM_TUNE_COUNTERS_MAX 32
+
+/** One requested event and its outcome. */
+typedef struct bkm_tune_counter {
+    char name[64];         /**< PAPI preset or native name, e.g. "perf::TASK-CLOCK" */
+    int available;         /**< 1: counted; 0: unavailable, see reason */
+    long long value;       /**< sum over all counted threads (task-clock: ns) */
+    char reason[160];      /**< why unavailable (PAPI_strerror), "" when available */
+} bkm_tune_counter_t;
+
+/** Counter session. It counts per OpenMP thread: each thread of the team opens its own event
+ *  set (PAPI_thread_init), and values are summed over threads. PAPI's PAPI_INHERIT/PAPI_ATTACH
+ *  are not used because PAPI's perf_event component probes them with a hardware event, which a
+ *  VM without a PMU rejects, although the software events work. */
+typedef struct bkm_tune_counters bkm_tune_counters_t;
+
+/** Parse a comma-separated event list ("" or NULL = BKM_TUNE_COUNTERS_DEFAULT, "none" = no
+ *  counters) into names. BKM_EINVAL names an empty or over-long item, or too many items. */
+int bkm_tune_counters_parse(const char *list, char names[][64], int max, int *n, bkm_err_t *err);
+
+/** Initialise PAPI and decide which of @p list are available (an unknown or unsupported event
+ *  is recorded with PAPI's reason, not an error). Must be called before any OpenMP region that
+ *  should be counted starts and outside any parallel region. *ctr is NULL on error.
+ *  @return BKM_OK; BKM_EINVAL for a malformed list; BKM_EDEP when PAPI cannot initialise
+ *  (err names PAPI's reason); BKM_ENOMEM. */
+int bkm_tune_counters_open(bkm_tune_counters_t **ctr, const char *list, bkm_err_t *err);
+/** Start counting on every thread of an OpenMP team of @p threads threads (runs a parallel
+ *  region of that size). Call outside any parallel region. @return BKM_OK or BKM_EDEP. */
+int bkm_tune_counters_start(bkm_tune_counters_t *ctr, int threads, bkm_err_t *err);
+/** Stop counting (same team) and sum the values. @return BKM_OK or BKM_EDEP. */
+int bkm_tune_counters_stop(bkm_tune_counters_t *ctr, bkm_err_t *err);
+/** The requested events and their values, valid until close. */
+const bkm_tune_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *ctr, int *n);
+/** Number of threads whose event sets were started (0 before start). */
+int bkm_tune_counters_threads(const bkm_tune_counters_t *ctr);
+/** Write {"threads_counted":N,"values":{name:value,...},"unavailable":{name:reason,...}}. */
+void bkm_tune_counters_to_json(const bkm_tune_counters_t *ctr, bkm_json_w_t *w);
+/** Stop if running, free, and shut PAPI down. NULL is a no-op. */
+void bkm_tune_counters_close(bkm_tune_counters_t *ctr);
+
+/* ======================================================================================== */
+/* Trial                                                                                     */
+/* ======================================================================================== */
+
+#define BKM_TUNE_KV_MAX 32
+#define BKM_TUNE_STDERR_TAIL 4096
+
+/** key=value pair (an environment variable of a trial, or a workload parameter). */
+typedef struct bkm_tune_kv {
+    char key[64];
+    char value[256];
+} bkm_tune_kv_t;
+
+/** Everything one trial needs: a plain value, copyable. bkm_tune_trial_spec_defaults fills
+ *  the protocol defaults. */
+typedef struct bkm_tune_trial_spec {
+    char workload[64];           /**< registry name: "gemm", "conv2d", "alexnet", ... */
+    char backend[16];            /**< "native", "onednn", or "" = the workload's default */
+    int threads;                 /**< OpenMP team size (exported as OMP_NUM_THREADS) */
+    bkm_tune_kv_t env[BKM_TUNE_KV_MAX]; /**< the trial's OpenMP/affinity variables */
+    int n_env;
+    bkm_tune_kv_t params[BKM_TUNE_KV_MAX]; /**< workload parameters ("m"="256") */
+    int n_params;
+    int warmup;                  /**< cap on warm-up iterations (>= 1 is always run); default 20 */
+    int min_samples;             /**< default 5 */
+    int max_samples;             /**< adaptive cap; default 50 */
+    double min_time_s;           /**< timed loop runs at least this long; default 0.5 */
+    double target_ci_rel;        /**< stop once the 95% CI half-width <= this x median; 0.05 */
+    uint64_t seed;               /**< workload data seed; default 1 */
+    char counters[512];          /**< event list, "" = default, "none" = off */
+    double timeout_s;            /**< wall limit of the worker; default 600 */
+    char inject[32];             /**< test-only fault injection (see bkm_tune_worker_run); "" */
+} bkm_tune_trial_spec_t;
+
+/** Fill @p spec with the protocol defaults (no workload, threads = 1). */
+void bkm_tune_trial_spec_defaults(bkm_tune_trial_spec_t *spec);
+/** Append KEY=VALUE to spec->env (replacing an earlier KEY). BKM_EINVAL names a bad or
+ *  over-long key/value or a full table. */
+int bkm_tune_trial_spec_setenv(bkm_tune_trial_spec_t *spec, const char *key, const char *value,
+                               bkm_err_t *err);
+/** Parse "key=value" and append it to spec->params (replacing an earlier key). */
+int bkm_tune_trial_spec_param(bkm_tune_trial_spec_t *spec, const char *key_eq_value, bkm_err_t *err);
+/** Check ranges (threads >= 1, samples, times, non-empty workload); BKM_EINVAL names the field. */
+int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *err);
+/** Serialise / parse the spec (the runner passes it to the worker as JSON). */
+void bkm_tune_trial_spec_to_json(const bkm_tune_trial_spec_t *spec, bkm_json_w_t *w);
+int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec, bkm_err_t *err);
+
+/** 1 if @p name is a variable the runner strips from the inherited environment: OMP_*, KMP_*,
+ *  GOMP_* (OMP_NUM_THREADS included). */
+int bkm_tune_env_is_openmp(const char *name);
+
+/** Outcome of a trial. */
+typedef enum {
+    BKM_TRIAL_OK = 0,
+    BKM_TRIAL_CRASHED,           /**< killed by a signal (signal_name) */
+    BKM_TRIAL_TIMEOUT,           /**< exceeded spec.timeout_s; process group SIGKILLed */
+    BKM_TRIAL_FAILED,            /**< non-zero exit, or a result that does not parse */
+    BKM_TRIAL_BINDING_MISMATCH   /**< the threads were not bound as planned */
+} bkm_tune_trial_status_t;
+/** "ok", "crashed", "timeout", "failed", "binding-mismatch". */
+const char *bkm_tune_trial_status_name(int status);
+
+/** Worker exit codes (the contract between `tune worker` and the runner). */
+#define BKM_WORKER_EXIT_OK 0
+#define BKM_WORKER_EXIT_BINDING 5   /**< JSON with plan vs actual is still printed */
+
+/** How to run trials. */
+typedef struct bkm_tune_runner {
+    const char *worker_path;     /**< executable started as `<path> worker --spec JSON` */
+    const char *worker_cmd;      /**< argv[1] ("worker"); NULL = "worker" */
+    char *const *environ;        /**< parent environment to inherit (cleaned); NULL = empty */
+} bkm_tune_runner_t;
+
+/** Result of one trial. Zero-initialise before the first use; free with
+ *  bkm_tune_trial_result_free (then it may be reused). */
+typedef struct bkm_tune_trial_result {
+    int status;                  /**< bkm_tune_trial_status_t */
+    int exit_code;               /**< worker exit code, -1 when killed by a signal */
+    int signal;                  /**< terminating signal, 0 if none */
+    char signal_name[16];        /**< "SIGSEGV", ... or "" */
+    char message[512];           /**< why the status is not ok ("" when ok) */
+    char stderr_tail[BKM_TUNE_STDERR_TAIL + 1]; /**< last bytes of the worker's stderr */
+    double wall_s;               /**< spawn to reap */
+    char *json;                  /**< the worker's stdout (owned), NULL when empty */
+    bkm_json_t *doc;             /**< parsed JSON (owned): params, binding, env... NULL if none */
+    double *samples_ms;          /**< every timed sample (owned) */
+    int n_samples;
+    double median_ms, min_ms, mad_ms, ci95_lo_ms, ci95_hi_ms; /**< NaN when absent */
+    double flops_per_iter, gflops;
+    char check_kind[16];         /**< "loss" or "checksum" or "" */
+    double check_value;
+    char impl[128];              /**< implementation the workload used */
+    bkm_tune_counter_t *counters; /**< available and unavailable events (owned) */
+    int n_counters;
+} bkm_tune_trial_result_t;
+
+/** Run one trial in a fresh worker process.
+ *  The child's environment is runner->environ minus every OpenMP/affinity variable
+ *  (bkm_tune_env_is_openmp), plus spec->env and OMP_NUM_THREADS=spec->threads. stdin is
+ *  /dev/null, stdout carries the worker's JSON, stderr is kept (last BKM_TUNE_STDERR_TAIL bytes).
+ *  The worker runs in its own process group, killed (SIGKILL) at spec->timeout_s.
+ *  @return BKM_OK when the trial ran (whatever its status: see result->status);
+ *          BKM_EINVAL for a bad spec; BKM_EDEP when the worker cannot be started (err names the
+ *          path); BKM_EIO for pipe/poll failures; BKM_ENOMEM. */
+int bkm_tune_trial_run(const bkm_tune_runner_t *runner, const bkm_tune_trial_spec_t *spec,
+                       bkm_tune_trial_result_t *result, bkm_err_t *err);
+void bkm_tune_trial_result_free(bkm_tune_trial_result_t *result);
+/** Fill the result's fields from the worker's JSON text (used by the runner; public for tests
+ *  and for reading stored results). BKM_EINVAL names what is missing or malformed. */
+int bkm_tune_trial_result_parse(bkm_tune_trial_result_t *result, const char *json, bkm_err_t *err);
+
+/* ---- Worker side (`tune worker`) --------------------------------------------------------- */
+
+struct bkm_aff_env;
+
+/** What the worker gets from its CLI layer. */
+typedef struct bkm_tune_worker_cfg {
+    bkm_tune_trial_spec_t spec;
+    const struct bkm_aff_env *aff_env; /**< this process's affinity variables, read by the CLI */
+    int omp_num_threads;               /**< OMP_NUM_THREADS as read by the CLI, 0 if unset */
+} bkm_tune_worker_cfg_t;
+
+/** The worker's protocol, in this order: topology, plan from the environment (before any
+ *  OpenMP call), binding probe with spec.threads threads and comparison with the plan, workload
+ *  creation (untimed), warm-up (>= 1 iteration, until two consecutive iterations are within 10%
+ *  or spec.warmup), timed samples (>= min_samples and >= min_time_s; more, up to max_samples,
+ *  while the 95% CI of the median is wider than target_ci_rel), PAPI counters around the timed
+ *  loop, workload check. Writes ONE JSON object to @p out.
+ *  spec.inject (tests only) = "segv", "abort", "hang", "exit3", "badjson", "mismatch": fault
+ *  injected after the binding check; the CLI accepts it only via an explicit option.
+ *  @return BKM_OK; BKM_EVERIFY on a binding mismatch (out holds the JSON with plan vs actual);
+ *          BKM_EINVAL bad workload/param (named); BKM_EDEP/BKM_ENOTSUP from dependencies. */
+int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err);
+
+/* ======================================================================================== */
+/* Stats (section owned by the statistics work)                                              */
+/* ======================================================================================== */
+
+/* ======================================================================================== */
+/* Sweep (section owned by the sweep work)                                                   */
+/* ======================================================================================== */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BKM_TUNER_H */
