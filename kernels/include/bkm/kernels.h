@@ -80,6 +80,26 @@ void bkm_kern_sgemm_ref(char transa, char transb, int64_t m, int64_t n, int64_t 
                         int64_t ldc);
 /** FLOPs of one call: 2*m*n*k. */
 double bkm_kern_gemm_flops(int64_t m, int64_t n, int64_t k);
+/** Set one tunable by name ("mc", "kc", "nc", "nt_jc"), checking its bounds and multiple-of rule
+ *  (e.g. "mc=100 is not a multiple of mr=14"); BKM_EINVAL naming an unknown name or bad value.
+ *  Cross-parameter rules (nt_jc divides nt) are checked by bkm_kern_gemm_cfg_check. */
+int bkm_kern_gemm_cfg_set(bkm_gemm_cfg_t *cfg, const char *name, int32_t value, bkm_err_t *err);
+/** Name of the micro-kernel @p cfg selects ("avx512_14x32", "avx2_6x16", "generic_4x8"); static. */
+const char *bkm_kern_gemm_ukr_name(const bkm_gemm_cfg_t *cfg);
+/* Notes for callers of bkm_kern_sgemm:
+ *  - alpha == 0 or k == 0 only scales C by beta; beta == 0 never reads C (it may hold NaN).
+ *  - Thread-safe for concurrent calls with separate workspaces. With cfg->nt == 1 no parallel
+ *    region is opened, so it may be called from inside one (one workspace per calling thread).
+ *  - With cfg->nt > 1 the team the runtime grants may be smaller (nested region): the work is
+ *    split over the threads actually granted.
+ *  - BKM_EINVAL naming the value for a bad trans character, negative size, too-small leading
+ *    dimension, NULL or unaligned workspace, or a cfg that fails bkm_kern_gemm_cfg_check. */
+
+/** Measured FP32 peak in GFLOP/s of @p nthreads threads running independent FMA chains of
+ *  @p isa (BKM_ISA_AUTO = best): the ceiling for "% of peak". Opens a parallel region of
+ *  @p nthreads threads and runs ~0.5 s. Returns 0 if @p isa is not supported by this CPU or
+ *  nthreads < 1. */
+double bkm_kern_peak_gflops(bkm_isa_t isa, int nthreads);
 
 
 /* ======================================================================================== */
@@ -124,6 +144,17 @@ typedef struct bkm_kern_params {
     struct { char key[32]; int32_t value; } kv[32];
     bkm_isa_t isa;       /**< BKM_ISA_AUTO unless --param isa=... */
 } bkm_kern_params_t;
+/** Empty parameter set (isa = AUTO). */
+void bkm_kern_params_init(bkm_kern_params_t *p);
+/** Add one "key=value" (as given by --param; "isa=avx2" sets p->isa). BKM_EINVAL naming the text
+ *  when it is not key=integer, the key repeats or the set is full; BKM_ENOTSUP naming an ISA this
+ *  CPU lacks. Values are checked against a kernel's descriptors only when an op is created. */
+int bkm_kern_params_add(bkm_kern_params_t *p, const char *key_eq_value, bkm_err_t *err);
+/** Resolve @p p against the published descriptors @p desc: vals[i] = value given for desc[i] or its
+ *  default. BKM_EINVAL naming key and value for an unknown key, a value out of [min, max] or not a
+ *  multiple of mult_of. */
+int bkm_kern_params_resolve(const bkm_kern_params_t *p, const bkm_param_desc_t *desc, size_t n_desc,
+                            int32_t *vals, bkm_err_t *err);
 
 /** Create a conv2d op for the directions in @p dirs. Allocates every buffer (untimed).
  *  BKM_ENOTSUP if the backend cannot do it; BKM_EINVAL naming a bad tunable. */
@@ -148,11 +179,197 @@ const char *bkm_kern_op_impl(const bkm_kern_op_t *op, bkm_dir_t dir);
 const bkm_param_desc_t *bkm_kern_op_params(const bkm_kern_op_t *op, size_t *n_params);
 void bkm_kern_op_destroy(bkm_kern_op_t *op);
 
+/** Native conv2d (im2col / 1x1 + SGEMM, OpenMP over the batch or inside the GEMM). The object owns
+ *  its workspace (column buffers, GEMM packing buffers, per-thread partial weight gradients), sized
+ *  at creation for the number of threads omp_get_max_threads() returns then: fwd/bwd never
+ *  allocate. Not re-entrant: one call at a time per object; call from outside a parallel region.
+ *  Tunables (bkm_kern_conv2d_params): algo (0 auto, 1 batch-parallel images with 1-thread GEMMs,
+ *  2 images in turn with one parallel GEMM), ptile (output pixels per column tile, 0 = whole image),
+ *  mc, kc, nc (GEMM cache blocks, 0 = the ISA's default), nt_jc (algo 2 GEMM split, 0 = auto). */
+typedef struct bkm_kern_conv2d bkm_kern_conv2d_t;
+/** Create for problem @p d. BKM_EINVAL naming a bad tunable, BKM_ENOTSUP naming an ISA the CPU
+ *  lacks, BKM_ENOMEM. */
+int bkm_kern_conv2d_create(bkm_kern_conv2d_t **cv, const bkm_conv2d_desc_t *d, const bkm_kern_params_t *params,
+                           bkm_err_t *err);
+/** dst = conv(src, wei) + bias (bias ignored when d->has_bias is 0 or bias is NULL). */
+int bkm_kern_conv2d_fwd(bkm_kern_conv2d_t *cv, const float *src, const float *wei, const float *bias, float *dst,
+                        bkm_err_t *err);
+/** diff_src = conv^T(diff_dst, wei) (overwritten). */
+int bkm_kern_conv2d_bwd_data(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, float *diff_src,
+                             bkm_err_t *err);
+/** diff_wei (and diff_bias when non-NULL and has_bias) overwritten with the batch sum; the reduction
+ *  order is fixed for a given thread count (bitwise reproducible run to run). */
+int bkm_kern_conv2d_bwd_weights(bkm_kern_conv2d_t *cv, const float *src, const float *diff_dst, float *diff_wei,
+                                float *diff_bias, bkm_err_t *err);
+/** "native:im2col_gemm.batch.avx512_14x32" etc.; owned by the object. */
+const char *bkm_kern_conv2d_impl(const bkm_kern_conv2d_t *cv);
+/** Published tunables of native conv2d; static storage. */
+const bkm_param_desc_t *bkm_kern_conv2d_params(size_t *n_params);
+void bkm_kern_conv2d_destroy(bkm_kern_conv2d_t *cv);
+
 /** Naive reference conv2d (double accumulation), the oracle for every direction. */
 void bkm_kern_conv2d_ref_fwd(const bkm_conv2d_desc_t *d, const float *src, const float *wei, const float *bias, float *dst);
 void bkm_kern_conv2d_ref_bwd_data(const bkm_conv2d_desc_t *d, const float *diff_dst, const float *wei, float *diff_src);
 void bkm_kern_conv2d_ref_bwd_weights(const bkm_conv2d_desc_t *d, const float *src, const float *diff_dst,
                                      float *diff_wei, float *diff_bias);
+
+/* ======================================================================================== */
+/* Layers (section owned by the conv2d/layers work): the CNN building blocks besides conv2d,  */
+/* native + naive reference each, forward and backward. Activations are NCHW (pooling) or     */
+/* [mb][features] row-major (FC, softmax). Native versions use OpenMP where it pays and must  */
+/* be called from outside a parallel region; none allocates.                                  */
+/* ======================================================================================== */
+
+/** Max pooling, no padding beyond ph/pw (padded taps never win). */
+typedef struct bkm_pool_desc {
+    int64_t mb, c, ih, iw, oh, ow, kh, kw, sh, sw, ph, pw;
+} bkm_pool_desc_t;
+/** Fill @p d for a k x k window with stride s and padding p (AlexNet: 3, 2, 0); BKM_EINVAL naming
+ *  the value for non-positive sizes or an empty output. */
+int bkm_kern_pool_desc_init(bkm_pool_desc_t *d, int64_t mb, int64_t c, int64_t ih, int64_t iw, int64_t k, int64_t s,
+                            int64_t p, bkm_err_t *err);
+/** dst = max over each window; argmax[i] = index (y * iw + x) inside the image plane of the first
+ *  maximum (row-major scan), kept for backward. Parallel over (n, c). */
+void bkm_kern_maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax);
+/** diff_src = scatter of diff_dst to argmax (overwritten; overlapping windows accumulate). */
+void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src);
+void bkm_kern_maxpool_ref_fwd(const bkm_pool_desc_t *d, const float *src, float *dst);
+/** Reference backward from the forward input (recomputes the first maximum of each window). */
+void bkm_kern_maxpool_ref_bwd(const bkm_pool_desc_t *d, const float *src, const float *diff_dst, float *diff_src);
+
+/** ReLU: dst = max(src, 0); dst may equal src (in place). */
+void bkm_kern_relu_fwd(size_t n, const float *src, float *dst);
+/** diff_src = diff_dst where dst > 0, else 0 (dst = the forward output); diff_src may equal
+ *  diff_dst. */
+void bkm_kern_relu_bwd(size_t n, const float *dst, const float *diff_dst, float *diff_src);
+void bkm_kern_relu_ref_fwd(size_t n, const float *src, float *dst);
+void bkm_kern_relu_ref_bwd(size_t n, const float *dst, const float *diff_dst, float *diff_src);
+
+/** Fully connected: dst[mb][out] = src[mb][in] * wei[out][in]^T + bias[out] (PyTorch Linear). */
+typedef struct bkm_fc_desc {
+    int64_t mb, in, out;
+    int has_bias;
+} bkm_fc_desc_t;
+/** FLOPs of one direction: 2 * mb * in * out. */
+double bkm_kern_fc_flops(const bkm_fc_desc_t *d);
+/** Native FC over bkm_kern_sgemm; owns the GEMM workspace. Tunables: mc, kc, nc, nt_jc of the GEMM
+ *  (bkm_kern_gemm_params). Not re-entrant. */
+typedef struct bkm_kern_fc bkm_kern_fc_t;
+int bkm_kern_fc_create(bkm_kern_fc_t **fc, const bkm_fc_desc_t *d, const bkm_kern_params_t *params, bkm_err_t *err);
+int bkm_kern_fc_fwd(bkm_kern_fc_t *fc, const float *src, const float *wei, const float *bias, float *dst,
+                    bkm_err_t *err);
+/** diff_src[mb][in] = diff_dst * wei. */
+int bkm_kern_fc_bwd_data(bkm_kern_fc_t *fc, const float *diff_dst, const float *wei, float *diff_src, bkm_err_t *err);
+/** diff_wei[out][in] = diff_dst^T * src; diff_bias[out] = column sums of diff_dst (overwritten). */
+int bkm_kern_fc_bwd_weights(bkm_kern_fc_t *fc, const float *src, const float *diff_dst, float *diff_wei,
+                            float *diff_bias, bkm_err_t *err);
+void bkm_kern_fc_destroy(bkm_kern_fc_t *fc);
+void bkm_kern_fc_ref_fwd(const bkm_fc_desc_t *d, const float *src, const float *wei, const float *bias, float *dst);
+void bkm_kern_fc_ref_bwd_data(const bkm_fc_desc_t *d, const float *diff_dst, const float *wei, float *diff_src);
+void bkm_kern_fc_ref_bwd_weights(const bkm_fc_desc_t *d, const float *src, const float *diff_dst, float *diff_wei,
+                                 float *diff_bias);
+
+/** Inverted dropout, training mode: element i is kept with probability 1 - p (scaled by 1/(1-p)),
+ *  decided by a counter-based hash of (seed, i) only, so results do not depend on the thread
+ *  count. mask[i] = 1 when kept. p = 0 copies (AlexNet eval mode: call with p = 0 or skip).
+ *  BKM_EINVAL naming p when p is outside [0, 1). */
+int bkm_kern_dropout_fwd(size_t n, float p, uint64_t seed, const float *src, float *dst, uint8_t *mask,
+                         bkm_err_t *err);
+int bkm_kern_dropout_bwd(size_t n, float p, const uint8_t *mask, const float *diff_dst, float *diff_src,
+                         bkm_err_t *err);
+/** The keep decision for element @p i (the RNG both versions share): 1 = keep. */
+int bkm_kern_dropout_keep(uint64_t seed, uint64_t i, float p);
+void bkm_kern_dropout_ref_fwd(size_t n, float p, uint64_t seed, const float *src, float *dst);
+
+/** Softmax + cross-entropy over logits[mb][nc] with labels[mb] in [0, nc): prob = softmax(logits)
+ *  (written when prob is non-NULL), *loss = mean over the batch of -log prob[label].
+ *  BKM_EINVAL naming the first label out of range. */
+int bkm_kern_softmax_xent_fwd(int64_t mb, int64_t nc, const float *logits, const int32_t *labels, float *prob,
+                              double *loss, bkm_err_t *err);
+/** diff_logits = (prob - onehot(label)) / mb. */
+int bkm_kern_softmax_xent_bwd(int64_t mb, int64_t nc, const float *prob, const int32_t *labels, float *diff_logits,
+                              bkm_err_t *err);
+int bkm_kern_softmax_xent_ref_fwd(int64_t mb, int64_t nc, const float *logits, const int32_t *labels, float *prob,
+                                  double *loss, bkm_err_t *err);
+
+/** SGD with momentum and weight decay, PyTorch semantics (dampening 0, no Nesterov):
+ *  g' = g + wd * w; v = mu * v + g'; w -= lr * v. With mu = 0, v is not touched (may be NULL).
+ *  v must start at zero (PyTorch's first step v = g' is the same). */
+void bkm_kern_sgd_step(size_t n, float *w, const float *g, float *v, float lr, float mu, float wd);
+void bkm_kern_sgd_ref_step(size_t n, float *w, const float *g, float *v, float lr, float mu, float wd);
+/** FLOPs of one step: 2 per parameter, +2 with momentum, +2 with weight decay. */
+double bkm_kern_sgd_flops(size_t n, float mu, float wd);
+
+/* ======================================================================================== */
+/* CNN training network: description (backend-neutral) and the oneDNN chain (owner: onednn)  */
+/* ======================================================================================== */
+/* A sequential CNN for one training step: forward, mean cross-entropy loss over softmax, backward,
+ * plain SGD (no momentum). Parameters live in user layouts (conv OIHW, FC OI with I in the C,H,W
+ * order of the flattened NCHW input, bias O), like PyTorch, so any backend can start from the same
+ * values. Dropout layers are in the list for fidelity to torchvision but run in eval mode: they
+ * are the identity on every backend. */
+typedef enum {
+    BKM_CNN_CONV = 1, /**< 2-D convolution + bias, square kernel k, stride s, padding p, no groups */
+    BKM_CNN_RELU,     /**< ReLU */
+    BKM_CNN_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
+    BKM_CNN_DROPOUT,  /**< eval mode: identity */
+    BKM_CNN_FC        /**< fully connected + bias, flattens its input */
+} bkm_cnn_kind_t;
+
+typedef struct bkm_cnn_layer {
+    bkm_cnn_kind_t kind;
+    int64_t out;        /**< CONV: output channels; FC: output features */
+    int64_t k, s, p;    /**< CONV / MAXPOOL window, stride, padding */
+    char name[16];      /**< "conv1", "fc6", ... */
+} bkm_cnn_layer_t;
+
+#define BKM_CNN_MAX_LAYERS 32
+typedef struct bkm_cnn_desc {
+    int64_t mb, c, h, w;   /**< input batch and image (NCHW) */
+    float lr;              /**< SGD learning rate */
+    int n_layers;
+    bkm_cnn_layer_t layer[BKM_CNN_MAX_LAYERS];
+} bkm_cnn_desc_t;
+
+/** Output shape of each layer (index i = after layer i). */
+typedef struct bkm_cnn_shape { int64_t c, h, w; } bkm_cnn_shape_t;
+
+/** torchvision AlexNet (workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01. */
+void bkm_kern_cnn_alexnet(bkm_cnn_desc_t *d, int64_t mb);
+/** Validate @p d and compute every layer's output shape into @p shapes (n_layers entries, may be
+ *  NULL). BKM_EINVAL naming the layer and value (non-positive size, last layer not FC, ...). */
+int bkm_kern_cnn_check(const bkm_cnn_desc_t *d, bkm_cnn_shape_t *shapes, bkm_err_t *err);
+/** FLOPs of one batch (workloads.md §2): forward = conv 2*N*K*C*R*S*P*Q + FC 2*N*in*out;
+ *  training (@p training = 1) = 3 x forward minus the first parameterised layer's bwd-data. */
+double bkm_kern_cnn_flops(const bkm_cnn_desc_t *d, int training);
+/** Number of trainable parameters (weights + biases). */
+int64_t bkm_kern_cnn_n_params(const bkm_cnn_desc_t *d);
+
+/** Times of one training step, milliseconds: fwd = layers up to the last FC; bwd = loss (log-
+ *  softmax + cross-entropy) and backward; update = SGD over all parameters. */
+typedef struct bkm_cnn_times { double fwd_ms, bwd_ms, update_ms; } bkm_cnn_times_t;
+
+/** oneDNN chain of a CNN. Activations stay in oneDNN's (blocked) layouts between layers; reorders
+ *  only where two primitives want different layouts. Every primitive, memory and reorder is created
+ *  here (untimed); primitives use user-managed scratchpads, so a step never allocates.
+ *  BKM_ENOTSUP / BKM_EDEP (naming the call) if oneDNN cannot build a layer. Not thread-safe. */
+typedef struct bkm_onednn_cnn bkm_onednn_cnn_t;
+int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **net, const bkm_cnn_desc_t *d, bkm_err_t *err);
+/** User-layout buffers the caller fills before prepare: input (NCHW), labels (mb int32 classes),
+ *  and the weight (BKM_ARG_WEI) / bias (BKM_ARG_BIAS) of CONV/FC layer @p layer (NULL otherwise). */
+float *bkm_kern_onednn_cnn_input(bkm_onednn_cnn_t *net, size_t *n);
+int32_t *bkm_kern_onednn_cnn_labels(bkm_onednn_cnn_t *net, size_t *n);
+float *bkm_kern_onednn_cnn_param(bkm_onednn_cnn_t *net, int layer, bkm_arg_t arg, size_t *n);
+/** Untimed: reorder the user input and parameters into oneDNN's layouts. BKM_EINVAL naming a label
+ *  outside [0, classes). */
+int bkm_kern_onednn_cnn_prepare(bkm_onednn_cnn_t *net, bkm_err_t *err);
+/** TIMED: one training step; *loss = mean cross-entropy of this step's forward pass. */
+int bkm_kern_onednn_cnn_step(bkm_onednn_cnn_t *net, float *loss, bkm_cnn_times_t *t, bkm_err_t *err);
+/** Untimed: copy the current parameters back into the user-layout buffers. */
+int bkm_kern_onednn_cnn_finish(bkm_onednn_cnn_t *net, bkm_err_t *err);
+/** Distinct oneDNN implementations used, "onednn:jit:avx512_core+gemm:jit+..." */
+const char *bkm_kern_onednn_cnn_impl(const bkm_onednn_cnn_t *net);
+void bkm_kern_onednn_cnn_destroy(bkm_onednn_cnn_t *net);
 
 #ifdef __cplusplus
 }

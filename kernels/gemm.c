@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/* BLIS-style SGEMM driver: five loops around a register micro-kernel, packing of A (MC x KC, in
+ * MR-row micro-panels) and B (KC x NC, in NR-column micro-panels), transposes handled while
+ * packing, OpenMP over the JC and IC loops. No allocation: the caller passes the workspace. */
+#include "kernels_int.h"
+
+#include <omp.h>
+#include <string.h>
+
+#define GEMM_ALIGN_FLOATS 16 /* 64 bytes */
+#define GEMM_MC_MAX 8192
+#define GEMM_KC_MAX 8192
+#define GEMM_NC_MAX 65536
+#define GEMM_NT_MAX 4096
+
+/* Tunables per ISA (bounds follow the micro-kernel's mr/nr; defaults from measurement). */
+#define GEMM_PARAMS(MR, NR, MC, KC, NC)                                                              \
+    {                                                                                                \
+        {"mc", MR, (GEMM_MC_MAX / MR) * MR, MC, MR, "rows of A packed per block (L2), multiple of mr"}, \
+        {"kc", 1, GEMM_KC_MAX, KC, 1, "depth of one packed block (B micro-panel in L1)"},            \
+        {"nc", NR, (GEMM_NC_MAX / NR) * NR, NC, NR, "columns of B packed per block (L3), multiple of nr"}, \
+        {"nt_jc", 0, GEMM_NT_MAX, 0, 1, "ways the JC (column) loop is split; must divide nt; 0 = auto"}, \
+    }
+
+static const bkm_gemm_ukr_desc_t *gemm_ukr_for(bkm_isa_t isa)
+{
+    switch (isa) {
+    case BKM_ISA_AVX512: return &bkm__gemm_ukr_avx512;
+    case BKM_ISA_AVX2: return &bkm__gemm_ukr_avx2;
+    case BKM_ISA_GENERIC: return &bkm__gemm_ukr_generic;
+    default: return NULL;
+    }
+}
+
+const bkm_param_desc_t *bkm_kern_gemm_params(bkm_isa_t isa, size_t *n_params)
+{
+    /* Values must be compile-time constants here, so they repeat the descriptors' defaults;
+     * test_gemm checks that they agree. */
+    static const bkm_param_desc_t p_generic[4] = GEMM_PARAMS(4, 8, 128, 256, 2048);
+    static const bkm_param_desc_t p_avx2[4] = GEMM_PARAMS(6, 16, 144, 256, 3072);
+    static const bkm_param_desc_t p_avx512[4] = GEMM_PARAMS(14, 32, 168, 256, 3072);
+    if (isa == BKM_ISA_AUTO)
+        isa = bkm_kern_isa_detect();
+    if (n_params != NULL)
+        *n_params = 4;
+    switch (isa) {
+    case BKM_ISA_AVX512: return p_avx512;
+    case BKM_ISA_AVX2: return p_avx2;
+    default: return p_generic;
+    }
+}
+
+int bkm_kern_gemm_cfg_init(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err)
+{
+    const bkm_gemm_ukr_desc_t *u;
+    bkm_isa_t best = bkm_kern_isa_detect();
+    if (cfg == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "gemm_cfg_init: NULL cfg");
+    if (isa == BKM_ISA_AUTO)
+        isa = best;
+    u = gemm_ukr_for(isa);
+    if (u == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "gemm: isa=%d is not a known ISA", (int)isa);
+    if ((int)isa > (int)best)
+        return bkm_err_set(err, BKM_ENOTSUP, "gemm: isa=%s is not supported by this CPU (best: %s)",
+                           bkm_kern_isa_name(isa), bkm_kern_isa_name(best));
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->isa = isa;
+    cfg->mr = u->mr;
+    cfg->nr = u->nr;
+    cfg->mc = u->mc_def;
+    cfg->kc = u->kc_def;
+    cfg->nc = u->nc_def;
+    cfg->nt = omp_get_max_threads();
+    if (cfg->nt < 1)
+        cfg->nt = 1;
+    cfg->nt_jc = 0;
+    return BKM_OK;
+}
+
+/* Bounds and multiple-of rule of one tunable; err names the parameter and value. */
+static int gemm_check_one(const bkm_param_desc_t *d, int32_t v, int32_t mult, const char *mult_name,
+                          bkm_err_t *err)
+{
+    if (v < d->min || v > d->max)
+        return bkm_err_set(err, BKM_EINVAL, "%s=%d is out of range [%d, %d]", d->name, (int)v, (int)d->min,
+                           (int)d->max);
+    if (mult > 1 && v % mult != 0)
+        return bkm_err_set(err, BKM_EINVAL, "%s=%d is not a multiple of %s=%d", d->name, (int)v, mult_name,
+                           (int)mult);
+    return BKM_OK;
+}
+
+/* The tunable fields of @p cfg in the order of bkm_kern_gemm_params, with their multiple-of rule. */
+static int32_t *gemm_cfg_field(bkm_gemm_cfg_t *cfg, int i, int32_t *mult, const char **mult_name)
+{
+    *mult = 1;
+    *mult_name = "";
+    switch (i) {
+    case 0: *mult = cfg->mr; *mult_name = "mr"; return &cfg->mc;
+    case 1: return &cfg->kc;
+    case 2: *mult = cfg->nr; *mult_name = "nr"; return &cfg->nc;
+    default: return &cfg->nt_jc;
+    }
+}
+
+int bkm_kern_gemm_cfg_check(const bkm_gemm_cfg_t *cfg, bkm_err_t *err)
+{
+    const bkm_gemm_ukr_desc_t *u;
+    const bkm_param_desc_t *p;
+    bkm_gemm_cfg_t tmp;
+    bkm_isa_t best = bkm_kern_isa_detect();
+    int rc;
+    if (cfg == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "gemm_cfg_check: NULL cfg");
+    u = gemm_ukr_for(cfg->isa);
+    if (u == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "isa=%d is not a resolved ISA (call bkm_kern_gemm_cfg_init)",
+                           (int)cfg->isa);
+    if ((int)cfg->isa > (int)best)
+        return bkm_err_set(err, BKM_ENOTSUP, "isa=%s is not supported by this CPU (best: %s)",
+                           bkm_kern_isa_name(cfg->isa), bkm_kern_isa_name(best));
+    if (cfg->mr != u->mr || cfg->nr != u->nr)
+        return bkm_err_set(err, BKM_EINVAL, "mr=%d nr=%d do not match the %s micro-kernel (%dx%d)", (int)cfg->mr,
+                           (int)cfg->nr, u->name, (int)u->mr, (int)u->nr);
+    if (cfg->nt < 1 || cfg->nt > GEMM_NT_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "nt=%d is out of range [1, %d]", (int)cfg->nt, GEMM_NT_MAX);
+    p = bkm_kern_gemm_params(cfg->isa, NULL);
+    tmp = *cfg;
+    for (int i = 0; i < 4; i++) {
+        int32_t mult;
+        const char *mult_name;
+        int32_t *v = gemm_cfg_field(&tmp, i, &mult, &mult_name);
+        if ((rc = gemm_check_one(&p[i], *v, mult, mult_name, err)) < 0)
+            return rc;
+    }
+    if (cfg->nt_jc > 0 && cfg->nt % cfg->nt_jc != 0)
+        return bkm_err_set(err, BKM_EINVAL, "nt_jc=%d does not divide nt=%d", (int)cfg->nt_jc, (int)cfg->nt);
+    return BKM_OK;
+}
+
+int bkm_kern_gemm_cfg_set(bkm_gemm_cfg_t *cfg, const char *name, int32_t value, bkm_err_t *err)
+{
+    const bkm_param_desc_t *p;
+    size_t np;
+    if (cfg == NULL || name == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "gemm_cfg_set: NULL argument");
+    p = bkm_kern_gemm_params(cfg->isa, &np);
+    for (int i = 0; i < (int)np; i++) {
+        int32_t mult;
+        const char *mult_name;
+        int32_t *v;
+        int rc;
+        if (strcmp(name, p[i].name) != 0)
+            continue;
+        v = gemm_cfg_field(cfg, i, &mult, &mult_name);
+        if ((rc = gemm_check_one(&p[i], value, mult, mult_name, err)) < 0)
+            return rc;
+        *v = value;
+        return BKM_OK;
+    }
+    return bkm_err_set(err, BKM_EINVAL, "gemm parameter '%s' is unknown (expected mc, kc, nc or nt_jc)", name);
+}
+
+const char *bkm_kern_gemm_ukr_name(const bkm_gemm_cfg_t *cfg)
+{
+    const bkm_gemm_ukr_desc_t *u = cfg != NULL ? gemm_ukr_for(cfg->isa) : NULL;
+    return u != NULL ? u->name : "unknown";
+}
+
+static int64_t round_up(int64_t v, int64_t q)
+{
+    return (v + q - 1) / q * q;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Resolved JC split: 0 means auto (all threads share one packed B and split the IC loop). */
+static int gemm_nt_jc(int32_t nt, int32_t nt_jc)
+{
+    if (nt_jc <= 0 || nt_jc > nt || nt % nt_jc != 0)
+        return 1;
+    return nt_jc;
+}
+
+/* Floats of one packed-B buffer and one packed-A buffer, each rounded to 64 bytes. */
+static size_t gemm_b_floats(const bkm_gemm_cfg_t *cfg)
+{
+    return (size_t)round_up((int64_t)cfg->kc * round_up(cfg->nc, cfg->nr), GEMM_ALIGN_FLOATS);
+}
+
+static size_t gemm_a_floats(const bkm_gemm_cfg_t *cfg)
+{
+    return (size_t)round_up((int64_t)round_up(cfg->mc, cfg->mr) * cfg->kc, GEMM_ALIGN_FLOATS);
+}
+
+size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg)
+{
+    int32_t nt, nt_jc;
+    if (cfg == NULL || cfg->mr < 1 || cfg->nr < 1 || cfg->mc < 1 || cfg->kc < 1 || cfg->nc < 1)
+        return 0;
+    nt = cfg->nt < 1 ? 1 : cfg->nt;
+    nt_jc = gemm_nt_jc(nt, cfg->nt_jc);
+    return ((size_t)nt_jc * gemm_b_floats(cfg) + (size_t)nt * gemm_a_floats(cfg)) * sizeof(float);
+}
+
+/* Everything one call needs, shared read-only by the threads. */
+typedef struct gemm_job {
+    const bkm_gemm_ukr_desc_t *u;
+    int ta, tb;
+    int64_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    int64_t lda, ldb, ldc;
+    int64_t mc, kc, nc;
+    float *bpack, *apack;
+    size_t b_floats, a_floats;
+    int nt_jc;
+} gemm_job_t;
+
+/* Pack op(B)[pc:pc+kb, jc:jc+nb], micro-panels jp0..jp1-1 of NR columns, zero-padded. */
+static void gemm_pack_b(const gemm_job_t *job, float *restrict dst, int64_t pc, int64_t kb, int64_t jc,
+                        int64_t nb, int64_t jp0, int64_t jp1)
+{
+    const int64_t nr = job->u->nr;
+    for (int64_t jp = jp0; jp < jp1; jp++) {
+        int64_t j0 = jc + jp * nr;
+        int64_t nn = min64(nr, jc + nb - j0);
+        float *restrict d = dst + jp * nr * kb;
+        if (!job->tb) {
+            const float *s = job->b + pc * job->ldb + j0;
+            for (int64_t p = 0; p < kb; p++) {
+                memcpy(d + p * nr, s + p * job->ldb, (size_t)nn * sizeof(float));
+                for (int64_t j = nn; j < nr; j++)
+                    d[p * nr + j] = 0.0f;
+            }
+        } else {
+            for (int64_t j = 0; j < nn; j++) {
+                const float *s = job->b + (j0 + j) * job->ldb + pc;
+                for (int64_t p = 0; p < kb; p++)
+                    d[p * nr + j] = s[p];
+            }
+            for (int64_t p = 0; p < kb; p++)
+                for (int64_t j = nn; j < nr; j++)
+                    d[p * nr + j] = 0.0f;
+        }
+    }
+}
+
+/* Pack op(A)[ic:ic+mb, pc:pc+kb] into MR-row micro-panels, zero-padded. */
+static void gemm_pack_a(const gemm_job_t *job, float *restrict dst, int64_t ic, int64_t mb, int64_t pc, int64_t kb)
+{
+    const int64_t mr = job->u->mr;
+    for (int64_t i0 = 0; i0 < mb; i0 += mr) {
+        int64_t mm = min64(mr, mb - i0);
+        float *restrict d = dst + (i0 / mr) * mr * kb;
+        if (job->ta) {
+            const float *s = job->a + pc * job->lda + ic + i0;
+            for (int64_t p = 0; p < kb; p++) {
+                memcpy(d + p * mr, s + p * job->lda, (size_t)mm * sizeof(float));
+                for (int64_t i = mm; i < mr; i++)
+                    d[p * mr + i] = 0.0f;
+            }
+        } else {
+            for (int64_t i = 0; i < mm; i++) {
+                const float *s = job->a + (ic + i0 + i) * job->lda + pc;
+                for (int64_t p = 0; p < kb; p++)
+                    d[p * mr + i] = s[p];
+            }
+            for (int64_t p = 0; p < kb; p++)
+                for (int64_t i = mm; i < mr; i++)
+                    d[p * mr + i] = 0.0f;
+        }
+    }
+}
+
+/* Loops 2 and 1 (JR, IR) around the micro-kernel for one packed A block and one packed B block. */
+static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, int64_t ic, int64_t mb,
+                       int64_t jc, int64_t nb, int64_t kb, float beta)
+{
+    const int64_t mr = job->u->mr, nr = job->u->nr, ldc = job->ldc;
+    const bkm_gemm_ukr_t fn = job->u->fn;
+    _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
+    for (int64_t jr = 0; jr < nb; jr += nr) {
+        int64_t nn = min64(nr, nb - jr);
+        const float *bpan = bp + (jr / nr) * nr * kb;
+        for (int64_t ir = 0; ir < mb; ir += mr) {
+            int64_t mm = min64(mr, mb - ir);
+            const float *apan = ap + (ir / mr) * mr * kb;
+            float *c = job->c + (ic + ir) * ldc + jc + jr;
+            if (mm == mr && nn == nr) {
+                fn(kb, apan, bpan, c, ldc, job->alpha, beta);
+                continue;
+            }
+            /* Edge tile: full tile into scratch, then merge the valid m x n part. */
+            fn(kb, apan, bpan, tile, nr, 1.0f, 0.0f);
+            for (int64_t i = 0; i < mm; i++) {
+                for (int64_t j = 0; j < nn; j++) {
+                    float v = job->alpha * tile[i * nr + j];
+                    c[i * ldc + j] = (beta == 0.0f) ? v : v + beta * c[i * ldc + j];
+                }
+            }
+        }
+    }
+}
+
+/* Loops 5, 4, 3 (JC, PC, IC) for thread @p tid of @p nth; every thread runs the same number of
+ * barriers, so a thread without work still keeps step with its team. */
+static void gemm_thread(const gemm_job_t *job, int tid, int nth)
+{
+    const int64_t mr = job->u->mr, nr = job->u->nr;
+    const int nt_jc = job->nt_jc, nt_ic = nth / job->nt_jc;
+    const int g = tid / nt_ic, r = tid % nt_ic;
+    const int64_t n_per = round_up((job->n + nt_jc - 1) / nt_jc, nr);
+    const int64_t n_lo = min64(job->n, g * n_per), n_hi = min64(job->n, n_lo + n_per);
+    const int64_t m_per = round_up((job->m + nt_ic - 1) / nt_ic, mr);
+    const int64_t m_lo = min64(job->m, r * m_per), m_hi = min64(job->m, m_lo + m_per);
+    const int64_t n_iters = (n_per + job->nc - 1) / job->nc;
+    const int64_t k_iters = (job->k + job->kc - 1) / job->kc;
+    float *bp = job->bpack + (size_t)g * job->b_floats;
+    float *ap = job->apack + (size_t)tid * job->a_floats;
+
+    for (int64_t jt = 0; jt < n_iters; jt++) {
+        int64_t jc = n_lo + jt * job->nc;
+        int64_t nb = min64(job->nc, n_hi - jc);
+        for (int64_t pt = 0; pt < k_iters; pt++) {
+            int64_t pc = pt * job->kc;
+            int64_t kb = min64(job->kc, job->k - pc);
+            float beta = pt == 0 ? job->beta : 1.0f;
+            if (nb > 0) {
+                int64_t np = (nb + nr - 1) / nr;
+                gemm_pack_b(job, bp, pc, kb, jc, nb, np * r / nt_ic, np * (r + 1) / nt_ic);
+            }
+            if (nth > 1) {
+#pragma omp barrier
+            }
+            if (nb > 0) {
+                for (int64_t ic = m_lo; ic < m_hi; ic += job->mc) {
+                    int64_t mb = min64(job->mc, m_hi - ic);
+                    gemm_pack_a(job, ap, ic, mb, pc, kb);
+                    gemm_macro(job, ap, bp, ic, mb, jc, nb, kb, beta);
+                }
+            }
+            if (nth > 1) {
+#pragma omp barrier
+            }
+        }
+    }
+}
+
+/* C = beta * C (used when alpha == 0 or k == 0); beta == 0 writes zeros without reading C. */
+static void gemm_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * ldc + j] = (beta == 0.0f) ? 0.0f : beta * c[i * ldc + j];
+}
+
+static int gemm_trans(char t, const char *which, bkm_err_t *err)
+{
+    if (t == 'N' || t == 'n')
+        return 0;
+    if (t == 'T' || t == 't')
+        return 1;
+    return bkm_err_set(err, BKM_EINVAL, "%s='%c' (0x%02x) is not 'N' or 'T'", which,
+                       (t >= 32 && t < 127) ? t : '?', (unsigned char)t);
+}
+
+int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                   float *c, int64_t ldc, void *ws, bkm_err_t *err)
+{
+    gemm_job_t job;
+    int rc, ta, tb;
+    if ((rc = bkm_kern_gemm_cfg_check(cfg, err)) < 0)
+        return rc;
+    if ((ta = gemm_trans(transa, "transa", err)) < 0)
+        return ta;
+    if ((tb = gemm_trans(transb, "transb", err)) < 0)
+        return tb;
+    if (m < 0 || n < 0 || k < 0)
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: negative size m=%lld n=%lld k=%lld", (long long)m,
+                           (long long)n, (long long)k);
+    if (lda < (ta ? (m > 1 ? m : 1) : (k > 1 ? k : 1)))
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: lda=%lld is smaller than %s=%lld", (long long)lda,
+                           ta ? "m" : "k", (long long)(ta ? m : k));
+    if (ldb < (tb ? (k > 1 ? k : 1) : (n > 1 ? n : 1)))
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: ldb=%lld is smaller than %s=%lld", (long long)ldb,
+                           tb ? "k" : "n", (long long)(tb ? k : n));
+    if (ldc < (n > 1 ? n : 1))
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: ldc=%lld is smaller than n=%lld", (long long)ldc,
+                           (long long)n);
+    if (m == 0 || n == 0)
+        return BKM_OK;
+    if (c == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: C is NULL");
+    if (k == 0 || alpha == 0.0f) {
+        gemm_scale_c(m, n, beta, c, ldc);
+        return BKM_OK;
+    }
+    if (a == NULL || b == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: %s is NULL", a == NULL ? "A" : "B");
+    if (ws == NULL || ((uintptr_t)ws & 63u) != 0)
+        return bkm_err_set(err, BKM_EINVAL, "sgemm: workspace %p is NULL or not 64-byte aligned", ws);
+
+    memset(&job, 0, sizeof(job));
+    job.u = gemm_ukr_for(cfg->isa);
+    job.ta = ta;
+    job.tb = tb;
+    job.m = m;
+    job.n = n;
+    job.k = k;
+    job.alpha = alpha;
+    job.beta = beta;
+    job.a = a;
+    job.b = b;
+    job.c = c;
+    job.lda = lda;
+    job.ldb = ldb;
+    job.ldc = ldc;
+    job.mc = cfg->mc;
+    job.kc = cfg->kc;
+    job.nc = cfg->nc;
+    job.b_floats = gemm_b_floats(cfg);
+    job.a_floats = gemm_a_floats(cfg);
+    job.bpack = (float *)ws;
+    job.apack = job.bpack + (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * job.b_floats;
+
+    if (cfg->nt == 1) {
+        job.nt_jc = 1;
+        gemm_thread(&job, 0, 1);
+        return BKM_OK;
+    }
+#pragma omp parallel num_threads(cfg->nt) firstprivate(job)
+    {
+        /* The runtime may give fewer threads than asked (nesting, thread limit): split over the
+         * team we got. Every thread computes the same split. The workspace is still large enough. */
+        int nth = omp_get_num_threads();
+        job.nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+        gemm_thread(&job, omp_get_thread_num(), nth);
+    }
+    return BKM_OK;
+}
