@@ -1,0 +1,838 @@
+/* SPDX-License-Identifier: MIT */
+/* Differential test: the affinity planner (`tune affinity explain --json`) against the real LLVM
+ * libomp 14 run on a fake topology (shim.c + probe.c + KMP_CPUINFO_FILE).
+ *
+ * usage:
+ *   libomp_diff cpuinfo SOCKETS CORES THREADS linear|cori FILE
+ *       write a /proc/cpuinfo-style file for libomp's cpuinfo topology method
+ *   libomp_diff run --shim SO --probe EXE --tune EXE [--cases N] [--seed S] [--verbose]
+ *       run N seeded random cases (default 300, or $BKM_DIFF_CASES); compare thread -> cpus maps
+ *
+ * Exit status of `run`: 0 when every case matched or was rejected by the planner as unsupported
+ * (exit 2, counted and listed separately), 1 on any mismatch or harness error, 2 on bad usage.
+ * Test code: it reads BKM_DIFF_CASES and TMPDIR from the environment. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bkm/common.h"
+
+extern char **environ;
+
+#define DIFF_MAX_ARGS 24
+#define DIFF_MAX_ENV 512
+#define DIFF_CHILD_TIMEOUT_S 60
+
+/* ---- Seeded random numbers (splitmix64: the same sequence on every machine) ----------------- */
+
+typedef struct rng {
+    uint64_t s;
+} rng_t;
+
+static uint64_t rng_next(rng_t *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/** Uniform integer in [lo, hi]. */
+static int rng_int(rng_t *r, int lo, int hi)
+{
+    return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+/** 1 with probability pct/100. */
+static int rng_pct(rng_t *r, int pct)
+{
+    return rng_int(r, 0, 99) < pct;
+}
+
+/* ---- Fake topology -------------------------------------------------------------------------- */
+
+typedef struct topo_desc {
+    int sockets, cores, threads;
+    int cori; /* 1: PU of (s, c, t) is t*S*C + s*C + c (Cori); 0: ((s*C)+c)*T + t (linear) */
+} topo_desc_t;
+
+static int topo_pus(const topo_desc_t *t)
+{
+    return t->sockets * t->cores * t->threads;
+}
+
+static int topo_os(const topo_desc_t *t, int s, int c, int h)
+{
+    if (t->cori)
+        return h * t->sockets * t->cores + s * t->cores + c;
+    return (s * t->cores + c) * t->threads + h;
+}
+
+/** Write the cpuinfo file libomp's cpuinfo method reads: processor / physical id / core id. */
+static int topo_write_cpuinfo(const topo_desc_t *t, const char *path, bkm_err_t *err)
+{
+    int rc = BKM_OK;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return bkm_err_set(err, BKM_EIO, "cannot write '%s': %s", path, strerror(errno));
+    for (int os = 0; os < topo_pus(t); os++) {
+        for (int s = 0; s < t->sockets; s++)
+            for (int c = 0; c < t->cores; c++)
+                for (int h = 0; h < t->threads; h++)
+                    if (topo_os(t, s, c, h) == os)
+                        fprintf(f, "processor\t: %d\nphysical id\t: %d\ncore id\t\t: %d\n\n", os, s, c);
+    }
+    if (fclose(f) != 0)
+        rc = bkm_err_set(err, BKM_EIO, "cannot write '%s'", path);
+    return rc;
+}
+
+/** hwloc synthetic description with the same OS numbering ("pack:2 core:16 pu:2(indexes=..)"). */
+static void topo_synthetic(const topo_desc_t *t, bkm_buf_t *b)
+{
+    bkm_buf_printf(b, "pack:%d core:%d pu:%d", t->sockets, t->cores, t->threads);
+    if (!t->cori)
+        return;
+    bkm_buf_puts(b, "(indexes=");
+    int first = 1;
+    for (int s = 0; s < t->sockets; s++)
+        for (int c = 0; c < t->cores; c++)
+            for (int h = 0; h < t->threads; h++) {
+                bkm_buf_printf(b, first ? "%d" : ",%d", topo_os(t, s, c, h));
+                first = 0;
+            }
+    bkm_buf_puts(b, ")");
+}
+
+/* ---- One random case ------------------------------------------------------------------------ */
+
+typedef struct diff_case {
+    int id;
+    topo_desc_t topo;
+    int threads;
+    char mask[2048];        /* initial process mask, "" = all PUs */
+    char kmp_affinity[512]; /* "" = unset */
+    char hw_subset[64];
+    char places[256];
+    char proc_bind[32];
+} diff_case_t;
+
+static const char *const g_grans[] = {"fine", "thread", "core", "socket"};
+
+static void gen_mask(rng_t *r, diff_case_t *c)
+{
+    int n = topo_pus(&c->topo);
+    bkm_cpuset_t set;
+    bkm_cpuset_zero(&set);
+    int how = rng_int(r, 0, 2);
+    if (how == 0) { /* a range of OS ids, as taskset -c a-b */
+        int a = rng_int(r, 0, n - 1), b = rng_int(r, a, n - 1);
+        for (int i = a; i <= b; i++)
+            bkm_cpuset_set(&set, i);
+    } else if (how == 1) { /* whole sockets, as srun --cpu-bind=sockets */
+        for (int s = 0; s < c->topo.sockets; s++)
+            if (rng_pct(r, 50) || (s == c->topo.sockets - 1 && bkm_cpuset_is_empty(&set)))
+                for (int k = 0; k < c->topo.cores; k++)
+                    for (int h = 0; h < c->topo.threads; h++)
+                        bkm_cpuset_set(&set, topo_os(&c->topo, s, k, h));
+    } else { /* any PUs */
+        for (int i = 0; i < n; i++)
+            if (rng_pct(r, 60))
+                bkm_cpuset_set(&set, i);
+        if (bkm_cpuset_is_empty(&set))
+            bkm_cpuset_set(&set, rng_int(r, 0, n - 1));
+    }
+    bkm_buf_t b = {0};
+    bkm_cpuset_format(&set, &b);
+    snprintf(c->mask, sizeof(c->mask), "%s", bkm_buf_str(&b));
+    bkm_buf_free(&b);
+}
+
+static void gen_hw_subset(rng_t *r, diff_case_t *c)
+{
+    const int count[3] = {c->topo.sockets, c->topo.cores, c->topo.threads};
+    const char *const name[3] = {"s", "c", "t"};
+    int used[3] = {0, 0, 0}, n_used = 0;
+    for (int i = 0; i < 3; i++)
+        if (rng_pct(r, 60)) {
+            used[i] = 1;
+            n_used++;
+        }
+    if (n_used == 0)
+        used[rng_int(r, 0, 2)] = 1;
+    int order[3] = {0, 1, 2};
+    if (rng_pct(r, 20)) { /* items may come in any order */
+        int a = rng_int(r, 0, 2), b = rng_int(r, 0, 2), tmp = order[a];
+        order[a] = order[b];
+        order[b] = tmp;
+    }
+    size_t len = 0;
+    for (int k = 0; k < 3; k++) {
+        int i = order[k];
+        if (!used[i])
+            continue;
+        int num = rng_int(r, 1, count[i]);
+        int off = rng_pct(r, 25) ? rng_int(r, 0, count[i] - num) : 0;
+        len += (size_t)snprintf(c->hw_subset + len, sizeof(c->hw_subset) - len, "%s%d%s", len ? "," : "",
+                                num, name[i]);
+        if (off > 0)
+            len += (size_t)snprintf(c->hw_subset + len, sizeof(c->hw_subset) - len, "@%d", off);
+    }
+}
+
+static void gen_proclist(rng_t *r, const diff_case_t *c, char *out, size_t n)
+{
+    int pus = topo_pus(&c->topo);
+    int items = rng_int(r, 1, 6);
+    size_t len = 0;
+    for (int i = 0; i < items && len + 32 < n; i++) {
+        const char *sep = i ? "," : "";
+        int a = rng_int(r, 0, pus - 1);
+        int kind = rng_int(r, 0, 4);
+        if (kind <= 2) {
+            len += (size_t)snprintf(out + len, n - len, "%s%d", sep, a);
+        } else if (kind == 3) {
+            int b = rng_int(r, a, pus - 1 < a + 6 ? pus - 1 : a + 6);
+            len += (size_t)snprintf(out + len, n - len, "%s%d-%d", sep, a, b);
+        } else {
+            int b = rng_int(r, 0, pus - 1);
+            if (b == a)
+                len += (size_t)snprintf(out + len, n - len, "%s{%d}", sep, a);
+            else
+                len += (size_t)snprintf(out + len, n - len, "%s{%d,%d}", sep, a < b ? a : b, a < b ? b : a);
+        }
+    }
+}
+
+static void gen_kmp_affinity(rng_t *r, diff_case_t *c)
+{
+    static const char *const types[] = {"compact", "scatter", "balanced", "logical", "physical", "none",
+                                        "explicit"};
+    const char *type = types[rng_int(r, 0, 6)];
+    char item[8][160];
+    int n = 0;
+    if (rng_pct(r, 70))
+        snprintf(item[n++], sizeof(item[0]), "granularity=%s", g_grans[rng_int(r, 0, 3)]);
+    if (strcmp(type, "explicit") == 0) {
+        char pl[128];
+        gen_proclist(r, c, pl, sizeof(pl));
+        snprintf(item[n++], sizeof(item[0]), "proclist=[%s]", pl);
+    }
+    snprintf(item[n++], sizeof(item[0]), "%s", type);
+    int n_ints = 0;
+    if (!strcmp(type, "compact") || !strcmp(type, "scatter"))
+        n_ints = rng_int(r, 0, 2);
+    else if (!strcmp(type, "logical") || !strcmp(type, "physical"))
+        n_ints = rng_int(r, 0, 1);
+    int pus = topo_pus(&c->topo);
+    if (n_ints == 2) {
+        snprintf(item[n++], sizeof(item[0]), "%d", rng_int(r, 0, 4));
+        snprintf(item[n++], sizeof(item[0]), "%d", rng_int(r, 0, pus + pus / 2));
+    } else if (n_ints == 1) {
+        int logical = !strcmp(type, "logical") || !strcmp(type, "physical");
+        snprintf(item[n++], sizeof(item[0]), "%d", logical ? rng_int(r, 0, pus) : rng_int(r, 0, 4));
+    }
+    int dups = rng_int(r, 0, 3);
+    if (dups == 1)
+        snprintf(item[n++], sizeof(item[0]), "dups");
+    else if (dups == 2)
+        snprintf(item[n++], sizeof(item[0]), "nodups");
+    /* The integers keep their relative order (first = permute); modifiers may move around. */
+    if (rng_pct(r, 25) && n >= 2) {
+        int a = rng_int(r, 0, n - 1);
+        if (!(item[0][0] >= '0' && item[0][0] <= '9') && !(item[a][0] >= '0' && item[a][0] <= '9')) {
+            char tmp[160];
+            memcpy(tmp, item[0], sizeof(tmp));
+            memcpy(item[0], item[a], sizeof(tmp));
+            memcpy(item[a], tmp, sizeof(tmp));
+        }
+    }
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(c->kmp_affinity + len, sizeof(c->kmp_affinity) - len, "%s%s", i ? "," : "",
+                                item[i]);
+}
+
+static void gen_omp(rng_t *r, diff_case_t *c)
+{
+    static const char *const binds[] = {"true", "false", "close", "spread", "master", "primary"};
+    static const char *const kinds[] = {"threads", "cores", "sockets"};
+    int pus = topo_pus(&c->topo);
+    int have_places = rng_pct(r, 80), have_bind = rng_pct(r, 80);
+    if (!have_places && !have_bind)
+        have_bind = 1;
+    if (have_places) {
+        if (rng_pct(r, 75)) {
+            const char *k = kinds[rng_int(r, 0, 2)];
+            if (rng_pct(r, 30))
+                snprintf(c->places, sizeof(c->places), "%s(%d)", k, rng_int(r, 1, 8));
+            else
+                snprintf(c->places, sizeof(c->places), "%s", k);
+        } else { /* explicit places {start:len[:stride]} or {a,b} */
+            int items = rng_int(r, 1, 4);
+            size_t len = 0;
+            for (int i = 0; i < items; i++) {
+                int a = rng_int(r, 0, pus - 1);
+                int l = rng_int(r, 1, 4);
+                if (a + l > pus)
+                    l = pus - a;
+                if (rng_pct(r, 50))
+                    len += (size_t)snprintf(c->places + len, sizeof(c->places) - len, "%s{%d:%d}",
+                                            i ? "," : "", a, l);
+                else
+                    len += (size_t)snprintf(c->places + len, sizeof(c->places) - len, "%s{%d}",
+                                            i ? "," : "", a);
+            }
+        }
+    }
+    if (have_bind)
+        snprintf(c->proc_bind, sizeof(c->proc_bind), "%s", binds[rng_int(r, 0, 5)]);
+    if (rng_pct(r, 15)) /* a KMP_AFFINITY without type contributes only its modifiers */
+        snprintf(c->kmp_affinity, sizeof(c->kmp_affinity), "granularity=%s", g_grans[rng_int(r, 0, 3)]);
+}
+
+static void gen_case(rng_t *r, int id, diff_case_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->id = id;
+    c->topo.sockets = rng_int(r, 1, 4);
+    c->topo.cores = rng_int(r, 1, 20);
+    c->topo.threads = rng_int(r, 1, 4);
+    c->topo.cori = rng_pct(r, 50);
+    int pus = topo_pus(&c->topo);
+    int how = rng_int(r, 0, 9);
+    if (how < 3)
+        c->threads = rng_int(r, 1, pus < 8 ? pus : 8);
+    else if (how < 7)
+        c->threads = rng_int(r, 1, pus);
+    else if (how < 8)
+        c->threads = rng_pct(r, 50) ? c->topo.sockets * c->topo.cores : pus;
+    else
+        c->threads = rng_int(r, 1, 2 * pus);
+    if (rng_pct(r, 20))
+        gen_mask(r, c);
+    if (rng_pct(r, 15))
+        gen_hw_subset(r, c);
+    if (rng_pct(r, 75))
+        gen_kmp_affinity(r, c);
+    else
+        gen_omp(r, c);
+}
+
+static void case_describe(const diff_case_t *c, bkm_buf_t *b)
+{
+    bkm_buf_printf(b, "case %d: topology %dx%dx%d %s, threads %d", c->id, c->topo.sockets, c->topo.cores,
+                   c->topo.threads, c->topo.cori ? "cori" : "linear", c->threads);
+    if (c->mask[0])
+        bkm_buf_printf(b, ", mask %s", c->mask);
+    if (c->kmp_affinity[0])
+        bkm_buf_printf(b, ", KMP_AFFINITY=%s", c->kmp_affinity);
+    if (c->hw_subset[0])
+        bkm_buf_printf(b, ", KMP_HW_SUBSET=%s", c->hw_subset);
+    if (c->places[0])
+        bkm_buf_printf(b, ", OMP_PLACES=%s", c->places);
+    if (c->proc_bind[0])
+        bkm_buf_printf(b, ", OMP_PROC_BIND=%s", c->proc_bind);
+}
+
+/* ---- Running a child ------------------------------------------------------------------------ */
+
+typedef struct child_out {
+    int status;      /* exit code, or 128+signal */
+    bkm_buf_t out;   /* stdout */
+    bkm_buf_t errt;  /* stderr */
+} child_out_t;
+
+static int slurp(const char *path, bkm_buf_t *b)
+{
+    char chunk[4096];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return BKM_EIO;
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        bkm_buf_append(b, chunk, n);
+    fclose(f);
+    return b->oom ? BKM_ENOMEM : BKM_OK;
+}
+
+/** Run argv with envp; stdout/stderr captured through files in @p dir. The child gets a
+ *  DIFF_CHILD_TIMEOUT_S alarm that survives exec, so a hung runtime cannot stall the test. */
+static int run_child(char *const argv[], char *const envp[], const char *dir, child_out_t *res,
+                     bkm_err_t *err)
+{
+    char out_path[4096], err_path[4096];
+    snprintf(out_path, sizeof(out_path), "%s/stdout", dir);
+    snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+    pid_t pid = fork();
+    if (pid < 0)
+        return bkm_err_set(err, BKM_EIO, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+            _exit(125);
+        alarm(DIFF_CHILD_TIMEOUT_S);
+        execve(argv[0], argv, envp);
+        _exit(126);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return bkm_err_set(err, BKM_EIO, "waitpid: %s", strerror(errno));
+    res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    slurp(out_path, &res->out);
+    slurp(err_path, &res->errt);
+    return BKM_OK;
+}
+
+static void child_free(child_out_t *c)
+{
+    bkm_buf_free(&c->out);
+    bkm_buf_free(&c->errt);
+}
+
+/** Environment without any variable the runtime or the shim reads, plus @p extra. */
+static int build_env(char **env, int max, char **extra, int n_extra)
+{
+    int n = 0;
+    for (char **e = environ; *e && n < max - n_extra - 1; e++) {
+        if (!strncmp(*e, "KMP_", 4) || !strncmp(*e, "OMP_", 4) || !strncmp(*e, "GOMP_", 5) ||
+            !strncmp(*e, "LD_PRELOAD=", 11) || !strncmp(*e, "BKM_FAKE_", 9))
+            continue;
+        env[n++] = *e;
+    }
+    for (int i = 0; i < n_extra; i++)
+        env[n++] = extra[i];
+    env[n] = NULL;
+    return n;
+}
+
+/* ---- Comparing plans ------------------------------------------------------------------------ */
+
+typedef struct plan {
+    int n;
+    bkm_cpuset_t *cpus; /* [n], indexed by omp thread number */
+} plan_t;
+
+static void plan_free(plan_t *p)
+{
+    bkm_free(p->cpus);
+    p->cpus = NULL;
+    p->n = 0;
+}
+
+/** Read {"threads":N,...,"plan":[{"thread":t,"cpus":[...]},...]} (extra members ignored). */
+static int plan_from_json(const char *text, plan_t *p, bkm_err_t *err)
+{
+    bkm_json_t *root = NULL;
+    int rc = bkm_json_parse(text, &root, err);
+    if (rc < 0)
+        goto out;
+    const bkm_json_t *arr = bkm_json_get(root, "plan");
+    double n = bkm_json_get_num(root, "threads", -1);
+    if (!arr || arr->type != BKM_JSON_ARR || n < 1 || n > 100000 || (size_t)n != arr->n_children) {
+        rc = bkm_err_set(err, BKM_EINVAL, "no \"threads\" matching a \"plan\" array in the JSON");
+        goto out;
+    }
+    p->n = (int)n;
+    p->cpus = bkm_calloc((size_t)p->n, sizeof(*p->cpus));
+    if (!p->cpus) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (const bkm_json_t *e = arr->child; e; e = e->next) {
+        double t = bkm_json_get_num(e, "thread", -1);
+        const bkm_json_t *cpus = bkm_json_get(e, "cpus");
+        if (t < 0 || t >= p->n || !cpus || cpus->type != BKM_JSON_ARR) {
+            rc = bkm_err_set(err, BKM_EINVAL, "plan entry without a valid \"thread\"/\"cpus\"");
+            goto out;
+        }
+        for (const bkm_json_t *c = cpus->child; c; c = c->next)
+            if (c->type != BKM_JSON_NUM || bkm_cpuset_set(&p->cpus[(int)t], (int)c->num) < 0) {
+                rc = bkm_err_set(err, BKM_EINVAL, "bad cpu in the plan of thread %d", (int)t);
+                goto out;
+            }
+    }
+out:
+    bkm_json_free(root);
+    if (rc < 0)
+        plan_free(p);
+    return rc;
+}
+
+/** "T0-1:{0,32} T2:{1}" with consecutive threads on equal sets folded. */
+static void plan_format(const plan_t *p, bkm_buf_t *b)
+{
+    for (int t = 0; t < p->n;) {
+        int u = t;
+        while (u + 1 < p->n && bkm_cpuset_equal(&p->cpus[u + 1], &p->cpus[t]))
+            u++;
+        if (u > t)
+            bkm_buf_printf(b, "%sT%d-%d:{", t ? " " : "", t, u);
+        else
+            bkm_buf_printf(b, "%sT%d:{", t ? " " : "", t);
+        bkm_cpuset_format(&p->cpus[t], b);
+        bkm_buf_puts(b, "}");
+        t = u + 1;
+    }
+}
+
+/* ---- The run -------------------------------------------------------------------------------- */
+
+typedef struct diff_opts {
+    const char *shim, *probe, *tune;
+    int cases;
+    uint64_t seed;
+    int verbose;
+} diff_opts_t;
+
+typedef struct diff_stats {
+    int passed, failed, unsupported, harness, order_dependent;
+} diff_stats_t;
+
+static void print_repro(const diff_case_t *c, const char *cpuinfo, const char *synth)
+{
+    printf("  libomp : BKM_FAKE_NCPUS=%d%s%s KMP_CPUINFO_FILE=%s LD_PRELOAD=<shim>", topo_pus(&c->topo),
+           c->mask[0] ? " BKM_FAKE_MASK=" : "", c->mask, cpuinfo);
+    if (c->kmp_affinity[0])
+        printf(" KMP_AFFINITY='%s'", c->kmp_affinity);
+    if (c->hw_subset[0])
+        printf(" KMP_HW_SUBSET='%s'", c->hw_subset);
+    if (c->places[0])
+        printf(" OMP_PLACES='%s'", c->places);
+    if (c->proc_bind[0])
+        printf(" OMP_PROC_BIND='%s'", c->proc_bind);
+    printf(" <probe> %d\n", c->threads);
+    printf("  planner: tune affinity explain --synthetic '%s' --threads %d", synth, c->threads);
+    if (c->mask[0])
+        printf(" --mask %s", c->mask);
+    if (c->hw_subset[0])
+        printf(" --hw-subset '%s'", c->hw_subset);
+    if (c->places[0])
+        printf(" --places '%s'", c->places);
+    if (c->proc_bind[0])
+        printf(" --proc-bind '%s'", c->proc_bind);
+    printf(" --json '%s'\n", c->kmp_affinity);
+}
+
+static int run_case(const diff_opts_t *o, const diff_case_t *c, const char *dir, diff_stats_t *st,
+                    bkm_err_t *err)
+{
+    int rc = BKM_OK;
+    char cpuinfo[4096], nthr[32];
+    char e_ncpus[64], e_mask[2100], e_cpuinfo[4200], e_preload[4200], e_kmp[600], e_hw[100], e_pl[300],
+        e_pb[64];
+    char *extra[12];
+    char *env[DIFF_MAX_ENV];
+    int n_extra = 0;
+    child_out_t probe = {0}, probe_rev = {0}, tune = {0};
+    plan_t want = {0}, got = {0};
+    bkm_buf_t synth = {0}, desc = {0};
+    bkm_err_t perr = {0};
+
+    snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", dir);
+    rc = topo_write_cpuinfo(&c->topo, cpuinfo, err);
+    if (rc < 0)
+        goto out;
+    topo_synthetic(&c->topo, &synth);
+    case_describe(c, &desc);
+    snprintf(nthr, sizeof(nthr), "%d", c->threads);
+
+    /* The real libomp on the fake machine. */
+    snprintf(e_ncpus, sizeof(e_ncpus), "BKM_FAKE_NCPUS=%d", topo_pus(&c->topo));
+    extra[n_extra++] = e_ncpus;
+    snprintf(e_cpuinfo, sizeof(e_cpuinfo), "KMP_CPUINFO_FILE=%s", cpuinfo);
+    extra[n_extra++] = e_cpuinfo;
+    snprintf(e_preload, sizeof(e_preload), "LD_PRELOAD=%s", o->shim);
+    extra[n_extra++] = e_preload;
+    extra[n_extra++] = "KMP_BLOCKTIME=0"; /* hundreds of spinning threads on 2 cores otherwise */
+    if (c->mask[0]) {
+        snprintf(e_mask, sizeof(e_mask), "BKM_FAKE_MASK=%s", c->mask);
+        extra[n_extra++] = e_mask;
+    }
+    int n_fixed = n_extra;
+    if (c->kmp_affinity[0]) {
+        snprintf(e_kmp, sizeof(e_kmp), "KMP_AFFINITY=%s", c->kmp_affinity);
+        extra[n_extra++] = e_kmp;
+    }
+    if (c->hw_subset[0]) {
+        snprintf(e_hw, sizeof(e_hw), "KMP_HW_SUBSET=%s", c->hw_subset);
+        extra[n_extra++] = e_hw;
+    }
+    if (c->places[0]) {
+        snprintf(e_pl, sizeof(e_pl), "OMP_PLACES=%s", c->places);
+        extra[n_extra++] = e_pl;
+    }
+    if (c->proc_bind[0]) {
+        snprintf(e_pb, sizeof(e_pb), "OMP_PROC_BIND=%s", c->proc_bind);
+        extra[n_extra++] = e_pb;
+    }
+    build_env(env, DIFF_MAX_ENV, extra, n_extra);
+    char *pargv[] = {(char *)o->probe, nthr, NULL};
+    rc = run_child(pargv, env, dir, &probe, err);
+    if (rc < 0)
+        goto out;
+    int libomp_warned = strstr(bkm_buf_str(&probe.errt), "OMP: Warning") != NULL;
+
+    /* libomp 14 parses the variables in environment-block order, and some combinations depend on
+     * it (OMP_PLACES + OMP_PROC_BIND=false). The planner cannot know the order, so a case whose
+     * result changes when the setting variables are reversed is reported apart, not compared. */
+    if (n_extra - n_fixed >= 2) {
+        char *rev[12];
+        for (int i = 0; i < n_extra; i++)
+            rev[i] = i < n_fixed ? extra[i] : extra[n_extra - 1 - (i - n_fixed)];
+        build_env(env, DIFF_MAX_ENV, rev, n_extra);
+        rc = run_child(pargv, env, dir, &probe_rev, err);
+        if (rc < 0)
+            goto out;
+        if (probe_rev.status != probe.status || strcmp(bkm_buf_str(&probe_rev.out), bkm_buf_str(&probe.out))) {
+            plan_t a = {0}, b = {0};
+            bkm_buf_t fa = {0}, fb = {0};
+            st->order_dependent++;
+            if (plan_from_json(bkm_buf_str(&probe.out), &a, &perr) == 0)
+                plan_format(&a, &fa);
+            if (plan_from_json(bkm_buf_str(&probe_rev.out), &b, &perr) == 0)
+                plan_format(&b, &fb);
+            printf("ORDER-DEPENDENT %s\n  libomp, variables in the order listed: %s\n"
+                   "  libomp, variables in reverse order  : %s\n",
+                   bkm_buf_str(&desc), bkm_buf_str(&fa), bkm_buf_str(&fb));
+            plan_free(&a);
+            plan_free(&b);
+            bkm_buf_free(&fa);
+            bkm_buf_free(&fb);
+            goto out;
+        }
+    }
+
+    /* The planner. */
+    char *targv[DIFF_MAX_ARGS];
+    int ta = 0;
+    targv[ta++] = (char *)o->tune;
+    targv[ta++] = "affinity";
+    targv[ta++] = "explain";
+    targv[ta++] = "--synthetic";
+    targv[ta++] = (char *)bkm_buf_str(&synth);
+    targv[ta++] = "--threads";
+    targv[ta++] = nthr;
+    if (c->mask[0]) {
+        targv[ta++] = "--mask";
+        targv[ta++] = (char *)c->mask;
+    }
+    if (c->hw_subset[0]) {
+        targv[ta++] = "--hw-subset";
+        targv[ta++] = (char *)c->hw_subset;
+    }
+    if (c->places[0]) {
+        targv[ta++] = "--places";
+        targv[ta++] = (char *)c->places;
+    }
+    if (c->proc_bind[0]) {
+        targv[ta++] = "--proc-bind";
+        targv[ta++] = (char *)c->proc_bind;
+    }
+    targv[ta++] = "--json";
+    if (c->kmp_affinity[0])
+        targv[ta++] = (char *)c->kmp_affinity;
+    targv[ta] = NULL;
+    char *tenv[DIFF_MAX_ENV];
+    build_env(tenv, DIFF_MAX_ENV, NULL, 0);
+    rc = run_child(targv, tenv, dir, &tune, err);
+    if (rc < 0)
+        goto out;
+
+    if (probe.status != 0 || plan_from_json(bkm_buf_str(&probe.out), &want, &perr) < 0) {
+        /* libomp itself failed (e.g. the documented 14.0.6 crashes): the planner must refuse. */
+        if (tune.status == 2) {
+            st->unsupported++;
+            if (o->verbose)
+                printf("UNSUPPORTED (libomp also failed, status %d) %s\n", probe.status, bkm_buf_str(&desc));
+            goto out;
+        }
+        st->harness++;
+        printf("HARNESS %s\n  probe status %d: %s%s\n", bkm_buf_str(&desc), probe.status, perr.msg,
+               bkm_buf_str(&probe.errt));
+        print_repro(c, cpuinfo, bkm_buf_str(&synth));
+        goto out;
+    }
+    if (tune.status == 2) {
+        st->unsupported++;
+        if (o->verbose || !libomp_warned) {
+            const char *m = bkm_buf_str(&tune.errt);
+            printf("UNSUPPORTED %s%s\n  planner: %s", bkm_buf_str(&desc),
+                   libomp_warned ? " (libomp warned too)" : " (libomp accepted it silently)", m);
+            if (!*m || m[strlen(m) - 1] != '\n')
+                printf("\n");
+        }
+        goto out;
+    }
+    if (tune.status != 0 || plan_from_json(bkm_buf_str(&tune.out), &got, &perr) < 0) {
+        st->failed++;
+        printf("FAIL %s\n  planner exit %d: %s%s\n", bkm_buf_str(&desc), tune.status, perr.msg,
+               bkm_buf_str(&tune.errt));
+        print_repro(c, cpuinfo, bkm_buf_str(&synth));
+        goto out;
+    }
+    int same = want.n == got.n;
+    for (int t = 0; same && t < want.n; t++)
+        same = bkm_cpuset_equal(&want.cpus[t], &got.cpus[t]);
+    if (same) {
+        st->passed++;
+        if (o->verbose)
+            printf("ok %s\n", bkm_buf_str(&desc));
+        goto out;
+    }
+    st->failed++;
+    bkm_buf_t a = {0}, b = {0};
+    plan_format(&want, &a);
+    plan_format(&got, &b);
+    printf("MISMATCH %s%s\n  libomp : %s\n  planner: %s\n", bkm_buf_str(&desc),
+           libomp_warned ? " (libomp printed a warning)" : "", bkm_buf_str(&a), bkm_buf_str(&b));
+    print_repro(c, cpuinfo, bkm_buf_str(&synth));
+    bkm_buf_free(&a);
+    bkm_buf_free(&b);
+out:
+    fflush(stdout);
+    plan_free(&want);
+    plan_free(&got);
+    child_free(&probe);
+    child_free(&probe_rev);
+    child_free(&tune);
+    bkm_buf_free(&synth);
+    bkm_buf_free(&desc);
+    return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    diff_opts_t o = {NULL, NULL, NULL, 300, 20261130, 0};
+    long long v = 0;
+    const char *env_cases = getenv("BKM_DIFF_CASES");
+    if (env_cases && *env_cases) {
+        if (bkm_parse_int(env_cases, 1, 10000000, &v) < 0) {
+            fprintf(stderr, "libomp_diff: BKM_DIFF_CASES='%s' is not a number of cases\n", env_cases);
+            return 2;
+        }
+        o.cases = (int)v;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--verbose")) {
+            o.verbose = 1;
+            continue;
+        }
+        if (!val) {
+            fprintf(stderr, "libomp_diff: option '%s' needs a value (or is unknown)\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--shim"))
+            o.shim = val;
+        else if (!strcmp(a, "--probe"))
+            o.probe = val;
+        else if (!strcmp(a, "--tune"))
+            o.tune = val;
+        else if (!strcmp(a, "--cases") && bkm_parse_int(val, 1, 10000000, &v) == 0)
+            o.cases = (int)v;
+        else if (!strcmp(a, "--seed") && bkm_parse_int(val, 0, INT64_MAX, &v) == 0)
+            o.seed = (uint64_t)v;
+        else {
+            fprintf(stderr, "libomp_diff: bad option or value '%s %s'\n", a, val);
+            return 2;
+        }
+    }
+    if (!o.shim || !o.probe || !o.tune) {
+        fprintf(stderr, "libomp_diff run: --shim, --probe and --tune are required\n");
+        return 2;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/bkm-libomp-diff-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "libomp_diff: cannot create a work folder in '%s': %s\n", dir, strerror(errno));
+        return 3;
+    }
+    rng_t r = {o.seed};
+    diff_stats_t st = {0, 0, 0, 0, 0};
+    bkm_err_t err = {0};
+    int rc = 0;
+    {
+        /* Skip (77), not pass, while the planner's explain command is not built. */
+        char *hargv[] = {(char *)o.tune, "affinity", "explain", "--help", NULL};
+        char *henv[DIFF_MAX_ENV];
+        child_out_t h = {0};
+        build_env(henv, DIFF_MAX_ENV, NULL, 0);
+        if (run_child(hargv, henv, dir, &h, &err) < 0 || h.status != 0) {
+            printf("SKIP: '%s affinity explain --help' exited %d: the planner's explain command is not "
+                   "available in this build\n",
+                   o.tune, h.status);
+            rc = 77;
+        }
+        child_free(&h);
+    }
+    for (int i = 0; rc == 0 && i < o.cases; i++) {
+        diff_case_t c;
+        gen_case(&r, i, &c);
+        if (run_case(&o, &c, dir, &st, &err) < 0) {
+            fprintf(stderr, "libomp_diff: %s\n", err.msg);
+            rc = 3;
+            break;
+        }
+    }
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/cpuinfo", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/stdout", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/stderr", dir);
+    unlink(path);
+    rmdir(dir);
+    printf("%d passed, %d failed, %d unsupported by the planner, %d order-dependent in libomp, %d harness errors (seed %llu)\n",
+           st.passed, st.failed, st.unsupported, st.order_dependent, st.harness, (unsigned long long)o.seed);
+    if (rc)
+        return rc;
+    return st.failed || st.harness ? 1 : 0;
+}
+
+static int cmd_cpuinfo(int argc, char **argv)
+{
+    long long s, c, t;
+    bkm_err_t err = {0};
+    if (argc != 7 || bkm_parse_int(argv[2], 1, 64, &s) < 0 || bkm_parse_int(argv[3], 1, 512, &c) < 0 ||
+        bkm_parse_int(argv[4], 1, 16, &t) < 0 || (strcmp(argv[5], "linear") && strcmp(argv[5], "cori"))) {
+        fprintf(stderr, "usage: libomp_diff cpuinfo SOCKETS CORES THREADS linear|cori FILE\n");
+        return 2;
+    }
+    topo_desc_t td = {(int)s, (int)c, (int)t, !strcmp(argv[5], "cori")};
+    if (topo_pus(&td) > 2048) {
+        fprintf(stderr, "libomp_diff: %d PUs is more than the shim's 2048\n", topo_pus(&td));
+        return 2;
+    }
+    if (topo_write_cpuinfo(&td, argv[6], &err) < 0) {
+        fprintf(stderr, "libomp_diff: %s\n", err.msg);
+        return 3;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "cpuinfo"))
+        return cmd_cpuinfo(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "run"))
+        return cmd_run(argc, argv);
+    fprintf(stderr,
+            "usage: libomp_diff cpuinfo SOCKETS CORES THREADS linear|cori FILE\n"
+            "       libomp_diff run --shim SO --probe EXE --tune EXE [--cases N] [--seed S] [--verbose]\n"
+            "Compares `tune affinity explain --json` with the real libomp 14 on fake topologies.\n");
+    return 2;
+}
