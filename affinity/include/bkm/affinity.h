@@ -117,6 +117,62 @@ int bkm_topo_open_profile(bkm_topo_t **topo, const bkm_node_profile_t *p, bkm_er
 int bkm_profile_matches_host(const bkm_node_profile_t *p, const bkm_topo_t *host);
 
 /* ======================================================================================== */
+/* Binding probe                                                                             */
+/* ======================================================================================== */
+
+/** One thread of the probed OpenMP team, as the kernel sees it. */
+typedef struct bkm_aff_probe_thread {
+    int omp_thread;         /**< omp_get_thread_num() */
+    int tid;                /**< kernel thread id (gettid) */
+    int cpu;                /**< sched_getcpu() after a short spin with the whole team running */
+    int place;              /**< omp_get_place_num(): -1 when the runtime binds to no place */
+    bkm_cpuset_t mask;      /**< sched_getaffinity() of the thread: the ground truth */
+} bkm_aff_probe_thread_t;
+
+/** A task of this process that is neither the calling thread nor a member of the team: a
+ *  libomp pool thread left from a larger earlier team, a libomp hidden helper thread, another
+ *  runtime's worker (two OpenMP runtimes), a BLAS/oneDNN pool, a sanitizer thread. */
+typedef struct bkm_aff_probe_foreign {
+    int tid;
+    char name[32];          /**< /proc/self/task/<tid>/comm */
+    bkm_cpuset_t mask;      /**< Cpus_allowed_list */
+} bkm_aff_probe_foreign_t;
+
+/** What one probe saw. Owned by the caller; free with bkm_aff_probe_free. */
+typedef struct bkm_aff_probe {
+    int requested;                     /**< num_threads asked for */
+    int n_threads;                     /**< team size that ran (omp_get_num_threads) */
+    bkm_aff_probe_thread_t *thread;    /**< [n_threads], index = omp thread number */
+    int num_places;                    /**< omp_get_num_places() */
+    int caller_tid;                    /**< the thread that called the probe (omp thread 0) */
+    bkm_cpuset_t caller_mask_after;    /**< its mask after the region (libomp may leave it bound) */
+    int n_tasks;                       /**< entries of /proc/self/task after the region */
+    int n_foreign;
+    bkm_aff_probe_foreign_t *foreign;  /**< [n_foreign] */
+    char runtimes[1024];               /**< ';'-separated real paths of the mapped OpenMP runtimes */
+    int has_libomp;                    /**< LLVM libomp mapped */
+    int has_libgomp;                   /**< GNU libgomp itself mapped (not a link to libomp) */
+    int has_libiomp5;                  /**< Intel libiomp5 mapped */
+} bkm_aff_probe_t;
+
+/** Run one OpenMP parallel region with num_threads(@p n_threads) in which every thread records
+ *  its tid, thread number, kernel mask, CPU and place; then list the process's other tasks and
+ *  the OpenMP runtimes mapped (/proc/self/maps). Call from serial code (BKM_EINVAL inside a
+ *  parallel region). Never calls omp_display_affinity/omp_capture_affinity (libomp 14 aborts in
+ *  them under KMP_AFFINITY=disabled). Reads /proc/self only. BKM_EINVAL for n_threads < 1,
+ *  BKM_EIO when /proc is unreadable, BKM_ENOMEM. *probe is NULL on error. */
+int bkm_aff_probe_run(int n_threads, bkm_aff_probe_t **probe, bkm_err_t *err);
+void bkm_aff_probe_free(bkm_aff_probe_t *probe);
+/** BKM_OK when exactly one OpenMP runtime, LLVM libomp, is mapped; else BKM_EVERIFY naming
+ *  the runtimes found. */
+int bkm_aff_probe_check_single_runtime(const bkm_aff_probe_t *probe, bkm_err_t *err);
+/** {"requested":N,"threads":N,"num_places":P,"caller_tid":..,"caller_mask_after":"0-1",
+ *   "team":[{"thread":0,"tid":..,"cpu":0,"place":0,"mask":"0"},...],"tasks":T,
+ *   "foreign":[{"tid":..,"name":"..","mask":"0-1"}],"runtimes":["/usr/lib/.../libomp.so.5"],
+ *   "libomp":true,"libgomp":false,"libiomp5":false} */
+int bkm_aff_probe_to_json(const bkm_aff_probe_t *probe, bkm_json_w_t *w, bkm_err_t *err);
+
+/* ======================================================================================== */
 /* Settings, planning, explanation (section owned by the planner)                            */
 /* ======================================================================================== */
 
