@@ -14,6 +14,7 @@
 #ifndef BKM_TUNER_H
 #define BKM_TUNER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "bkm/common.h"
@@ -210,6 +211,96 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
 /* ======================================================================================== */
 /* Stats (section owned by the statistics work)                                              */
 /* ======================================================================================== */
+
+/* Pure functions over timing samples (milliseconds or any unit; all outputs in the same unit).
+ * They never allocate unless a scratch pointer is NULL, never print, and may be called from any
+ * thread (not inside the timed region: they sort). */
+
+/** Default threshold of the modified z-score outlier rule (hyperfine): |x - median| / MAD_raw
+ *  above 14.826 (= 10 robust sigma, since sigma ~ 1.4826 MAD_raw). */
+#define BKM_TUNE_OUTLIER_Z 14.826
+
+/** Summary of one set of samples. */
+typedef struct bkm_tune_stats {
+    size_t n;
+    double min, max, mean, median;
+    double stddev;            /**< sample standard deviation (divisor n - 1); 0 when n = 1 */
+    double cv;                /**< stddev / mean; 0 when mean = 0 */
+    double mad;               /**< RAW median absolute deviation, median(|x - median|) */
+    double mad_sigma;         /**< 1.4826 * mad: estimates sigma for normal data */
+    double ci_lo, ci_hi;      /**< 95% CI of the median: order statistics x(lo_rank), x(hi_rank) */
+    size_t ci_lo_rank, ci_hi_rank; /**< 1-based ranks (n <= 8: 1 and n, i.e. [min, max]) */
+    double ci_coverage;       /**< exact coverage of that interval (>= 0.95 once n >= 6) */
+} bkm_tune_stats_t;
+
+/** Median of @p x, which is sorted in place (mean of the two middle values for even n).
+ *  NaN when n = 0. */
+double bkm_tune_stats_median(double *x, size_t n);
+
+/** Ranks (1-based) of the distribution-free confidence interval [x(lo), x(hi)] of the median at
+ *  level @p conf (0.95): the largest lo with P(Binomial(n, 1/2) <= lo - 1) <= (1 - conf) / 2,
+ *  hi = n + 1 - lo, computed from the binomial distribution. n = 10 -> [2, 9], 15 -> [4, 12],
+ *  20 -> [6, 15], 30 -> [10, 21], 50 -> [18, 33]; when no interval reaches @p conf (n <= 5 at
+ *  95%) it is [1, n]. @p coverage (may be NULL) gets 1 - 2 P(B <= lo - 1).
+ *  @return BKM_OK; BKM_EINVAL when n = 0 or conf is not in (0, 1). */
+int bkm_tune_stats_median_ci_ranks(size_t n, double conf, size_t *lo, size_t *hi, double *coverage,
+                                   bkm_err_t *err);
+
+/** Summarise @p x[0..n-1] (not modified). @p scratch: n doubles, or NULL to allocate.
+ *  @return BKM_OK; BKM_EINVAL when n = 0 or a sample is not finite (names its index);
+ *          BKM_ENOMEM. */
+int bkm_tune_stats_compute(const double *x, size_t n, double *scratch, bkm_tune_stats_t *out,
+                           bkm_err_t *err);
+
+/** Flag outliers by the modified z-score rule: flags[i] = 1 when |x[i] - median| > z * MAD_raw
+ *  (z <= 0: BKM_TUNE_OUTLIER_Z). When MAD_raw is 0 (more than half the samples equal) the scale
+ *  is 0.8453 * mean absolute deviation (the usual fallback: 1.2533 MeanAD estimates sigma);
+ *  when that is 0 too, nothing is an outlier. @p st is the summary of @p x.
+ *  @return the number of outliers. */
+size_t bkm_tune_stats_outliers(const double *x, size_t n, const bkm_tune_stats_t *st, double z,
+                               unsigned char *flags);
+
+/** Two-sided Mann-Whitney U test of samples a and b. */
+typedef struct bkm_tune_mwu {
+    double u;     /**< U of sample a: pairs with a > b, ties counting 1/2 */
+    double z;     /**< normal score (0 for the exact test) */
+    double p;     /**< two-sided p-value */
+    int exact;    /**< 1: exact distribution (no ties and na + nb <= 50); 0: normal
+                       approximation with tie correction and continuity correction */
+} bkm_tune_mwu_t;
+/** @return BKM_OK; BKM_EINVAL when a side is empty or holds a non-finite value; BKM_ENOMEM. */
+int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb,
+                                bkm_tune_mwu_t *out, bkm_err_t *err);
+
+/** When a candidate counts as significantly faster than a baseline (reference
+ *  tuning-practice.md section 3.3: ratio beyond a factor AND Mann-Whitney p below alpha with
+ *  enough samples AND an absolute difference above the timer floor; plus, by default,
+ *  non-overlapping 95% median CIs). */
+typedef struct bkm_tune_faster_rule {
+    double min_ratio;        /**< baseline median / candidate median must be >= this; 1.05 */
+    double alpha;            /**< MWU two-sided p must be < this; 0.01 */
+    size_t min_n;            /**< samples per side, else never significant; 10 */
+    double floor;            /**< |difference of medians| must exceed this (timer resolution); 0 */
+    int require_ci_separation; /**< candidate ci_hi < baseline ci_lo; 1 */
+} bkm_tune_faster_rule_t;
+void bkm_tune_faster_rule_defaults(bkm_tune_faster_rule_t *rule);
+
+/** Verdict of bkm_tune_stats_faster. */
+typedef struct bkm_tune_faster {
+    bkm_tune_stats_t cand, base;
+    double ratio;              /**< base.median / cand.median: > 1 when the candidate is faster */
+    double ratio_lo, ratio_hi; /**< conservative CI of the ratio from the two median CIs
+                                    (base.ci_lo / cand.ci_hi, base.ci_hi / cand.ci_lo); no bootstrap;
+                                    joint coverage >= 0.95^2 ~ 0.90 for independent samples */
+    bkm_tune_mwu_t mwu;
+    int significant;           /**< every condition of the rule holds */
+    char reason[160];          /**< the first condition that failed, or "faster" */
+} bkm_tune_faster_t;
+/** Decide whether @p cand is significantly faster than @p base (smaller is faster).
+ *  @p rule NULL = defaults. @return BKM_OK (see out->significant); BKM_EINVAL for empty or
+ *  non-finite samples; BKM_ENOMEM. */
+int bkm_tune_stats_faster(const double *cand, size_t nc, const double *base, size_t nb,
+                          const bkm_tune_faster_rule_t *rule, bkm_tune_faster_t *out, bkm_err_t *err);
 
 /* ======================================================================================== */
 /* Sweep (section owned by the sweep work)                                                   */
