@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/* Native CNN layers besides conv2d: max pooling with argmax, ReLU, fully connected over SGEMM,
+ * counter-based dropout, softmax + cross-entropy, SGD with momentum and weight decay. OpenMP
+ * over independent outputs; nothing allocates after creation. */
+#include "kernels_int.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* Max pooling                                                                               */
+
+int bkm_kern_pool_desc_init(bkm_pool_desc_t *d, int64_t mb, int64_t c, int64_t ih, int64_t iw, int64_t k, int64_t s,
+                            int64_t p, bkm_err_t *err)
+{
+    const int64_t lim = 1LL << 24;
+    if (d == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "pool: NULL descriptor");
+    if (mb <= 0 || c <= 0 || ih <= 0 || iw <= 0 || mb > lim || c > lim || ih > lim || iw > lim)
+        return bkm_err_set(err, BKM_EINVAL, "pool: tensor mb%lld c%lld ih%lld iw%lld must have positive sizes",
+                           (long long)mb, (long long)c, (long long)ih, (long long)iw);
+    if (k <= 0 || s <= 0 || p < 0 || k > lim || s > lim || p >= k)
+        return bkm_err_set(err, BKM_EINVAL, "pool: window k%lld s%lld p%lld is invalid (k, s > 0, 0 <= p < k)",
+                           (long long)k, (long long)s, (long long)p);
+    if (ih + 2 * p < k || iw + 2 * p < k)
+        return bkm_err_set(err, BKM_EINVAL, "pool: window k%lld is larger than the padded input %lldx%lld",
+                           (long long)k, (long long)(ih + 2 * p), (long long)(iw + 2 * p));
+    if (mb * c > (1LL << 36) / (ih * iw))
+        return bkm_err_set(err, BKM_EINVAL, "pool: tensor mb%lld c%lld ih%lld iw%lld is too large", (long long)mb,
+                           (long long)c, (long long)ih, (long long)iw);
+    d->mb = mb;
+    d->c = c;
+    d->ih = ih;
+    d->iw = iw;
+    d->kh = d->kw = k;
+    d->sh = d->sw = s;
+    d->ph = d->pw = p;
+    d->oh = (ih + 2 * p - k) / s + 1;
+    d->ow = (iw + 2 * p - k) / s + 1;
+    return BKM_OK;
+}
+
+void bkm_kern_maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax)
+{
+    const int64_t planes = d->mb * d->c, ipl = d->ih * d->iw, opl = d->oh * d->ow;
+#pragma omp parallel for schedule(static)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        const float *in = src + pl * ipl;
+        float *out = dst + pl * opl;
+        int32_t *am = argmax + pl * opl;
+        for (int64_t oy = 0; oy < d->oh; oy++) {
+            const int64_t y0 = oy * d->sh - d->ph;
+            const int64_t ya = y0 < 0 ? 0 : y0, yb = y0 + d->kh > d->ih ? d->ih : y0 + d->kh;
+            for (int64_t ox = 0; ox < d->ow; ox++) {
+                const int64_t x0 = ox * d->sw - d->pw;
+                const int64_t xa = x0 < 0 ? 0 : x0, xb = x0 + d->kw > d->iw ? d->iw : x0 + d->kw;
+                float best = -INFINITY;
+                int64_t bi = ya * d->iw + xa;
+                for (int64_t y = ya; y < yb; y++)
+                    for (int64_t x = xa; x < xb; x++)
+                        if (in[y * d->iw + x] > best) {
+                            best = in[y * d->iw + x];
+                            bi = y * d->iw + x;
+                        }
+                out[oy * d->ow + ox] = in[bi];
+                am[oy * d->ow + ox] = (int32_t)bi;
+            }
+        }
+    }
+}
+
+void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src)
+{
+    const int64_t planes = d->mb * d->c, ipl = d->ih * d->iw, opl = d->oh * d->ow;
+    /* One plane per iteration: the scatter stays inside the plane, so threads never collide. */
+#pragma omp parallel for schedule(static)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float *ds = diff_src + pl * ipl;
+        const float *dd = diff_dst + pl * opl;
+        const int32_t *am = argmax + pl * opl;
+        memset(ds, 0, (size_t)ipl * sizeof(float));
+        for (int64_t i = 0; i < opl; i++)
+            ds[am[i]] += dd[i];
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* ReLU                                                                                      */
+
+void bkm_kern_relu_fwd(size_t n, const float *src, float *dst)
+{
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
+}
+
+void bkm_kern_relu_bwd(size_t n, const float *dst, const float *diff_dst, float *diff_src)
+{
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++)
+        diff_src[i] = dst[i] > 0.0f ? diff_dst[i] : 0.0f;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Fully connected                                                                           */
+
+struct bkm_kern_fc {
+    bkm_fc_desc_t d;
+    bkm_gemm_cfg_t cfg;
+    void *ws;
+};
+
+double bkm_kern_fc_flops(const bkm_fc_desc_t *d)
+{
+    return 2.0 * (double)d->mb * (double)d->in * (double)d->out;
+}
+
+void bkm_kern_fc_destroy(bkm_kern_fc_t *fc)
+{
+    if (fc == NULL)
+        return;
+    bkm_free(fc->ws);
+    bkm_free(fc);
+}
+
+int bkm_kern_fc_create(bkm_kern_fc_t **out, const bkm_fc_desc_t *d, const bkm_kern_params_t *params, bkm_err_t *err)
+{
+    bkm_kern_fc_t *fc = NULL;
+    const bkm_param_desc_t *pd;
+    size_t n_pd, ws_bytes;
+    int32_t v[8];
+    int rc;
+    if (out == NULL || d == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "fc_create: NULL argument");
+    *out = NULL;
+    if (d->mb <= 0 || d->in <= 0 || d->out <= 0 || d->mb > (1LL << 24) || d->in > (1LL << 24) ||
+        d->out > (1LL << 24))
+        return bkm_err_set(err, BKM_EINVAL, "fc: sizes mb%lld in%lld out%lld must be in 1..2^24", (long long)d->mb,
+                           (long long)d->in, (long long)d->out);
+    fc = bkm_calloc(1, sizeof(*fc));
+    if (fc == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "fc: out of memory");
+    fc->d = *d;
+    if ((rc = bkm_kern_gemm_cfg_init(&fc->cfg, params != NULL ? params->isa : BKM_ISA_AUTO, err)) < 0)
+        goto out;
+    pd = bkm_kern_gemm_params(fc->cfg.isa, &n_pd);
+    if (n_pd > sizeof(v) / sizeof(v[0])) {
+        rc = bkm_err_set(err, BKM_EINVAL, "fc: unexpected GEMM tunable table (%zu entries)", n_pd);
+        goto out;
+    }
+    if ((rc = bkm_kern_params_resolve(params, pd, n_pd, v, err)) < 0)
+        goto out;
+    for (size_t i = 0; i < n_pd; i++)
+        if ((rc = bkm_kern_gemm_cfg_set(&fc->cfg, pd[i].name, v[i], err)) < 0)
+            goto out;
+    if ((rc = bkm_kern_gemm_cfg_check(&fc->cfg, err)) < 0)
+        goto out;
+    ws_bytes = bkm_kern_gemm_workspace_bytes(&fc->cfg);
+    fc->ws = bkm_aligned_alloc(64, ws_bytes);
+    if (fc->ws == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "fc: cannot allocate %zu bytes of GEMM workspace", ws_bytes);
+        goto out;
+    }
+    memset(fc->ws, 0, ws_bytes);
+    *out = fc;
+    fc = NULL;
+out:
+    bkm_kern_fc_destroy(fc);
+    return rc;
+}
+
+int bkm_kern_fc_fwd(bkm_kern_fc_t *fc, const float *src, const float *wei, const float *bias, float *dst,
+                    bkm_err_t *err)
+{
+    const bkm_fc_desc_t *d;
+    int rc;
+    if (fc == NULL || src == NULL || wei == NULL || dst == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "fc_fwd: NULL argument");
+    d = &fc->d;
+    if (d->has_bias && bias != NULL) {
+        /* dst starts as the broadcast bias, then the GEMM accumulates onto it (beta = 1). */
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < d->mb; i++)
+            memcpy(dst + i * d->out, bias, (size_t)d->out * sizeof(float));
+    }
+    rc = bkm_kern_sgemm(&fc->cfg, 'N', 'T', d->mb, d->out, d->in, 1.0f, src, d->in, wei, d->in,
+                        (d->has_bias && bias != NULL) ? 1.0f : 0.0f, dst, d->out, fc->ws, err);
+    return rc;
+}
+
+int bkm_kern_fc_bwd_data(bkm_kern_fc_t *fc, const float *diff_dst, const float *wei, float *diff_src, bkm_err_t *err)
+{
+    const bkm_fc_desc_t *d;
+    if (fc == NULL || diff_dst == NULL || wei == NULL || diff_src == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "fc_bwd_data: NULL argument");
+    d = &fc->d;
+    return bkm_kern_sgemm(&fc->cfg, 'N', 'N', d->mb, d->in, d->out, 1.0f, diff_dst, d->out, wei, d->in, 0.0f,
+                          diff_src, d->in, fc->ws, err);
+}
+
+int bkm_kern_fc_bwd_weights(bkm_kern_fc_t *fc, const float *src, const float *diff_dst, float *diff_wei,
+                            float *diff_bias, bkm_err_t *err)
+{
+    const bkm_fc_desc_t *d;
+    int rc;
+    if (fc == NULL || src == NULL || diff_dst == NULL || diff_wei == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "fc_bwd_weights: NULL argument");
+    d = &fc->d;
+    rc = bkm_kern_sgemm(&fc->cfg, 'T', 'N', d->out, d->in, d->mb, 1.0f, diff_dst, d->out, src, d->in, 0.0f, diff_wei,
+                        d->in, fc->ws, err);
+    if (rc == BKM_OK && d->has_bias && diff_bias != NULL) {
+        /* Per output column, rows in order: deterministic for any thread count. */
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < d->out; j++) {
+            float acc = 0.0f;
+            for (int64_t i = 0; i < d->mb; i++)
+                acc += diff_dst[i * d->out + j];
+            diff_bias[j] = acc;
+        }
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Dropout                                                                                   */
+
+int bkm_kern_dropout_keep(uint64_t seed, uint64_t i, float p)
+{
+    /* 24 random bits -> u in [0, 1); keep when u >= p. */
+    const float u = (float)(bkm__kern_hash64(seed, i) >> 40) * (1.0f / 16777216.0f);
+    return u >= p;
+}
+
+static int dropout_check_p(float p, bkm_err_t *err)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return bkm_err_set(err, BKM_EINVAL, "dropout: p=%g is outside [0, 1)", (double)p);
+    return BKM_OK;
+}
+
+int bkm_kern_dropout_fwd(size_t n, float p, uint64_t seed, const float *src, float *dst, uint8_t *mask,
+                         bkm_err_t *err)
+{
+    const float scale = 1.0f / (1.0f - p);
+    int rc = dropout_check_p(p, err);
+    if (rc < 0)
+        return rc;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const int keep = p == 0.0f ? 1 : bkm_kern_dropout_keep(seed, i, p);
+        dst[i] = keep ? src[i] * scale : 0.0f;
+        if (mask != NULL)
+            mask[i] = (uint8_t)keep;
+    }
+    return BKM_OK;
+}
+
+int bkm_kern_dropout_bwd(size_t n, float p, const uint8_t *mask, const float *diff_dst, float *diff_src,
+                         bkm_err_t *err)
+{
+    const float scale = 1.0f / (1.0f - p);
+    int rc = dropout_check_p(p, err);
+    if (rc < 0)
+        return rc;
+    if (mask == NULL && p != 0.0f)
+        return bkm_err_set(err, BKM_EINVAL, "dropout_bwd: p=%g needs the forward mask", (double)p);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        diff_src[i] = (mask == NULL || mask[i]) ? diff_dst[i] * scale : 0.0f;
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Softmax + cross-entropy                                                                   */
+
+static int xent_check_labels(int64_t mb, int64_t nc, const int32_t *labels, bkm_err_t *err)
+{
+    if (mb <= 0 || nc <= 0)
+        return bkm_err_set(err, BKM_EINVAL, "softmax_xent: sizes mb%lld nc%lld must be positive", (long long)mb,
+                           (long long)nc);
+    for (int64_t i = 0; i < mb; i++)
+        if (labels[i] < 0 || labels[i] >= nc)
+            return bkm_err_set(err, BKM_EINVAL, "softmax_xent: label[%lld]=%d is outside [0, %lld)", (long long)i,
+                               (int)labels[i], (long long)nc);
+    return BKM_OK;
+}
+
+int bkm_kern_softmax_xent_fwd(int64_t mb, int64_t nc, const float *logits, const int32_t *labels, float *prob,
+                              double *loss, bkm_err_t *err)
+{
+    double total = 0.0;
+    int rc = xent_check_labels(mb, nc, labels, err);
+    if (rc < 0)
+        return rc;
+    /* Per-row log-sum-exp; the batch sum uses a fixed-order reduction over rows. */
+#pragma omp parallel for schedule(static) reduction(+ : total)
+    for (int64_t i = 0; i < mb; i++) {
+        const float *x = logits + i * nc;
+        float mx = x[0];
+        double sum = 0.0;
+        for (int64_t j = 1; j < nc; j++)
+            mx = x[j] > mx ? x[j] : mx;
+        for (int64_t j = 0; j < nc; j++)
+            sum += exp((double)x[j] - mx);
+        if (prob != NULL)
+            for (int64_t j = 0; j < nc; j++)
+                prob[i * nc + j] = (float)(exp((double)x[j] - mx) / sum);
+        total += log(sum) + mx - (double)x[labels[i]];
+    }
+    if (loss != NULL)
+        *loss = total / (double)mb;
+    return BKM_OK;
+}
+
+int bkm_kern_softmax_xent_bwd(int64_t mb, int64_t nc, const float *prob, const int32_t *labels, float *diff_logits,
+                              bkm_err_t *err)
+{
+    const float inv = 1.0f / (float)mb;
+    int rc = xent_check_labels(mb, nc, labels, err);
+    if (rc < 0)
+        return rc;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < mb; i++)
+        for (int64_t j = 0; j < nc; j++)
+            diff_logits[i * nc + j] = (prob[i * nc + j] - (j == labels[i] ? 1.0f : 0.0f)) * inv;
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* SGD                                                                                       */
+
+void bkm_kern_sgd_step(size_t n, float *w, const float *g, float *v, float lr, float mu, float wd)
+{
+    if (mu == 0.0f || v == NULL) {
+#pragma omp parallel for simd schedule(static)
+        for (size_t i = 0; i < n; i++)
+            w[i] -= lr * (g[i] + wd * w[i]);
+        return;
+    }
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        const float gi = g[i] + wd * w[i];
+        v[i] = mu * v[i] + gi;
+        w[i] -= lr * v[i];
+    }
+}
+
+double bkm_kern_sgd_flops(size_t n, float mu, float wd)
+{
+    return (double)n * (2.0 + (mu != 0.0f ? 2.0 : 0.0) + (wd != 0.0f ? 2.0 : 0.0));
+}

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+/* conv2d: descriptor grammar (good and bad), FLOP count, every direction of the native conv2d
+ * against the reference on small odd shapes for every algorithm, tile size and ISA, tunable
+ * validation, and the op abstraction (native conv2d and GEMM ops, oneDNN op against native). */
+#include <check.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/kernels.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Helpers                                                                                    */
+
+static float *rand_buf(size_t n, unsigned seed)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
+}
+
+/* |got - ref| <= tol_per_term * terms + 1e-5 for every element; terms = products per element. */
+static void assert_close(const char *what, const float *got, const float *ref, size_t n, double terms)
+{
+    const double tol = 4e-7 * terms + 1e-5;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - (double)ref[i]) <= tol))
+            ck_abort_msg("%s: element %zu is %.7g, reference %.7g (tolerance %.3g)", what, i, (double)got[i],
+                         (double)ref[i], tol);
+}
+
+static size_t n_src(const bkm_conv2d_desc_t *d) { return (size_t)(d->mb * d->ic * d->ih * d->iw); }
+static size_t n_dst(const bkm_conv2d_desc_t *d) { return (size_t)(d->mb * d->oc * d->oh * d->ow); }
+static size_t n_wei(const bkm_conv2d_desc_t *d) { return (size_t)(d->oc * (d->ic / d->g) * d->kh * d->kw); }
+
+static void parse_ok(const char *text, int64_t mb, bkm_conv2d_desc_t *d)
+{
+    bkm_err_t err = {0};
+    int rc = bkm_kern_conv2d_desc_parse(text, mb, d, &err);
+    ck_assert_msg(rc == BKM_OK, "parse '%s': %s", text, err.msg);
+}
+
+/* Run all three directions of the native conv2d with @p params and compare with the reference. */
+static void check_conv(const char *text, const bkm_kern_params_t *params)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    float *src, *wei, *bias, *dst, *dst_ref, *dd, *ds, *ds_ref, *dw, *dw_ref, *db, *db_ref;
+    int rc;
+
+    parse_ok(text, 0, &d);
+    src = rand_buf(n_src(&d), 1);
+    wei = rand_buf(n_wei(&d), 2);
+    bias = rand_buf((size_t)d.oc, 3);
+    dd = rand_buf(n_dst(&d), 4);
+    dst = rand_buf(n_dst(&d), 5); /* garbage: outputs must be overwritten */
+    ds = rand_buf(n_src(&d), 6);
+    dw = rand_buf(n_wei(&d), 7);
+    db = rand_buf((size_t)d.oc, 8);
+    dst_ref = malloc(n_dst(&d) * sizeof(float));
+    ds_ref = malloc(n_src(&d) * sizeof(float));
+    dw_ref = malloc(n_wei(&d) * sizeof(float));
+    db_ref = malloc((size_t)d.oc * sizeof(float));
+
+    rc = bkm_kern_conv2d_create(&cv, &d, params, &err);
+    ck_assert_msg(rc == BKM_OK, "%s: create: %s", text, err.msg);
+    ck_assert_ptr_nonnull(strstr(bkm_kern_conv2d_impl(cv), "native:"));
+
+    ck_assert_msg(bkm_kern_conv2d_fwd(cv, src, wei, bias, dst, &err) == BKM_OK, "%s fwd: %s", text, err.msg);
+    bkm_kern_conv2d_ref_fwd(&d, src, wei, bias, dst_ref);
+    assert_close(text, dst, dst_ref, n_dst(&d), (double)(d.ic / d.g * d.kh * d.kw));
+
+    ck_assert_msg(bkm_kern_conv2d_bwd_data(cv, dd, wei, ds, &err) == BKM_OK, "%s bwd_d: %s", text, err.msg);
+    bkm_kern_conv2d_ref_bwd_data(&d, dd, wei, ds_ref);
+    assert_close(text, ds, ds_ref, n_src(&d), (double)(d.oc / d.g * d.kh * d.kw));
+
+    ck_assert_msg(bkm_kern_conv2d_bwd_weights(cv, src, dd, dw, db, &err) == BKM_OK, "%s bwd_w: %s", text, err.msg);
+    bkm_kern_conv2d_ref_bwd_weights(&d, src, dd, dw_ref, db_ref);
+    assert_close(text, dw, dw_ref, n_wei(&d), (double)(d.mb * d.oh * d.ow));
+    assert_close(text, db, db_ref, (size_t)d.oc, (double)(d.mb * d.oh * d.ow));
+
+    bkm_kern_conv2d_destroy(cv);
+    free(src), free(wei), free(bias), free(dst), free(dst_ref), free(dd), free(ds), free(ds_ref);
+    free(dw), free(dw_ref), free(db), free(db_ref);
+}
+
+/* Small odd shapes: edge tiles, strides 2 and 4, padding, groups 2, batch 1, 1x1, kh != kw, ic 3. */
+static const char *const shapes[] = {
+    "mb1ic3ih13iw11oc5kh3kw2ph1pw0",      /* batch 1, kh != kw, ic 3 */
+    "mb3g2ic6ih9oc4kh3sh2ph1",            /* groups 2, stride 2 */
+    "mb2ic3ih23oc7kh11sh4ph2",            /* AlexNet conv1-like: k11 s4 p2 */
+    "mb3ic17ih7oc19kh1",                  /* 1x1 stride 1: no im2col */
+    "mb2g2ic10ih8oc6kh1",                 /* grouped 1x1 */
+    "mb2ic5ih8oc6kh1sh2",                 /* 1x1 stride 2: im2col */
+    "mb5ic8ih6iw7oc13kh5ph2",             /* padding larger than half the image */
+    "mb4ic2ih5iw3oc3kh2kw3sh1sw2ph0pw1",  /* everything asymmetric */
+};
+#define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+static void params_with(bkm_kern_params_t *p, const char *a, const char *b)
+{
+    bkm_err_t err = {0};
+    bkm_kern_params_init(p);
+    if (a != NULL)
+        ck_assert_msg(bkm_kern_params_add(p, a, &err) == BKM_OK, "%s: %s", a, err.msg);
+    if (b != NULL)
+        ck_assert_msg(bkm_kern_params_add(p, b, &err) == BKM_OK, "%s: %s", b, err.msg);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Descriptors                                                                                */
+
+START_TEST(desc_named_alexnet)
+{
+    static const int64_t ic[] = {3, 64, 192, 384, 256}, oc[] = {64, 192, 384, 256, 256};
+    static const int64_t oh[] = {55, 27, 13, 13, 13}, kh[] = {11, 5, 3, 3, 3};
+    /* fwd MAC per image from workloads.md §3 (millions). */
+    static const double mac[] = {70.28, 223.95, 112.14, 149.52, 99.68};
+    for (int i = 0; i < 5; i++) {
+        char name[32];
+        bkm_conv2d_desc_t d;
+        snprintf(name, sizeof name, "alexnet:conv%d", i + 1);
+        parse_ok(name, 32, &d);
+        ck_assert_int_eq(d.mb, 32);
+        ck_assert_int_eq(d.ic, ic[i]);
+        ck_assert_int_eq(d.oc, oc[i]);
+        ck_assert_int_eq(d.oh, oh[i]);
+        ck_assert_int_eq(d.ow, oh[i]);
+        ck_assert_int_eq(d.kh, kh[i]);
+        ck_assert_int_eq(d.g, 1);
+        ck_assert_str_eq(d.name, name);
+        ck_assert_double_eq_tol(bkm_kern_conv2d_flops(&d) / 32.0 / 2.0 / 1e6, mac[i], 0.01);
+    }
+    {
+        bkm_conv2d_desc_t d;
+        parse_ok("alexnet:conv1", 0, &d);
+        ck_assert_int_eq(d.mb, 128);
+        ck_assert_int_eq(d.sh, 4);
+        ck_assert_int_eq(d.ph, 2);
+        ck_assert_int_eq(d.ih, 224);
+    }
+}
+END_TEST
+
+START_TEST(desc_benchdnn_grammar)
+{
+    bkm_conv2d_desc_t d, e;
+    bkm_buf_t b = {0};
+    /* Defaults: g1 mb2 s1; w copies h; oh and padding deduced. */
+    parse_ok("ic192ih13oc384oh13kh3", 0, &d);
+    ck_assert_int_eq(d.mb, 2);
+    ck_assert_int_eq(d.g, 1);
+    ck_assert_int_eq(d.iw, 13);
+    ck_assert_int_eq(d.kw, 3);
+    ck_assert_int_eq(d.ph, 1);
+    ck_assert_int_eq(d.pw, 1);
+    ck_assert_int_eq(d.ow, 13);
+    ck_assert_int_eq(d.sw, 1);
+    /* `_` separators, a name, an explicit oh with stride, batch override. */
+    parse_ok("g2_mb256_ic96ih27_oc256oh27_kh5ph2_n\"alexnet:conv2 caffe\"", 8, &d);
+    ck_assert_int_eq(d.mb, 8);
+    ck_assert_int_eq(d.g, 2);
+    ck_assert_str_eq(d.name, "alexnet:conv2 caffe");
+    parse_ok("mb2ic3ih227oc96oh55kh11sh4ph0", 0, &d);
+    ck_assert_int_eq(d.ow, 55);
+    ck_assert_int_eq(d.sw, 4);
+    /* No oh: ph defaults to 0. */
+    parse_ok("ic4ih10oc4kh3", 0, &d);
+    ck_assert_int_eq(d.oh, 8);
+    ck_assert_int_eq(d.ph, 0);
+    /* Canonical form round-trips. */
+    parse_ok("mb3g2ic6ih9iw7oc4kh3kw2sh2sw1ph1pw0", 0, &d);
+    bkm_kern_conv2d_desc_format(&d, &b);
+    ck_assert_str_eq(bkm_buf_str(&b), "mb3_g2ic6oc4_ih9oh5kh3sh2ph1_iw7ow6kw2sw1pw0");
+    parse_ok(bkm_buf_str(&b), 0, &e);
+    ck_assert_int_eq(memcmp(&d, &e, sizeof d), 0);
+    bkm_buf_free(&b);
+    /* FLOPs: 2 * N * K * C/G * R * S * P * Q. */
+    ck_assert_double_eq(bkm_kern_conv2d_flops(&d), 2.0 * 3 * 4 * 3 * 3 * 2 * 5 * 6);
+}
+END_TEST
+
+static void parse_bad(const char *text, const char *must_name)
+{
+    bkm_conv2d_desc_t d;
+    bkm_err_t err = {0};
+    int rc = bkm_kern_conv2d_desc_parse(text, 0, &d, &err);
+    ck_assert_msg(rc == BKM_EINVAL, "'%s' was accepted (rc %d)", text, rc);
+    ck_assert_msg(strstr(err.msg, must_name) != NULL, "'%s': message '%s' does not name '%s'", text, err.msg,
+                  must_name);
+}
+
+START_TEST(desc_errors_name_the_value)
+{
+    parse_bad("ic64ih13oc64kh3_x", "x");              /* not parseable */
+    parse_bad("ic64ih13oc64kh3qq7", "qq7");           /* unknown entry */
+    parse_bad("ic64ih13oc64kh", "kh");                /* key without number */
+    parse_bad("mb2ic4ih5oc8kh7", "oh0");              /* non-positive output size */
+    parse_bad("g3ic4ih5oc6kh3", "g3");                /* groups do not divide ic */
+    parse_bad("g2ic4ih5oc5kh3", "oc5");               /* groups do not divide oc */
+    parse_bad("ic4ih13oc4oh9kh3ph1", "oh9");          /* inconsistent oh */
+    parse_bad("ic4ih13iw13oc4ow2kh3pw1", "ow2");      /* inconsistent ow */
+    parse_bad("ic4ih13oc4kh3dh1", "dh1");             /* dilation */
+    parse_bad("ic4id5ih13oc4kh3", "id5");             /* 3-D */
+    parse_bad("ic4ih13oc4kh3sh0", "sh0");             /* zero stride */
+    parse_bad("ic0ih13oc4kh3", "ic0");                /* zero channels */
+    parse_bad("ih13oc4kh3", "ic");                    /* missing entry */
+    parse_bad("ic4ic4ih13oc4kh3", "ic4");             /* repeated entry */
+    parse_bad("ic4ih99999999999oc4kh3", "ih");        /* too large */
+    parse_bad("alexnet:conv9", "alexnet:conv9");      /* unknown layer */
+    parse_bad("ic4ih13oc4kh3n\"open", "open");        /* unterminated name */
+    parse_bad("", "lacks");
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Native conv2d against the reference                                                        */
+
+START_TEST(conv_default_all_shapes)
+{
+    check_conv(shapes[_i], NULL);
+}
+END_TEST
+
+START_TEST(conv_algo_batch_tiled)
+{
+    bkm_kern_params_t p;
+    params_with(&p, "algo=1", "ptile=16");
+    check_conv(shapes[_i], &p);
+}
+END_TEST
+
+START_TEST(conv_algo_gemm_tiled)
+{
+    bkm_kern_params_t p;
+    params_with(&p, "algo=2", "ptile=32");
+    check_conv(shapes[_i], &p);
+}
+END_TEST
+
+START_TEST(conv_one_and_three_threads)
+{
+    omp_set_num_threads(1);
+    check_conv(shapes[_i], NULL);
+    omp_set_num_threads(3); /* mb < 3 for some shapes: auto picks the parallel GEMM */
+    check_conv(shapes[_i], NULL);
+}
+END_TEST
+
+START_TEST(conv_every_isa)
+{
+    static const char *const isas[] = {"isa=generic", "isa=avx2", "isa=avx512"};
+    bkm_kern_params_t p;
+    bkm_err_t err = {0};
+    bkm_kern_params_init(&p);
+    if (bkm_kern_params_add(&p, isas[_i], &err) == BKM_ENOTSUP)
+        return; /* this CPU lacks the ISA: nothing to run (the gemm tests report the skip) */
+    ck_assert_int_eq(p.isa, (bkm_isa_t)(BKM_ISA_GENERIC + _i));
+    for (size_t s = 0; s < N_SHAPES; s++)
+        check_conv(shapes[s], &p);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "ptile=48", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "algo=2", &err), BKM_OK);
+    for (size_t s = 0; s < N_SHAPES; s++)
+        check_conv(shapes[s], &p);
+}
+END_TEST
+
+START_TEST(conv_bwd_weights_is_reproducible)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    float *src, *dd, *dw1, *dw2, *db1, *db2;
+    parse_ok("mb7ic5ih9oc6kh3ph1", 0, &d);
+    src = rand_buf(n_src(&d), 11);
+    dd = rand_buf(n_dst(&d), 12);
+    dw1 = rand_buf(n_wei(&d), 13);
+    dw2 = rand_buf(n_wei(&d), 14);
+    db1 = rand_buf(6, 15);
+    db2 = rand_buf(6, 16);
+    ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, NULL, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, dw1, db1, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, dw2, db2, &err), BKM_OK);
+    ck_assert_int_eq(memcmp(dw1, dw2, n_wei(&d) * sizeof(float)), 0);
+    ck_assert_int_eq(memcmp(db1, db2, 6 * sizeof(float)), 0);
+    bkm_kern_conv2d_destroy(cv);
+    free(src), free(dd), free(dw1), free(dw2), free(db1), free(db2);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Tunables                                                                                   */
+
+static void create_bad(const char *kv, int want, const char *must_name)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_params_t p;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    int rc;
+    parse_ok("mb2ic4ih8oc4kh3", 0, &d);
+    bkm_kern_params_init(&p);
+    ck_assert_int_eq(bkm_kern_params_add(&p, kv, &err), BKM_OK);
+    rc = bkm_kern_conv2d_create(&cv, &d, &p, &err);
+    ck_assert_msg(rc == want, "%s: rc %d, expected %d (%s)", kv, rc, want, err.msg);
+    ck_assert_ptr_null(cv);
+    ck_assert_msg(strstr(err.msg, must_name) != NULL, "%s: message '%s' does not name '%s'", kv, err.msg, must_name);
+}
+
+START_TEST(tunables_are_validated)
+{
+    bkm_kern_params_t p;
+    bkm_err_t err = {0};
+    size_t n = 0;
+    const bkm_param_desc_t *pd = bkm_kern_conv2d_params(&n);
+    ck_assert_uint_ge(n, 3);
+    ck_assert_str_eq(pd[0].name, "algo");
+    create_bad("algo=3", BKM_EINVAL, "algo=3");
+    create_bad("algo=-1", BKM_EINVAL, "algo=-1");
+    create_bad("ptile=17", BKM_EINVAL, "ptile=17");
+    create_bad("bogus=1", BKM_EINVAL, "bogus=1");
+    create_bad("kc=9000", BKM_EINVAL, "kc=9000");
+    if (bkm_kern_isa_detect() == BKM_ISA_AVX512)
+        create_bad("mc=15", BKM_EINVAL, "mc=15"); /* not a multiple of mr = 14 */
+    bkm_kern_params_init(&p);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "isa=avx9", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "avx9"));
+    ck_assert_int_eq(bkm_kern_params_add(&p, "mc", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "mc"));
+    ck_assert_int_eq(bkm_kern_params_add(&p, "mc=1x", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1x"));
+    ck_assert_int_eq(bkm_kern_params_add(&p, "mc=28", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "mc=42", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "mc"));
+    if (bkm_kern_isa_detect() != BKM_ISA_AVX512) {
+        ck_assert_int_eq(bkm_kern_params_add(&p, "isa=avx512", &err), BKM_ENOTSUP);
+        ck_assert_ptr_nonnull(strstr(err.msg, "avx512"));
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+/* Ops                                                                                        */
+
+START_TEST(op_native_conv2d_matches_reference)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_op_t *op = NULL;
+    bkm_err_t err = {0};
+    size_t n;
+    float *ref_dst, *ref_ds, *ref_dw, *ref_db;
+    parse_ok("mb3g2ic6ih11oc8kh3sh2ph1", 0, &d);
+    ck_assert_msg(bkm_kern_conv2d_op_create(&op, &d, BKM_DIR_ALL, BKM_BACKEND_NATIVE, NULL, &err) == BKM_OK, "%s",
+                  err.msg);
+    ck_assert_ptr_nonnull(bkm_kern_op_buffer(op, BKM_ARG_SRC, &n));
+    ck_assert_uint_eq(n, n_src(&d));
+    ck_assert_uint_eq(((uintptr_t)bkm_kern_op_buffer(op, BKM_ARG_WEI, NULL)) % 64, 0);
+    ck_assert_ptr_nonnull(bkm_kern_op_buffer(op, BKM_ARG_DIFF_BIAS, &n));
+    ck_assert_uint_eq(n, 8);
+    ck_assert_ptr_null(bkm_kern_op_buffer(op, BKM_ARG_COUNT, &n));
+    ck_assert_int_eq(bkm_kern_op_prepare(op, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_exec(op, BKM_DIR_FWD, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_exec(op, BKM_DIR_BWD_D, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_exec(op, BKM_DIR_BWD_W, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_finish(op, &err), BKM_OK);
+    ref_dst = malloc(n_dst(&d) * sizeof(float));
+    ref_ds = malloc(n_src(&d) * sizeof(float));
+    ref_dw = malloc(n_wei(&d) * sizeof(float));
+    ref_db = malloc(8 * sizeof(float));
+    bkm_kern_conv2d_ref_fwd(&d, bkm_kern_op_buffer(op, BKM_ARG_SRC, NULL), bkm_kern_op_buffer(op, BKM_ARG_WEI, NULL),
+                            bkm_kern_op_buffer(op, BKM_ARG_BIAS, NULL), ref_dst);
+    assert_close("op fwd", bkm_kern_op_buffer(op, BKM_ARG_DST, NULL), ref_dst, n_dst(&d), 27);
+    bkm_kern_conv2d_ref_bwd_data(&d, bkm_kern_op_buffer(op, BKM_ARG_DIFF_DST, NULL),
+                                 bkm_kern_op_buffer(op, BKM_ARG_WEI, NULL), ref_ds);
+    assert_close("op bwd_d", bkm_kern_op_buffer(op, BKM_ARG_DIFF_SRC, NULL), ref_ds, n_src(&d), 36);
+    bkm_kern_conv2d_ref_bwd_weights(&d, bkm_kern_op_buffer(op, BKM_ARG_SRC, NULL),
+                                    bkm_kern_op_buffer(op, BKM_ARG_DIFF_DST, NULL), ref_dw, ref_db);
+    assert_close("op bwd_w", bkm_kern_op_buffer(op, BKM_ARG_DIFF_WEI, NULL), ref_dw, n_wei(&d), 108);
+    assert_close("op bwd_w bias", bkm_kern_op_buffer(op, BKM_ARG_DIFF_BIAS, NULL), ref_db, 8, 108);
+    ck_assert_double_eq(bkm_kern_op_flops(op, BKM_DIR_BWD_W), bkm_kern_conv2d_flops(&d));
+    ck_assert_ptr_nonnull(strstr(bkm_kern_op_impl(op, BKM_DIR_FWD), "native:"));
+    ck_assert_ptr_nonnull(bkm_kern_op_params(op, &n));
+    ck_assert_uint_ge(n, 3);
+    bkm_kern_op_destroy(op);
+    free(ref_dst), free(ref_ds), free(ref_dw), free(ref_db);
+}
+END_TEST
+
+START_TEST(op_errors)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_op_t *op = NULL;
+    bkm_kern_params_t p;
+    bkm_err_t err = {0};
+    parse_ok("mb2ic4ih8oc4kh3", 0, &d);
+    ck_assert_int_eq(bkm_kern_conv2d_op_create(&op, &d, 8, BKM_BACKEND_NATIVE, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "8"));
+    ck_assert_int_eq(bkm_kern_conv2d_op_create(&op, &d, BKM_DIR_FWD, BKM_BACKEND_NATIVE, NULL, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_exec(op, BKM_DIR_BWD_D, &err), BKM_EINVAL);
+    ck_assert_ptr_null(bkm_kern_op_buffer(op, BKM_ARG_DIFF_SRC, NULL));
+    ck_assert_double_eq(bkm_kern_op_flops(op, BKM_DIR_BWD_D), 0.0);
+    bkm_kern_op_destroy(op);
+    params_with(&p, "ptile=20", NULL);
+    ck_assert_int_eq(bkm_kern_conv2d_op_create(&op, &d, BKM_DIR_FWD, BKM_BACKEND_NATIVE, &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ptile=20"));
+    ck_assert_ptr_null(op);
+    params_with(&p, "nc=7", NULL);
+    ck_assert_int_eq(bkm_kern_gemm_op_create(&op, 8, 8, 8, BKM_BACKEND_NATIVE, &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nc=7"));
+    ck_assert_int_eq(bkm_kern_gemm_op_create(&op, 0, 8, 8, BKM_BACKEND_NATIVE, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "m=0"));
+    bkm_kern_op_destroy(NULL);
+}
+END_TEST
+
+START_TEST(op_native_gemm_matches_reference)
+{
+    bkm_kern_op_t *op = NULL;
+    bkm_err_t err = {0};
+    float *ref = malloc(37 * 29 * sizeof(float));
+    ck_assert_msg(bkm_kern_gemm_op_create(&op, 37, 29, 41, BKM_BACKEND_NATIVE, NULL, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_kern_op_exec(op, BKM_DIR_FWD, &err), BKM_OK);
+    bkm_kern_sgemm_ref('N', 'N', 37, 29, 41, 1.0f, bkm_kern_op_buffer(op, BKM_ARG_SRC, NULL), 41,
+                       bkm_kern_op_buffer(op, BKM_ARG_WEI, NULL), 29, 0.0f, ref, 29);
+    assert_close("gemm op", bkm_kern_op_buffer(op, BKM_ARG_DST, NULL), ref, 37 * 29, 41);
+    ck_assert_double_eq(bkm_kern_op_flops(op, BKM_DIR_FWD), 2.0 * 37 * 29 * 41);
+    ck_assert_ptr_nonnull(strstr(bkm_kern_op_impl(op, BKM_DIR_FWD), "native:gemm"));
+    bkm_kern_op_destroy(op);
+    free(ref);
+}
+END_TEST
+
+/* Both backends get identical seeded inputs, so their outputs must agree. */
+START_TEST(op_onednn_agrees_with_native)
+{
+    static const bkm_arg_t outs[] = {BKM_ARG_DST, BKM_ARG_DIFF_SRC, BKM_ARG_DIFF_WEI, BKM_ARG_DIFF_BIAS};
+    bkm_conv2d_desc_t d;
+    bkm_kern_op_t *nat = NULL, *dnn = NULL;
+    bkm_err_t err = {0};
+    int rc;
+    parse_ok(shapes[_i], 0, &d);
+    ck_assert_int_eq(bkm_kern_conv2d_op_create(&nat, &d, BKM_DIR_ALL, BKM_BACKEND_NATIVE, NULL, &err), BKM_OK);
+    rc = bkm_kern_conv2d_op_create(&dnn, &d, BKM_DIR_ALL, BKM_BACKEND_ONEDNN, NULL, &err);
+    if (rc == BKM_ENOTSUP) {
+        bkm_kern_op_destroy(nat);
+        return; /* this build or oneDNN cannot do the shape */
+    }
+    ck_assert_msg(rc == BKM_OK, "onednn create %s: %s", shapes[_i], err.msg);
+    for (int a = 0; a < BKM_ARG_COUNT; a++) {
+        size_t n1, n2;
+        float *b1 = bkm_kern_op_buffer(nat, (bkm_arg_t)a, &n1), *b2 = bkm_kern_op_buffer(dnn, (bkm_arg_t)a, &n2);
+        ck_assert_uint_eq(n1, n2);
+        if (a == BKM_ARG_SRC || a == BKM_ARG_WEI || a == BKM_ARG_BIAS || a == BKM_ARG_DIFF_DST)
+            ck_assert_int_eq(memcmp(b1, b2, n1 * sizeof(float)), 0);
+    }
+    ck_assert_int_eq(bkm_kern_op_prepare(dnn, &err), BKM_OK);
+    for (int dir = BKM_DIR_FWD; dir <= BKM_DIR_BWD_W; dir *= 2) {
+        ck_assert_int_eq(bkm_kern_op_exec(nat, (bkm_dir_t)dir, &err), BKM_OK);
+        ck_assert_msg(bkm_kern_op_exec(dnn, (bkm_dir_t)dir, &err) == BKM_OK, "onednn dir %d: %s", dir, err.msg);
+    }
+    ck_assert_int_eq(bkm_kern_op_finish(dnn, &err), BKM_OK);
+    for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+        size_t n;
+        float *b1 = bkm_kern_op_buffer(nat, outs[i], &n);
+        if (b1 != NULL)
+            assert_close(shapes[_i], bkm_kern_op_buffer(dnn, outs[i], NULL), b1, n,
+                         (double)(d.mb * d.oh * d.ow + d.ic * d.kh * d.kw + d.oc * d.kh * d.kw));
+    }
+    ck_assert_ptr_nonnull(strstr(bkm_kern_op_impl(dnn, BKM_DIR_FWD), "onednn"));
+    bkm_kern_op_destroy(nat);
+    bkm_kern_op_destroy(dnn);
+}
+END_TEST
+
+static Suite *conv2d_suite(void)
+{
+    Suite *s = suite_create("conv2d");
+    TCase *tc = tcase_create("desc");
+    tcase_add_test(tc, desc_named_alexnet);
+    tcase_add_test(tc, desc_benchdnn_grammar);
+    tcase_add_test(tc, desc_errors_name_the_value);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("native");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, conv_default_all_shapes, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_algo_batch_tiled, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_algo_gemm_tiled, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_one_and_three_threads, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_every_isa, 0, 3);
+    tcase_add_test(tc, conv_bwd_weights_is_reproducible);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("tunables");
+    tcase_add_test(tc, tunables_are_validated);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("op");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, op_native_conv2d_matches_reference);
+    tcase_add_test(tc, op_errors);
+    tcase_add_test(tc, op_native_gemm_matches_reference);
+    tcase_add_loop_test(tc, op_onednn_agrees_with_native, 0, N_SHAPES);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(conv2d_suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
