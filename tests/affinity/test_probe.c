@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
+#include "child.h"
 
 static int allowed_cpus(void)
 {
@@ -46,39 +46,16 @@ static int probe_child(const char *n)
     return 0;
 }
 
-/* Run this binary as a probe child with @p env ("NAME=value", NULL-terminated) added to the
- * environment after removing every OpenMP/KMP variable; returns the parsed JSON. */
+/* Run this binary as a probe child with @p env added; returns the parsed JSON. */
 static bkm_json_t *run_child(const char *const *env, int n_threads)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        static const char *const clear[] = {"KMP_AFFINITY", "OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY",
-                                            "KMP_HW_SUBSET", "OMP_NUM_THREADS", NULL};
-        for (int i = 0; clear[i]; i++)
-            unsetenv(clear[i]);
-        for (int i = 0; env[i]; i++)
-            putenv((char *)env[i]);
-        dup2(fds[1], 1);
-        close(fds[0]);
-        char n[16];
-        snprintf(n, sizeof(n), "%d", n_threads);
-        execl("/proc/self/exe", "test_probe", "--probe-child", n, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
+    char n[16];
+    snprintf(n, sizeof(n), "%d", n_threads);
+    const char *const args[] = {"test_probe", "--probe-child", n, NULL};
     bkm_buf_t b;
     bkm_buf_init(&b);
-    char chunk[4096];
-    ssize_t r;
-    while ((r = read(fds[0], chunk, sizeof(chunk))) > 0)
-        bkm_buf_append(&b, chunk, (size_t)r);
-    close(fds[0]);
-    int st = 0;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "probe child failed (status %d)", st);
+    int st = bkm_test_run_child(env, args, &b);
+    ck_assert_msg(st == 0, "probe child failed (status %d)", st);
     bkm_json_t *j = NULL;
     bkm_err_t err = {0};
     ck_assert_msg(bkm_json_parse(bkm_buf_str(&b), &j, &err) == BKM_OK, "%s: %s", err.msg, bkm_buf_str(&b));
