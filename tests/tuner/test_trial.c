@@ -245,6 +245,62 @@ START_TEST(missing_worker_is_an_environment_error)
 }
 END_TEST
 
+/* A ~1 ms busy iteration (no allocation); fails on call fail_at when fail_at > 0. */
+typedef struct busy { int calls, fail_at; } busy_t;
+static int busy_iter(void *ctx, bkm_err_t *err)
+{
+    busy_t *b = ctx;
+    uint64_t t0 = bkm_now_ns();
+    if (++b->calls == b->fail_at)
+        return bkm_err_set(err, BKM_EFAIL, "iteration %d failed", b->calls);
+    while (bkm_now_ns() - t0 < 1000000ull)
+        ;
+    return BKM_OK;
+}
+
+START_TEST(measure_follows_the_protocol)
+{
+    bkm_tune_trial_spec_t spec;
+    bkm_tune_samples_t s = {0};
+    busy_t b = {0, 0};
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&spec);
+    spec.warmup = 4;
+    spec.min_samples = 5;
+    spec.max_samples = 8;
+    spec.min_time_s = 0.03;
+    spec.target_ci_rel = 0.0;   /* never narrow enough: runs to max-samples (after min_time) */
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_int_ge(s.n_warmup, 1);
+    ck_assert_int_le(s.n_warmup, 4);
+    ck_assert_int_ge(s.n, 5);
+    ck_assert(s.total_s >= 0.03);   /* min_time wins over max_samples */
+    ck_assert_int_eq(b.calls, s.n_warmup + s.n);
+    ck_assert_str_eq(s.stop_reason, "max-samples");
+    ck_assert(s.min >= 0.9 && s.min <= s.median && s.median <= s.max);
+    ck_assert(s.ci_lo <= s.median && s.median <= s.ci_hi);
+    ck_assert(s.mad >= 0);
+    for (int i = 0; i < s.n; i++)
+        ck_assert(s.ms[i] >= s.min && s.ms[i] <= s.max);
+
+    /* A loose target stops as soon as min_samples and min_time are met. */
+    spec.target_ci_rel = 5.0;
+    spec.max_samples = 1000;
+    spec.min_time_s = 0;
+    b.calls = 0;
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_str_eq(s.stop_reason, "ci");
+    ck_assert_int_eq(s.n, 5);
+
+    /* An iteration's error ends the measurement with that error. */
+    b.calls = 0;
+    b.fail_at = 7;
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_EFAIL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "iteration 7"));
+    bkm_tune_samples_free(&s);
+}
+END_TEST
+
 static Suite *trial_suite(void)
 {
     Suite *s = suite_create("trial");
@@ -252,6 +308,7 @@ static Suite *trial_suite(void)
     TCase *run = tcase_create("runner");
     tcase_add_test(spec, spec_roundtrip_and_validation);
     tcase_add_test(spec, env_names);
+    tcase_add_test(spec, measure_follows_the_protocol);
     tcase_set_timeout(run, 30);
     tcase_add_test(run, ok_result_is_parsed_and_env_is_clean);
     tcase_add_test(run, trial_env_is_set);

@@ -185,6 +185,47 @@ void bkm_tune_trial_result_free(bkm_tune_trial_result_t *result);
  *  and for reading stored results). BKM_EINVAL names what is missing or malformed. */
 int bkm_tune_trial_result_parse(bkm_tune_trial_result_t *result, const char *json, bkm_err_t *err);
 
+/** Write the trial as one JSON object: "status", "message", "exit_code", "signal", "wall_s",
+ *  "stderr_tail", then every member of the worker's JSON (workload, samples_ms, median_ms, ...). */
+void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *result, bkm_json_w_t *w);
+
+struct bkm_topo;
+
+/** Check a trial in the parent before spawning a worker: spec ranges, the workload name and
+ *  its parameters (backend included) against what the workload publishes, threads <= the PUs
+ *  of @p topo, and the trial's affinity variables (the planner must accept them for that
+ *  thread count on @p topo). @return BKM_OK or BKM_EINVAL naming the offending value. */
+int bkm_tune_trial_check(const bkm_tune_trial_spec_t *spec, const struct bkm_topo *topo, bkm_err_t *err);
+
+/* ---- Measurement protocol ---------------------------------------------------------------- */
+
+/** One timed unit of work (one workload iteration). Must not allocate. */
+typedef int (*bkm_tune_iter_fn)(void *ctx, bkm_err_t *err);
+
+/** Samples of one measurement and their summary (ms). Zero-initialise; free with
+ *  bkm_tune_samples_free. */
+typedef struct bkm_tune_samples {
+    double *warmup_ms;           /**< every warm-up iteration, in order (owned) */
+    int n_warmup;
+    int warmup_stable;           /**< 1: the last two warm-up iterations were within 10% */
+    double *ms;                  /**< every timed sample, in order (owned) */
+    int n;
+    double total_s;              /**< wall time of the timed loop */
+    double median, min, max, mad, ci_lo, ci_hi; /**< 95% CI of the median (order statistics) */
+    const char *stop_reason;     /**< "ci", "max-samples", "cap" (static string) */
+} bkm_tune_samples_t;
+
+/** Run the protocol of design.md on @p fn: warm-up (>= 1 iteration, until two consecutive
+ *  iterations are within 10% or spec->warmup iterations), then timed samples with bkm_now_ns,
+ *  >= spec->min_samples and >= spec->min_time_s, continued up to spec->max_samples while the 95%
+ *  CI half-width exceeds spec->target_ci_rel x median. The sample array is allocated before
+ *  the timed loop (sized from the warm-up; the loop stops at that capacity, stop_reason "cap").
+ *  @p ctr (may be NULL) is started with @p threads threads just before the timed loop and
+ *  stopped just after it. @return BKM_OK or the first error of @p fn / the counters. */
+int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, void *ctx,
+                     bkm_tune_counters_t *ctr, int threads, bkm_tune_samples_t *out, bkm_err_t *err);
+void bkm_tune_samples_free(bkm_tune_samples_t *s);
+
 /* ---- Worker side (`tune worker`) --------------------------------------------------------- */
 
 struct bkm_aff_env;

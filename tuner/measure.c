@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* The measurement protocol of a trial (design.md): warm-up until stable, then timed samples,
+ * at least a count and a time, adaptive while the 95% CI of the median is wide; counters around
+ * the timed loop. */
+#include <math.h>
+#include <string.h>
+
+#include "bkm/tuner.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Measurement protocol                                                                      */
+
+void bkm_tune_samples_free(bkm_tune_samples_t *s)
+{
+    if (s == NULL)
+        return;
+    bkm_free(s->warmup_ms);
+    bkm_free(s->ms);
+    memset(s, 0, sizeof *s);
+}
+
+/* Summary of v[0..n) into s via the Stats section; @p tmp holds n doubles. */
+static int samples_summarise(const double *v, int n, double *tmp, bkm_tune_samples_t *s, bkm_err_t *err)
+{
+    bkm_tune_stats_t st;
+    int rc = bkm_tune_stats_compute(v, (size_t)n, tmp, &st, err);
+    if (rc < 0)
+        return rc;
+    s->median = st.median;
+    s->min = st.min;
+    s->max = st.max;
+    s->mad = st.mad;
+    s->ci_lo = st.ci_lo;
+    s->ci_hi = st.ci_hi;
+    return BKM_OK;
+}
+
+static int ci_is_narrow(const bkm_tune_samples_t *s, double target)
+{
+    return 0.5 * (s->ci_hi - s->ci_lo) <= target * s->median;
+}
+
+static int time_one(bkm_tune_iter_fn fn, void *ctx, double *ms, bkm_err_t *err)
+{
+    uint64_t t0 = bkm_now_ns();
+    int rc = fn(ctx, err);
+    *ms = (double)(bkm_now_ns() - t0) * 1e-6;
+    return rc;
+}
+
+int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, void *ctx,
+                     bkm_tune_counters_t *ctr, int threads, bkm_tune_samples_t *s, bkm_err_t *err)
+{
+    const int warm_cap = spec->warmup > 0 ? spec->warmup : 1;
+    double *tmp = NULL, est_ms, cap_d;
+    int rc = BKM_OK, cap, counting = 0;
+    uint64_t t_start;
+
+    bkm_tune_samples_free(s);
+    s->warmup_ms = bkm_calloc((size_t)warm_cap, sizeof *s->warmup_ms);
+    if (s->warmup_ms == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for %d warm-up times", warm_cap);
+        goto out;
+    }
+    /* Warm-up: first touch, caches, oneDNN primitive JIT, thread pool spin-up. */
+    while (s->n_warmup < warm_cap) {
+        rc = time_one(fn, ctx, &s->warmup_ms[s->n_warmup], err);
+        if (rc < 0)
+            goto out;
+        s->n_warmup++;
+        if (s->n_warmup >= 2) {
+            double a = s->warmup_ms[s->n_warmup - 2], b = s->warmup_ms[s->n_warmup - 1];
+            if (fabs(a - b) <= 0.10 * fmax(a, b)) {
+                s->warmup_stable = 1;
+                break;
+            }
+        }
+    }
+    /* Capacity: the larger of max_samples and what min_time needs at the warm-up speed (x2),
+     * bounded at 1e6 samples. Allocated here, never inside the timed loop. */
+    est_ms = fmax(s->warmup_ms[s->n_warmup - 1], 1e-4);
+    cap_d = fmax((double)spec->max_samples, 2.0 * spec->min_time_s * 1e3 / est_ms + spec->min_samples);
+    cap = cap_d > 1e6 ? 1000000 : (int)cap_d;
+    s->ms = bkm_calloc((size_t)cap, sizeof *s->ms);
+    tmp = bkm_calloc((size_t)cap, sizeof *tmp);
+    if (s->ms == NULL || tmp == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for %d samples", cap);
+        goto out;
+    }
+    if (ctr != NULL) {
+        rc = bkm_tune_counters_start(ctr, threads, err);
+        if (rc < 0)
+            goto out;
+        counting = 1;
+    }
+    t_start = bkm_now_ns();
+    s->stop_reason = "cap";
+    while (s->n < cap) {
+        double elapsed_s;
+        rc = time_one(fn, ctx, &s->ms[s->n], err);
+        if (rc < 0)
+            goto out;
+        s->n++;
+        elapsed_s = (double)(bkm_now_ns() - t_start) * 1e-9;
+        if (s->n < spec->min_samples || elapsed_s < spec->min_time_s)
+            continue;
+        /* The CI is checked every few samples only: summarising sorts all samples. */
+        if (s->n >= spec->max_samples || s->n == spec->min_samples || s->n % 5 == 0) {
+            rc = samples_summarise(s->ms, s->n, tmp, s, err);
+            if (rc < 0)
+                goto out;
+            if (ci_is_narrow(s, spec->target_ci_rel)) {
+                s->stop_reason = "ci";
+                break;
+            }
+            if (s->n >= spec->max_samples) {
+                s->stop_reason = "max-samples";
+                break;
+            }
+        }
+    }
+    s->total_s = (double)(bkm_now_ns() - t_start) * 1e-9;
+    if (counting) {
+        counting = 0;
+        rc = bkm_tune_counters_stop(ctr, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = samples_summarise(s->ms, s->n, tmp, s, err);
+out:
+    if (counting)
+        bkm_tune_counters_stop(ctr, NULL);
+    bkm_free(tmp);
+    return rc;
+}
