@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* Export of every trial as CSV (RFC 4180) or JSON, for spreadsheets and scripts. */
+#include <math.h>
+#include <string.h>
+
+#include "results_int.h"
+
+static void csv_str(bkm_buf_t *b, const char *s)
+{
+    if (s == NULL)
+        return;
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        bkm_buf_puts(b, s);
+        return;
+    }
+    bkm_buf_puts(b, "\"");
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            bkm_buf_puts(b, "\"\"");
+        else
+            bkm_buf_append(b, p, 1);
+    }
+    bkm_buf_puts(b, "\"");
+}
+
+static void csv_num(bkm_buf_t *b, double v)
+{
+    if (isfinite(v))
+        bkm_buf_printf(b, "%.17g", v);
+}
+
+static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r)
+{
+    bkm_buf_printf(b, "%lld,", (long long)r->id);
+    csv_str(b, r->sweep_uuid);
+    bkm_buf_puts(b, ",");
+    csv_str(b, r->node);
+    bkm_buf_puts(b, ",");
+    csv_str(b, r->workload);
+    bkm_buf_printf(b, ",%s,", bkm_db_trial_status_name(r->status));
+    csv_str(b, r->role);
+    bkm_buf_printf(b, ",%d,", r->round);
+    csv_str(b, r->config_json);
+    bkm_buf_printf(b, ",%lld,", (long long)r->n_samples);
+    csv_num(b, r->median_ms);
+    bkm_buf_puts(b, ",");
+    csv_num(b, r->min_ms);
+    bkm_buf_puts(b, ",");
+    csv_num(b, r->mad_ms);
+    bkm_buf_puts(b, ",");
+    csv_num(b, r->ci_lo_ms);
+    bkm_buf_puts(b, ",");
+    csv_num(b, r->ci_hi_ms);
+    bkm_buf_puts(b, ",");
+    csv_num(b, r->gflops);
+    bkm_buf_puts(b, ",");
+    csv_str(b, r->impl);
+    bkm_buf_puts(b, ",");
+    csv_str(b, r->error);
+    bkm_buf_puts(b, "\r\n");
+}
+
+static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
+{
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "id");
+    bkm_json_int(w, r->id);
+    bkm_json_key(w, "sweep");
+    bkm_json_str(w, r->sweep_uuid);
+    bkm_json_key(w, "node");
+    bkm_json_str(w, r->node);
+    bkm_json_key(w, "workload");
+    bkm_json_str(w, r->workload);
+    bkm_json_key(w, "status");
+    bkm_json_str(w, bkm_db_trial_status_name(r->status));
+    bkm_json_key(w, "role");
+    bkm_json_str(w, r->role);
+    bkm_json_key(w, "round");
+    bkm_json_int(w, r->round);
+    bkm_json_key(w, "config");
+    bkm_json_raw(w, r->config_json ? r->config_json : "{}"); /* canonical JSON, checked on insert */
+    bkm_json_key(w, "n_samples");
+    bkm_json_int(w, r->n_samples);
+    bkm_json_key(w, "median_ms");
+    bkm_json_double(w, r->median_ms);
+    bkm_json_key(w, "min_ms");
+    bkm_json_double(w, r->min_ms);
+    bkm_json_key(w, "mad_ms");
+    bkm_json_double(w, r->mad_ms);
+    bkm_json_key(w, "ci95");
+    bkm_json_arr_begin(w);
+    bkm_json_double(w, r->ci_lo_ms);
+    bkm_json_double(w, r->ci_hi_ms);
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "gflops");
+    bkm_json_double(w, r->gflops);
+    bkm_json_key(w, "impl");
+    bkm_json_str(w, r->impl);
+    bkm_json_key(w, "error");
+    bkm_json_str(w, r->error);
+    bkm_json_obj_end(w);
+}
+
+int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out, bkm_err_t *err)
+{
+    bkm_db_trial_list_t l = {0};
+    bkm_json_w_t w;
+    int ret;
+    if (fmt != BKM_DB_EXPORT_CSV && fmt != BKM_DB_EXPORT_JSON)
+        return bkm_err_set(err, BKM_EINVAL, "unknown export format %d", (int)fmt);
+    if ((ret = bkm_db_trials_query(db, f, &l, err)) < 0)
+        return ret;
+    if (fmt == BKM_DB_EXPORT_CSV) {
+        bkm_buf_puts(out, "id,sweep,node,workload,status,role,round,config,n_samples,median_ms,min_ms,mad_ms,"
+                          "ci_lo_ms,ci_hi_ms,gflops,impl,error\r\n");
+        for (size_t i = 0; i < l.n; i++)
+            csv_row(out, &l.rows[i]);
+    } else {
+        bkm_json_w_init(&w, out, 1);
+        bkm_json_arr_begin(&w);
+        for (size_t i = 0; i < l.n; i++)
+            json_row(&w, &l.rows[i]);
+        bkm_json_arr_end(&w);
+        bkm_buf_puts(out, "\n");
+    }
+    if (out->oom)
+        ret = bkm_err_set(err, BKM_ENOMEM, "out of memory exporting %zu trials of %s", l.n, db->path);
+    bkm_db_trial_list_free(&l);
+    return ret;
+}

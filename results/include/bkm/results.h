@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/** @file bkm/results.h
+ * The results database: every host, sweep, trial, sample, counter and best-known setting that
+ * bkm measures, in one SQLite file (WAL mode), plus merge and export.
+ *
+ * Contract: functions return BKM_OK or a negative BKM_E* code and fill the optional bkm_err_t
+ * with a message naming the offending value (the database path, the configuration, ...).
+ * A bkm_db_t is one SQLite connection: use it from one thread at a time. Several processes may
+ * write one database at once (WAL, busy timeout, BEGIN IMMEDIATE with retries); each finished
+ * trial is stored with its samples and counters in one transaction, so a crash never leaves a
+ * partial trial. Strings returned through output structs are owned by the caller and released
+ * with the matching *_free / *_clear function. Nothing here may be called inside an OpenMP
+ * parallel region.
+ *
+ * A file that is not a bkm database (not SQLite, or SQLite without the bkm application_id), or
+ * that fails `PRAGMA quick_check`, is refused with BKM_ECORRUPT and is never modified: its header
+ * is read with plain read(2) before SQLite opens it. A database written by a newer bkm (schema
+ * version above BKM_DB_SCHEMA_VERSION) is refused with BKM_ENOTSUP naming both versions.
+ *
+ * Only results/ includes sqlite3.h.
+ */
+#ifndef BKM_RESULTS_H
+#define BKM_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bkm/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Current schema version (PRAGMA user_version). Older databases are migrated on open. */
+#define BKM_DB_SCHEMA_VERSION 2
+/** PRAGMA application_id of every bkm database: "bkm!" (0x626b6d21). */
+#define BKM_DB_APPLICATION_ID 0x626b6d21
+/** Default database path, relative to the current directory. */
+#define BKM_DB_DEFAULT_PATH "results/bkm.sqlite"
+/** How long a writer waits for another process's lock before BKM_EIO, in milliseconds. */
+#define BKM_DB_BUSY_TIMEOUT_MS 30000
+
+typedef struct bkm_db bkm_db_t;
+
+/** bkm_db_open flags. */
+enum {
+    BKM_DB_CREATE = 1u << 0,   /**< create the file (and its parent folder) when missing        */
+    BKM_DB_READONLY = 1u << 1  /**< open read-only; no migration (an older schema: BKM_ENOTSUP) */
+};
+
+/** Open (and with BKM_DB_CREATE create) the database at @p path.
+ *  Checks the file header and bkm marker without modifying the file, then opens it, enables
+ *  WAL, foreign keys and a busy timeout, runs `PRAGMA quick_check` and applies pending
+ *  migrations (one transaction each).
+ *  @return BKM_OK; BKM_EIO missing file (without CREATE) or unreadable/uncreatable path;
+ *          BKM_ECORRUPT not a bkm database or damaged; BKM_ENOTSUP newer schema; BKM_EDEP SQLite
+ *          error; BKM_ENOMEM. */
+int bkm_db_open(bkm_db_t **db, const char *path, unsigned flags, bkm_err_t *err);
+/** Close; NULL is a no-op. */
+void bkm_db_close(bkm_db_t *db);
+/** Path the database was opened with (borrowed). */
+const char *bkm_db_path(const bkm_db_t *db);
+/** Schema version of the open database (after migrations). */
+int bkm_db_schema_version(bkm_db_t *db, int *version, bkm_err_t *err);
+/** `PRAGMA integrity_check`: BKM_OK when it says "ok", else BKM_ECORRUPT with its first line. */
+int bkm_db_integrity_check(bkm_db_t *db, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Canonical form of a JSON object (members sorted by key, no whitespace, numbers as %.17g
+ *  trimmed). Two configurations are the same trial exactly when their canonical forms are
+ *  equal. *out is freed with bkm_free. BKM_EINVAL when @p json does not parse or is not an
+ *  object. */
+int bkm_db_config_canonical(const char *json, char **out, bkm_err_t *err);
+/** Sweep key: FNV-1a 64-bit hash, as 16 hex digits, of the canonical search space, the node
+ *  profile name and the workload. The same command gives the same key, so it resumes. */
+int bkm_db_sweep_key(const char *space_json, const char *node, const char *workload, char key[17],
+                     bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Host the sweep runs on. Hosts are unique by (hostname, fingerprint). */
+typedef struct bkm_db_host {
+    const char *hostname;
+    const char *cpu_model;
+    const char *topology_json;  /**< topology summary, JSON; may be NULL */
+    const char *fingerprint;    /**< topology fingerprint (hwloc); may be NULL = "" */
+} bkm_db_host_t;
+/** Insert or update the host; *host_id is its row id. */
+int bkm_db_host_upsert(bkm_db_t *db, const bkm_db_host_t *host, int64_t *host_id, bkm_err_t *err);
+
+/** A sweep: one run of `tune` over a search space. */
+typedef struct bkm_db_sweep {
+    const char *key;           /**< bkm_db_sweep_key(); required */
+    const char *command;       /**< full command line */
+    const char *label;         /**< user label; may be NULL */
+    const char *node;          /**< node profile name; required */
+    const char *workload;      /**< required */
+    const char *strategy;      /**< search strategy name */
+    const char *git_revision;  /**< bkm revision (BKM_GIT_REVISION from the build); NULL = "unknown" */
+    int64_t host_id;           /**< 0 = none */
+} bkm_db_sweep_t;
+/** Resume the newest sweep with info->key, or create one (always create when @p fresh).
+ *  A resumed sweep is marked running again. *resumed (may be NULL) is 1 when resumed. */
+int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64_t *sweep_id,
+                      int *resumed, bkm_err_t *err);
+/** Mark the sweep finished now with @p status: "done", "partial" or "failed". */
+int bkm_db_sweep_finish(bkm_db_t *db, int64_t sweep_id, const char *status, bkm_err_t *err);
+
+/** A list of owned strings. */
+typedef struct bkm_db_strv {
+    char **v;
+    size_t n;
+} bkm_db_strv_t;
+void bkm_db_strv_free(bkm_db_strv_t *s);
+/** Canonical config keys of every stored trial of @p sweep_id with @p role ("search" or
+ *  "confirm") and @p round, sorted. Every stored trial counts, whatever its status: a crashed
+ *  configuration is not run again on resume. */
+int bkm_db_sweep_done_keys(bkm_db_t *db, int64_t sweep_id, const char *role, int round,
+                           bkm_db_strv_t *keys, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Outcome of a trial. Stored as its name: ok, crashed, timeout, failed, binding-mismatch.
+ *  Same values as bkm_tune_trial_status_t in bkm/tuner.h (checked by tests/tuner/test_stats.c),
+ *  so a runner's status can be stored as is. */
+typedef enum {
+    BKM_DB_TRIAL_OK = 0,
+    BKM_DB_TRIAL_CRASHED,
+    BKM_DB_TRIAL_TIMEOUT,
+    BKM_DB_TRIAL_FAILED,
+    BKM_DB_TRIAL_BINDING_MISMATCH
+} bkm_db_trial_status_t;
+/** Name of a status ("ok", ...), or NULL when out of range. */
+const char *bkm_db_trial_status_name(int status);
+/** Parse a status name; BKM_EINVAL naming it when unknown. */
+int bkm_db_trial_status_parse(const char *name, int *status, bkm_err_t *err);
+
+/** One counter reading: a value, or unavailable with a reason. */
+typedef struct bkm_db_counter {
+    const char *name;
+    double value;
+    int available;          /**< 0: value is ignored and stored as NULL */
+    const char *reason;     /**< why unavailable; may be NULL */
+} bkm_db_counter_t;
+
+/** A finished trial, as the tuner hands it over. Doubles that are NaN are stored as NULL. */
+typedef struct bkm_db_trial {
+    int64_t sweep_id;
+    const char *config_json;     /**< JSON object; canonicalised to form the trial key */
+    int status;                  /**< bkm_db_trial_status_t */
+    const char *role;            /**< "search" (NULL) or "confirm" */
+    int round;                   /**< confirmation round; 0 for search */
+    const char *error;           /**< error text; may be NULL */
+    const char *stderr_tail;     /**< last lines of the worker's stderr; may be NULL */
+    const char *exit_info;       /**< "exit 0", "signal 9", ...; may be NULL */
+    const char *started_at;      /**< ISO-8601 UTC; NULL = now */
+    const char *finished_at;     /**< ISO-8601 UTC; NULL = now */
+    const double *samples_ms;    /**< every timed sample, in order */
+    size_t n_samples;
+    double median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops;
+    const char *check_json;      /**< correctness check result, JSON; may be NULL */
+    const char *binding_json;    /**< binding verification, JSON; may be NULL */
+    const char *effective_json;  /**< effective settings (env the worker saw), JSON; may be NULL */
+    const char *impl;            /**< implementation that ran (e.g. oneDNN impl name); may be NULL */
+    const bkm_db_counter_t *counters;
+    size_t n_counters;
+} bkm_db_trial_t;
+/** Zero @p t and set every double to NaN (unknown). */
+void bkm_db_trial_init(bkm_db_trial_t *t);
+/** Store a finished trial with its samples and counters in ONE transaction. When the sweep
+ *  already holds the same (role, round, configuration), nothing is written, *was_new is 0 and
+ *  *trial_id is the stored trial. Either pointer may be NULL. */
+int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id, int *was_new,
+                        bkm_err_t *err);
+
+/** A stored trial as read back (owned strings; NaN for NULL doubles). */
+typedef struct bkm_db_trial_row {
+    int64_t id, sweep_id;
+    char *sweep_uuid, *node, *workload, *config_json, *role, *error, *impl;
+    int status, round;
+    int64_t n_samples;
+    double median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops;
+} bkm_db_trial_row_t;
+typedef struct bkm_db_trial_list {
+    bkm_db_trial_row_t *rows;
+    size_t n;
+} bkm_db_trial_list_t;
+/** Which trials to read; zero/NULL fields match everything. */
+typedef struct bkm_db_filter {
+    int64_t sweep_id;
+    const char *node;
+    const char *workload;
+} bkm_db_filter_t;
+/** Trials matching @p f (NULL = all), ordered by id. Free with bkm_db_trial_list_free. */
+int bkm_db_trials_query(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_trial_list_t *out,
+                        bkm_err_t *err);
+void bkm_db_trial_list_free(bkm_db_trial_list_t *l);
+/** The samples of a trial in order; *ms is freed with bkm_free. */
+int bkm_db_trial_samples(bkm_db_t *db, int64_t trial_id, double **ms, size_t *n, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Best-known setting of a (node, workload), with its evidence. */
+typedef struct bkm_db_best {
+    const char *node;
+    const char *workload;
+    int64_t sweep_id;
+    const char *config_json;          /**< JSON object */
+    double median_ms, ci_lo_ms, ci_hi_ms;
+    double default_median_ms;         /**< the default setting's median; NaN if unknown */
+    double speedup;                   /**< default median / best median */
+    int significant;                  /**< beat the default beyond the noise (tuner.h rule) */
+    const char *evidence_json;        /**< p-value, sample counts, ratio CI, ...; may be NULL */
+    const char *created_at;           /**< read back only */
+    const char *sweep_uuid;           /**< read back only */
+} bkm_db_best_t;
+/** Store a new best-known setting (history is kept; the newest one counts). */
+int bkm_db_best_store(bkm_db_t *db, const bkm_db_best_t *best, bkm_err_t *err);
+/** Read the newest best-known setting for (node, workload). *found is 0 when none is stored
+ *  (then @p best is zeroed). Free the strings with bkm_db_best_clear. */
+int bkm_db_best_get(bkm_db_t *db, const char *node, const char *workload, bkm_db_best_t *best,
+                    int *found, bkm_err_t *err);
+void bkm_db_best_clear(bkm_db_best_t *best);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Check that @p path is a bkm database of the current schema without modifying it (header,
+ *  marker, quick_check). Same codes as bkm_db_open; a missing file is BKM_EIO. */
+int bkm_db_validate(const char *path, bkm_err_t *err);
+
+/** What a merge copied. */
+typedef struct bkm_db_merge_stats {
+    int64_t sweeps_new, sweeps_known;   /**< sweeps created / already present (by uuid) */
+    int64_t trials_new, trials_known;   /**< trials copied / already present */
+    int64_t samples, counters, best;    /**< rows copied */
+} bkm_db_merge_stats_t;
+/** Merge the bkm database @p in_path into @p db in one transaction: hosts, sweeps, trials,
+ *  samples, counters and best-known settings get new ids; each sweep keeps its uuid and records
+ *  the source file. Idempotent: sweeps are matched by uuid and trials by (role, round, config),
+ *  so merging the same input twice copies nothing the second time. @p st may be NULL (counts are
+ *  added to it otherwise). The input is validated first (bkm_db_validate) and never modified. */
+int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bkm_err_t *err);
+
+/** Export formats. */
+typedef enum { BKM_DB_EXPORT_CSV = 0, BKM_DB_EXPORT_JSON = 1 } bkm_db_export_fmt_t;
+/** Append every trial matching @p f (NULL = all) to @p out.
+ *  CSV: a header row, then one row per trial: id,sweep,node,workload,status,role,round,config,
+ *  n_samples,median_ms,min_ms,mad_ms,ci_lo_ms,ci_hi_ms,gflops,impl,error (config as JSON text;
+ *  RFC 4180 quoting; empty cell for unknown numbers).
+ *  JSON: a list of objects {id, sweep, node, workload, status, role, round, config (object),
+ *  n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}; null for unknown. */
+int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out,
+                  bkm_err_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BKM_RESULTS_H */

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/* Merging one bkm database into another (array jobs write one file each), with provenance. */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+
+#include "results_int.h"
+
+#define TRIAL_COLS                                                                                             \
+    "config_key, config_json, status, error, stderr_tail, exit_info, started_at, finished_at, n_samples, "     \
+    "median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops, check_json, binding_json, effective_json, impl, " \
+    "role, round"
+
+/* Run a prepared statement with up to two int64 parameters to completion; adds the number of
+ * changed rows to *changes when given. */
+static int run2(bkm_db_t *db, sqlite3_stmt *st, int64_t a, int64_t b, int64_t *changes, const char *what,
+                bkm_err_t *err)
+{
+    int rc;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, a);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        return bkm__db_err(db, rc, what, err);
+    if (changes)
+        *changes += sqlite3_changes(db->h);
+    return BKM_OK;
+}
+
+/* Copy the trials of source sweep @p src_id into destination sweep @p dst_id. */
+static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_merge_stats_t *st, bkm_err_t *err)
+{
+    sqlite3_stmt *list = NULL, *ins = NULL, *smp = NULL, *cnt = NULL;
+    int ret, rc;
+    if ((ret = bkm__db_prepare(db, "SELECT id FROM src.trial WHERE sweep_id = ?1 ORDER BY id", &list, err)) < 0 ||
+        (ret = bkm__db_prepare(db, "INSERT INTO main.trial(sweep_id, " TRIAL_COLS ") SELECT ?2, " TRIAL_COLS
+                               " FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
+                               &ins, err)) < 0 ||
+        (ret = bkm__db_prepare(db, "INSERT INTO main.sample(trial_id, idx, ms) SELECT ?2, idx, ms FROM src.sample "
+                               "WHERE trial_id = ?1", &smp, err)) < 0 ||
+        (ret = bkm__db_prepare(db, "INSERT INTO main.counter(trial_id, name, value, unavailable) SELECT ?2, name, "
+                               "value, unavailable FROM src.counter WHERE trial_id = ?1", &cnt, err)) < 0)
+        goto out;
+    sqlite3_bind_int64(list, 1, src_id);
+    while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
+        int64_t old = sqlite3_column_int64(list, 0), added = 0, nid;
+        if ((ret = run2(db, ins, old, dst_id, &added, "copy trial", err)) < 0)
+            goto out;
+        if (added == 0) {
+            st->trials_known++;
+            continue;
+        }
+        nid = sqlite3_last_insert_rowid(db->h);
+        st->trials_new++;
+        if ((ret = run2(db, smp, old, nid, &st->samples, "copy samples", err)) < 0 ||
+            (ret = run2(db, cnt, old, nid, &st->counters, "copy counters", err)) < 0)
+            goto out;
+    }
+    if (rc != SQLITE_DONE)
+        ret = bkm__db_err(db, rc, "read source trials", err);
+out:
+    sqlite3_finalize(list);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(smp);
+    sqlite3_finalize(cnt);
+    return ret;
+}
+
+static int merge_all(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bkm_err_t *err)
+{
+    sqlite3_stmt *list = NULL, *find = NULL, *ins = NULL, *best = NULL;
+    int ret, rc;
+    ret = bkm__db_exec(db,
+                       "INSERT INTO main.host(hostname, cpu_model, topology_json, fingerprint, first_seen) "
+                       "SELECT hostname, cpu_model, topology_json, fingerprint, first_seen FROM src.host WHERE true "
+                       "ON CONFLICT(hostname, fingerprint) DO NOTHING",
+                       err);
+    if (ret < 0)
+        return ret;
+    if ((ret = bkm__db_prepare(db, "SELECT id, uuid FROM src.sweep ORDER BY id", &list, err)) < 0 ||
+        (ret = bkm__db_prepare(db, "SELECT id FROM main.sweep WHERE uuid = ?1", &find, err)) < 0 ||
+        (ret = bkm__db_prepare(db,
+                               "INSERT INTO main.sweep(uuid, key, command, label, node, workload, strategy, git_revision, "
+                               "host_id, started_at, finished_at, status, source_file, merged_at) SELECT s.uuid, s.key, "
+                               "s.command, s.label, s.node, s.workload, s.strategy, s.git_revision, (SELECT m.id FROM "
+                               "main.host m JOIN src.host h ON h.hostname = m.hostname AND h.fingerprint = m.fingerprint "
+                               "WHERE h.id = s.host_id), s.started_at, s.finished_at, s.status, coalesce(s.source_file, "
+                               "?2), strftime('%Y-%m-%dT%H:%M:%SZ', 'now') FROM src.sweep s WHERE s.id = ?1",
+                               &ins, err)) < 0)
+        goto out;
+    while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
+        int64_t sid = sqlite3_column_int64(list, 0), did;
+        sqlite3_reset(find);
+        bkm__bind_text(find, 1, (const char *)sqlite3_column_text(list, 1));
+        rc = sqlite3_step(find);
+        if (rc == SQLITE_ROW) {
+            did = sqlite3_column_int64(find, 0);
+            st->sweeps_known++;
+        } else if (rc == SQLITE_DONE) {
+            sqlite3_reset(ins);
+            sqlite3_bind_int64(ins, 1, sid);
+            bkm__bind_text(ins, 2, in_path);
+            if ((rc = sqlite3_step(ins)) != SQLITE_DONE) {
+                ret = bkm__db_err(db, rc, "copy sweep", err);
+                goto out;
+            }
+            did = sqlite3_last_insert_rowid(db->h);
+            st->sweeps_new++;
+        } else {
+            ret = bkm__db_err(db, rc, "find sweep", err);
+            goto out;
+        }
+        if ((ret = merge_trials(db, sid, did, st, err)) < 0)
+            goto out;
+    }
+    if (rc != SQLITE_DONE) {
+        ret = bkm__db_err(db, rc, "read source sweeps", err);
+        goto out;
+    }
+    /* Best-known settings: one row per (node, workload, config, created_at). */
+    ret = bkm__db_prepare(db,
+                          "INSERT INTO main.best(node, workload, sweep_id, config_json, median_ms, ci_lo_ms, ci_hi_ms, "
+                          "default_median_ms, speedup, significant, evidence_json, created_at) SELECT b.node, "
+                          "b.workload, (SELECT m.id FROM main.sweep m JOIN src.sweep s ON s.uuid = m.uuid WHERE s.id = "
+                          "b.sweep_id), b.config_json, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, b.default_median_ms, "
+                          "b.speedup, b.significant, b.evidence_json, b.created_at FROM src.best b WHERE NOT EXISTS "
+                          "(SELECT 1 FROM main.best x WHERE x.node = b.node AND x.workload = b.workload AND "
+                          "x.config_json = b.config_json AND x.created_at = b.created_at) ORDER BY b.id",
+                          &best, err);
+    if (ret < 0)
+        goto out;
+    if ((rc = sqlite3_step(best)) != SQLITE_DONE)
+        ret = bkm__db_err(db, rc, "copy best-known settings", err);
+    else
+        st->best += sqlite3_changes(db->h);
+out:
+    sqlite3_finalize(list);
+    sqlite3_finalize(find);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(best);
+    return ret;
+}
+
+int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *stats, bkm_err_t *err)
+{
+    sqlite3_stmt *att = NULL;
+    bkm_db_merge_stats_t local = {0};
+    int ret, rc, attached = 0;
+    if (db->readonly)
+        return bkm_err_set(err, BKM_EINVAL, "cannot merge into %s: opened read-only", db->path);
+    if ((ret = bkm_db_validate(in_path, err)) < 0)
+        return ret;
+    if ((ret = bkm__db_prepare(db, "ATTACH DATABASE ?1 AS src", &att, err)) < 0)
+        return ret;
+    bkm__bind_text(att, 1, in_path);
+    rc = sqlite3_step(att);
+    sqlite3_finalize(att);
+    if (rc != SQLITE_DONE) {
+        ret = bkm__db_err(db, rc, "attach", err);
+        return bkm_err_prefix(err, "merging %s", in_path);
+    }
+    attached = 1;
+    if ((ret = bkm__db_begin(db, err)) < 0)
+        goto out;
+    if ((ret = merge_all(db, in_path, &local, err)) < 0) {
+        bkm__db_rollback(db);
+        goto out;
+    }
+    ret = bkm__db_commit(db, err);
+out:
+    if (attached)
+        sqlite3_exec(db->h, "DETACH DATABASE src", NULL, NULL, NULL);
+    if (ret < 0)
+        return bkm_err_prefix(err, "merging %s", in_path);
+    if (stats) {
+        stats->sweeps_new += local.sweeps_new;
+        stats->sweeps_known += local.sweeps_known;
+        stats->trials_new += local.trials_new;
+        stats->trials_known += local.trials_known;
+        stats->samples += local.samples;
+        stats->counters += local.counters;
+        stats->best += local.best;
+    }
+    return BKM_OK;
+}

@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit and robustness tests of the results database: schema and migration, refusal of foreign
+ * or damaged files (unchanged, no -wal/-shm), resume, one-transaction trials, concurrent
+ * writers, kill -9 of a writer, merge, export and best-known settings.
+ *
+ * This test includes sqlite3.h only to build fixtures that bkm itself never writes (a foreign
+ * SQLite file, a version-1 database as an older bkm wrote it, a "newer" database). */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bkm/results.h"
+
+static char dir[256];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/bkm-test-results-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char *pth(const char *name)
+{
+    static char buf[16][512];
+    static int k;
+    k = (k + 1) % 16;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static int exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* FNV-1a over the whole file: equal before and after means byte-for-byte unchanged. */
+static unsigned long long file_hash(const char *p, long *size)
+{
+    FILE *f = fopen(p, "rb");
+    unsigned long long h = 14695981039346656037ull;
+    int c;
+    *size = 0;
+    ck_assert_ptr_nonnull(f);
+    while ((c = fgetc(f)) != EOF) {
+        h = (h ^ (unsigned)c) * 1099511628211ull;
+        (*size)++;
+    }
+    fclose(f);
+    return h;
+}
+
+static void raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+static int64_t new_sweep(bkm_db_t *db, const char *key, int fresh)
+{
+    bkm_db_sweep_t s = {.key = key, .command = "tune --node knl --workload gemm", .node = "knl",
+                        .workload = "gemm", .strategy = "exhaustive", .git_revision = BKM_GIT_REVISION};
+    int64_t id = 0;
+    bkm_err_t err = {0};
+    ck_assert_msg(bkm_db_sweep_open(db, &s, fresh, &id, NULL, &err) == BKM_OK, "%s", err.msg);
+    return id;
+}
+
+/* Store trial number @p i of a sweep: config {"threads": i, "affinity": "compact"}, 5 samples. */
+static int put_trial(bkm_db_t *db, int64_t sweep, int i, bkm_err_t *err)
+{
+    char cfg[128];
+    double ms[5];
+    bkm_db_trial_t t;
+    bkm_db_counter_t c[2] = {{.name = "perf::TASK-CLOCK", .value = 1e6 * i, .available = 1},
+                             {.name = "PAPI_TOT_CYC", .available = 0, .reason = "no PMU"}};
+    bkm_db_trial_init(&t);
+    snprintf(cfg, sizeof cfg, "{\"threads\": %d, \"affinity\": \"compact,\\\"1\\\"\"}", i);
+    for (int k = 0; k < 5; k++)
+        ms[k] = 10.0 + i + 0.1 * k;
+    t.sweep_id = sweep;
+    t.config_json = cfg;
+    t.status = i % 7 == 3 ? BKM_DB_TRIAL_CRASHED : BKM_DB_TRIAL_OK;
+    t.error = t.status ? "worker killed by SIGSEGV" : NULL;
+    t.samples_ms = ms;
+    t.n_samples = 5;
+    t.median_ms = ms[2];
+    t.min_ms = ms[0];
+    t.mad_ms = 0.1;
+    t.ci_lo_ms = ms[0];
+    t.ci_hi_ms = ms[4];
+    t.gflops = 100.0 / (10.0 + i);
+    t.counters = c;
+    t.n_counters = 2;
+    return bkm_db_trial_insert(db, &t, NULL, NULL, err);
+}
+
+static size_t count_trials(bkm_db_t *db, int64_t sweep)
+{
+    bkm_db_trial_list_t l;
+    bkm_db_filter_t f = {.sweep_id = sweep};
+    size_t n;
+    ck_assert_int_eq(bkm_db_trials_query(db, &f, &l, NULL), BKM_OK);
+    n = l.n;
+    bkm_db_trial_list_free(&l);
+    return n;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+START_TEST(create_and_reopen)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    int v = 0;
+    const char *p = pth("results/sub/bkm.sqlite");
+    ck_assert_int_eq(bkm_db_open(&db, p, 0, &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, p));
+    ck_assert_int_eq(bkm_db_open(&db, p, BKM_DB_CREATE, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
+    ck_assert_int_eq(v, BKM_DB_SCHEMA_VERSION);
+    ck_assert_str_eq(bkm_db_path(db), p);
+    new_sweep(db, "k1", 0);
+    bkm_db_close(db);
+    ck_assert_int_eq(bkm_db_open(&db, p, 0, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    bkm_db_close(db);
+    ck_assert_int_eq(bkm_db_open(&db, p, BKM_DB_READONLY, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_validate(p, &err), BKM_OK);
+    bkm_db_close(db);
+    /* no temporary files left behind by the atomic creation */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls '%s/results/sub' | grep new-)\"", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(migrates_version_1)
+{
+    const char *p = pth("old.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_list_t l;
+    int v = 0, found = -1;
+    bkm_db_best_t b;
+    /* A database as bkm schema version 1 wrote it, with one sweep and one trial. */
+    raw_sql(p, "PRAGMA application_id = 1651207457;" /* 0x626b6d21 */
+               "CREATE TABLE bkm_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+               "INSERT INTO bkm_meta VALUES('application', 'bkm results database');"
+               "CREATE TABLE host(id INTEGER PRIMARY KEY, hostname TEXT NOT NULL, cpu_model TEXT, topology_json TEXT,"
+               " fingerprint TEXT NOT NULL DEFAULT '', first_seen TEXT NOT NULL DEFAULT '', UNIQUE(hostname, fingerprint));"
+               "CREATE TABLE sweep(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, key TEXT NOT NULL, command TEXT,"
+               " label TEXT, node TEXT NOT NULL, workload TEXT NOT NULL, strategy TEXT, git_revision TEXT NOT NULL"
+               " DEFAULT 'unknown', host_id INTEGER REFERENCES host(id), started_at TEXT NOT NULL, finished_at TEXT,"
+               " status TEXT NOT NULL DEFAULT 'running');"
+               "CREATE INDEX sweep_by_key ON sweep(key, id);"
+               "CREATE TABLE trial(id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweep(id) ON DELETE"
+               " CASCADE, config_key TEXT NOT NULL, config_json TEXT NOT NULL, status TEXT NOT NULL, error TEXT,"
+               " stderr_tail TEXT, exit_info TEXT, started_at TEXT, finished_at TEXT, n_samples INTEGER NOT NULL"
+               " DEFAULT 0, median_ms REAL, min_ms REAL, mad_ms REAL, ci_lo_ms REAL, ci_hi_ms REAL, gflops REAL,"
+               " check_json TEXT, binding_json TEXT, effective_json TEXT, impl TEXT, role TEXT NOT NULL DEFAULT"
+               " 'search', round INTEGER NOT NULL DEFAULT 0, UNIQUE(sweep_id, role, round, config_key));"
+               "CREATE TABLE sample(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, idx INTEGER NOT"
+               " NULL, ms REAL NOT NULL, PRIMARY KEY(trial_id, idx)) WITHOUT ROWID;"
+               "CREATE TABLE counter(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, name TEXT NOT"
+               " NULL, value REAL, unavailable TEXT, PRIMARY KEY(trial_id, name)) WITHOUT ROWID;"
+               "INSERT INTO sweep(uuid, key, node, workload, started_at) VALUES('u1', 'k1', 'knl', 'gemm', 'x');"
+               "INSERT INTO trial(sweep_id, config_key, config_json, status, n_samples, median_ms)"
+               " VALUES(1, '{\"t\":1}', '{\"t\":1}', 'ok', 1, 2.5);"
+               "INSERT INTO sample VALUES(1, 0, 2.5);"
+               "PRAGMA user_version = 1;");
+    ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
+    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(bkm_db_trials_query(db, NULL, &l, &err), BKM_OK);
+    ck_assert_uint_eq(l.n, 1);
+    ck_assert_double_eq(l.rows[0].median_ms, 2.5);
+    ck_assert_str_eq(l.rows[0].sweep_uuid, "u1");
+    bkm_db_trial_list_free(&l);
+    /* the version-2 table exists */
+    ck_assert_int_eq(bkm_db_best_get(db, "knl", "gemm", &b, &found, &err), BKM_OK);
+    ck_assert_int_eq(found, 0);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    bkm_db_close(db);
+}
+END_TEST
+
+/* A file bkm must refuse: BKM_ECORRUPT (or @p code), message naming it, bytes unchanged,
+ * no -wal/-shm created. */
+static void assert_refused(const char *p, int code)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    long s0, s1;
+    char side[600];
+    unsigned long long h0 = file_hash(p, &s0);
+    ck_assert_int_eq(bkm_db_open(&db, p, BKM_DB_CREATE, &err), code);
+    ck_assert_ptr_null(db);
+    ck_assert_msg(strstr(err.msg, p) != NULL, "message '%s' does not name %s", err.msg, p);
+    ck_assert_int_eq(bkm_db_validate(p, &err), code);
+    ck_assert(file_hash(p, &s1) == h0 && s1 == s0);
+    snprintf(side, sizeof side, "%s-wal", p);
+    ck_assert_msg(!exists(side), "%s was created", side);
+    snprintf(side, sizeof side, "%s-shm", p);
+    ck_assert_msg(!exists(side), "%s was created", side);
+}
+
+START_TEST(refuses_foreign_and_damaged_files)
+{
+    const char *good = pth("good.sqlite"), *foreign = pth("foreign.sqlite"), *text = pth("notes.txt");
+    const char *garbled = pth("garbled.sqlite"), *trunc = pth("truncated.sqlite"), *empty = pth("empty.sqlite");
+    const char *newer = pth("newer.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    char cmd[1400];
+    FILE *f;
+
+    raw_sql(foreign, "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES(1, 'x');");
+    assert_refused(foreign, BKM_ECORRUPT);
+    f = fopen(text, "w");
+    fputs("this is not a database\n", f);
+    fclose(f);
+    assert_refused(text, BKM_ECORRUPT);
+    f = fopen(empty, "w");
+    fclose(f);
+    assert_refused(empty, BKM_ECORRUPT);
+
+    /* A real bkm database with enough data to span many pages, closed cleanly. */
+    ck_assert_int_eq(bkm_db_open(&db, good, BKM_DB_CREATE, &err), BKM_OK);
+    int64_t s = new_sweep(db, "k", 0);
+    for (int i = 0; i < 300; i++)
+        ck_assert_int_eq(put_trial(db, s, i, &err), BKM_OK);
+    bkm_db_close(db);
+    ck_assert(!exists(pth("good.sqlite-wal")));
+    /* Garbled: 4 KiB of 0x5a over the middle of the file, header intact. */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && size=$(stat -c %%s '%s') && "
+             "head -c 4096 /dev/zero | tr '\\0' 'Z' | dd of='%s' bs=1 seek=$((size / 2)) conv=notrunc status=none",
+             good, garbled, garbled, garbled);
+    ck_assert_int_eq(system(cmd), 0);
+    assert_refused(garbled, BKM_ECORRUPT);
+    /* Truncated to its first half. */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && truncate -s $(( $(stat -c %%s '%s') / 2 / 4096 * 4096 )) '%s'", good,
+             trunc, good, trunc);
+    ck_assert_int_eq(system(cmd), 0);
+    assert_refused(trunc, BKM_ECORRUPT);
+    /* Written by a newer bkm: refused with both versions named. */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", good, newer);
+    ck_assert_int_eq(system(cmd), 0);
+    raw_sql(newer, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 99;");
+    assert_refused(newer, BKM_ENOTSUP);
+    ck_assert_int_eq(bkm_db_open(&db, newer, 0, &err), BKM_ENOTSUP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "99"));
+    /* A folder is not a database. */
+    ck_assert_int_eq(bkm_db_open(&db, dir, BKM_DB_CREATE, &err), BKM_EIO);
+    ck_assert_int_eq(bkm_db_open(&db, "", BKM_DB_CREATE, &err), BKM_EINVAL);
+}
+END_TEST
+
+START_TEST(resume_and_duplicates)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_strv_t keys;
+    bkm_db_trial_t t;
+    int64_t s1, s2, s3, id1 = 0, id2 = 0;
+    int resumed = -1, was_new = -1;
+    char key[17], key2[17];
+    bkm_db_sweep_t info = {.key = key, .node = "knl", .workload = "gemm"};
+    ck_assert_int_eq(bkm_db_open(&db, pth("r.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
+    /* the sweep key ignores member order and whitespace of the search space */
+    ck_assert_int_eq(bkm_db_sweep_key("{\"threads\":[1,2],\"aff\":\"compact\"}", "knl", "gemm", key, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_sweep_key("{ \"aff\": \"compact\", \"threads\": [1, 2] }", "knl", "gemm", key2, &err), BKM_OK);
+    ck_assert_str_eq(key, key2);
+    ck_assert_int_eq(bkm_db_sweep_key("{\"threads\":[1,2],\"aff\":\"compact\"}", "knl", "conv2d", key2, &err), BKM_OK);
+    ck_assert_str_ne(key, key2);
+    ck_assert_int_eq(bkm_db_sweep_key("[1", "knl", "gemm", key2, &err), BKM_EINVAL);
+
+    ck_assert_int_eq(bkm_db_sweep_open(db, &info, 0, &s1, &resumed, &err), BKM_OK);
+    ck_assert_int_eq(resumed, 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(put_trial(db, s1, i, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_sweep_finish(db, s1, "done", &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_sweep_open(db, &info, 0, &s2, &resumed, &err), BKM_OK);
+    ck_assert_int_eq(resumed, 1);
+    ck_assert_int_eq(s2, s1);
+    ck_assert_int_eq(bkm_db_sweep_done_keys(db, s1, "search", 0, &keys, &err), BKM_OK);
+    ck_assert_uint_eq(keys.n, 3);
+    ck_assert_str_eq(keys.v[0], "{\"affinity\":\"compact,\\\"1\\\"\",\"threads\":0}");
+    bkm_db_strv_free(&keys);
+    ck_assert_int_eq(bkm_db_sweep_open(db, &info, 1, &s3, &resumed, &err), BKM_OK);
+    ck_assert_int_eq(resumed, 0);
+    ck_assert_int_ne(s3, s1);
+    ck_assert_int_eq(bkm_db_sweep_done_keys(db, s3, "search", 0, &keys, &err), BKM_OK);
+    ck_assert_uint_eq(keys.n, 0);
+    bkm_db_strv_free(&keys);
+    /* the same configuration written differently is the same trial: ignored, same id */
+    bkm_db_trial_init(&t);
+    t.sweep_id = s3;
+    t.config_json = "{\"b\": 1, \"a\": 2.5}";
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, &id1, &was_new, &err), BKM_OK);
+    ck_assert_int_eq(was_new, 1);
+    t.config_json = "{\"a\":2.5,\"b\":1.0}";
+    t.status = BKM_DB_TRIAL_TIMEOUT;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, &id2, &was_new, &err), BKM_OK);
+    ck_assert_int_eq(was_new, 0);
+    ck_assert_int_eq(id1, id2);
+    /* a confirmation round of the same configuration is a separate trial */
+    t.role = "confirm";
+    t.round = 1;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, &id2, &was_new, &err), BKM_OK);
+    ck_assert_int_eq(was_new, 1);
+    ck_assert_uint_eq(count_trials(db, s3), 2);
+    /* bad input is named */
+    t.config_json = "[1, 2]";
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "[1, 2]"));
+    t.config_json = "{\"a\":1}";
+    t.role = "warmup";
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "warmup"));
+    t.role = NULL;
+    t.status = 42;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    t.status = 0;
+    t.sweep_id = 9999;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "9999"));
+    ck_assert_int_eq(bkm_db_sweep_finish(db, s3, "sideways", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "sideways"));
+    int st = -1;
+    ck_assert_int_eq(bkm_db_trial_status_parse("binding-mismatch", &st, &err), BKM_OK);
+    ck_assert_int_eq(st, BKM_DB_TRIAL_BINDING_MISMATCH);
+    ck_assert_int_eq(bkm_db_trial_status_parse("exploded", &st, &err), BKM_EINVAL);
+    bkm_db_close(db);
+}
+END_TEST
+
+START_TEST(trial_is_one_transaction)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_t t;
+    double ms[3] = {1, 2, 3};
+    bkm_db_counter_t c[2] = {{.name = "x", .value = 1, .available = 1}, {.name = "x", .value = 2, .available = 1}};
+    bkm_db_strv_t keys;
+    ck_assert_int_eq(bkm_db_open(&db, pth("a.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
+    int64_t s = new_sweep(db, "k", 0);
+    bkm_db_trial_init(&t);
+    t.sweep_id = s;
+    t.config_json = "{\"threads\":2}";
+    t.samples_ms = ms;
+    t.n_samples = 3;
+    t.counters = c;
+    t.n_counters = 2; /* the second counter violates the primary key after trial and samples are written */
+    ck_assert_int_ne(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(err.msg, "threads"));
+    ck_assert_uint_eq(count_trials(db, s), 0);
+    ck_assert_int_eq(bkm_db_sweep_done_keys(db, s, NULL, 0, &keys, &err), BKM_OK);
+    ck_assert_uint_eq(keys.n, 0);
+    /* a NaN sample fails after the trial row is written: nothing stays either */
+    ms[1] = NAN;
+    t.n_counters = 1;
+    ck_assert_int_ne(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_OK);
+    ck_assert_uint_eq(count_trials(db, s), 0);
+    /* the connection is usable afterwards, and the trial can be stored */
+    ms[1] = 2;
+    int64_t id = 0;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, &id, NULL, &err), BKM_OK);
+    double *back = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(bkm_db_trial_samples(db, id, &back, &n, &err), BKM_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_double_eq(back[2], 3.0);
+    bkm_free(back);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    bkm_db_close(db);
+}
+END_TEST
+
+/* Child process: open @p path, resume sweep @p key and store trials first..first+n-1 that are not
+ * stored yet. Exits 0 on success. */
+static void writer(const char *path, const char *key, int first, int n)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_strv_t done;
+    int rc = 0;
+    if (bkm_db_open(&db, path, BKM_DB_CREATE, &err) < 0)
+        _exit(10);
+    int64_t s = new_sweep(db, key, 0);
+    if (bkm_db_sweep_done_keys(db, s, "search", 0, &done, &err) < 0)
+        _exit(11);
+    for (int i = first; i < first + n && rc == 0; i++) {
+        char cfg[128];
+        int skip = 0;
+        snprintf(cfg, sizeof cfg, "{\"affinity\":\"compact,\\\"1\\\"\",\"threads\":%d}", i);
+        for (size_t k = 0; k < done.n && !skip; k++)
+            skip = strcmp(done.v[k], cfg) == 0;
+        if (!skip && put_trial(db, s, i, &err) < 0) {
+            fprintf(stderr, "writer: %s\n", err.msg);
+            rc = 12;
+        }
+    }
+    if (rc == 0 && bkm_db_sweep_finish(db, s, "done", &err) < 0)
+        rc = 13;
+    bkm_db_strv_free(&done);
+    bkm_db_close(db);
+    _exit(rc);
+}
+
+static void assert_complete(bkm_db_t *db, int64_t sweep, size_t expect)
+{
+    bkm_db_trial_list_t l;
+    bkm_db_filter_t f = {.sweep_id = sweep};
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_db_trials_query(db, &f, &l, &err), BKM_OK);
+    if (expect != (size_t)-1)
+        ck_assert_uint_eq(l.n, expect);
+    for (size_t i = 0; i < l.n; i++) {
+        double *ms = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(bkm_db_trial_samples(db, l.rows[i].id, &ms, &n, &err), BKM_OK);
+        ck_assert_int_eq((int64_t)n, l.rows[i].n_samples);
+        bkm_free(ms);
+    }
+    bkm_db_trial_list_free(&l);
+}
+
+START_TEST(two_writers_at_once)
+{
+    const char *p = pth("results/shared.sqlite");
+    pid_t a, b;
+    int st;
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    /* both processes create the database if needed: only one creation wins */
+    if ((a = fork()) == 0)
+        writer(p, "sweep-a", 0, 200);
+    if ((b = fork()) == 0)
+        writer(p, "sweep-b", 1000, 200);
+    ck_assert_int_eq(waitpid(a, &st, 0), a);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer a: %d", st);
+    ck_assert_int_eq(waitpid(b, &st, 0), b);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer b: %d", st);
+    ck_assert_int_eq(bkm_db_open(&db, p, 0, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    assert_complete(db, 0, 400);
+    bkm_db_close(db);
+}
+END_TEST
+
+START_TEST(kill_9_then_resume)
+{
+    const char *p = pth("k.sqlite");
+    pid_t w;
+    int st;
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_list_t l;
+    size_t before;
+    struct timespec ts = {0, 150 * 1000000L};
+    if ((w = fork()) == 0)
+        writer(p, "sweep-k", 0, 100000);
+    /* let it store some trials, then kill it wherever it is */
+    for (int tries = 0; tries < 200; tries++) {
+        nanosleep(&ts, NULL);
+        if (exists(p) && bkm_db_open(&db, p, 0, &err) == BKM_OK) {
+            size_t n = count_trials(db, 0);
+            bkm_db_close(db);
+            db = NULL;
+            if (n >= 50)
+                break;
+        }
+    }
+    ck_assert_int_eq(kill(w, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(w, &st, 0), w);
+    ck_assert(WIFSIGNALED(st));
+    ck_assert_int_eq(bkm_db_open(&db, p, 0, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    assert_complete(db, 0, (size_t)-1);
+    before = count_trials(db, 0);
+    ck_assert_uint_ge(before, 1);
+    ck_assert_uint_lt(before, 100000);
+    bkm_db_close(db);
+    /* the same command again: a bounded sweep of before + 20 configurations completes */
+    if ((w = fork()) == 0)
+        writer(p, "sweep-k", 0, (int)before + 20);
+    ck_assert_int_eq(waitpid(w, &st, 0), w);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_int_eq(bkm_db_open(&db, p, 0, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    assert_complete(db, 0, before + 20);
+    ck_assert_int_eq(bkm_db_trials_query(db, NULL, &l, &err), BKM_OK);
+    ck_assert_int_eq(l.rows[0].sweep_id, l.rows[l.n - 1].sweep_id); /* one sweep, resumed */
+    bkm_db_trial_list_free(&l);
+    bkm_db_close(db);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
+static void make_db(const char *p, const char *key, const char *node, int n)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_host_t h = {.hostname = "nid00042", .cpu_model = "Xeon Phi 7250", .fingerprint = "1x68x4"};
+    int64_t hid = 0;
+    bkm_db_sweep_t s = {.key = key, .node = node, .workload = "gemm", .command = "tune", .strategy = "random"};
+    int64_t sid = 0;
+    ck_assert_int_eq(bkm_db_open(&db, p, BKM_DB_CREATE, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_host_upsert(db, &h, &hid, &err), BKM_OK);
+    s.host_id = hid;
+    ck_assert_int_eq(bkm_db_sweep_open(db, &s, 0, &sid, NULL, &err), BKM_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(put_trial(db, sid, i, &err), BKM_OK);
+    bkm_db_best_t b = {.node = node, .workload = "gemm", .sweep_id = sid, .config_json = "{\"threads\":1}",
+                       .median_ms = 11.2, .ci_lo_ms = 11.0, .ci_hi_ms = 11.4, .default_median_ms = 14.0,
+                       .speedup = 1.25, .significant = 1, .evidence_json = "{\"p\":0.001}"};
+    ck_assert_int_eq(bkm_db_best_store(db, &b, &err), BKM_OK);
+    bkm_db_close(db);
+}
+
+START_TEST(merge_is_idempotent)
+{
+    const char *a = pth("a.sqlite"), *b = pth("b.sqlite"), *out = pth("out/all.sqlite"), *bad = pth("bad.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_merge_stats_t st = {0};
+    bkm_db_best_t best;
+    int found = 0;
+    make_db(a, "ka", "knl", 7);
+    make_db(b, "kb", "haswell", 5);
+    ck_assert_int_eq(bkm_db_open(&db, out, BKM_DB_CREATE, &err), BKM_OK);
+    ck_assert_msg(bkm_db_merge(db, a, &st, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_merge(db, b, &st, &err), BKM_OK);
+    ck_assert_int_eq(st.sweeps_new, 2);
+    ck_assert_int_eq(st.trials_new, 12);
+    ck_assert_int_eq(st.samples, 60);
+    ck_assert_int_eq(st.counters, 24);
+    ck_assert_int_eq(st.best, 2);
+    memset(&st, 0, sizeof st);
+    ck_assert_int_eq(bkm_db_merge(db, a, &st, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_merge(db, b, &st, &err), BKM_OK);
+    ck_assert_int_eq(st.sweeps_new + st.trials_new + st.samples + st.counters + st.best, 0);
+    ck_assert_int_eq(st.sweeps_known, 2);
+    ck_assert_int_eq(st.trials_known, 12);
+    assert_complete(db, 0, 12);
+    ck_assert_int_eq(bkm_db_best_get(db, "haswell", "gemm", &best, &found, &err), BKM_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(best.config_json, "{\"threads\":1}");
+    ck_assert_ptr_nonnull(best.sweep_uuid);
+    bkm_db_best_clear(&best);
+    /* a foreign input is refused by name and nothing is merged */
+    raw_sql(bad, "CREATE TABLE t(x);");
+    ck_assert_int_eq(bkm_db_merge(db, bad, &st, &err), BKM_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(err.msg, bad));
+    ck_assert_int_eq(bkm_db_merge(db, pth("missing.sqlite"), &st, &err), BKM_EIO);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    bkm_db_close(db);
+}
+END_TEST
+
+START_TEST(export_parses_back)
+{
+    const char *p = pth("e.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_buf_t b;
+    bkm_json_t *j = NULL;
+    size_t lines = 0;
+    make_db(p, "ke", "knl", 10);
+    ck_assert_int_eq(bkm_db_open(&db, p, BKM_DB_READONLY, &err), BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_JSON, &b, &err), BKM_OK);
+    ck_assert_msg(bkm_json_parse(b.data, &j, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(j->type, BKM_JSON_ARR);
+    ck_assert_uint_eq(j->n_children, 10);
+    for (size_t i = 0; i < 10; i++) {
+        const bkm_json_t *o = bkm_json_at(j, i), *cfg = bkm_json_get(o, "config"), *ci = bkm_json_get(o, "ci95");
+        const char *status = bkm_json_get_str(o, "status");
+        ck_assert(bkm_json_get_num(o, "id", -1) > 0);
+        ck_assert_ptr_nonnull(cfg);
+        ck_assert_int_eq(cfg->type, BKM_JSON_OBJ);
+        ck_assert_double_eq(bkm_json_get_num(cfg, "threads", -1), (double)i);
+        ck_assert_str_eq(bkm_json_get_str(cfg, "affinity"), "compact,\"1\"");
+        ck_assert_str_eq(status, i % 7 == 3 ? "crashed" : "ok");
+        ck_assert_double_eq_tol(bkm_json_get_num(o, "median_ms", -1), 10.2 + i, 1e-9);
+        ck_assert_double_eq(bkm_json_get_num(o, "n_samples", -1), 5);
+        ck_assert_uint_eq(ci->n_children, 2);
+        ck_assert_str_eq(bkm_json_get_str(o, "node"), "knl");
+    }
+    bkm_json_free(j);
+    bkm_buf_free(&b);
+    /* CSV: header + one row per trial; the config cell is quoted with doubled quotes */
+    ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_CSV, &b, &err), BKM_OK);
+    for (const char *s = b.data; (s = strstr(s, "\r\n")) != NULL; s += 2)
+        lines++;
+    ck_assert_uint_eq(lines, 11);
+    ck_assert(strncmp(b.data, "id,sweep,node,workload,status,", 30) == 0);
+    ck_assert_ptr_nonnull(strstr(b.data, ",\"{\"\"affinity\"\":\"\"compact,\\\"\"1\\\"\"\"\",\"\"threads\"\":3}\","));
+    ck_assert_ptr_nonnull(strstr(b.data, ",crashed,search,0,"));
+    bkm_buf_free(&b);
+    /* filters */
+    bkm_db_filter_t f = {.node = "haswell"};
+    ck_assert_int_eq(bkm_db_export(db, &f, BKM_DB_EXPORT_JSON, &b, &err), BKM_OK);
+    ck_assert_int_eq(bkm_json_parse(b.data, &j, &err), BKM_OK);
+    ck_assert_uint_eq(j->n_children, 0);
+    bkm_json_free(j);
+    bkm_buf_free(&b);
+    bkm_db_close(db);
+}
+END_TEST
+
+START_TEST(best_store_and_get)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_best_t b;
+    int found = -1;
+    ck_assert_int_eq(bkm_db_open(&db, pth("b.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_best_get(db, "knl", "alexnet", &b, &found, &err), BKM_OK);
+    ck_assert_int_eq(found, 0);
+    bkm_db_best_t in = {.node = "knl", .workload = "alexnet", .config_json = "{\"KMP_BLOCKTIME\":\"0\",\"threads\":68}",
+                        .median_ms = 50, .ci_lo_ms = 49, .ci_hi_ms = 51, .default_median_ms = 60, .speedup = 1.2,
+                        .significant = 1, .evidence_json = "{\"p\":0.0001}"};
+    ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_OK);
+    in.median_ms = 45;
+    in.significant = 0;
+    ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_best_get(db, "knl", "alexnet", &b, &found, &err), BKM_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_double_eq(b.median_ms, 45); /* the newest counts */
+    ck_assert_int_eq(b.significant, 0);
+    ck_assert_double_eq(b.default_median_ms, 60);
+    ck_assert_str_eq(b.evidence_json, "{\"p\":0.0001}");
+    bkm_db_best_clear(&b);
+    in.median_ms = NAN;
+    ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_EINVAL);
+    in.median_ms = 1;
+    in.config_json = "not json";
+    ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not json"));
+    bkm_db_close(db);
+}
+END_TEST
+
+static Suite *results_suite(void)
+{
+    Suite *s = suite_create("results");
+    TCase *tc = tcase_create("db");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, create_and_reopen);
+    tcase_add_test(tc, migrates_version_1);
+    tcase_add_test(tc, refuses_foreign_and_damaged_files);
+    tcase_add_test(tc, resume_and_duplicates);
+    tcase_add_test(tc, trial_is_one_transaction);
+    tcase_add_test(tc, two_writers_at_once);
+    tcase_add_test(tc, kill_9_then_resume);
+    tcase_add_test(tc, merge_is_idempotent);
+    tcase_add_test(tc, export_parses_back);
+    tcase_add_test(tc, best_store_and_get);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(results_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
