@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const builtin_names[] = {"auto", "haswell", "knl", NULL};
@@ -119,6 +120,15 @@ static char *trim(char *s)
     while (n > 0 && isspace((unsigned char)s[n - 1]))
         s[--n] = '\0';
     return s;
+}
+
+/* Copy @p s for an error message: at most cap-1 bytes, non-printable bytes as '?'. */
+static void printable(char *dst, size_t cap, const char *s)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++)
+        dst[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
+    dst[i] = '\0';
 }
 
 /* Parse "1,2,4" (or with "infinite" = -1 when @p allow_inf) into @p out (at most @p cap). */
@@ -265,6 +275,11 @@ int bkm_profile_load_file(const char *path, bkm_node_profile_t *p, bkm_err_t *er
     if (!path || !p)
         return bkm_err_set(err, BKM_EINVAL, "bkm_profile_load_file: NULL argument");
     memset(p, 0, sizeof(*p));
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return bkm_err_set(err, BKM_EINVAL, "cannot read node profile '%.400s': %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return bkm_err_set(err, BKM_EINVAL, "node profile '%.400s' is not a regular file", path);
     f = fopen(path, "r");
     if (!f)
         return bkm_err_set(err, BKM_EINVAL, "cannot read node profile '%.400s': %s", path, strerror(errno));
@@ -285,7 +300,9 @@ int bkm_profile_load_file(const char *path, bkm_node_profile_t *p, bkm_err_t *er
                 continue;
             char *eq = strchr(s, '=');
             if (!eq) {
-                rc = bkm_err_set(err, BKM_EINVAL, "%s: expected 'key = value', got '%.100s'", where, s);
+                char shown[64];
+                printable(shown, sizeof(shown), s);
+                rc = bkm_err_set(err, BKM_EINVAL, "%s: expected 'key = value', got '%s'", where, shown);
                 goto out;
             }
             *eq = '\0';

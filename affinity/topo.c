@@ -176,6 +176,9 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
         hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_CORE, p);
         hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_PACKAGE, p);
         hwloc_obj_t tile = tile_of(h, core, shared);
+        if (p->os_index >= BKM_CPUSET_MAX)
+            return bkm_err_set(err, BKM_EINVAL, "PU P#%u is beyond the supported OS indexes 0..%d", p->os_index,
+                               BKM_CPUSET_MAX - 1);
         bkm_topo_pu_t *u = &t->pu[t->n_pu++];
         u->os = (int)p->os_index;
         u->pkg = pkg ? (int)pkg->logical_index : 0;
@@ -345,6 +348,53 @@ static int check_pu_indexes(const bkm_topo_t *t, const char *desc, bkm_err_t *er
     return BKM_OK;
 }
 
+/* Product of the level arities of a synthetic description ("pack:2 core:16 pu:2" -> 64), so that
+ * "pack:99999 core:99999" is refused before hwloc tries to build it; -1 when a level is not
+ * understood (hwloc then judges the description). Memory levels in [...] do not multiply. */
+static long long synthetic_pu_count(const char *desc)
+{
+    long long n = 1;
+    const char *s = desc;
+    while (*s) {
+        while (isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        if (*s == '[') {
+            while (*s && *s != ']')
+                s++;
+            if (*s)
+                s++;
+            continue;
+        }
+        const char *colon = NULL, *q = s;
+        for (; *q && !isspace((unsigned char)*q) && *q != '('; q++)
+            if (*q == ':' && !colon)
+                colon = q;
+        const char *num = colon ? colon + 1 : s;
+        if (!isdigit((unsigned char)*num))
+            return -1;
+        long long a = strtoll(num, NULL, 10);
+        if (a < 1)
+            return -1;
+        n = (a > (1ll << 40) || n > (1ll << 40) / a) ? (1ll << 40) : n * a;
+        s = q;
+        if (*s == '(') { /* attributes: skip to the matching ')' */
+            int depth = 0;
+            for (; *s; s++) {
+                depth += (*s == '(') - (*s == ')');
+                if (depth == 0) {
+                    s++;
+                    break;
+                }
+            }
+        }
+        while (*s && !isspace((unsigned char)*s))
+            s++;
+    }
+    return n;
+}
+
 int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
 {
     bkm_topo_t *t = NULL;
@@ -352,6 +402,10 @@ int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
     if (!topo || !desc || !*desc)
         return bkm_err_set(err, BKM_EINVAL, "hwloc synthetic description is empty");
     *topo = NULL;
+    long long n_pu = synthetic_pu_count(desc);
+    if (n_pu > BKM_CPUSET_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "synthetic '%.300s' describes %s%lld PUs, more than the %d supported", desc,
+                           n_pu >= (1ll << 40) ? "over " : "", n_pu, BKM_CPUSET_MAX);
     if ((rc = topo_new(&t, err)) < 0)
         return rc;
     if (hwloc_topology_set_synthetic(t->h, desc) < 0) {

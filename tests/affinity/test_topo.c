@@ -264,6 +264,11 @@ START_TEST(bad_inputs_are_named)
     /* hwloc ignores an indexes= list of the wrong length; we reject it. */
     ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:2 core:2 pu:2(indexes=0,1)", &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "indexes"));
+    /* Sizes beyond what a bkm_cpuset_t holds are refused before hwloc builds them. */
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:99999 core:99999 pu:99999", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "pack:99999"));
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pu:4(indexes=0,1,2,99999)", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "99999"));
     ck_assert_int_eq(bkm_topo_open_xml(&t, "/nonexistent/topo.xml", &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/topo.xml"));
     ck_assert_ptr_nonnull(strstr(err.msg, "No such file"));
@@ -410,6 +415,8 @@ START_TEST(profile_file_bad)
     expect_bad_profile("name = x\nsynthetic = pu:2\nthreads = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n", "too many");
     bkm_node_profile_t p;
     bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_profile_load_file("/tmp", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a regular file"));
     ck_assert_int_eq(bkm_profile_load_file("/nonexistent/profile", &p, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/profile"));
 }
