@@ -42,36 +42,34 @@ static void set_list(int *dst, int *n, int cap, const int *src, int n_src)
     memcpy(dst, src, (size_t)*n * sizeof(*dst));
 }
 
-static void profile_haswell(bkm_node_profile_t *p)
-{
-    static const int threads[] = {1, 2, 4, 8, 16, 32, 64};
-    static const int bt[] = {0, 1, 200, -1};
-    snprintf(p->name, sizeof(p->name), "haswell");
-    snprintf(p->description, sizeof(p->description),
-             "Cori Haswell: 2 x Xeon E5-2698 v3, 2 sockets x 16 cores x 2 HT, PU i+32 is the sibling of i");
-    snprintf(p->synthetic, sizeof(p->synthetic),
-             "pack:2 [numa(memory=64GiB)] l3:1(size=40MiB) l2:16(size=256KiB) l1d:1(size=32KiB) core:1 ");
-    append_pu_level(p->synthetic, sizeof(p->synthetic), 32, 2);
-    snprintf(p->isa, sizeof(p->isa), "avx2");
-    snprintf(p->slurm_constraint, sizeof(p->slurm_constraint), "haswell");
-    set_list(p->threads, &p->n_threads, 16, threads, (int)(sizeof(threads) / sizeof(threads[0])));
-    set_list(p->blocktime_ms, &p->n_blocktime, 8, bt, (int)(sizeof(bt) / sizeof(bt[0])));
-}
+/* A Cori node: the synthetic levels above the PUs, then n_cores x smt PUs in Cori numbering. */
+typedef struct cori_node {
+    const char *name, *description, *levels, *isa, *constraint;
+    int n_cores, smt;
+    int threads[16], n_threads;
+} cori_node_t;
 
-static void profile_knl(bkm_node_profile_t *p)
+static const cori_node_t cori_nodes[] = {
+    {"haswell", "Cori Haswell: 2 x Xeon E5-2698 v3, 2 sockets x 16 cores x 2 HT, PU i+32 is the sibling of i",
+     "pack:2 [numa(memory=64GiB)] l3:1(size=40MiB) l2:16(size=256KiB) l1d:1(size=32KiB) core:1 ", "avx2",
+     "haswell", 32, 2, {1, 2, 4, 8, 16, 32, 64}, 7},
+    {"knl",
+     "Cori KNL: Xeon Phi 7250 quad,cache, 68 cores in 34 tiles sharing 1 MiB L2, 4 HT, "
+     "PU i+68k are the siblings of core i",
+     "pack:1 [numa(memory=96GiB)] l2:34(size=1MiB) l1d:2(size=32KiB) core:1 ", "avx512", "knl,quad,cache", 68, 4,
+     {1, 2, 4, 8, 16, 32, 64, 68, 136, 272}, 10},
+};
+
+static void profile_cori(const cori_node_t *c, bkm_node_profile_t *p)
 {
-    static const int threads[] = {1, 2, 4, 8, 16, 32, 64, 68, 136, 272};
     static const int bt[] = {0, 1, 200, -1};
-    snprintf(p->name, sizeof(p->name), "knl");
-    snprintf(p->description, sizeof(p->description),
-             "Cori KNL: Xeon Phi 7250 quad,cache, 68 cores in 34 tiles sharing 1 MiB L2, 4 HT, "
-             "PU i+68k are the siblings of core i");
-    snprintf(p->synthetic, sizeof(p->synthetic),
-             "pack:1 [numa(memory=96GiB)] l2:34(size=1MiB) l1d:2(size=32KiB) core:1 ");
-    append_pu_level(p->synthetic, sizeof(p->synthetic), 68, 4);
-    snprintf(p->isa, sizeof(p->isa), "avx512");
-    snprintf(p->slurm_constraint, sizeof(p->slurm_constraint), "knl,quad,cache");
-    set_list(p->threads, &p->n_threads, 16, threads, (int)(sizeof(threads) / sizeof(threads[0])));
+    snprintf(p->name, sizeof(p->name), "%s", c->name);
+    snprintf(p->description, sizeof(p->description), "%s", c->description);
+    snprintf(p->synthetic, sizeof(p->synthetic), "%s", c->levels);
+    append_pu_level(p->synthetic, sizeof(p->synthetic), c->n_cores, c->smt);
+    snprintf(p->isa, sizeof(p->isa), "%s", c->isa);
+    snprintf(p->slurm_constraint, sizeof(p->slurm_constraint), "%s", c->constraint);
+    set_list(p->threads, &p->n_threads, 16, c->threads, c->n_threads);
     set_list(p->blocktime_ms, &p->n_blocktime, 8, bt, (int)(sizeof(bt) / sizeof(bt[0])));
 }
 
@@ -98,15 +96,16 @@ int bkm_profile_builtin(const char *name, bkm_node_profile_t *p, bkm_err_t *err)
     memset(p, 0, sizeof(*p));
     if (!name)
         return bkm_err_set(err, BKM_EINVAL, "node profile name is NULL (known: auto, haswell, knl)");
-    if (strcmp(name, "auto") == 0)
+    if (strcmp(name, "auto") == 0) {
         profile_auto(p);
-    else if (strcmp(name, "haswell") == 0)
-        profile_haswell(p);
-    else if (strcmp(name, "knl") == 0)
-        profile_knl(p);
-    else
-        return bkm_err_set(err, BKM_EINVAL, "unknown node profile '%.100s' (known: auto, haswell, knl)", name);
-    return BKM_OK;
+        return BKM_OK;
+    }
+    for (size_t i = 0; i < sizeof(cori_nodes) / sizeof(cori_nodes[0]); i++)
+        if (strcmp(name, cori_nodes[i].name) == 0) {
+            profile_cori(&cori_nodes[i], p);
+            return BKM_OK;
+        }
+    return bkm_err_set(err, BKM_EINVAL, "unknown node profile '%.100s' (known: auto, haswell, knl)", name);
 }
 
 /* ---------------------------------------------------------------------------------------- */

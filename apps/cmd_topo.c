@@ -90,24 +90,21 @@ static int parse_args(int argc, char **argv, topo_cfg_t *c)
     return 0;
 }
 
-static int open_topo(const topo_cfg_t *c, bkm_topo_t **t, bkm_err_t *err)
+/* Open the topology the options name; @p p receives the profile when one is used (else name ""). */
+static int open_topo(const topo_cfg_t *c, bkm_node_profile_t *p, bkm_topo_t **t, bkm_err_t *err)
 {
-    bkm_node_profile_t *p = NULL;
     int rc;
+    p->name[0] = '\0';
     if (c->xml)
         return bkm_topo_open_xml(t, c->xml, err);
     if (c->synthetic)
         return bkm_topo_open_synthetic(t, c->synthetic, err);
-    p = bkm_calloc(1, sizeof(*p));
-    if (!p)
-        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
     if (c->profile)
         rc = bkm_profile_load_file(c->profile, p, err);
     else
         rc = bkm_profile_builtin(c->node ? c->node : "auto", p, err);
     if (rc == BKM_OK)
         rc = bkm_topo_open_profile(t, p, err);
-    bkm_free(p);
     return rc;
 }
 
@@ -123,7 +120,7 @@ static void print_size(uint64_t b)
         printf("%.4g KiB", (double)b / 1024.0);
 }
 
-static void print_text(const bkm_topo_t *t)
+static void print_text(const bkm_topo_t *t, const bkm_node_profile_t *p)
 {
     bkm_topo_summary_t s;
     bkm_topo_summary(t, &s);
@@ -132,6 +129,9 @@ static void print_text(const bkm_topo_t *t)
     const bkm_topo_cache_t *cache = bkm_topo_caches(t, &n_c);
     const bkm_topo_numa_t *numa = bkm_topo_numas(t, &n_m);
     int cores_per_pkg = s.packages > 0 ? s.cores / s.packages : s.cores;
+    if (p->name[0])
+        printf("node: %s (%s)%s%s\n", p->name, p->description, p->slurm_constraint[0] ? ", sbatch -C " : "",
+               p->slurm_constraint);
     printf("source: %s, isa: %s%s%s\n", s.source, s.isa, s.cpu_model[0] ? ", cpu: " : "", s.cpu_model);
     printf("%d package%s x %d cores x %d thread%s", s.packages, s.packages == 1 ? "" : "s", cores_per_pkg,
            s.pus_per_core_max, s.pus_per_core_max == 1 ? "" : "s");
@@ -171,6 +171,7 @@ static void print_text(const bkm_topo_t *t)
 int bkm_cli_topo(int argc, char **argv)
 {
     topo_cfg_t cfg = {0};
+    bkm_node_profile_t *prof = NULL;
     bkm_topo_t *t = NULL;
     bkm_err_t err = {0};
     bkm_buf_t out;
@@ -183,7 +184,12 @@ int bkm_cli_topo(int argc, char **argv)
         }
     if ((rc = parse_args(argc, argv, &cfg)) != 0)
         return rc;
-    if ((rc = open_topo(&cfg, &t, &err)) < 0)
+    prof = bkm_calloc(1, sizeof(*prof)); /* ~9 KiB: not on the stack */
+    if (!prof) {
+        rc = bkm_err_set(&err, BKM_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = open_topo(&cfg, prof, &t, &err)) < 0)
         goto out;
     if (cfg.allowed) {
         bkm_cpuset_t mask;
@@ -199,13 +205,14 @@ int bkm_cli_topo(int argc, char **argv)
             goto out;
         printf("%s\n", bkm_buf_str(&out));
     } else {
-        print_text(t);
+        print_text(t, prof);
     }
     rc = BKM_OK;
 out:
     if (rc < 0)
         fprintf(stderr, "tune topo: %s\n", err.msg);
     bkm_buf_free(&out);
+    bkm_free(prof);
     bkm_topo_close(t);
     return bkm_status_exit_code(rc);
 }

@@ -53,7 +53,10 @@ typedef struct bkm_topo_numa {
     bkm_cpuset_t cpus;
 } bkm_topo_numa_t;
 
-/** Load this host's topology, restricted to the process's allowed cpuset (libomp `respect`). */
+/** Load this host's topology. PUs outside the calling thread's affinity mask (and the cgroup's
+ *  cpuset) stay in the table with allowed = 0, as libomp's `respect` sees them. Call it before the
+ *  process's first OpenMP parallel region: libomp may bind the initial thread, which would then
+ *  shrink the "allowed" set to that binding. */
 int bkm_topo_open_host(bkm_topo_t **topo, bkm_err_t *err);
 /** Load an hwloc XML file (as written by `lstopo --of xml`). */
 int bkm_topo_open_xml(bkm_topo_t **topo, const char *path, bkm_err_t *err);
