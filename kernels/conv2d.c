@@ -19,14 +19,14 @@ enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"algo", 0, 2, 0, 1, "threading: 0 auto (batch when mb >= threads), 1 batch-parallel images, 2 parallel GEMM"},
-    {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = fit 1 MiB of L2"},
+    {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = the ISA default"},
     {"nc", 0, 65536, 0, 1, "GEMM columns of B per block, multiple of nr; 0 = the ISA default"},
     {"nt_jc", 0, 4096, 0, 1, "algo 2: ways the GEMM column loop is split (divides the threads); 0 = auto"},
 };
 
-#define COL_TILE_BYTES (1u << 20) /* default column tile: 1 MiB, half of this machine's L2 */
+#define COL_TILE_BYTES (3u << 19) /* default column tile: 1.5 MiB, three quarters of a 2 MiB L2 */
 
 struct bkm_kern_conv2d {
     bkm_conv2d_desc_t d;
@@ -128,8 +128,12 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
     if (v[P_PTILE] > 0) {
         cv->ptile = v[P_PTILE];
     } else {
-        cv->ptile = (int64_t)(COL_TILE_BYTES / sizeof(float)) / cv->kdim;
-        cv->ptile = cv->ptile < 16 ? 16 : cv->ptile / 16 * 16;
+        /* Fewest tiles whose column buffer fits the budget, then equal tiles (no thin edge tile,
+         * whose GEMM would repack all the weights for a few columns). */
+        const int64_t fit = (int64_t)(COL_TILE_BYTES / sizeof(float)) / cv->kdim;
+        const int64_t n_tiles = fit < 1 ? cv->pq : (cv->pq + fit - 1) / fit;
+        cv->ptile = (cv->pq + n_tiles - 1) / n_tiles;
+        cv->ptile = (cv->ptile + 15) / 16 * 16;
     }
     if (cv->ptile > cv->pq)
         cv->ptile = cv->pq;
