@@ -8,7 +8,8 @@
  * A bkm_db_t is one SQLite connection: use it from one thread at a time. Several processes may
  * write one database at once (WAL, busy timeout, BEGIN IMMEDIATE with retries); each finished
  * trial is stored with its samples and counters in one transaction, so a crash never leaves a
- * partial trial. Strings returned through output structs are owned by the caller and released
+ * partial trial (WAL with synchronous=NORMAL: a committed trial survives kill -9 of the process;
+ * the last commits before a power loss may not). Strings returned through output structs are owned by the caller and released
  * with the matching *_free / *_clear function. Nothing here may be called inside an OpenMP
  * parallel region.
  *
