@@ -88,6 +88,16 @@ int bkm_tune_trial_spec_param(bkm_tune_trial_spec_t *spec, const char *key_eq_va
                   eq + 1, err);
 }
 
+/* Test-only fault injections the worker knows (bkm_tune_worker_run). */
+static int spec_inject_valid(const char *s)
+{
+    static const char *const ok[] = {"", "segv", "abort", "hang", "fail", "badjson", "mismatch"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strcmp(s, ok[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *err)
 {
     if (spec->workload[0] == '\0')
@@ -107,6 +117,9 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
         return bkm_err_set(err, BKM_EINVAL, "trial: CI target %g out of range 0..10", spec->target_ci_rel);
     if (!(spec->timeout_s > 0.0 && spec->timeout_s <= 7 * 86400.0))
         return bkm_err_set(err, BKM_EINVAL, "trial: timeout %g s out of range (0, 604800]", spec->timeout_s);
+    if (!spec_inject_valid(spec->inject))
+        return bkm_err_set(err, BKM_EINVAL, "trial: unknown fault injection '%s' (test-only: segv, abort, "
+                           "hang, fail, badjson, mismatch)", spec->inject);
     for (int i = 0; i < spec->n_env; i++)
         if (strcmp(spec->env[i].key, "OMP_NUM_THREADS") == 0)
             return bkm_err_set(err, BKM_EINVAL, "trial: OMP_NUM_THREADS='%s' in the environment list; "
@@ -611,6 +624,23 @@ static pid_t wait_child(pid_t pid, int *status)
     return w;
 }
 
+/* Last non-empty line of @p text into @p buf (the worker's final complaint). */
+static const char *last_line(const char *text, char *buf, size_t n)
+{
+    size_t len = strlen(text), end, start;
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        len--;
+    end = len;
+    start = end;
+    while (start > 0 && text[start - 1] != '\n')
+        start--;
+    if (end - start >= n)
+        start = end - (n - 1);
+    memcpy(buf, text + start, end - start);
+    buf[end - start] = '\0';
+    return buf;
+}
+
 static void runner_classify(bkm_tune_trial_result_t *r, int wstatus, int timed_out, const char *json,
                             bkm_err_t *perr)
 {
@@ -649,8 +679,10 @@ static void runner_classify(bkm_tune_trial_result_t *r, int wstatus, int timed_o
         return;
     }
     if (r->exit_code != 0) {
+        char last[256];
         r->status = BKM_TRIAL_FAILED;
-        snprintf(r->message, sizeof r->message, "worker exited with code %d", r->exit_code);
+        snprintf(r->message, sizeof r->message, "worker exited with code %d%s%s", r->exit_code,
+                 last_line(r->stderr_tail, last, sizeof last)[0] ? ": " : "", last);
         return;
     }
     if (parsed != BKM_OK) {

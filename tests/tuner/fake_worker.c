@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A stand-in for `tune worker` in the runner's tests: reads the spec like the worker does and
- * behaves as spec.inject says (crash, hang, fail, bad JSON, binding mismatch, or a small valid
+ * behaves as its parameter mode=... says (crash, hang, fail, bad JSON, binding mismatch, or a small valid
  * result that echoes its environment). */
 #include <signal.h>
 #include <stdio.h>
@@ -37,7 +37,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "fake_worker: %s\n", err.msg);
         return 2;
     }
-    inj = spec.inject;
+    inj = "";
+    for (int i = 0; i < spec.n_params; i++)
+        if (strcmp(spec.params[i].key, "mode") == 0)
+            inj = spec.params[i].value;
     if (strcmp(inj, "segv") == 0) {
         fprintf(stderr, "about to crash\n");
         fflush(stderr);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the trial spec and the trial runner, driving a fake worker (fake_worker.c) that
- * crashes, hangs, fails or answers as told; plus the environment the worker gets. */
+/* Unit tests of the trial spec, the measurement protocol and the trial runner, driving a fake
+ * worker (fake_worker.c) that crashes, hangs, fails or answers as told; plus the environment
+ * the worker gets. */
 #include <check.h>
 #include <dirent.h>
 #include <math.h>
@@ -18,14 +19,17 @@
 static char *parent_env[] = {"PATH=/usr/bin:/bin", "KMP_AFFINITY=compact", "OMP_PLACES=cores",
                              "OMP_NUM_THREADS=7", "GOMP_CPU_AFFINITY=0-1", "BKM_TEST_KEEP=yes", NULL};
 
-static void run_fake(const char *inject, double timeout_s, bkm_tune_trial_result_t *r)
+/* The fake worker's behaviour is chosen by the parameter mode=... (see fake_worker.c). */
+static void run_fake(const char *mode, double timeout_s, bkm_tune_trial_result_t *r)
 {
+    char kv[64];
     bkm_tune_trial_spec_t spec;
     bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
-    snprintf(spec.inject, sizeof spec.inject, "%s", inject);
+    snprintf(kv, sizeof kv, "mode=%s", mode);
+    ck_assert_int_eq(bkm_tune_trial_spec_param(&spec, kv, &err), BKM_OK);
     spec.threads = 2;
     spec.timeout_s = timeout_s;
     ck_assert_msg(bkm_tune_trial_run(&rn, &spec, r, &err) == BKM_OK, "runner: %s", err.msg);
@@ -88,6 +92,11 @@ START_TEST(spec_roundtrip_and_validation)
     bkm_tune_trial_spec_setenv(&b, "OMP_NUM_THREADS", "4", &err);
     ck_assert_int_eq(bkm_tune_trial_spec_validate(&b, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "OMP_NUM_THREADS"));
+    bkm_tune_trial_spec_defaults(&b);
+    snprintf(b.workload, sizeof b.workload, "gemm");
+    snprintf(b.inject, sizeof b.inject, "segfault");
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'segfault'"));
 }
 END_TEST
 
@@ -198,6 +207,7 @@ START_TEST(nonzero_exit_is_failed_with_stderr_tail)
     ck_assert_uint_eq(strlen(r.stderr_tail), BKM_TUNE_STDERR_TAIL);
     ck_assert_ptr_nonnull(strstr(r.stderr_tail, "workload exploded"));
     ck_assert_ptr_null(strstr(r.stderr_tail, "noise line 000"));
+    ck_assert_msg(strstr(r.message, "code 3: fake_worker: workload exploded") != NULL, "message: %s", r.message);
     bkm_tune_trial_result_free(&r);
 }
 END_TEST
