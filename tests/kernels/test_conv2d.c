@@ -437,6 +437,29 @@ START_TEST(op_native_gemm_matches_reference)
 }
 END_TEST
 
+START_TEST(op_onednn_gemm_agrees_with_native)
+{
+    bkm_kern_op_t *nat = NULL, *dnn = NULL;
+    bkm_err_t err = {0};
+    int rc;
+    ck_assert_int_eq(bkm_kern_gemm_op_create(&nat, 45, 19, 77, BKM_BACKEND_NATIVE, NULL, &err), BKM_OK);
+    rc = bkm_kern_gemm_op_create(&dnn, 45, 19, 77, BKM_BACKEND_ONEDNN, NULL, &err);
+    if (rc == BKM_ENOTSUP) {
+        bkm_kern_op_destroy(nat);
+        return; /* this build has no oneDNN GEMM op */
+    }
+    ck_assert_msg(rc == BKM_OK, "onednn gemm op: %s", err.msg);
+    ck_assert_int_eq(bkm_kern_op_prepare(dnn, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_exec(nat, BKM_DIR_FWD, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_exec(dnn, BKM_DIR_FWD, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_op_finish(dnn, &err), BKM_OK);
+    assert_close("onednn gemm op", bkm_kern_op_buffer(dnn, BKM_ARG_DST, NULL), bkm_kern_op_buffer(nat, BKM_ARG_DST, NULL),
+                 45 * 19, 77);
+    bkm_kern_op_destroy(nat);
+    bkm_kern_op_destroy(dnn);
+}
+END_TEST
+
 /* Both backends get identical seeded inputs, so their outputs must agree. */
 START_TEST(op_onednn_agrees_with_native)
 {
@@ -505,6 +528,7 @@ static Suite *conv2d_suite(void)
     tcase_add_test(tc, op_errors);
     tcase_add_test(tc, op_native_gemm_matches_reference);
     tcase_add_loop_test(tc, op_onednn_agrees_with_native, 0, N_SHAPES);
+    tcase_add_test(tc, op_onednn_gemm_agrees_with_native);
     suite_add_tcase(s, tc);
     return s;
 }
