@@ -38,7 +38,7 @@ const bkm_param_desc_t *bkm_kern_gemm_params(bkm_isa_t isa, size_t *n_params)
      * test_gemm checks that they agree. */
     static const bkm_param_desc_t p_generic[4] = GEMM_PARAMS(4, 8, 128, 256, 2048);
     static const bkm_param_desc_t p_avx2[4] = GEMM_PARAMS(6, 16, 144, 256, 3072);
-    static const bkm_param_desc_t p_avx512[4] = GEMM_PARAMS(14, 32, 168, 256, 3072);
+    static const bkm_param_desc_t p_avx512[4] = GEMM_PARAMS(14, 32, 84, 512, 3072);
     if (isa == BKM_ISA_AUTO)
         isa = bkm_kern_isa_detect();
     if (n_params != NULL)
@@ -266,14 +266,16 @@ static void gemm_pack_a(const gemm_job_t *job, float *restrict dst, int64_t ic, 
                     d[p * mr + i] = 0.0f;
             }
         } else {
-            for (int64_t i = 0; i < mm; i++) {
-                const float *s = job->a + (ic + i0 + i) * job->lda + pc;
-                for (int64_t p = 0; p < kb; p++)
-                    d[p * mr + i] = s[p];
-            }
-            for (int64_t p = 0; p < kb; p++)
+            /* k outer, rows inner: the packed panel is written sequentially (strided stores into a
+             * buffer that is not in L1 cost more than the MR strided read streams). */
+            const float *s = job->a + (ic + i0) * job->lda + pc;
+            const int64_t lda = job->lda;
+            for (int64_t p = 0; p < kb; p++) {
+                for (int64_t i = 0; i < mm; i++)
+                    d[p * mr + i] = s[i * lda + p];
                 for (int64_t i = mm; i < mr; i++)
                     d[p * mr + i] = 0.0f;
+            }
         }
     }
 }

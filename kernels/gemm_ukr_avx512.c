@@ -7,6 +7,12 @@
 
 #define MR 14
 #define NR 32
+#ifndef PF_A
+#define PF_A 16 /* k steps */
+#endif
+#ifndef PF_B
+#define PF_B 8
+#endif
 
 static void gemm_ukr_avx512_14x32(int64_t k, const float *restrict a, const float *restrict b,
                                   float *restrict c, int64_t ldc, float alpha, float beta)
@@ -16,11 +22,18 @@ static void gemm_ukr_avx512_14x32(int64_t k, const float *restrict a, const floa
         c0[i] = _mm512_setzero_ps();
         c1[i] = _mm512_setzero_ps();
     }
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < MR; i++) { /* the C tile is needed only at the end: fetch it now */
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
     for (int64_t p = 0; p < k; p++) {
         __m512 b0 = _mm512_loadu_ps(b + p * NR);
         __m512 b1 = _mm512_loadu_ps(b + p * NR + 16);
+        /* A streams from L2 (56 bytes per k step): fetch it PF_A steps ahead. B is reused from
+         * L1 except on its first pass, so its stream is fetched ahead too. */
+        _mm_prefetch((const char *)(a + (p + PF_A) * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + (p + PF_B) * NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + (p + PF_B) * NR + 16), _MM_HINT_T0);
         for (int i = 0; i < MR; i++) {
             __m512 ai = _mm512_set1_ps(a[p * MR + i]);
             c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
@@ -44,6 +57,6 @@ static void gemm_ukr_avx512_14x32(int64_t k, const float *restrict a, const floa
 }
 
 const bkm_gemm_ukr_desc_t bkm__gemm_ukr_avx512 = {
-    .isa = BKM_ISA_AVX512, .mr = MR, .nr = NR, .mc_def = 168, .kc_def = 256, .nc_def = 3072,
+    .isa = BKM_ISA_AVX512, .mr = MR, .nr = NR, .mc_def = 84, .kc_def = 512, .nc_def = 3072,
     .fn = gemm_ukr_avx512_14x32, .name = "avx512_14x32",
 };

@@ -13,8 +13,12 @@ double bkm__peak_chain_generic(int64_t iters, float *sink)
     for (int i = 0; i < PEAK_CHAINS_GENERIC; i++)
         x[i] = (float)i;
     for (int64_t it = 0; it < iters; it++) {
-        for (int i = 0; i < PEAK_CHAINS_GENERIC; i++)
+        for (int i = 0; i < PEAK_CHAINS_GENERIC; i++) {
             x[i] = x[i] * 0.99999994f + 1e-7f;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+            __asm__ volatile("" : "+x"(x[i])); /* keep every chain: no merging by the optimiser */
+#endif
+        }
     }
     for (int i = 1; i < PEAK_CHAINS_GENERIC; i++)
         x[0] += x[i];
