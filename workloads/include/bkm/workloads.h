@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/** @file bkm/workloads.h
+ * Named benchmarks built from the kernels: `gemm`, `conv2d`, `alexnet` (training step). A workload
+ * is found by name in a static registry; it publishes one parameter list (its own parameters merged
+ * with the tunables of the kernels it runs), is created from a configuration (key=value strings)
+ * and a seed, runs one TIMED iteration at a time, and reports a check value, its FLOPs per iteration
+ * and the implementations it used (provenance).
+ *
+ * Contract: create allocates and initialises everything (untimed); bkm_wl_run never allocates,
+ * never prints and never reads the environment. Same name + configuration + seed => same inputs and
+ * initial weights on every backend. Errors follow bkm/common.h: BKM_EINVAL names the unknown
+ * workload, the unknown parameter or the bad value; BKM_ENOTSUP when the backend cannot run the
+ * problem. A workload object is used by one thread at a time, outside any OpenMP parallel region.
+ */
+#ifndef BKM_WORKLOADS_H
+#define BKM_WORKLOADS_H
+
+#include "bkm/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Parameter types. */
+typedef enum {
+    BKM_WL_INT = 0,  /**< integer in [min, max], a multiple of mult_of */
+    BKM_WL_ENUM,     /**< one of the '|'-separated choices */
+    BKM_WL_STR       /**< free text checked by the workload (e.g. a conv2d shape) */
+} bkm_wl_ptype_t;
+
+/** One parameter as the tuner and `--param` see it. */
+typedef struct bkm_wl_param {
+    const char *name;     /**< key in --param, SQLite and JSON */
+    bkm_wl_ptype_t type;
+    char def[40];         /**< default, as text ("128", "all", "alexnet:conv2") */
+    int64_t min, max;     /**< BKM_WL_INT bounds */
+    int64_t mult_of;      /**< BKM_WL_INT: value must be a multiple of this (1 = any) */
+    const char *choices;  /**< BKM_WL_ENUM: "fwd|bwd_d|bwd_w|all"; NULL otherwise */
+    const char *help;
+    int kernel_tunable;   /**< 1: a kernel tunable (native backend only), 0: a workload parameter */
+} bkm_wl_param_t;
+
+/** Static description of a registered workload. */
+typedef struct bkm_wl_info {
+    const char *name;         /**< "gemm", "conv2d", "alexnet" */
+    const char *description;  /**< one paragraph: what it runs, what one iteration is, what is timed */
+    const char *check_key;    /**< key of the check value: "checksum" or "loss" */
+} bkm_wl_info_t;
+
+/** Number of registered workloads. */
+size_t bkm_wl_count(void);
+/** Registered workload @p i (static storage), NULL when i >= bkm_wl_count(). */
+const bkm_wl_info_t *bkm_wl_info_at(size_t i);
+/** Look up @p name; BKM_EINVAL naming it (and listing the known ones) if unknown. */
+int bkm_wl_find(const char *name, const bkm_wl_info_t **info, bkm_err_t *err);
+
+/** Maximum number of parameters of one workload (own + kernel tunables). */
+#define BKM_WL_MAX_PARAMS 32
+/** Parameters of workload @p name, own parameters first, then the kernel tunables; @p out has room
+ *  for BKM_WL_MAX_PARAMS. Strings other than def are static. BKM_EINVAL for an unknown workload. */
+int bkm_wl_params(const char *name, bkm_wl_param_t *out, size_t *n, bkm_err_t *err);
+
+/** A configuration: key=value strings as given by `--param` (a plain value). */
+#define BKM_WL_MAX_KV 32
+typedef struct bkm_wl_config {
+    int n;
+    struct { char key[32]; char value[96]; } kv[BKM_WL_MAX_KV];
+} bkm_wl_config_t;
+void bkm_wl_config_init(bkm_wl_config_t *cfg);
+/** Add "key=value" (syntax only: checked against a workload at create). BKM_EINVAL naming the text
+ *  when it has no '=', an empty key, a key or value too long, a repeated key, or the set is full. */
+int bkm_wl_config_add(bkm_wl_config_t *cfg, const char *key_eq_value, bkm_err_t *err);
+/** Value given for @p key, or NULL. */
+const char *bkm_wl_config_get(const bkm_wl_config_t *cfg, const char *key);
+/** Validate @p cfg against workload @p name without creating anything: unknown key, bad integer,
+ *  out of bounds, not a multiple, not one of the choices, a kernel tunable with backend=onednn
+ *  -> BKM_EINVAL naming key and value. (Shapes are parsed too.) */
+int bkm_wl_config_check(const char *name, const bkm_wl_config_t *cfg, bkm_err_t *err);
+
+/** Result of one timed iteration, milliseconds (monotonic clock). */
+typedef struct bkm_wl_sample {
+    double ms;          /**< the whole iteration */
+    double fwd_ms;      /**< alexnet: forward; kernels: time of direction fwd (0 if not run) */
+    double bwd_ms;      /**< alexnet: loss + backward; conv2d: bwd_d + bwd_w */
+    double update_ms;   /**< alexnet: SGD update; 0 otherwise */
+    double loss;        /**< alexnet: this iteration's loss; 0 otherwise */
+} bkm_wl_sample_t;
+
+typedef struct bkm_wl bkm_wl_t;
+
+/** Create workload @p name with @p cfg (NULL = all defaults): validate, allocate, initialise inputs
+ *  and weights from @p seed (untimed). */
+int bkm_wl_create(bkm_wl_t **wl, const char *name, const bkm_wl_config_t *cfg, uint64_t seed, bkm_err_t *err);
+/** TIMED: one iteration (kernels: every selected direction once; alexnet: one training step). */
+int bkm_wl_run(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err);
+/** Check value as a JSON object into @p out: {"checksum": y} (kernels: sum of every output of the
+ *  last iteration, in the user layout) or {"loss": x} (alexnet: the loss of the FIRST iteration).
+ *  Untimed. BKM_EINVAL if no iteration ran yet. */
+int bkm_wl_check(bkm_wl_t *wl, bkm_buf_t *out, bkm_err_t *err);
+/** The check value as a number (same as bkm_wl_check). */
+int bkm_wl_check_value(bkm_wl_t *wl, double *value, bkm_err_t *err);
+/** FLOPs of one iteration (workloads.md §2: gemm 2mnk; conv2d per direction times the directions
+ *  run; alexnet training 3 x forward minus conv1 bwd-data). */
+double bkm_wl_flops(const bkm_wl_t *wl);
+/** Implementations used, e.g. "onednn:jit:avx512_core" or "native:im2col_gemm..." (owned). */
+const char *bkm_wl_impl(const bkm_wl_t *wl);
+/** Resolved parameters (every parameter with its effective value) as a JSON object. */
+void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out);
+/** Name of the workload ("alexnet"). */
+const char *bkm_wl_name(const bkm_wl_t *wl);
+void bkm_wl_destroy(bkm_wl_t *wl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BKM_WORKLOADS_H */

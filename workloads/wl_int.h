@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to workloads/: the registry entry of a workload and the workload object. */
+#ifndef BKM_WL_INT_H
+#define BKM_WL_INT_H
+
+#include "bkm/kernels.h"
+#include "bkm/workloads.h"
+
+#define BKM_WL_VAL_MAX 96
+
+/* The workload object: resolved configuration plus the workload's private state. */
+struct bkm_wl {
+    const struct bkm_wl_entry *e;
+    bkm_wl_param_t params[BKM_WL_MAX_PARAMS];
+    char vals[BKM_WL_MAX_PARAMS][BKM_WL_VAL_MAX]; /* effective value of params[i], as text */
+    size_t n_params;
+    bkm_backend_t be;
+    bkm_kern_params_t kp;   /* kernel tunables the user gave (native backend), isa */
+    uint64_t seed;
+    long runs;              /* iterations run so far */
+    double first_loss;      /* alexnet: loss of the first iteration */
+    void *priv;
+    char impl[512];
+};
+
+/* A registered workload. Hooks get a bkm_wl_t whose params/vals/be/kp/seed are filled. */
+typedef struct bkm_wl_entry {
+    bkm_wl_info_t info;
+    const bkm_wl_param_t *own;   /* workload parameters (backend first) */
+    size_t n_own;
+    /* kernel tunables (native backend): append to out, return the count */
+    size_t (*tunables)(bkm_wl_param_t *out, size_t cap);
+    int (*validate)(const bkm_wl_t *wl, bkm_err_t *err);   /* semantic checks (shapes), no allocation */
+    int (*create)(bkm_wl_t *wl, bkm_err_t *err);
+    int (*run)(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err);
+    int (*check)(bkm_wl_t *wl, double *value, bkm_err_t *err);
+    double (*flops)(const bkm_wl_t *wl);
+    void (*destroy)(bkm_wl_t *wl);
+} bkm_wl_entry_t;
+
+extern const bkm_wl_entry_t bkm__wl_gemm;
+extern const bkm_wl_entry_t bkm__wl_conv2d;
+extern const bkm_wl_entry_t bkm__wl_alexnet;
+
+/* Effective value of parameter @p name (NULL if the workload has none). */
+const char *bkm__wl_val(const bkm_wl_t *wl, const char *name);
+/* Effective integer value of parameter @p name (0 if absent). */
+int64_t bkm__wl_int(const bkm_wl_t *wl, const char *name);
+/* Append the kernel tunables @p desc (from bkm_kern_*_params) plus "isa" to @p out. */
+size_t bkm__wl_tunables_from(const bkm_param_desc_t *desc, size_t n, bkm_wl_param_t *out, size_t cap);
+
+/* Deterministic generators shared by every backend (same seed => same values). */
+uint64_t bkm__wl_hash(uint64_t seed, uint64_t stream, uint64_t i);
+/* Uniform in [-bound, bound). */
+void bkm__wl_fill_uniform(float *p, size_t n, float bound, uint64_t seed, uint64_t stream);
+/* Standard normal (Box-Muller). */
+void bkm__wl_fill_normal(float *p, size_t n, uint64_t seed, uint64_t stream);
+
+#endif /* BKM_WL_INT_H */
