@@ -16,8 +16,11 @@
 #error "BKM_FAKE_WORKER must name the fake worker executable"
 #endif
 
+/* The parent environment the runner cleans. ASAN_OPTIONS: under -DBKM_SANITIZE=ON the fake
+ * worker must die of its SIGSEGV, not have AddressSanitizer turn it into exit(1). */
 static char *parent_env[] = {"PATH=/usr/bin:/bin", "KMP_AFFINITY=compact", "OMP_PLACES=cores",
-                             "OMP_NUM_THREADS=7", "GOMP_CPU_AFFINITY=0-1", "BKM_TEST_KEEP=yes", NULL};
+                             "OMP_NUM_THREADS=7", "GOMP_CPU_AFFINITY=0-1", "BKM_TEST_KEEP=yes",
+                             "ASAN_OPTIONS=handle_segv=0:detect_leaks=0", NULL};
 
 /* The fake worker's behaviour is chosen by the parameter mode=... (see fake_worker.c). */
 static void run_fake(const char *mode, double timeout_s, bkm_tune_trial_result_t *r)
