@@ -317,11 +317,12 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
     const int64_t mr = job->u->mr, nr = job->u->nr;
     const int nt_jc = job->nt_jc, nt_ic = nth / job->nt_jc;
     const int g = tid / nt_ic, r = tid % nt_ic;
-    const int64_t n_per = round_up((job->n + nt_jc - 1) / nt_jc, nr);
-    const int64_t n_lo = min64(job->n, g * n_per), n_hi = min64(job->n, n_lo + n_per);
-    const int64_t m_per = round_up((job->m + nt_ic - 1) / nt_ic, mr);
-    const int64_t m_lo = min64(job->m, r * m_per), m_hi = min64(job->m, m_lo + m_per);
-    const int64_t n_iters = (n_per + job->nc - 1) / job->nc;
+    /* Whole micro-panels are dealt out as evenly as possible (the partial one counts as one). */
+    const int64_t n_pan = (job->n + nr - 1) / nr, m_pan = (job->m + mr - 1) / mr;
+    const int64_t n_lo = min64(job->n, n_pan * g / nt_jc * nr), n_hi = min64(job->n, n_pan * (g + 1) / nt_jc * nr);
+    const int64_t m_lo = min64(job->m, m_pan * r / nt_ic * mr), m_hi = min64(job->m, m_pan * (r + 1) / nt_ic * mr);
+    /* Same count for every group, so that all threads meet the same barriers. */
+    const int64_t n_iters = (((n_pan + nt_jc - 1) / nt_jc) * nr + job->nc - 1) / job->nc;
     const int64_t k_iters = (job->k + job->kc - 1) / job->kc;
     float *bp = job->bpack + (size_t)g * job->b_floats;
     float *ap = job->apack + (size_t)tid * job->a_floats;

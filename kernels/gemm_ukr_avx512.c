@@ -5,8 +5,13 @@
 
 #include <immintrin.h>
 
+#ifndef MR
 #define MR 14
-#define NR 32
+#endif
+#ifndef NV
+#define NV 2 /* zmm vectors per row of the tile */
+#endif
+#define NR (16 * NV)
 #ifndef PF_A
 #define PF_A 16 /* k steps */
 #endif
@@ -14,49 +19,50 @@
 #define PF_B 8
 #endif
 
-static void gemm_ukr_avx512_14x32(int64_t k, const float *restrict a, const float *restrict b,
-                                  float *restrict c, int64_t ldc, float alpha, float beta)
+static void gemm_ukr_avx512(int64_t k, const float *restrict a, const float *restrict b, float *restrict c,
+                            int64_t ldc, float alpha, float beta)
 {
-    __m512 c0[MR], c1[MR];
-    for (int i = 0; i < MR; i++) {
-        c0[i] = _mm512_setzero_ps();
-        c1[i] = _mm512_setzero_ps();
-    }
+    __m512 acc[MR][NV];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = _mm512_setzero_ps();
     for (int i = 0; i < MR; i++) { /* the C tile is needed only at the end: fetch it now */
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
     }
+#if defined(__clang__)
+#pragma clang loop unroll_count(4)
+#endif
     for (int64_t p = 0; p < k; p++) {
-        __m512 b0 = _mm512_loadu_ps(b + p * NR);
-        __m512 b1 = _mm512_loadu_ps(b + p * NR + 16);
-        /* A streams from L2 (56 bytes per k step): fetch it PF_A steps ahead. B is reused from
-         * L1 except on its first pass, so its stream is fetched ahead too. */
+        __m512 bv[NV];
+        for (int v = 0; v < NV; v++)
+            bv[v] = _mm512_loadu_ps(b + p * NR + 16 * v);
+        /* A streams from L2 (MR floats per k step): fetch it PF_A steps ahead. B is reused from
+         * L1/L2 except on its first pass, so its stream is fetched ahead too. */
         _mm_prefetch((const char *)(a + (p + PF_A) * MR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + (p + PF_B) * NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + (p + PF_B) * NR + 16), _MM_HINT_T0);
+        for (int v = 0; v < NV; v++)
+            _mm_prefetch((const char *)(b + (p + PF_B) * NR + 16 * v), _MM_HINT_T0);
         for (int i = 0; i < MR; i++) {
             __m512 ai = _mm512_set1_ps(a[p * MR + i]);
-            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
         }
     }
     __m512 va = _mm512_set1_ps(alpha);
     if (beta == 0.0f) { /* never read C: it may hold NaN */
-        for (int i = 0; i < MR; i++) {
-            _mm512_storeu_ps(c + i * ldc, _mm512_mul_ps(va, c0[i]));
-            _mm512_storeu_ps(c + i * ldc + 16, _mm512_mul_ps(va, c1[i]));
-        }
+        for (int i = 0; i < MR; i++)
+            for (int v = 0; v < NV; v++)
+                _mm512_storeu_ps(c + i * ldc + 16 * v, _mm512_mul_ps(va, acc[i][v]));
     } else {
         __m512 vb = _mm512_set1_ps(beta);
-        for (int i = 0; i < MR; i++) {
-            _mm512_storeu_ps(c + i * ldc, _mm512_fmadd_ps(va, c0[i], _mm512_mul_ps(vb, _mm512_loadu_ps(c + i * ldc))));
-            _mm512_storeu_ps(c + i * ldc + 16,
-                             _mm512_fmadd_ps(va, c1[i], _mm512_mul_ps(vb, _mm512_loadu_ps(c + i * ldc + 16))));
-        }
+        for (int i = 0; i < MR; i++)
+            for (int v = 0; v < NV; v++)
+                _mm512_storeu_ps(c + i * ldc + 16 * v,
+                                 _mm512_fmadd_ps(va, acc[i][v], _mm512_mul_ps(vb, _mm512_loadu_ps(c + i * ldc + 16 * v))));
     }
 }
 
 const bkm_gemm_ukr_desc_t bkm__gemm_ukr_avx512 = {
     .isa = BKM_ISA_AVX512, .mr = MR, .nr = NR, .mc_def = 84, .kc_def = 512, .nc_def = 3072,
-    .fn = gemm_ukr_avx512_14x32, .name = "avx512_14x32",
+    .fn = gemm_ukr_avx512, .name = "avx512_14x32",
 };
