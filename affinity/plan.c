@@ -1,0 +1,1309 @@
+/* SPDX-License-Identifier: MIT */
+/* The affinity planner: the OS-PU set of every thread of the outermost OpenMP team, computed the
+ * way LLVM libomp 14 computes it (reference/affinity.md §2.1): socket/core/thread topology built
+ * from the allowed PUs (respect) and filtered by KMP_HW_SUBSET, granularity masks, the
+ * compact/scatter sort keys, dups/nodups, the gtid → mask mapping (hidden helpers removed, so omp
+ * thread k uses mask k + offset), balanced, explicit proclists and OMP_PLACES/OMP_PROC_BIND
+ * through __kmp_partition_places. */
+#include "planner_int.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXD 4
+#define MAX_THREADS 4096
+#define MAX_WARN 32
+
+enum { LV_SOCKET, LV_TILE, LV_CORE, LV_THREAD };
+
+typedef struct hwt {
+    int os;
+    int ids[MAXD];
+    int sub[MAXD];
+    int leader;
+} hwt_t;
+
+/* The runtime's view of the machine (kmp_topology_t). */
+typedef struct model {
+    int depth;
+    int type[MAXD];
+    hwt_t *h;
+    int n;
+    int ratio[MAXD], count[MAXD];
+    int uniform;
+    int threads_per_core, cores_per_pkg, packages, ncores;
+    bkm_cpuset_t full;      /* __kmp_affin_fullMask */
+} model_t;
+
+/* Internal bind kinds: INTEL = KMP_AFFINITY-style gtid → mask mapping. */
+enum { BIND_INTEL = 100 };
+
+struct bkm_aff_plan {
+    int n_threads;
+    int bound;
+    bkm_cpuset_t *cpus;
+    bkm_cpuset_t allowed;
+    char effective[BKM_AFF_PROCLIST_MAX + 160];
+    const char *source;
+    int blocktime_ms;
+    int n_warn;
+    char *warn[MAX_WARN];
+};
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void plan_warn(bkm_aff_plan_t *p, const char *fmt, ...) BKM_PRINTF(2, 3);
+static void plan_warn(bkm_aff_plan_t *p, const char *fmt, ...)
+{
+    bkm_buf_t b;
+    va_list ap;
+    if (p->n_warn >= MAX_WARN)
+        return;
+    bkm_buf_init(&b);
+    va_start(ap, fmt);
+    bkm_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (b.oom) {
+        bkm_buf_free(&b);
+        return;
+    }
+    p->warn[p->n_warn++] = bkm_buf_take(&b);
+}
+
+static int hwt_cmp_ids(const void *a, const void *b)
+{
+    const hwt_t *x = a, *y = b;
+    int i;
+    for (i = 0; i < MAXD; i++) {
+        if (x->ids[i] != y->ids[i])
+            return x->ids[i] < y->ids[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* kmp_hw_thread_t::compare_compact with the "compact" value c. */
+static int cmp_compact_c(const hwt_t *x, const hwt_t *y, int depth, int c)
+{
+    int i;
+    for (i = 0; i < c; i++) {
+        int j = depth - i - 1;
+        if (x->sub[j] != y->sub[j])
+            return x->sub[j] < y->sub[j] ? -1 : 1;
+    }
+    for (; i < depth; i++) {
+        int j = i - c;
+        if (x->sub[j] != y->sub[j])
+            return x->sub[j] < y->sub[j] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Stable merge sort of indexes by the compact key (keys are unique, so any sort agrees). */
+static void sort_compact(const model_t *m, int c, int *idx, int *tmp, int lo, int hi)
+{
+    int mid, i, j, k;
+    if (hi - lo < 2)
+        return;
+    mid = lo + (hi - lo) / 2;
+    sort_compact(m, c, idx, tmp, lo, mid);
+    sort_compact(m, c, idx, tmp, mid, hi);
+    i = lo;
+    j = mid;
+    k = lo;
+    while (i < mid && j < hi) {
+        if (cmp_compact_c(&m->h[idx[j]], &m->h[idx[i]], m->depth, c) < 0)
+            tmp[k++] = idx[j++];
+        else
+            tmp[k++] = idx[i++];
+    }
+    while (i < mid)
+        tmp[k++] = idx[i++];
+    while (j < hi)
+        tmp[k++] = idx[j++];
+    memcpy(idx + lo, tmp + lo, (size_t)(hi - lo) * sizeof(int));
+}
+
+/* _set_sub_ids */
+static void model_set_sub_ids(model_t *m)
+{
+    int prev[MAXD], sub[MAXD], i, j, k;
+    for (j = 0; j < MAXD; j++) {
+        prev[j] = INT_MIN;
+        sub[j] = -1;
+    }
+    for (i = 0; i < m->n; i++) {
+        for (j = 0; j < m->depth; j++) {
+            if (m->h[i].ids[j] != prev[j]) {
+                sub[j]++;
+                for (k = j + 1; k < m->depth; k++)
+                    sub[k] = 0;
+                break;
+            }
+        }
+        for (j = 0; j < m->depth; j++) {
+            prev[j] = m->h[i].ids[j];
+            m->h[i].sub[j] = sub[j];
+        }
+    }
+}
+
+/* _gather_enumeration_information, _discover_uniformity, _set_globals */
+static void model_enumerate(model_t *m)
+{
+    int prev[MAXD], max[MAXD], i, l, layer;
+    int core_l = -1, thr_l = -1, pkg_l = -1, prod = 1;
+    for (i = 0; i < MAXD; i++) {
+        prev[i] = INT_MIN;
+        max[i] = 0;
+        m->count[i] = 0;
+        m->ratio[i] = 0;
+    }
+    for (i = 0; i < m->n; i++) {
+        for (layer = 0; layer < m->depth; layer++) {
+            if (m->h[i].ids[layer] != prev[layer]) {
+                for (l = layer; l < m->depth; l++)
+                    m->count[l]++;
+                max[layer]++;
+                for (l = layer + 1; l < m->depth; l++) {
+                    if (max[l] > m->ratio[l])
+                        m->ratio[l] = max[l];
+                    max[l] = 1;
+                }
+                break;
+            }
+        }
+        for (layer = 0; layer < m->depth; layer++)
+            prev[layer] = m->h[i].ids[layer];
+    }
+    for (layer = 0; layer < m->depth; layer++)
+        if (max[layer] > m->ratio[layer])
+            m->ratio[layer] = max[layer];
+    for (layer = 0; layer < m->depth; layer++)
+        prod *= m->ratio[layer];
+    m->uniform = (prod == m->count[m->depth - 1]);
+    for (layer = 0; layer < m->depth; layer++) {
+        if (m->type[layer] == LV_CORE)
+            core_l = layer;
+        else if (m->type[layer] == LV_THREAD)
+            thr_l = layer;
+        else if (m->type[layer] == LV_SOCKET)
+            pkg_l = layer;
+    }
+    m->threads_per_core = 1;
+    for (l = thr_l; l > core_l; l--)
+        m->threads_per_core *= m->ratio[l];
+    m->cores_per_pkg = 1;
+    for (l = core_l; l > pkg_l; l--)
+        m->cores_per_pkg *= m->ratio[l];
+    m->packages = m->count[pkg_l];
+    m->ncores = m->count[core_l];
+}
+
+static int model_level_of(const model_t *m, int lv)
+{
+    int i;
+    for (i = 0; i < m->depth; i++)
+        if (m->type[i] == lv)
+            return i;
+    return -1;
+}
+
+/* The level a granularity / place kind / HW_SUBSET layer maps to, or -1 (not in the topology). */
+static int model_level_for(const model_t *m, bkm_aff_gran_t g, int tiles_modelled)
+{
+    switch (g) {
+    case BKM_AFF_GRAN_THREAD: return model_level_of(m, LV_THREAD);
+    case BKM_AFF_GRAN_CORE: return model_level_of(m, LV_CORE);
+    case BKM_AFF_GRAN_SOCKET: return model_level_of(m, LV_SOCKET);
+    case BKM_AFF_GRAN_TILE:
+    case BKM_AFF_GRAN_L2:
+        if (!tiles_modelled)
+            return -1;
+        /* A removed radix-1 tile layer is equivalent to the layer that was kept. */
+        if (model_level_of(m, LV_TILE) >= 0)
+            return model_level_of(m, LV_TILE);
+        return g == BKM_AFF_GRAN_TILE ? model_level_of(m, LV_CORE) : -1;
+    case BKM_AFF_GRAN_LL:
+        if (tiles_modelled && model_level_of(m, LV_TILE) >= 0)
+            return model_level_of(m, LV_TILE);
+        return model_level_of(m, LV_SOCKET);
+    default: return -1;
+    }
+}
+
+static void model_free(model_t *m)
+{
+    bkm_free(m->h);
+    m->h = NULL;
+}
+
+/* Build the runtime's topology from the PU table: respect → only allowed PUs. Ids are what a
+ * cpuinfo-driven libomp sees: package, (tile), core id within the package, thread id counted
+ * among the usable PUs of the core. */
+static int model_build(model_t *m, const bkm_topo_t *topo, int respect, int tiles, bkm_err_t *err)
+{
+    const bkm_topo_pu_t *pu;
+    int n_pu = 0, i, have_tile = 0;
+    memset(m, 0, sizeof(*m));
+    pu = bkm_topo_pus(topo, &n_pu);
+    if (pu == NULL || n_pu <= 0)
+        return bkm_err_set(err, BKM_EINVAL, "affinity plan: the topology has no PUs");
+    m->h = bkm_calloc((size_t)n_pu, sizeof(hwt_t));
+    if (m->h == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+    if (tiles)
+        for (i = 0; i < n_pu; i++)
+            if (pu[i].tile >= 0)
+                have_tile = 1;
+    m->depth = 0;
+    m->type[m->depth++] = LV_SOCKET;
+    if (have_tile)
+        m->type[m->depth++] = LV_TILE;
+    m->type[m->depth++] = LV_CORE;
+    m->type[m->depth++] = LV_THREAD;
+    {
+        int first_core_of_pkg = -1, cur_pkg = -1, cur_core = -1, thr = 0;
+        for (i = 0; i < n_pu; i++) {
+            hwt_t *h;
+            int d = 0;
+            if (pu[i].pkg != cur_pkg) {
+                cur_pkg = pu[i].pkg;
+                first_core_of_pkg = pu[i].core;
+            }
+            if (pu[i].core != cur_core) {
+                cur_core = pu[i].core;
+                thr = 0;
+            }
+            if (respect && !pu[i].allowed)
+                continue;
+            if (pu[i].os < 0 || pu[i].os >= BKM_CPUSET_MAX)
+                continue;
+            h = &m->h[m->n++];
+            h->os = pu[i].os;
+            h->ids[d++] = pu[i].pkg;
+            if (have_tile)
+                h->ids[d++] = pu[i].tile;
+            h->ids[d++] = pu[i].core - first_core_of_pkg;
+            h->ids[d++] = thr++;
+            bkm_cpuset_set(&m->full, pu[i].os);
+        }
+    }
+    if (m->n == 0) {
+        model_free(m);
+        return bkm_err_set(err, BKM_EINVAL, "affinity plan: no allowed PU in the topology");
+    }
+    qsort(m->h, (size_t)m->n, sizeof(hwt_t), hwt_cmp_ids);
+    /* _remove_radix1_layers: only a tile layer can go (socket/core/thread always stay). */
+    if (have_tile) {
+        int radix1_pt = 1, radix1_tc = 1;
+        for (i = 1; i < m->n; i++) {
+            if (m->h[i].ids[0] == m->h[i - 1].ids[0] && m->h[i].ids[1] != m->h[i - 1].ids[1])
+                radix1_pt = 0;
+            if (m->h[i].ids[1] == m->h[i - 1].ids[1] && m->h[i].ids[2] != m->h[i - 1].ids[2])
+                radix1_tc = 0;
+        }
+        if (radix1_pt || radix1_tc) {
+            for (i = 0; i < m->n; i++) {
+                m->h[i].ids[1] = m->h[i].ids[2];
+                m->h[i].ids[2] = m->h[i].ids[3];
+                m->h[i].ids[3] = 0;
+            }
+            m->depth = 3;
+            m->type[1] = LV_CORE;
+            m->type[2] = LV_THREAD;
+        }
+    }
+    model_set_sub_ids(m);
+    model_enumerate(m);
+    return BKM_OK;
+}
+
+static const char *layer_name(bkm_aff_gran_t g)
+{
+    return bkm__aff_gran_keyword(g);
+}
+
+/* kmp_topology_t::filter_hw_subset; sub_ids are not recomputed afterwards (as in libomp). */
+static int model_hw_subset(model_t *m, const bkm_aff_hw_subset_t *hs, int tiles, bkm_err_t *err)
+{
+    int level[8], i, k, n_new = 0;
+    for (k = 0; k < hs->n; k++) {
+        const bkm_aff_hw_item_t *it = &hs->item[k];
+        level[k] = model_level_for(m, it->layer, tiles);
+        if (it->layer == BKM_AFF_GRAN_LL || level[k] < 0)
+            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: layer \"%s\" of item %d%s is not in the "
+                               "topology libomp 14 builds (socket/core/thread; libomp ignores the whole "
+                               "variable)", layer_name(it->layer), it->num, layer_name(it->layer));
+        for (i = 0; i < k; i++)
+            if (level[i] == level[k])
+                return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: two items name the same layer (%s)",
+                                   layer_name(it->layer));
+        if (it->num + it->offset > m->ratio[level[k]])
+            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: %s: too many requested: %d%s%s%d needs "
+                               "%d per parent, the topology has at most %d", layer_name(it->layer), it->num,
+                               layer_name(it->layer), it->offset ? "@" : "", it->offset,
+                               it->num + it->offset, m->ratio[level[k]]);
+    }
+    bkm_cpuset_zero(&m->full);
+    for (i = 0; i < m->n; i++) {
+        int drop = 0;
+        for (k = 0; k < hs->n; k++) {
+            int s = m->h[i].sub[level[k]];
+            if (s < hs->item[k].offset || s >= hs->item[k].offset + hs->item[k].num) {
+                drop = 1;
+                break;
+            }
+        }
+        if (!drop) {
+            m->h[n_new++] = m->h[i];
+            bkm_cpuset_set(&m->full, m->h[i].os);
+        }
+    }
+    if (n_new == 0)
+        return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: no PU is left");
+    m->n = n_new;
+    model_enumerate(m);
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Masks                                                                                     */
+
+typedef struct masks {
+    bkm_cpuset_t *os_mask;  /* indexed by hwt index (id order): the granularity mask */
+    bkm_cpuset_t *list;     /* __kmp_affinity_masks */
+    int n;
+} masks_t;
+
+static int create_os_id_masks(model_t *m, int gran_levels, masks_t *mk, int *n_unique, bkm_err_t *err)
+{
+    int i, j = 0, leader = 0, unique = 0;
+    int keep = m->depth - gran_levels;
+    bkm_cpuset_t sum;
+    mk->os_mask = bkm_calloc((size_t)m->n, sizeof(bkm_cpuset_t));
+    if (mk->os_mask == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+    bkm_cpuset_zero(&sum);
+    bkm_cpuset_set(&sum, m->h[0].os);
+    for (i = 1; i <= m->n; i++) {
+        int close = 0;
+        if (i < m->n) {
+            int l;
+            close = 1;
+            for (l = 0; l < keep; l++)
+                if (m->h[i].ids[l] != m->h[leader].ids[l])
+                    close = 0;
+        }
+        if (close) {
+            bkm_cpuset_set(&sum, m->h[i].os);
+            continue;
+        }
+        for (; j < i; j++) {
+            mk->os_mask[j] = sum;
+            m->h[j].leader = (j == leader);
+        }
+        unique++;
+        if (i < m->n) {
+            leader = i;
+            bkm_cpuset_zero(&sum);
+            bkm_cpuset_set(&sum, m->h[i].os);
+        }
+    }
+    *n_unique = unique;
+    return BKM_OK;
+}
+
+static int hwt_index_of_os(const model_t *m, int os)
+{
+    int i;
+    for (i = 0; i < m->n; i++)
+        if (m->h[i].os == os)
+            return i;
+    return -1;
+}
+
+typedef struct {
+    const model_t *m;
+    masks_t *mk;
+    int cap;
+    int is_gomp;
+} proc_ud_t;
+
+static int proclist_cb(void *ud, const int *ids, int n, bkm_err_t *err)
+{
+    proc_ud_t *u = ud;
+    bkm_cpuset_t sum;
+    int i;
+    bkm_cpuset_zero(&sum);
+    for (i = 0; i < n; i++) {
+        int h = hwt_index_of_os(u->m, ids[i]);
+        if (h < 0)
+            return bkm_err_set(err, BKM_EINVAL, "%s: OS proc %d is not an allowed PU of this topology",
+                               u->is_gomp ? "GOMP_CPU_AFFINITY" : "KMP_AFFINITY proclist", ids[i]);
+        bkm_cpuset_or(&sum, &u->mk->os_mask[h]);
+    }
+    if (u->mk->n >= 65536)
+        return bkm_err_set(err, BKM_EINVAL, "proclist: more than 65536 masks");
+    if (u->mk->n == u->cap) {
+        int cap = u->cap ? u->cap * 2 : 16;
+        bkm_cpuset_t *nl = bkm_realloc(u->mk->list, (size_t)cap * sizeof(*nl));
+        if (nl == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        u->mk->list = nl;
+        u->cap = cap;
+    }
+    u->mk->list[u->mk->n++] = sum;
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* __kmp_partition_places for the outermost team (primary on place @p mp, partition all).     */
+
+static int next_place(int place, int first, int last, int num_masks)
+{
+    if (place == last)
+        return first;
+    if (place == num_masks - 1)
+        return 0;
+    return place + 1;
+}
+
+/* More threads than places (close and spread agree): S threads per place, the rem extra threads
+ * spread every gap places. */
+static void partition_crowded(int n_th, int n_places, int num_masks, int mp, int *place_of)
+{
+    int S = n_th / n_places, s_count = 0, rem = n_th - S * n_places;
+    int gap = rem > 0 ? n_places / rem : n_places, place = mp, gap_ct = gap, f;
+    for (f = 0; f < n_th; f++) {
+        place_of[f] = place;
+        s_count++;
+        if (s_count == S && rem && gap_ct == gap) {
+            /* one extra thread on this place next */
+        } else if (s_count == S + 1 && rem && gap_ct == gap) {
+            place = next_place(place, 0, num_masks - 1, num_masks);
+            s_count = 0;
+            gap_ct = 1;
+            rem--;
+        } else if (s_count == S) {
+            place = next_place(place, 0, num_masks - 1, num_masks);
+            gap_ct++;
+            s_count = 0;
+        }
+    }
+}
+
+static void partition_places(int bind, int n_th, int num_masks, int mp, int *place_of)
+{
+    int n_places = num_masks;
+    int f;
+    place_of[0] = mp;
+    if (bind == BKM_AFF_BIND_PRIMARY) {
+        for (f = 1; f < n_th; f++)
+            place_of[f] = mp;
+    } else if (n_th > n_places) {
+        partition_crowded(n_th, n_places, num_masks, mp, place_of);
+    } else if (bind == BKM_AFF_BIND_CLOSE) {
+        int place = mp;
+        for (f = 1; f < n_th; f++) {
+            place = next_place(place, 0, num_masks - 1, num_masks);
+            place_of[f] = place;
+        }
+    } else {
+        /* spread with n_places == num_masks (outermost team): the uniform-spacing branch. */
+        double current = (double)mp;
+        double spacing = (double)(n_places + 1) / (double)n_th;
+        for (f = 0; f < n_th; f++) {
+            int first = (int)current;
+            if (first >= n_places) {
+                if (mp) {
+                    first -= n_places;
+                    if (first == mp + 1)
+                        first--;
+                } else {
+                    first = 0;
+                }
+            }
+            place_of[f] = first;
+            current += spacing;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* balanced (__kmp_balanced_affinity), for a team of n_th threads                             */
+
+static int find_core_level(const model_t *m)
+{
+    int core_level = 0, i, j, bottom = m->depth - 1;
+    for (i = 0; i < m->n; i++)
+        for (j = bottom; j > 0; j--)
+            if (m->h[i].ids[j] > 0 && core_level < j - 1)
+                core_level = j - 1;
+    return core_level;
+}
+
+static int find_core(const model_t *m, int proc, int core_level)
+{
+    int core = 0, i, j;
+    for (i = 0; i + 1 <= proc; i++) {
+        for (j = 0; j <= core_level; j++) {
+            if (m->h[i + 1].sub[j] != m->h[i].sub[j]) {
+                core++;
+                break;
+            }
+        }
+    }
+    return core;
+}
+
+static int max_proc_per_core(const model_t *m, int core_level)
+{
+    int r = 1, l, thr = model_level_of(m, LV_THREAD);
+    if (core_level >= m->depth - 1)
+        return 1;
+    for (l = thr; l > core_level; l--)
+        r *= m->ratio[l];
+    return r;
+}
+
+/* Non-uniform precheck of __kmp_aux_affinity_initialize; returns 0 when balanced falls back to
+ * none, else fills *procarr (caller frees). */
+static int balanced_procarr(const model_t *m, int **procarr, int *ncores_out, int *npc_out, bkm_err_t *err)
+{
+    int core_level = find_core_level(m);
+    int ncores = m->count[core_level];
+    int npc = max_proc_per_core(m, core_level);
+    int nproc = ncores * npc, i, lastcore = -1, inlast = 0;
+    int *pa;
+    *procarr = NULL;
+    if (nproc < 2 || nproc < m->n)
+        return 0;
+    pa = bkm_malloc((size_t)nproc * sizeof(int));
+    if (pa == NULL) {
+        bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        return -1;
+    }
+    for (i = 0; i < nproc; i++)
+        pa[i] = -1;
+    for (i = 0; i < m->n; i++) {
+        int core = find_core(m, i, core_level);
+        inlast = (core == lastcore) ? inlast + 1 : 0;
+        lastcore = core;
+        if (core * npc + inlast < nproc)
+            pa[core * npc + inlast] = m->h[i].os;
+    }
+    *procarr = pa;
+    *ncores_out = ncores;
+    *npc_out = npc;
+    return 1;
+}
+
+static int balanced_mask(const model_t *m, bkm_aff_gran_t gran, int tid, int nthreads, const int *procarr,
+                         int ncores_nu, int npc_nu, bkm_cpuset_t *mask, bkm_err_t *err)
+{
+    int fine = 1;
+    bkm_cpuset_zero(mask);
+    switch (gran) {
+    case BKM_AFF_GRAN_THREAD: break;
+    case BKM_AFF_GRAN_CORE: if (m->threads_per_core > 1) fine = 0; break;
+    case BKM_AFF_GRAN_SOCKET: if (m->cores_per_pkg > 1) fine = 0; break;
+    default: fine = 0; break;
+    }
+    if (m->uniform) {
+        int nth_per_core = m->n / m->ncores, ncores = m->ncores, coreID, threadID, i;
+        if (m->packages > 1 && nth_per_core <= 1) {
+            nth_per_core = m->n / m->packages;
+            ncores = m->packages;
+        }
+        {
+            int chunk = nthreads / ncores, big_cores = nthreads % ncores;
+            int big_nth = (chunk + 1) * big_cores;
+            if (tid < big_nth) {
+                coreID = tid / (chunk + 1);
+                threadID = (tid % (chunk + 1)) % nth_per_core;
+            } else {
+                coreID = (tid - big_cores) / chunk;
+                threadID = ((tid - big_cores) % chunk) % nth_per_core;
+            }
+        }
+        if (fine) {
+            int k = coreID * nth_per_core + threadID;
+            if (k >= 0 && k < m->n)
+                bkm_cpuset_set(mask, m->h[k].os);
+        } else {
+            for (i = 0; i < nth_per_core; i++) {
+                int k = coreID * nth_per_core + i;
+                if (k >= 0 && k < m->n)
+                    bkm_cpuset_set(mask, m->h[k].os);
+            }
+        }
+        return BKM_OK;
+    }
+    {
+        int core_level = find_core_level(m);
+        int ncores = ncores_nu, nth_per_core = npc_nu, i, j;
+        if (nthreads == m->n) {
+            if (fine) {
+                bkm_cpuset_set(mask, m->h[tid].os);
+            } else {
+                int core = find_core(m, tid, core_level);
+                for (i = 0; i < m->n; i++)
+                    if (find_core(m, i, core_level) == core)
+                        bkm_cpuset_set(mask, m->h[i].os);
+            }
+        } else if (nthreads <= ncores) {
+            int core = 0;
+            for (i = 0; i < ncores; i++) {
+                int in_mask = 0;
+                for (j = 0; j < nth_per_core; j++)
+                    if (procarr[i * nth_per_core + j] != -1) {
+                        in_mask = 1;
+                        break;
+                    }
+                if (!in_mask)
+                    continue;
+                if (tid == core) {
+                    for (j = 0; j < nth_per_core; j++) {
+                        int os = procarr[i * nth_per_core + j];
+                        if (os != -1) {
+                            bkm_cpuset_set(mask, os);
+                            if (fine)
+                                break;
+                        }
+                    }
+                    break;
+                }
+                core++;
+            }
+        } else {
+            int nproc = nth_per_core * ncores, nth = nthreads, flag = 0, sum = 0;
+            int *nproc_at_core = bkm_calloc((size_t)ncores, sizeof(int));
+            int *with_x = bkm_calloc((size_t)nth_per_core + 1, sizeof(int));
+            int *x_to_max = bkm_calloc((size_t)nth_per_core + 1, sizeof(int));
+            int *newarr = bkm_calloc((size_t)nproc, sizeof(int));
+            int rc = BKM_OK;
+            if (!nproc_at_core || !with_x || !x_to_max || !newarr) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+                goto nu_out;
+            }
+            for (i = 0; i < ncores; i++) {
+                int cnt = 0;
+                for (j = 0; j < nth_per_core; j++)
+                    if (procarr[i * nth_per_core + j] != -1)
+                        cnt++;
+                nproc_at_core[i] = cnt;
+                with_x[cnt]++;
+            }
+            for (i = 0; i <= nth_per_core; i++)
+                for (j = i; j <= nth_per_core; j++)
+                    x_to_max[i] += with_x[j];
+            while (nth > 0) {
+                int progress = 0;
+                for (j = 1; j <= nth_per_core; j++) {
+                    int cnt = x_to_max[j];
+                    for (i = 0; i < ncores; i++) {
+                        int k;
+                        if (nproc_at_core[i] == 0)
+                            continue;
+                        for (k = 0; k < nth_per_core; k++) {
+                            if (procarr[i * nth_per_core + k] != -1) {
+                                if (newarr[i * nth_per_core + k] == 0) {
+                                    newarr[i * nth_per_core + k] = 1;
+                                    cnt--;
+                                    nth--;
+                                    progress = 1;
+                                    break;
+                                } else if (flag != 0) {
+                                    newarr[i * nth_per_core + k]++;
+                                    cnt--;
+                                    nth--;
+                                    progress = 1;
+                                    break;
+                                }
+                            }
+                        }
+                        if (cnt == 0 || nth == 0)
+                            break;
+                    }
+                    if (nth == 0)
+                        break;
+                }
+                if (!progress && flag)
+                    break; /* cannot happen with at least one PU; guards the loop */
+                flag = 1;
+            }
+            for (i = 0; i < nproc; i++) {
+                sum += newarr[i];
+                if (sum > tid) {
+                    if (fine) {
+                        if (procarr[i] != -1)
+                            bkm_cpuset_set(mask, procarr[i]);
+                    } else {
+                        int core_id = i / nth_per_core, ii;
+                        for (ii = 0; ii < nth_per_core; ii++) {
+                            int os = procarr[core_id * nth_per_core + ii];
+                            if (os != -1)
+                                bkm_cpuset_set(mask, os);
+                        }
+                    }
+                    break;
+                }
+            }
+nu_out:
+            bkm_free(nproc_at_core);
+            bkm_free(with_x);
+            bkm_free(x_to_max);
+            bkm_free(newarr);
+            if (rc != BKM_OK)
+                return rc;
+        }
+    }
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void effective_string(bkm_aff_plan_t *p, const bkm_aff_kmp_t *k, bkm_aff_type_t type,
+                             bkm_aff_gran_t gran, int permute, int offset, const char *proclist)
+{
+    bkm_buf_t b;
+    bkm_buf_init(&b);
+    bkm_buf_printf(&b, "%s,%s,", k->verbose == 1 ? "verbose" : "noverbose",
+                   k->warnings == 0 ? "nowarnings" : "warnings");
+    if (type == BKM_AFF_TYPE_DISABLED) {
+        bkm_buf_puts(&b, "disabled");
+    } else {
+        bkm_buf_printf(&b, "%s,granularity=%s,", k->respect == 0 ? "norespect" : "respect",
+                       bkm__aff_gran_keyword(gran));
+        switch (type) {
+        case BKM_AFF_TYPE_PHYSICAL: bkm_buf_printf(&b, "physical,%d", offset); break;
+        case BKM_AFF_TYPE_LOGICAL: bkm_buf_printf(&b, "logical,%d", offset); break;
+        case BKM_AFF_TYPE_COMPACT: bkm_buf_printf(&b, "compact,%d,%d", permute, offset); break;
+        case BKM_AFF_TYPE_SCATTER: bkm_buf_printf(&b, "scatter,%d,%d", permute, offset); break;
+        case BKM_AFF_TYPE_BALANCED: bkm_buf_printf(&b, "balanced,%d,%d", permute, offset); break;
+        case BKM_AFF_TYPE_EXPLICIT: bkm_buf_printf(&b, "proclist=[%s],explicit", proclist); break;
+        default: bkm_buf_puts(&b, "none"); break;
+        }
+    }
+    snprintf(p->effective, sizeof(p->effective), "%s", bkm_buf_str(&b));
+    bkm_buf_free(&b);
+}
+
+void bkm_aff_plan_free(bkm_aff_plan_t *plan)
+{
+    int i;
+    if (plan == NULL)
+        return;
+    for (i = 0; i < plan->n_warn; i++)
+        bkm_free(plan->warn[i]);
+    bkm_free(plan->cpus);
+    bkm_free(plan);
+}
+
+int bkm_aff_plan_create(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
+                        bkm_aff_plan_t **plan, bkm_err_t *err)
+{
+    return bkm_aff_plan_create_ex(topo, env, n_threads, NULL, plan, err);
+}
+
+/* Warnings that explain a plan: shared cores, idle sockets, oversubscription. */
+static void plan_explain_warnings(bkm_aff_plan_t *p, const bkm_topo_t *topo)
+{
+    const bkm_topo_pu_t *pu;
+    int n_pu = 0, i, t, max_core = -1, max_pkg = -1, n_allowed;
+    int *core_users = NULL, *pkg_used = NULL, *pkg_avail = NULL;
+    pu = bkm_topo_pus(topo, &n_pu);
+    n_allowed = bkm_cpuset_count(&p->allowed);
+    if (p->n_threads > n_allowed)
+        plan_warn(p, "threads exceed PUs: %d threads on %d usable PUs", p->n_threads, n_allowed);
+    if (!p->bound) {
+        bkm_buf_t b;
+        bkm_buf_init(&b);
+        bkm_cpuset_format(&p->allowed, &b);
+        plan_warn(p, "threads are not bound: each may run on any of %s", bkm_buf_str(&b));
+        bkm_buf_free(&b);
+        return;
+    }
+    for (i = 0; i < n_pu; i++) {
+        if (pu[i].core > max_core)
+            max_core = pu[i].core;
+        if (pu[i].pkg > max_pkg)
+            max_pkg = pu[i].pkg;
+    }
+    if (max_core < 0 || max_pkg < 0)
+        return;
+    core_users = bkm_calloc((size_t)max_core + 1, sizeof(int));
+    pkg_used = bkm_calloc((size_t)max_pkg + 1, sizeof(int));
+    pkg_avail = bkm_calloc((size_t)max_pkg + 1, sizeof(int));
+    if (!core_users || !pkg_used || !pkg_avail)
+        goto out;
+    for (t = 0; t < p->n_threads; t++) {
+        int core = -1, single = 1;
+        for (i = 0; i < n_pu; i++) {
+            if (!bkm_cpuset_isset(&p->cpus[t], pu[i].os))
+                continue;
+            pkg_used[pu[i].pkg] = 1;
+            if (core == -1)
+                core = pu[i].core;
+            else if (core != pu[i].core)
+                single = 0;
+        }
+        if (single && core >= 0)
+            core_users[core]++;
+    }
+    for (i = 0; i < n_pu; i++)
+        if (bkm_cpuset_isset(&p->allowed, pu[i].os))
+            pkg_avail[pu[i].pkg] = 1;
+    {
+        int shown = 0, more = 0;
+        for (i = 0; i <= max_core; i++) {
+            if (core_users[i] < 2)
+                continue;
+            if (shown < 4) {
+                plan_warn(p, "%d threads share core %d", core_users[i], i);
+                shown++;
+            } else {
+                more++;
+            }
+        }
+        if (more > 0)
+            plan_warn(p, "... and %d more cores are shared by several threads", more);
+    }
+    for (i = 0; i <= max_pkg; i++)
+        if (pkg_avail[i] && !pkg_used[i])
+            plan_warn(p, "socket %d idle", i);
+out:
+    bkm_free(core_users);
+    bkm_free(pkg_used);
+    bkm_free(pkg_avail);
+}
+
+int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
+                           const bkm_aff_plan_opts_t *opts, bkm_aff_plan_t **plan, bkm_err_t *err)
+{
+    bkm_aff_setting_t st;
+    bkm_aff_plan_opts_t o;
+    bkm_aff_plan_t *p = NULL;
+    model_t m;
+    masks_t mk;
+    int rc, i, respect, dups, permute = 0, offset = 0, bind = BIND_INTEL, num_places = 0;
+    int gran_levels = 0, n_unique = 0, *place_of = NULL, *procarr = NULL, nu_ncores = 0, nu_npc = 0;
+    bkm_aff_type_t type;
+    bkm_aff_gran_t gran;
+    const char *proclist = "";
+    int use_placelist = 0;
+
+    memset(&m, 0, sizeof(m));
+    memset(&mk, 0, sizeof(mk));
+    if (plan != NULL)
+        *plan = NULL;
+    if (topo == NULL || env == NULL || plan == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "affinity plan: missing topology, environment or output");
+    if (n_threads < 1 || n_threads > MAX_THREADS)
+        return bkm_err_set(err, BKM_EINVAL, "affinity plan: thread count %d out of range 1..%d", n_threads,
+                           MAX_THREADS);
+    memset(&o, 0, sizeof(o));
+    if (opts != NULL)
+        o = *opts;
+    if ((rc = bkm_aff_setting_resolve(env, &st, err)) != BKM_OK)
+        return rc;
+
+    p = bkm_calloc(1, sizeof(*p));
+    if (p == NULL || (p->cpus = bkm_calloc((size_t)n_threads, sizeof(bkm_cpuset_t))) == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        goto out;
+    }
+    p->n_threads = n_threads;
+    p->blocktime_ms = st.blocktime_ms;
+    for (i = 0; i < st.n_ignored; i++)
+        plan_warn(p, "%s ignored: %s", st.ignored[i],
+                  strcmp(st.ignored[i], "KMP_PLACE_THREADS") == 0 ? "KMP_HW_SUBSET has been defined"
+                  : st.src == BKM_AFF_SRC_KMP ? "KMP_AFFINITY (with a type) has been defined"
+                                              : "GOMP_CPU_AFFINITY has been defined");
+
+    /* Effective type, granularity, dups and binding policy (__kmp_env_initialize). */
+    respect = st.kmp.respect != 0;
+    gran = st.kmp.gran;
+    type = st.kmp.type;
+    dups = st.kmp.dups != 0;
+    switch (st.src) {
+    case BKM_AFF_SRC_KMP:
+        p->source = "KMP_AFFINITY";
+        permute = st.kmp.permute;
+        offset = st.kmp.offset;
+        proclist = st.kmp.proclist;
+        break;
+    case BKM_AFF_SRC_GOMP:
+        p->source = "GOMP_CPU_AFFINITY";
+        proclist = st.kmp.proclist;
+        break;
+    case BKM_AFF_SRC_OMP: {
+        int b0 = st.proc_bind_set ? (int)st.proc_bind.level[0] : BKM_AFF_BIND_TRUE;
+        p->source = st.places_set ? "OMP_PLACES/OMP_PROC_BIND" : "OMP_PROC_BIND";
+        bind = b0 == BKM_AFF_BIND_TRUE ? BKM_AFF_BIND_SPREAD : b0;
+        dups = 0;
+        if (st.places_set) {
+            if (st.places.kind == BKM_AFF_GRAN_UNSET) {
+                type = BKM_AFF_TYPE_EXPLICIT;
+                gran = BKM_AFF_GRAN_THREAD;
+                proclist = st.places.list;
+                use_placelist = 1;
+            } else {
+                type = BKM_AFF_TYPE_COMPACT;
+                gran = st.places.kind;
+                num_places = st.places.count;
+            }
+        } else if (b0 == BKM_AFF_BIND_FALSE) {
+            type = BKM_AFF_TYPE_NONE;
+        } else {
+            type = BKM_AFF_TYPE_COMPACT;
+        }
+        if (b0 == BKM_AFF_BIND_FALSE)
+            bind = BIND_INTEL; /* masks (if any) are then used per gtid, as KMP_AFFINITY does */
+        break;
+    }
+    default:
+        p->source = "default";
+        if (o.mic) {
+            type = BKM_AFF_TYPE_SCATTER;
+            if (gran == BKM_AFF_GRAN_UNSET)
+                gran = BKM_AFF_GRAN_THREAD;
+        } else {
+            type = BKM_AFF_TYPE_NONE;
+        }
+        break;
+    }
+    if (gran == BKM_AFF_GRAN_UNSET)
+        gran = o.mic ? BKM_AFF_GRAN_THREAD : BKM_AFF_GRAN_CORE;
+    effective_string(p, &st.kmp, type, gran, permute, offset, proclist);
+
+    /* KMP_AFFINITY=disabled: the runtime never binds; threads keep the initial process mask. */
+    if (type == BKM_AFF_TYPE_DISABLED) {
+        bkm_topo_allowed(topo, &p->allowed);
+        if (bkm_cpuset_is_empty(&p->allowed)) {
+            rc = bkm_err_set(err, BKM_EINVAL, "affinity plan: the topology has no allowed PU");
+            goto out;
+        }
+        goto unbound;
+    }
+
+    if ((rc = model_build(&m, topo, respect, o.model_tiles, err)) != BKM_OK)
+        goto out;
+    if (st.hw_subset_set && (rc = model_hw_subset(&m, &st.hw_subset, o.model_tiles, err)) != BKM_OK)
+        goto out;
+    p->allowed = m.full;
+    if (type == BKM_AFF_TYPE_NONE)
+        goto unbound;
+
+    /* set_granularity */
+    if (gran == BKM_AFF_GRAN_LEVELS) {
+        gran_levels = st.kmp.gran_levels;
+        if (gran_levels >= m.depth)
+            plan_warn(p, "granularity=%d covers the whole machine: threads may migrate", gran_levels);
+    } else {
+        int lvl = model_level_for(&m, gran, o.model_tiles);
+        if (lvl < 0) {
+            bkm_aff_gran_t fb = BKM_AFF_GRAN_CORE;
+            plan_warn(p, "granularity %s is not a layer of the topology libomp 14 builds: using core (W#192)",
+                      bkm__aff_gran_keyword(gran));
+            gran = fb;
+            lvl = model_level_for(&m, gran, o.model_tiles);
+        }
+        gran_levels = m.depth - 1 - lvl;
+    }
+    if (gran_levels > m.depth)
+        gran_levels = m.depth;
+    if ((rc = create_os_id_masks(&m, gran_levels, &mk, &n_unique, err)) != BKM_OK)
+        goto out;
+
+    if (type == BKM_AFF_TYPE_EXPLICIT) {
+        if (use_placelist) {
+            bkm_cpuset_t all;
+            const bkm_topo_pu_t *pu;
+            int n_pu = 0;
+            bkm_cpuset_zero(&all);
+            pu = bkm_topo_pus(topo, &n_pu);
+            for (i = 0; i < n_pu; i++)
+                if (pu[i].os >= 0 && pu[i].os < BKM_CPUSET_MAX)
+                    bkm_cpuset_set(&all, pu[i].os);
+            rc = bkm__aff_placelist_eval(proclist, &m.full, &all, &mk.list, &mk.n, err);
+        } else {
+            proc_ud_t u = {&m, &mk, 0, st.src == BKM_AFF_SRC_GOMP};
+            rc = bkm__aff_proclist_walk(st.src == BKM_AFF_SRC_GOMP ? "GOMP_CPU_AFFINITY" : "KMP_AFFINITY proclist",
+                                        proclist, proclist_cb, &u, err);
+        }
+        if (rc != BKM_OK)
+            goto out;
+    } else {
+        int c = 0, *idx = NULL, *tmp = NULL, j;
+        switch (type) {
+        case BKM_AFF_TYPE_LOGICAL:
+            c = 0;
+            if (offset)
+                offset = m.threads_per_core * offset % m.n;
+            break;
+        case BKM_AFF_TYPE_PHYSICAL:
+            c = m.threads_per_core > 1 ? (1 >= m.depth ? 0 : 1) : 0;
+            if (offset)
+                offset = m.threads_per_core * offset % m.n;
+            break;
+        case BKM_AFF_TYPE_SCATTER:
+            c = permute >= m.depth ? 0 : m.depth - 1 - permute;
+            break;
+        case BKM_AFF_TYPE_BALANCED:
+            if (!m.uniform) {
+                int ok = balanced_procarr(&m, &procarr, &nu_ncores, &nu_npc, err);
+                if (ok < 0) {
+                    rc = BKM_ENOMEM;
+                    goto out;
+                }
+                if (ok == 0) {
+                    plan_warn(p, "balanced is not available on this non-uniform topology: libomp falls back "
+                              "to none");
+                    goto unbound;
+                }
+            }
+            c = permute >= m.depth ? m.depth - 1 : permute;
+            break;
+        default: /* compact */
+            c = permute >= m.depth ? m.depth - 1 : permute;
+            break;
+        }
+        mk.n = dups ? m.n : n_unique;
+        if (st.src == BKM_AFF_SRC_OMP && num_places > 0 && num_places < mk.n)
+            mk.n = num_places;
+        mk.list = bkm_calloc((size_t)mk.n, sizeof(bkm_cpuset_t));
+        idx = bkm_malloc((size_t)m.n * sizeof(int));
+        tmp = bkm_malloc((size_t)m.n * sizeof(int));
+        if (mk.list == NULL || idx == NULL || tmp == NULL) {
+            bkm_free(idx);
+            bkm_free(tmp);
+            rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+            goto out;
+        }
+        for (i = 0; i < m.n; i++)
+            idx[i] = i;
+        sort_compact(&m, c, idx, tmp, 0, m.n);
+        for (i = 0, j = 0; i < m.n && j < mk.n; i++) {
+            if (!dups && !m.h[idx[i]].leader)
+                continue;
+            mk.list[j++] = mk.os_mask[idx[i]];
+        }
+        mk.n = j;
+        bkm_free(idx);
+        bkm_free(tmp);
+    }
+    if (mk.n == 0) {
+        rc = bkm_err_set(err, BKM_EINVAL, "affinity plan: no valid place or mask");
+        goto out;
+    }
+
+    /* Thread → mask. */
+    if (type == BKM_AFF_TYPE_BALANCED) {
+        if (n_threads == 1)
+            goto unbound;
+        for (i = 0; i < n_threads; i++)
+            if ((rc = balanced_mask(&m, gran, i, n_threads, procarr, nu_ncores, nu_npc, &p->cpus[i], err)) != BKM_OK)
+                goto out;
+        p->bound = 1;
+    } else if (bind == BIND_INTEL) {
+        for (i = 0; i < n_threads; i++)
+            p->cpus[i] = mk.list[(i + offset) % mk.n];
+        p->bound = 1;
+    } else {
+        place_of = bkm_malloc((size_t)n_threads * sizeof(int));
+        if (place_of == NULL) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+            goto out;
+        }
+        partition_places(bind, n_threads, mk.n, offset % mk.n, place_of);
+        for (i = 0; i < n_threads; i++)
+            p->cpus[i] = mk.list[place_of[i] >= 0 && place_of[i] < mk.n ? place_of[i] : 0];
+        p->bound = 1;
+    }
+    goto done;
+
+unbound:
+    p->bound = 0;
+    for (i = 0; i < n_threads; i++)
+        p->cpus[i] = p->allowed;
+done:
+    plan_explain_warnings(p, topo);
+    *plan = p;
+    p = NULL;
+    rc = BKM_OK;
+out:
+    bkm_free(place_of);
+    bkm_free(procarr);
+    bkm_free(mk.os_mask);
+    bkm_free(mk.list);
+    model_free(&m);
+    bkm_aff_plan_free(p);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Accessors, comparison, output                                                             */
+
+int bkm_aff_plan_threads(const bkm_aff_plan_t *plan) { return plan ? plan->n_threads : 0; }
+int bkm_aff_plan_bound(const bkm_aff_plan_t *plan) { return plan ? plan->bound : 0; }
+const bkm_cpuset_t *bkm_aff_plan_cpus(const bkm_aff_plan_t *plan, int thread)
+{
+    if (plan == NULL || thread < 0 || thread >= plan->n_threads)
+        return NULL;
+    return &plan->cpus[thread];
+}
+const bkm_cpuset_t *bkm_aff_plan_allowed(const bkm_aff_plan_t *plan) { return plan ? &plan->allowed : NULL; }
+const char *bkm_aff_plan_effective(const bkm_aff_plan_t *plan) { return plan ? plan->effective : ""; }
+int bkm_aff_plan_blocktime_ms(const bkm_aff_plan_t *plan) { return plan ? plan->blocktime_ms : 0; }
+int bkm_aff_plan_n_warnings(const bkm_aff_plan_t *plan) { return plan ? plan->n_warn : 0; }
+const char *bkm_aff_plan_warning(const bkm_aff_plan_t *plan, int i)
+{
+    if (plan == NULL || i < 0 || i >= plan->n_warn)
+        return NULL;
+    return plan->warn[i];
+}
+
+int bkm_aff_plan_equal(const bkm_aff_plan_t *a, const bkm_aff_plan_t *b)
+{
+    int i;
+    if (a == NULL || b == NULL || a->n_threads != b->n_threads)
+        return 0;
+    for (i = 0; i < a->n_threads; i++)
+        if (!bkm_cpuset_equal(&a->cpus[i], &b->cpus[i]))
+            return 0;
+    return 1;
+}
+
+/* Distinct values of pu.core / pu.pkg over the PUs of @p s, in increasing order. */
+static void json_levels(bkm_json_w_t *w, const bkm_topo_pu_t *pu, int n_pu, const bkm_cpuset_t *s, int pkg)
+{
+    int i, last = -1;
+    bkm_json_arr_begin(w);
+    for (;;) {
+        int best = INT_MAX;
+        for (i = 0; i < n_pu; i++) {
+            int v = pkg ? pu[i].pkg : pu[i].core;
+            if (v > last && v < best && bkm_cpuset_isset(s, pu[i].os))
+                best = v;
+        }
+        if (best == INT_MAX)
+            break;
+        bkm_json_int(w, best);
+        last = best;
+    }
+    bkm_json_arr_end(w);
+}
+
+int bkm_aff_plan_to_json(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
+{
+    const bkm_topo_pu_t *pu = NULL;
+    int n_pu = 0, t, i;
+    bkm_buf_t b;
+    if (plan == NULL || w == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "affinity plan: nothing to write");
+    if (topo != NULL)
+        pu = bkm_topo_pus(topo, &n_pu);
+    bkm_buf_init(&b);
+    bkm_cpuset_format(&plan->allowed, &b);
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "threads");
+    bkm_json_int(w, plan->n_threads);
+    bkm_json_key(w, "bound");
+    bkm_json_bool(w, plan->bound);
+    bkm_json_key(w, "effective");
+    bkm_json_str(w, plan->effective);
+    bkm_json_key(w, "source");
+    bkm_json_str(w, plan->source);
+    bkm_json_key(w, "blocktime_ms");
+    bkm_json_int(w, plan->blocktime_ms);
+    bkm_json_key(w, "allowed");
+    bkm_json_str(w, bkm_buf_str(&b));
+    bkm_json_key(w, "plan");
+    bkm_json_arr_begin(w);
+    for (t = 0; t < plan->n_threads; t++) {
+        const bkm_cpuset_t *s = &plan->cpus[t];
+        int c;
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "thread");
+        bkm_json_int(w, t);
+        bkm_json_key(w, "cpus");
+        bkm_json_arr_begin(w);
+        for (c = bkm_cpuset_first(s); c >= 0; c = bkm_cpuset_next(s, c))
+            bkm_json_int(w, c);
+        bkm_json_arr_end(w);
+        if (pu != NULL) {
+            bkm_json_key(w, "cores");
+            json_levels(w, pu, n_pu, s, 0);
+            bkm_json_key(w, "sockets");
+            json_levels(w, pu, n_pu, s, 1);
+        }
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "warnings");
+    bkm_json_arr_begin(w);
+    for (i = 0; i < plan->n_warn; i++)
+        bkm_json_str(w, plan->warn[i]);
+    bkm_json_arr_end(w);
+    bkm_json_obj_end(w);
+    bkm_buf_free(&b);
+    return BKM_OK;
+}
+
+/* "0-3,8" list of distinct core or socket indexes of @p s. */
+static void fmt_levels(bkm_buf_t *out, const bkm_topo_pu_t *pu, int n_pu, const bkm_cpuset_t *s, int pkg)
+{
+    bkm_cpuset_t lv;
+    int i;
+    bkm_cpuset_zero(&lv);
+    for (i = 0; i < n_pu; i++) {
+        int v = pkg ? pu[i].pkg : pu[i].core;
+        if (v >= 0 && v < BKM_CPUSET_MAX && bkm_cpuset_isset(s, pu[i].os))
+            bkm_cpuset_set(&lv, v);
+    }
+    bkm_cpuset_format(&lv, out);
+}
+
+int bkm_aff_plan_explain(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *err)
+{
+    const bkm_topo_pu_t *pu = NULL;
+    int n_pu = 0, t, i;
+    if (plan == NULL || out == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "affinity plan: nothing to explain");
+    if (topo != NULL)
+        pu = bkm_topo_pus(topo, &n_pu);
+    bkm_buf_printf(out, "placement from: %s\n", plan->source);
+    bkm_buf_printf(out, "effective:      KMP_AFFINITY='%s'\n", plan->effective);
+    if (plan->blocktime_ms == INT_MAX)
+        bkm_buf_printf(out, "blocktime:      infinite (KMP_BLOCKTIME=2147483647)\n");
+    else
+        bkm_buf_printf(out, "blocktime:      %d ms\n", plan->blocktime_ms);
+    bkm_buf_puts(out, "usable PUs:     ");
+    bkm_cpuset_format(&plan->allowed, out);
+    bkm_buf_printf(out, "\nthreads:        %d, %s\n\n", plan->n_threads, plan->bound ? "bound" : "not bound");
+    bkm_buf_printf(out, "%-7s  %-24s  %-16s  %s\n", "thread", "PUs", "core", "socket");
+    for (t = 0; t < plan->n_threads; t++) {
+        bkm_buf_t a, c, s;
+        bkm_buf_init(&a);
+        bkm_buf_init(&c);
+        bkm_buf_init(&s);
+        bkm_cpuset_format(&plan->cpus[t], &a);
+        if (pu != NULL) {
+            fmt_levels(&c, pu, n_pu, &plan->cpus[t], 0);
+            fmt_levels(&s, pu, n_pu, &plan->cpus[t], 1);
+        }
+        bkm_buf_printf(out, "%-7d  %-24s  %-16s  %s\n", t, bkm_buf_str(&a), bkm_buf_str(&c), bkm_buf_str(&s));
+        bkm_buf_free(&a);
+        bkm_buf_free(&c);
+        bkm_buf_free(&s);
+    }
+    if (plan->n_warn > 0) {
+        bkm_buf_puts(out, "\nwarnings:\n");
+        for (i = 0; i < plan->n_warn; i++)
+            bkm_buf_printf(out, "  - %s\n", plan->warn[i]);
+    }
+    return out->oom ? bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory") : BKM_OK;
+}

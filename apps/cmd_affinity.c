@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: MIT */
+/* `tune affinity explain|verify`: what LLVM libomp 14 does with an affinity setting (KMP_AFFINITY,
+ * OMP_PLACES/OMP_PROC_BIND, KMP_HW_SUBSET, GOMP_CPU_AFFINITY, KMP_BLOCKTIME) on a node, and a check
+ * on this host that the runtime really binds that way (a fresh child process runs the probe). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bkm/affinity.h"
+
+extern char **environ;
+
+const char bkm_cli_affinity_summary[] = "explain or verify an OpenMP affinity setting (KMP_AFFINITY, OMP_PLACES, ...)";
+
+typedef struct aff_cfg {
+    const char *cmd;                       /* "explain", "verify", "probe" */
+    const char *node, *profile, *xml, *synthetic, *mask;
+    int threads;
+    int json, tiles, mic, from_env;
+    bkm_aff_env_t env;
+} aff_cfg_t;
+
+/* Variables that steer the affinity of an OpenMP runtime: removed from the probe's environment
+ * before the setting under test is added. */
+static const char *const aff_vars[] = {
+    "KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_PLACE_THREADS", "KMP_BLOCKTIME", "OMP_PLACES",
+    "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_WAIT_POLICY", "KMP_TOPOLOGY_METHOD", "KMP_CPUINFO_FILE",
+    "OMP_DISPLAY_AFFINITY", "OMP_DISPLAY_ENV", "KMP_SETTINGS", "OMP_NUM_THREADS", "KMP_HIDDEN_HELPER_AFFINITY",
+    NULL};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tune affinity explain [NODE] --threads N [SETTINGS] [--json] [KMP_AFFINITY]\n"
+            "       tune affinity verify --threads N [SETTINGS] [--json] [KMP_AFFINITY]\n"
+            "\n"
+            "explain: computes, exactly as LLVM libomp 14 does, which OS processors (PUs) each thread\n"
+            "  of the outermost OpenMP team of N threads is bound to, and prints a table thread ->\n"
+            "  PUs, core, socket, the effective settings (as KMP_SETTINGS=1 prints them) and warnings\n"
+            "  (threads sharing a core, an idle socket, more threads than PUs, variables ignored\n"
+            "  because another one takes precedence). Nothing is run.\n"
+            "verify: on THIS host, plans the setting, then starts a fresh process with only that\n"
+            "  setting in its environment, runs one parallel region of N threads and reads every\n"
+            "  thread's kernel CPU mask; prints plan vs actual. Exit 0 when they match, 1 when not.\n"
+            "\n"
+            "node (explain only; default: this host):\n"
+            "  --node NAME           built-in profile: auto, haswell, knl\n"
+            "  --profile FILE        node profile file or hwloc XML\n"
+            "  --xml FILE            hwloc XML topology\n"
+            "  --synthetic DESC      hwloc synthetic topology, e.g. \"pack:2 core:16 pu:2(indexes=0,32,...)\"\n"
+            "  --mask LIST           initial process mask (taskset/srun), e.g. 0-3,32-35\n"
+            "  --tiles               model KNL tiles as a level (hwloc-method runtimes; libomp 14 as\n"
+            "                        shipped by Debian has no tile level)\n"
+            "  --mic                 KNL (\"mic\") defaults: scatter,granularity=fine when nothing is set\n"
+            "settings (any combination; precedence as libomp: KMP_AFFINITY with a type beats\n"
+            "GOMP_CPU_AFFINITY beats OMP_PLACES/OMP_PROC_BIND; a KMP_AFFINITY without a type only adds\n"
+            "its modifiers, and its granularity becomes the default place kind):\n"
+            "  KMP_AFFINITY          positional, e.g. granularity=fine,compact,1,0 (same as --kmp-affinity)\n"
+            "  --kmp-affinity S      KMP_AFFINITY\n"
+            "  --places P            OMP_PLACES: threads|cores|sockets|ll_caches|numa_domains[(N)] or\n"
+            "                        an explicit list such as {0:4},{16:4} or {0:2}:4:2\n"
+            "  --proc-bind B         OMP_PROC_BIND: false|true|primary|master|close|spread[,...]\n"
+            "  --hw-subset S         KMP_HW_SUBSET, e.g. 1s,4c,1t or 64c@4,1t (counts are per parent)\n"
+            "  --gomp-cpu-affinity L GOMP_CPU_AFFINITY, e.g. \"0 5 7-9\" or 0-30:10\n"
+            "  --blocktime B         KMP_BLOCKTIME: ms, 1s, 5m, infinite\n"
+            "  --wait-policy W       OMP_WAIT_POLICY: active|passive\n"
+            "  --env                 take the settings from this process's environment instead\n"
+            "other:\n"
+            "  --threads N           team size (required, 1..4096)\n"
+            "  --json                machine-readable output: {\"threads\":N,\"bound\":true,\"effective\":\"...\",\n"
+            "                        \"plan\":[{\"thread\":0,\"cpus\":[0]},...],\"warnings\":[...]}\n"
+            "  -h, --help            this text\n"
+            "\n"
+            "examples:\n"
+            "  tune affinity explain --node haswell --threads 32 granularity=fine,compact,1,0\n"
+            "  tune affinity explain --node knl --threads 64 --places cores --proc-bind spread --json\n"
+            "  tune affinity explain --node haswell --threads 8 --hw-subset 1s,4c,1t\n"
+            "  tune affinity verify --threads 2 granularity=fine,compact\n"
+            "\n"
+            "exit codes: 0 ok (verify: binding matches), 1 verify found a mismatch, 2 bad option or\n"
+            "setting (the message names the token), 3 environment problem (topology, probe).\n");
+}
+
+static int need_value(int i, int argc, const char *opt)
+{
+    if (i + 1 >= argc) {
+        fprintf(stderr, "tune affinity: option '%s' needs a value\n", opt);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, aff_cfg_t *c)
+{
+    int i;
+    if (argc < 2) {
+        fprintf(stderr, "tune affinity: missing subcommand: explain or verify (see tune affinity --help)\n");
+        return 2;
+    }
+    c->cmd = argv[1];
+    if (strcmp(c->cmd, "explain") != 0 && strcmp(c->cmd, "verify") != 0 && strcmp(c->cmd, "probe") != 0) {
+        fprintf(stderr, "tune affinity: unknown subcommand '%s' (explain or verify)\n", c->cmd);
+        return 2;
+    }
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (strcmp(a, "--json") == 0) {
+            c->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--tiles") == 0) {
+            c->tiles = 1;
+            continue;
+        }
+        if (strcmp(a, "--mic") == 0) {
+            c->mic = 1;
+            continue;
+        }
+        if (strcmp(a, "--env") == 0) {
+            c->from_env = 1;
+            continue;
+        }
+        if (strcmp(a, "--threads") == 0) {
+            long long v;
+            if (!need_value(i, argc, a))
+                return 2;
+            if (bkm_parse_int(argv[i + 1], 1, 4096, &v) != BKM_OK) {
+                fprintf(stderr, "tune affinity: --threads '%s' is not an integer in 1..4096\n", argv[i + 1]);
+                return 2;
+            }
+            c->threads = (int)v;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--node") == 0)
+            dst = &c->node;
+        else if (strcmp(a, "--profile") == 0)
+            dst = &c->profile;
+        else if (strcmp(a, "--xml") == 0)
+            dst = &c->xml;
+        else if (strcmp(a, "--synthetic") == 0)
+            dst = &c->synthetic;
+        else if (strcmp(a, "--mask") == 0)
+            dst = &c->mask;
+        else if (strcmp(a, "--kmp-affinity") == 0)
+            dst = &c->env.kmp_affinity;
+        else if (strcmp(a, "--places") == 0)
+            dst = &c->env.omp_places;
+        else if (strcmp(a, "--proc-bind") == 0)
+            dst = &c->env.omp_proc_bind;
+        else if (strcmp(a, "--hw-subset") == 0)
+            dst = &c->env.kmp_hw_subset;
+        else if (strcmp(a, "--gomp-cpu-affinity") == 0)
+            dst = &c->env.gomp_cpu_affinity;
+        else if (strcmp(a, "--blocktime") == 0)
+            dst = &c->env.kmp_blocktime;
+        else if (strcmp(a, "--wait-policy") == 0)
+            dst = &c->env.omp_wait_policy;
+        if (dst == NULL) {
+            if (a[0] == '-' && a[1] == '-') {
+                fprintf(stderr, "tune affinity: unknown option '%s' (see tune affinity --help)\n", a);
+                return 2;
+            }
+            if (c->env.kmp_affinity != NULL) {
+                fprintf(stderr, "tune affinity: second KMP_AFFINITY setting '%s'\n", a);
+                return 2;
+            }
+            c->env.kmp_affinity = a;
+            continue;
+        }
+        if (!need_value(i, argc, a))
+            return 2;
+        *dst = argv[++i];
+    }
+    if (c->threads < 1) {
+        fprintf(stderr, "tune affinity %s: --threads N is required\n", c->cmd);
+        return 2;
+    }
+    if (!!c->node + !!c->profile + !!c->xml + !!c->synthetic > 1) {
+        fprintf(stderr, "tune affinity: give at most one of --node, --profile, --xml, --synthetic\n");
+        return 2;
+    }
+    if (strcmp(c->cmd, "verify") == 0 && (c->node || c->profile || c->xml || c->synthetic || c->mask)) {
+        fprintf(stderr, "tune affinity verify: runs on this host only (drop --node/--profile/--xml/--synthetic/--mask)\n");
+        return 2;
+    }
+    if (c->from_env) {
+        c->env.kmp_affinity = getenv("KMP_AFFINITY");
+        c->env.kmp_hw_subset = getenv("KMP_HW_SUBSET");
+        c->env.kmp_place_threads = getenv("KMP_PLACE_THREADS");
+        c->env.kmp_blocktime = getenv("KMP_BLOCKTIME");
+        c->env.omp_places = getenv("OMP_PLACES");
+        c->env.omp_proc_bind = getenv("OMP_PROC_BIND");
+        c->env.gomp_cpu_affinity = getenv("GOMP_CPU_AFFINITY");
+        c->env.omp_wait_policy = getenv("OMP_WAIT_POLICY");
+    }
+    return 0;
+}
+
+static int open_topo(const aff_cfg_t *c, bkm_topo_t **t, bkm_err_t *err)
+{
+    bkm_node_profile_t *p;
+    int rc;
+    if (c->xml)
+        rc = bkm_topo_open_xml(t, c->xml, err);
+    else if (c->synthetic)
+        rc = bkm_topo_open_synthetic(t, c->synthetic, err);
+    else if (c->node == NULL && c->profile == NULL)
+        rc = bkm_topo_open_host(t, err);
+    else {
+        p = bkm_calloc(1, sizeof(*p));
+        if (p == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+        rc = c->profile ? bkm_profile_load_file(c->profile, p, err) : bkm_profile_builtin(c->node, p, err);
+        if (rc == BKM_OK)
+            rc = bkm_topo_open_profile(t, p, err);
+        bkm_free(p);
+    }
+    if (rc == BKM_OK && c->mask) {
+        bkm_cpuset_t m;
+        if ((rc = bkm_cpuset_parse(&m, c->mask, err)) != BKM_OK || (rc = bkm_topo_restrict(*t, &m, err)) != BKM_OK) {
+            bkm_err_prefix(err, "--mask '%s'", c->mask);
+            bkm_topo_close(*t);
+            *t = NULL;
+        }
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* verify: run `tune affinity probe` in a child with exactly the setting's environment.       */
+
+static int is_aff_var(const char *kv)
+{
+    int i;
+    for (i = 0; aff_vars[i]; i++) {
+        size_t n = strlen(aff_vars[i]);
+        if (strncmp(kv, aff_vars[i], n) == 0 && kv[n] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+static int env_add(char **envp, int *n, const char *name, const char *val)
+{
+    bkm_buf_t b;
+    if (val == NULL)
+        return BKM_OK;
+    bkm_buf_init(&b);
+    bkm_buf_printf(&b, "%s=%s", name, val);
+    if (b.oom)
+        return BKM_ENOMEM;
+    envp[(*n)++] = bkm_buf_take(&b);
+    return BKM_OK;
+}
+
+/* Runs the probe child; *out gets its stdout. */
+static int run_probe(const aff_cfg_t *c, char **out, bkm_err_t *err)
+{
+    char **envp = NULL;
+    int n_env = 0, n_own = 0, i, rc = BKM_OK, pfd[2] = {-1, -1}, status = 0;
+    char threads[16];
+    char *args[7];
+    bkm_buf_t b;
+    pid_t pid;
+    bkm_buf_init(&b);
+    for (i = 0; environ[i]; i++)
+        ;
+    envp = bkm_calloc((size_t)i + 12, sizeof(char *));
+    if (envp == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    for (i = 0; environ[i]; i++)
+        if (!is_aff_var(environ[i]))
+            envp[n_env++] = environ[i];
+    n_own = n_env;
+    if (env_add(envp, &n_env, "KMP_AFFINITY", c->env.kmp_affinity) ||
+        env_add(envp, &n_env, "KMP_HW_SUBSET", c->env.kmp_hw_subset) ||
+        env_add(envp, &n_env, "KMP_PLACE_THREADS", c->env.kmp_place_threads) ||
+        env_add(envp, &n_env, "KMP_BLOCKTIME", c->env.kmp_blocktime) ||
+        env_add(envp, &n_env, "OMP_PLACES", c->env.omp_places) ||
+        env_add(envp, &n_env, "OMP_PROC_BIND", c->env.omp_proc_bind) ||
+        env_add(envp, &n_env, "GOMP_CPU_AFFINITY", c->env.gomp_cpu_affinity) ||
+        env_add(envp, &n_env, "OMP_WAIT_POLICY", c->env.omp_wait_policy)) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(threads, sizeof(threads), "%d", c->threads);
+    args[0] = (char *)"tune";
+    args[1] = (char *)"affinity";
+    args[2] = (char *)"probe";
+    args[3] = (char *)"--threads";
+    args[4] = threads;
+    args[5] = (char *)"--json";
+    args[6] = NULL;
+    if (pipe(pfd) != 0) {
+        rc = bkm_err_set(err, BKM_EIO, "verify: pipe: %s", strerror(errno));
+        goto out;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        rc = bkm_err_set(err, BKM_EIO, "verify: fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        dup2(pfd[1], STDOUT_FILENO);
+        close(pfd[0]);
+        close(pfd[1]);
+        execve("/proc/self/exe", args, envp);
+        _exit(127);
+    }
+    close(pfd[1]);
+    pfd[1] = -1;
+    for (;;) {
+        char chunk[4096];
+        ssize_t r = read(pfd[0], chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        bkm_buf_append(&b, chunk, (size_t)r);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        rc = bkm_err_set(err, BKM_EDEP, "verify: the probe process failed (%s %d)",
+                         WIFEXITED(status) ? "exit status" : "signal",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        goto out;
+    }
+    if (b.oom) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = bkm_buf_take(&b);
+out:
+    if (pfd[0] >= 0)
+        close(pfd[0]);
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    for (i = n_own; i < n_env; i++)
+        bkm_free(envp[i]);
+    bkm_free(envp);
+    bkm_buf_free(&b);
+    return rc;
+}
+
+/* Compare plan and probe; prints the table (text or JSON). Returns BKM_OK or BKM_EVERIFY. */
+static int compare(const aff_cfg_t *c, const bkm_aff_plan_t *plan, const bkm_json_t *probe, bkm_err_t *err)
+{
+    const bkm_json_t *team = bkm_json_get(probe, "team");
+    const bkm_json_t *foreign = bkm_json_get(probe, "foreign");
+    int n_team = (int)bkm_json_get_num(probe, "threads", -1), t, mismatches = 0, n_foreign = 0;
+    int libgomp = 0, libiomp = 0;
+    const bkm_json_t *v;
+    bkm_buf_t out;
+    bkm_json_w_t w;
+    if (team == NULL || team->type != BKM_JSON_ARR)
+        return bkm_err_set(err, BKM_EDEP, "verify: the probe output has no team");
+    if (foreign != NULL && foreign->type == BKM_JSON_ARR)
+        n_foreign = (int)foreign->n_children;
+    if ((v = bkm_json_get(probe, "libgomp")) != NULL && v->type == BKM_JSON_BOOL)
+        libgomp = v->boolean;
+    if ((v = bkm_json_get(probe, "libiomp5")) != NULL && v->type == BKM_JSON_BOOL)
+        libiomp = v->boolean;
+    bkm_buf_init(&out);
+    bkm_json_w_init(&w, &out, 0);
+    if (c->json) {
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "threads");
+        bkm_json_int(&w, c->threads);
+        bkm_json_key(&w, "effective");
+        bkm_json_str(&w, bkm_aff_plan_effective(plan));
+        bkm_json_key(&w, "bound");
+        bkm_json_bool(&w, bkm_aff_plan_bound(plan));
+        bkm_json_key(&w, "compare");
+        bkm_json_arr_begin(&w);
+    } else {
+        printf("effective: KMP_AFFINITY='%s'  (%s)\n", bkm_aff_plan_effective(plan),
+               bkm_aff_plan_bound(plan) ? "bound" : "not bound: threads keep the whole usable mask");
+        printf("%-7s  %-20s  %-20s  %s\n", "thread", "planned", "actual", "");
+    }
+    if (n_team != c->threads)
+        mismatches++;
+    for (t = 0; t < c->threads; t++) {
+        const bkm_cpuset_t *want = bkm_aff_plan_cpus(plan, t);
+        const bkm_json_t *th = bkm_json_at(team, (size_t)t);
+        const char *mask = th ? bkm_json_get_str(th, "mask") : NULL;
+        bkm_cpuset_t got;
+        bkm_buf_t a, b;
+        int ok = 0;
+        bkm_buf_init(&a);
+        bkm_buf_init(&b);
+        bkm_cpuset_format(want, &a);
+        if (mask != NULL && bkm_cpuset_parse(&got, mask, NULL) == BKM_OK) {
+            ok = bkm_cpuset_equal(&got, want);
+            bkm_cpuset_format(&got, &b);
+        } else {
+            bkm_buf_puts(&b, "(missing)");
+        }
+        if (!ok)
+            mismatches++;
+        if (c->json) {
+            bkm_json_obj_begin(&w);
+            bkm_json_key(&w, "thread");
+            bkm_json_int(&w, t);
+            bkm_json_key(&w, "planned");
+            bkm_json_str(&w, bkm_buf_str(&a));
+            bkm_json_key(&w, "actual");
+            bkm_json_str(&w, bkm_buf_str(&b));
+            bkm_json_key(&w, "match");
+            bkm_json_bool(&w, ok);
+            bkm_json_obj_end(&w);
+        } else {
+            printf("%-7d  %-20s  %-20s  %s\n", t, bkm_buf_str(&a), bkm_buf_str(&b), ok ? "ok" : "MISMATCH");
+        }
+        bkm_buf_free(&a);
+        bkm_buf_free(&b);
+    }
+    /* libomp's own hidden helper threads (8 by default, plus their team's main thread) are not a
+     * problem; threads of another OpenMP runtime are. */
+    if (libgomp || libiomp)
+        mismatches++;
+    if (c->json) {
+        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "team_size");
+        bkm_json_int(&w, n_team);
+        bkm_json_key(&w, "foreign_threads");
+        bkm_json_int(&w, n_foreign);
+        bkm_json_key(&w, "second_runtime");
+        bkm_json_bool(&w, libgomp || libiomp);
+        bkm_json_key(&w, "match");
+        bkm_json_bool(&w, mismatches == 0);
+        bkm_json_obj_end(&w);
+        printf("%s\n", bkm_buf_str(&out));
+    } else {
+        if (n_team != c->threads)
+            printf("team size: planned %d, actual %d: MISMATCH\n", c->threads, n_team);
+        if (libgomp || libiomp)
+            printf("a second OpenMP runtime is loaded (%s%s): its threads are not placed by libomp: MISMATCH\n",
+                   libgomp ? "libgomp" : "", libiomp ? " libiomp5" : "");
+        if (n_foreign > 0)
+            printf("note: %d other thread%s in the process (libomp hidden helpers or library pools)\n", n_foreign,
+                   n_foreign == 1 ? "" : "s");
+        printf("%s\n", mismatches == 0 ? "binding matches the plan" : "binding does NOT match the plan");
+    }
+    bkm_buf_free(&out);
+    return mismatches == 0 ? BKM_OK : bkm_err_set(err, BKM_EVERIFY, "verify: %d mismatch%s", mismatches,
+                                                   mismatches == 1 ? "" : "es");
+}
+
+static int cmd_probe(const aff_cfg_t *c, bkm_err_t *err)
+{
+    bkm_aff_probe_t *pr = NULL;
+    bkm_buf_t b;
+    bkm_json_w_t w;
+    int rc = bkm_aff_probe_run(c->threads, &pr, err);
+    if (rc != BKM_OK)
+        return rc;
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    rc = bkm_aff_probe_to_json(pr, &w, err);
+    if (rc == BKM_OK)
+        printf("%s\n", bkm_buf_str(&b));
+    bkm_buf_free(&b);
+    bkm_aff_probe_free(pr);
+    return rc;
+}
+
+int bkm_cli_affinity(int argc, char **argv)
+{
+    aff_cfg_t cfg;
+    bkm_topo_t *t = NULL;
+    bkm_aff_plan_t *plan = NULL;
+    bkm_aff_plan_opts_t opts;
+    bkm_err_t err = {0};
+    bkm_buf_t out;
+    char *probe_text = NULL;
+    bkm_json_t *probe = NULL;
+    int rc, i;
+
+    memset(&cfg, 0, sizeof(cfg));
+    memset(&opts, 0, sizeof(opts));
+    bkm_buf_init(&out);
+    for (i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+    if ((rc = parse_args(argc, argv, &cfg)) != 0)
+        return rc;
+    if (strcmp(cfg.cmd, "probe") == 0) {
+        rc = cmd_probe(&cfg, &err);
+        goto out;
+    }
+    opts.model_tiles = cfg.tiles;
+    opts.mic = cfg.mic;
+    if ((rc = open_topo(&cfg, &t, &err)) != BKM_OK)
+        goto out;
+    if ((rc = bkm_aff_plan_create_ex(t, &cfg.env, cfg.threads, &opts, &plan, &err)) != BKM_OK)
+        goto out;
+    if (strcmp(cfg.cmd, "explain") == 0) {
+        if (cfg.json) {
+            bkm_json_w_t w;
+            bkm_json_w_init(&w, &out, 0);
+            rc = bkm_aff_plan_to_json(plan, t, &w, &err);
+        } else {
+            rc = bkm_aff_plan_explain(plan, t, &out, &err);
+        }
+        if (rc == BKM_OK)
+            printf("%s%s", bkm_buf_str(&out), cfg.json ? "\n" : "");
+        goto out;
+    }
+    /* verify */
+    if ((rc = run_probe(&cfg, &probe_text, &err)) != BKM_OK)
+        goto out;
+    if ((rc = bkm_json_parse(probe_text, &probe, &err)) != BKM_OK) {
+        bkm_err_prefix(&err, "verify: probe output");
+        rc = BKM_EDEP;
+        goto out;
+    }
+    rc = compare(&cfg, plan, probe, &err);
+out:
+    if (rc != BKM_OK && rc != BKM_EVERIFY)
+        fprintf(stderr, "tune affinity %s: %s\n", cfg.cmd ? cfg.cmd : "", err.msg);
+    bkm_json_free(probe);
+    bkm_free(probe_text);
+    bkm_buf_free(&out);
+    bkm_aff_plan_free(plan);
+    bkm_topo_close(t);
+    return bkm_status_exit_code(rc);
+}
