@@ -15,6 +15,10 @@ static void gemm_ukr_avx2_6x16(int64_t k, const float *restrict a, const float *
         c0[i] = _mm256_setzero_ps();
         c1[i] = _mm256_setzero_ps();
     }
+    for (int i = 0; i < MR; i++) { /* the C tile is needed only at the end: fetch it now */
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
     for (int64_t p = 0; p < k; p++) {
         __m256 b0 = _mm256_loadu_ps(b + p * NR);
         __m256 b1 = _mm256_loadu_ps(b + p * NR + 8);
