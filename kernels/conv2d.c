@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2 };
+enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2, ALGO_FAST = 3 };
 enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
-    {"algo", 0, 2, 0, 1, "threading: 0 auto (batch when mb >= threads), 1 batch-parallel images, 2 parallel GEMM"},
+    {"algo", 0, 3, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c)"},
     {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = the ISA default"},
@@ -43,6 +43,7 @@ struct bkm_kern_conv2d {
     float *col;             /* column buffers */
     unsigned char *gws;     /* GEMM packing workspaces */
     float *wpart;           /* batch bwd-weights: per-thread partial diff_wei (nt - 1 of them) */
+    bkm_conv2d_fast_t *fast; /* algo 3: its own workspace (the buffers above stay NULL) */
     char impl[96];
 };
 
@@ -65,6 +66,7 @@ void bkm_kern_conv2d_destroy(bkm_kern_conv2d_t *cv)
     bkm_free(cv->col);
     bkm_free(cv->gws);
     bkm_free(cv->wpart);
+    bkm__conv2d_fast_destroy(cv->fast);
     bkm_free(cv);
 }
 
@@ -116,8 +118,8 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
     cv->nt = omp_get_max_threads();
     if (cv->nt < 1)
         cv->nt = 1;
-    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : (d->mb >= cv->nt ? ALGO_BATCH : ALGO_GEMM);
-    if (cv->nt == 1)
+    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : (d->mb >= cv->nt ? ALGO_FAST : ALGO_GEMM);
+    if (cv->nt == 1 && cv->algo == ALGO_GEMM)
         cv->algo = ALGO_BATCH; /* the same thing, without a parallel region */
     cv->icg = d->ic / d->g;
     cv->ocg = d->oc / d->g;
@@ -139,6 +141,14 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
         cv->ptile = cv->pq;
     if ((rc = conv2d_gemm_cfg(cv, params, v, err)) < 0)
         goto out;
+    if (cv->algo == ALGO_FAST) {
+        if ((rc = bkm__conv2d_fast_create(&cv->fast, d, &cv->gcfg, v[P_NC], v[P_PTILE], cv->nt, err)) < 0)
+            goto out;
+        bkm__conv2d_fast_name(cv->fast, cv->gcfg.isa, cv->impl, sizeof(cv->impl));
+        *out = cv;
+        cv = NULL;
+        goto out;
+    }
 
     /* Workspace: one column tile and one GEMM workspace per thread (batch) or one of each (gemm). */
     n_gws = cv->algo == ALGO_BATCH ? (size_t)cv->nt : 1;
@@ -319,6 +329,15 @@ static int run_batch(bkm_kern_conv2d_t *cv, conv_dir_t dir, const conv_io_t *io,
     const bkm_conv2d_desc_t *d = &cv->d;
     int rc = BKM_OK;
 
+    if (cv->algo == ALGO_FAST) {
+        if (dir == DIR_FWD)
+            bkm__conv2d_fast_fwd(cv->fast, io->a, io->b, io->bias, io->out);
+        else if (dir == DIR_BWD_D)
+            bkm__conv2d_fast_bwd_data(cv->fast, io->a, io->b, io->out);
+        else
+            bkm__conv2d_fast_bwd_weights(cv->fast, io->a, io->b, io->out);
+        return BKM_OK;
+    }
     if (cv->algo == ALGO_GEMM || cv->nt == 1) {
         const int par = cv->algo == ALGO_GEMM;
         if (dir == DIR_BWD_W)

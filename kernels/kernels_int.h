@@ -120,4 +120,28 @@ void bkm__kern_op_conv2d_lens(bkm_kern_op_t *op);
 /* Free op->buf[] (NULL-safe) and op itself; the vtable destroy functions end with this. */
 void bkm__kern_op_free(bkm_kern_op_t *op);
 
+/* ======================================================================================== */
+/* conv2d algo 3: packed-weights im2col driver (conv2d_fast.c; owner: convfast)               */
+/* ======================================================================================== */
+
+/* Workspace and geometry of the algo-3 path of one native conv2d object. */
+typedef struct bkm_conv2d_fast bkm_conv2d_fast_t;
+
+/* @p cfg: resolved GEMM config (isa picks bkm__gemm_ukr_<isa>; mr, nr, mc, kc are used);
+ * @p nc > 0: columns per B block (fwd pixels, bwd_w K columns), 0 = about 1 MiB blocks;
+ * @p ptile > 0: pixels per bwd_d column tile, 0 = about 1 MiB; @p nt threads. Allocates every
+ * buffer (first-touched by the thread that uses it). BKM_ENOTSUP without a micro-kernel for
+ * cfg->isa, BKM_ENOMEM. The descriptor must have been validated by the caller. */
+int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, const bkm_gemm_cfg_t *cfg,
+                            int32_t nc, int32_t ptile, int nt, bkm_err_t *err);
+void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f);
+/* The three directions (arguments non-NULL, user layouts NCHW / goihw; bias NULL = none).
+ * They open their own parallel region of nt threads and never allocate. bwd_weights writes
+ * diff_wei only (the caller computes diff_bias); its result does not depend on the threads. */
+void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, float *dst);
+void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, float *diff_src);
+void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const float *diff_dst, float *diff_wei);
+/* "native:im2col_packed.<isa>_<mr>x<nr>" into buf. */
+void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
+
 #endif /* BKM_KERNELS_INT_H */

@@ -295,6 +295,96 @@ START_TEST(conv_bwd_weights_is_reproducible)
 }
 END_TEST
 
+/* algo 3 (packed weights, im2col into GEMM panels, conv2d_fast.c). */
+START_TEST(conv_algo_fast)
+{
+    bkm_kern_params_t p;
+    params_with(&p, "algo=3", NULL);
+    check_conv(shapes[_i], &p);
+}
+END_TEST
+
+/* Tiny blocks: several K and depth blocks (beta = 1 paths), column blocks and bwd_d column tiles
+ * that end one image and start the next, partial panels; 1, 2 and 3 threads. */
+START_TEST(conv_algo_fast_small_blocks)
+{
+    bkm_kern_params_t p;
+    bkm_err_t err = {0};
+    params_with(&p, "algo=3", "kc=5");
+    ck_assert_int_eq(bkm_kern_params_add(&p, "nc=32", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "ptile=16", &err), BKM_OK);
+    for (int nt = 1; nt <= 3; nt++) {
+        omp_set_num_threads(nt);
+        check_conv(shapes[_i], &p);
+    }
+    omp_set_num_threads(2);
+}
+END_TEST
+
+/* algo 3 on every ISA's micro-kernel (generic 4x8, AVX2 6x16, AVX-512 14x32), with the default
+ * blocks and with mc = 2 mr, kc = 3 (several M and K blocks). */
+START_TEST(conv_algo_fast_every_isa)
+{
+    static const char *const isas[] = {"isa=generic", "isa=avx2", "isa=avx512"};
+    bkm_kern_params_t p;
+    bkm_gemm_cfg_t cfg;
+    bkm_err_t err = {0};
+    char mc[32];
+    params_with(&p, "algo=3", NULL);
+    if (bkm_kern_params_add(&p, isas[_i], &err) == BKM_ENOTSUP)
+        return; /* this CPU lacks the ISA: nothing to run (the gemm tests report the skip) */
+    for (size_t s = 0; s < N_SHAPES; s++)
+        check_conv(shapes[s], &p);
+    ck_assert_int_eq(bkm_kern_gemm_cfg_init(&cfg, p.isa, &err), BKM_OK);
+    snprintf(mc, sizeof(mc), "mc=%d", 2 * (int)cfg.mr);
+    ck_assert_int_eq(bkm_kern_params_add(&p, mc, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "kc=3", &err), BKM_OK);
+    for (size_t s = 0; s < N_SHAPES; s++)
+        check_conv(shapes[s], &p);
+}
+END_TEST
+
+/* algo 3 is the default when mb >= threads, names itself, and gives the same bits for 1, 2 and 3
+ * threads in every direction (each output element has one owner and one summation order). */
+START_TEST(conv_algo_fast_thread_independent)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_params_t p;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    float *src, *wei, *bias, *dd, *out[3][3];
+    parse_ok("mb5g2ic6ih11oc10kh3ph1", 0, &d);
+    src = rand_buf(n_src(&d), 21);
+    wei = rand_buf(n_wei(&d), 22);
+    bias = rand_buf((size_t)d.oc, 23);
+    dd = rand_buf(n_dst(&d), 24);
+    params_with(&p, "kc=7", "nc=32");
+    for (int t = 0; t < 3; t++) {
+        omp_set_num_threads(t + 1);
+        ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, &p, &err), BKM_OK);
+        ck_assert_msg(strstr(bkm_kern_conv2d_impl(cv), "im2col_packed") != NULL, "default impl %s",
+                      bkm_kern_conv2d_impl(cv));
+        out[t][0] = rand_buf(n_dst(&d), 30);
+        out[t][1] = rand_buf(n_src(&d), 31);
+        out[t][2] = rand_buf(n_wei(&d), 32);
+        ck_assert_int_eq(bkm_kern_conv2d_fwd(cv, src, wei, bias, out[t][0], &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_conv2d_bwd_data(cv, dd, wei, out[t][1], &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, out[t][2], NULL, &err), BKM_OK);
+        bkm_kern_conv2d_destroy(cv);
+        cv = NULL;
+    }
+    omp_set_num_threads(2);
+    for (int t = 1; t < 3; t++) {
+        ck_assert_int_eq(memcmp(out[0][0], out[t][0], n_dst(&d) * sizeof(float)), 0);
+        ck_assert_int_eq(memcmp(out[0][1], out[t][1], n_src(&d) * sizeof(float)), 0);
+        ck_assert_int_eq(memcmp(out[0][2], out[t][2], n_wei(&d) * sizeof(float)), 0);
+    }
+    for (int t = 0; t < 3; t++)
+        free(out[t][0]), free(out[t][1]), free(out[t][2]);
+    free(src), free(wei), free(bias), free(dd);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------- */
 /* Tunables                                                                                   */
 
@@ -322,7 +412,7 @@ START_TEST(tunables_are_validated)
     const bkm_param_desc_t *pd = bkm_kern_conv2d_params(&n);
     ck_assert_uint_ge(n, 3);
     ck_assert_str_eq(pd[0].name, "algo");
-    create_bad("algo=3", BKM_EINVAL, "algo=3");
+    create_bad("algo=4", BKM_EINVAL, "algo=4");
     create_bad("algo=-1", BKM_EINVAL, "algo=-1");
     create_bad("ptile=17", BKM_EINVAL, "ptile=17");
     create_bad("bogus=1", BKM_EINVAL, "bogus=1");
@@ -518,6 +608,10 @@ static Suite *conv2d_suite(void)
     tcase_add_loop_test(tc, conv_one_and_three_threads, 0, N_SHAPES);
     tcase_add_loop_test(tc, conv_every_isa, 0, 3);
     tcase_add_test(tc, conv_bwd_weights_is_reproducible);
+    tcase_add_loop_test(tc, conv_algo_fast, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_algo_fast_small_blocks, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_algo_fast_every_isa, 0, 3);
+    tcase_add_test(tc, conv_algo_fast_thread_independent);
     suite_add_tcase(s, tc);
     tc = tcase_create("tunables");
     tcase_add_test(tc, tunables_are_validated);

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/* Native conv2d "fast" path (conv2d algo 3): a conv-specific BLIS-style driver around the SGEMM
+ * micro-kernel of the chosen ISA (bkm__gemm_ukr_<isa>, any of generic/avx2/avx512).
+ *
+ * The GEMM column dimension is the output pixels of the whole batch, image after image
+ * (column c = n * OH*OW + pixel), so a micro-panel may hold the last pixels of one image and the
+ * first of the next: only the very last panel of a thread is partial.
+ *   fwd:   dst[g] (ocg x cols) = W[g] (ocg x K) * im2col(src) (K x cols), K = icg*KH*KW.
+ *          W is packed once per call (MR-row panels per KC block, shared by the threads); im2col
+ *          is written straight into NR-column B panels; the micro-kernel stores into NCHW dst
+ *          (ldc = OH*OW) when the tile lies inside one image, else through a scratch tile; the
+ *          bias is added to the tile after the last K block. Threads split the columns.
+ *   bwd_d: col (K x cols) = W[g]^T (K x ocg) * diff_dst (ocg x cols), then col2im. W^T is packed
+ *          once per call; diff_dst rows are copied into B panels; threads split the images (the
+ *          col2im of one image touches overlapping input pixels).
+ *   bwd_w: diff_wei[g] (ocg x K) = diff_dst (ocg x cols) * im2col(src)^T (cols x K), the batch
+ *          folded into the GEMM depth; threads split the K columns, so each diff_wei element has
+ *          one owner and one fixed summation order (no reduction, the same bits for any threads).
+ * Every buffer is allocated in bkm__conv2d_fast_create; the directions never allocate. */
+#include "kernels_int.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FAST_BLOCK_BYTES (1u << 20) /* default B block / column tile: half of a 2 MiB L2 */
+
+struct bkm_conv2d_fast {
+    bkm_conv2d_desc_t d;
+    bkm_gemm_ukr_t ukr;
+    int64_t mr, nr, mc, kc;
+    int nt;
+    int64_t icg, ocg, kdim, pq, ncols; /* ncols = mb * pq */
+    int64_t mf, md;                    /* rows padded to mr: ocg (fwd, bwd_w), kdim (bwd_d) */
+    int64_t ncf, ncd, ncw;             /* column block: fwd pixels, bwd_d pixels, bwd_w K columns */
+    size_t wp_floats, bp_floats, aux_floats;
+    float *wp;                         /* packed weights (fwd: W, bwd_d: W^T), shared */
+    float *bp;                         /* per thread: packed B block */
+    float *aux;                        /* per thread: bwd_d column tile / bwd_w packed A block */
+};
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static const bkm_gemm_ukr_desc_t *fast_ukr_for(bkm_isa_t isa)
+{
+    switch (isa) {
+    case BKM_ISA_AVX512: return &bkm__gemm_ukr_avx512;
+    case BKM_ISA_AVX2: return &bkm__gemm_ukr_avx2;
+    case BKM_ISA_GENERIC: return &bkm__gemm_ukr_generic;
+    default: return NULL;
+    }
+}
+
+/* Columns per block so that @p rows x block floats fit FAST_BLOCK_BYTES (at least one panel),
+ * no more than the columns there are. @p user > 0 overrides the budget. */
+static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have)
+{
+    int64_t n = user > 0 ? round_up(user, nr) : (int64_t)(FAST_BLOCK_BYTES / sizeof(float)) / rows / nr * nr;
+    if (n < nr)
+        n = nr;
+    return min64(n, round_up(have, nr));
+}
+
+void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
+{
+    if (f == NULL)
+        return;
+    bkm_free(f->wp);
+    bkm_free(f->bp);
+    bkm_free(f->aux);
+    bkm_free(f);
+}
+
+int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, const bkm_gemm_cfg_t *cfg,
+                            int32_t nc, int32_t ptile, int nt, bkm_err_t *err)
+{
+    const bkm_gemm_ukr_desc_t *u = cfg != NULL ? fast_ukr_for(cfg->isa) : NULL;
+    bkm_conv2d_fast_t *f = NULL;
+    int rc = BKM_OK;
+
+    *out = NULL;
+    if (u == NULL)
+        return bkm_err_set(err, BKM_ENOTSUP, "conv2d algo=3: no micro-kernel for isa=%s",
+                           cfg != NULL ? bkm_kern_isa_name(cfg->isa) : "(null)");
+    f = bkm_calloc(1, sizeof(*f));
+    if (f == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: out of memory");
+    f->d = *d;
+    f->ukr = u->fn;
+    f->mr = cfg->mr;
+    f->nr = cfg->nr;
+    f->mc = cfg->mc;
+    f->kc = cfg->kc;
+    f->nt = nt < 1 ? 1 : nt;
+    f->icg = d->ic / d->g;
+    f->ocg = d->oc / d->g;
+    f->kdim = f->icg * d->kh * d->kw;
+    f->pq = d->oh * d->ow;
+    f->ncols = d->mb * f->pq;
+    f->mf = round_up(f->ocg, f->mr);
+    f->md = round_up(f->kdim, f->mr);
+    f->ncf = block_cols(min64(f->kc, f->kdim), nc, f->nr, f->ncols);
+    f->ncd = block_cols(f->md, ptile, f->nr, f->ncols);
+    f->ncw = block_cols(min64(f->kc, f->ncols), nc, f->nr, f->kdim);
+    f->wp_floats = (size_t)(d->g * (f->mf * f->kdim > f->md * f->ocg ? f->mf * f->kdim : f->md * f->ocg));
+    f->bp_floats = (size_t)round_up(min64(f->kc, f->kdim) * f->ncf, 16);
+    if ((size_t)(min64(f->kc, f->ocg) * f->ncd) > f->bp_floats)
+        f->bp_floats = (size_t)round_up(min64(f->kc, f->ocg) * f->ncd, 16);
+    if ((size_t)(min64(f->kc, f->ncols) * f->ncw) > f->bp_floats)
+        f->bp_floats = (size_t)round_up(min64(f->kc, f->ncols) * f->ncw, 16);
+    f->aux_floats = (size_t)round_up(f->md * f->ncd > f->mf * min64(f->kc, f->ncols) ? f->md * f->ncd
+                                                                                    : f->mf * min64(f->kc, f->ncols),
+                                     16);
+    f->wp = bkm_aligned_alloc(64, f->wp_floats * sizeof(float));
+    f->bp = bkm_aligned_alloc(64, (size_t)f->nt * f->bp_floats * sizeof(float));
+    f->aux = bkm_aligned_alloc(64, (size_t)f->nt * f->aux_floats * sizeof(float));
+    if (f->wp == NULL || f->bp == NULL || f->aux == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: cannot allocate the workspace (%d threads x %zu floats)",
+                         f->nt, f->bp_floats + f->aux_floats);
+        goto out;
+    }
+    /* First touch by the threads that use each part. */
+#pragma omp parallel num_threads(f->nt)
+    {
+        const int t = omp_get_thread_num();
+        memset(f->bp + (size_t)t * f->bp_floats, 0, f->bp_floats * sizeof(float));
+        memset(f->aux + (size_t)t * f->aux_floats, 0, f->aux_floats * sizeof(float));
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < (int64_t)f->wp_floats; i += 4096)
+            memset(f->wp + i, 0, (size_t)min64(4096, (int64_t)f->wp_floats - i) * sizeof(float));
+    }
+    *out = f;
+    f = NULL;
+out:
+    bkm__conv2d_fast_destroy(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Row writers. Column j of a row goes to o[(j / brk) * pstride + (j % brk) * step]; runs never
+ * cross a multiple of brk (brk = nr: NR-column panels; brk >= nb: one strided run). */
+
+static float *row_at(float *o, int64_t j, int64_t step, int64_t brk, int64_t pstride)
+{
+    return o + (j / brk) * pstride + (j % brk) * step;
+}
+
+static void put_zero(float *o, int64_t len, int64_t step)
+{
+    if (step == 1) {
+        memset(o, 0, (size_t)len * sizeof(float));
+        return;
+    }
+    for (int64_t t = 0; t < len; t++)
+        o[t * step] = 0.0f;
+}
+
+/* Range [t0, t1) of t in [0, len) whose input column (ox + t) * sw - pw + s lies in [0, iw). */
+static void valid_range(const bkm_conv2d_desc_t *d, int64_t ox, int64_t len, int64_t s, int64_t *t0, int64_t *t1)
+{
+    const int64_t lo = d->pw - s, hi = d->iw + d->pw - s;
+    int64_t a = lo <= 0 ? 0 : (lo + d->sw - 1) / d->sw;
+    int64_t b = hi <= 0 ? 0 : (hi + d->sw - 1) / d->sw;
+    a -= ox;
+    b -= ox;
+    *t0 = a < 0 ? 0 : (a > len ? len : a);
+    *t1 = b < *t0 ? *t0 : (b > len ? len : b);
+}
+
+/* im2col row k of group g (k = (c * kh + r) * kw + s) for batch columns [col0, col0 + nb). */
+static void im2col_row(const bkm_conv2d_fast_t *f, const float *src, int64_t g, int64_t k, int64_t col0, int64_t nb,
+                       float *o, int64_t step, int64_t brk, int64_t pstride)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    const int64_t c = k / (d->kh * d->kw), r = k / d->kw % d->kh, s = k % d->kw;
+    int64_t n = col0 / f->pq, p = col0 % f->pq, oy = p / d->ow, ox = p % d->ow, j = 0;
+    while (j < nb) {
+        int64_t len = min64(min64(d->ow - ox, nb - j), brk - j % brk);
+        float *w = row_at(o, j, step, brk, pstride);
+        const int64_t iy = oy * d->sh - d->ph + r;
+        if (iy < 0 || iy >= d->ih) {
+            put_zero(w, len, step);
+        } else {
+            const float *in = src + ((n * d->ic + g * f->icg + c) * d->ih + iy) * d->iw;
+            int64_t t0, t1;
+            valid_range(d, ox, len, s, &t0, &t1);
+            put_zero(w, t0, step);
+            if (d->sw == 1) {
+                const float *in1 = in + ox - d->pw + s;
+                if (step == 1)
+                    for (int64_t t = t0; t < t1; t++)
+                        w[t] = in1[t];
+                else
+                    for (int64_t t = t0; t < t1; t++)
+                        w[t * step] = in1[t];
+            } else {
+                for (int64_t t = t0; t < t1; t++)
+                    w[t * step] = in[(ox + t) * d->sw - d->pw + s];
+            }
+            put_zero(w + t1 * step, len - t1, step);
+        }
+        j += len;
+        ox += len;
+        if (ox == d->ow) {
+            ox = 0;
+            if (++oy == d->oh) {
+                oy = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* Row of channel ch (absolute) of an NCHW output-shaped tensor for batch columns [col0, col0 + nb). */
+static void out_row(const bkm_conv2d_fast_t *f, const float *x, int64_t ch, int64_t col0, int64_t nb, float *o,
+                    int64_t step, int64_t brk, int64_t pstride)
+{
+    int64_t n = col0 / f->pq, p = col0 % f->pq, j = 0;
+    while (j < nb) {
+        const int64_t len = min64(min64(f->pq - p, nb - j), brk - j % brk);
+        const float *in = x + (n * f->d.oc + ch) * f->pq + p;
+        float *w = row_at(o, j, step, brk, pstride);
+        if (step == 1)
+            memcpy(w, in, (size_t)len * sizeof(float));
+        else
+            for (int64_t t = 0; t < len; t++)
+                w[t * step] = in[t];
+        j += len;
+        p += len;
+        if (p == f->pq) {
+            p = 0;
+            n++;
+        }
+    }
+}
+
+/* Zero the columns [nb, round_up(nb, nr)) of the last NR-column panel of a kb-deep B block. */
+static void pad_panel(const bkm_conv2d_fast_t *f, float *bp, int64_t kb, int64_t nb)
+{
+    const int64_t rem = nb % f->nr;
+    if (rem == 0)
+        return;
+    for (int64_t p = 0; p < kb; p++)
+        memset(bp + (nb / f->nr) * kb * f->nr + p * f->nr + rem, 0, (size_t)(f->nr - rem) * sizeof(float));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Weight packing (once per call, shared): panel i of group g and depth block pc sits at
+ * wp + g * rows * depth + pc * rows + i * kb * mr, where rows is padded to mr. */
+
+static void pack_weights_fwd(const bkm_conv2d_fast_t *f, const float *wei)
+{
+    const int64_t np = f->mf / f->mr;
+#pragma omp for schedule(static)
+    for (int64_t gi = 0; gi < f->d.g * np; gi++) {
+        const int64_t g = gi / np, i = gi % np;
+        for (int64_t pc = 0; pc < f->kdim; pc += f->kc) {
+            const int64_t kb = min64(f->kc, f->kdim - pc);
+            float *a = f->wp + g * f->mf * f->kdim + pc * f->mf + i * kb * f->mr;
+            for (int64_t ii = 0; ii < f->mr; ii++) {
+                const int64_t row = i * f->mr + ii;
+                const float *w = wei + (g * f->ocg + row) * f->kdim + pc;
+                for (int64_t p = 0; p < kb; p++)
+                    a[p * f->mr + ii] = row < f->ocg ? w[p] : 0.0f;
+            }
+        }
+    }
+}
+
+static void pack_weights_bwd_data(const bkm_conv2d_fast_t *f, const float *wei)
+{
+    const int64_t np = f->md / f->mr;
+#pragma omp for schedule(static)
+    for (int64_t gi = 0; gi < f->d.g * np; gi++) {
+        const int64_t g = gi / np, i = gi % np, k0 = i * f->mr, m = min64(f->mr, f->kdim - k0);
+        for (int64_t pc = 0; pc < f->ocg; pc += f->kc) {
+            const int64_t kb = min64(f->kc, f->ocg - pc);
+            float *a = f->wp + g * f->md * f->ocg + pc * f->md + i * kb * f->mr;
+            for (int64_t p = 0; p < kb; p++) {
+                const float *w = wei + (g * f->ocg + pc + p) * f->kdim + k0;
+                for (int64_t ii = 0; ii < f->mr; ii++)
+                    a[p * f->mr + ii] = ii < m ? w[ii] : 0.0f;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Forward */
+
+/* One mr x nr tile of dst[g] rows [i0, i0 + mr) and batch columns [col, col + ncol). */
+static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, const float *b, int64_t g, int64_t i0,
+                     int64_t col, int64_t ncol, int first, const float *bias, float *dst)
+{
+    const int64_t m = min64(f->mr, f->ocg - i0), n0 = col / f->pq, p0 = col % f->pq;
+    if (m == f->mr && ncol == f->nr && p0 + f->nr <= f->pq) {
+        float *c = dst + (n0 * f->d.oc + g * f->ocg + i0) * f->pq + p0;
+        f->ukr(kb, a, b, c, f->pq, 1.0f, first ? 0.0f : 1.0f);
+        if (bias != NULL)
+            for (int64_t i = 0; i < m; i++) {
+                const float bv = bias[g * f->ocg + i0 + i];
+                for (int64_t j = 0; j < ncol; j++)
+                    c[i * f->pq + j] += bv;
+            }
+        return;
+    }
+    {
+        _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
+        int64_t n = n0, p = p0;
+        f->ukr(kb, a, b, tile, f->nr, 1.0f, 0.0f);
+        for (int64_t j = 0; j < ncol; j++) {
+            float *c = dst + (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
+            for (int64_t i = 0; i < m; i++) {
+                float v = tile[i * f->nr + j];
+                if (!first)
+                    v += c[i * f->pq];
+                if (bias != NULL)
+                    v += bias[g * f->ocg + i0 + i];
+                c[i * f->pq] = v;
+            }
+            if (++p == f->pq) {
+                p = 0;
+                n++;
+            }
+        }
+    }
+}
+
+void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, float *dst)
+{
+#pragma omp parallel num_threads(f->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t npan = (f->ncols + f->nr - 1) / f->nr;
+        const int64_t c0 = npan * t / nth * f->nr, c1 = min64(f->ncols, npan * (t + 1) / nth * f->nr);
+        float *bp = f->bp + (size_t)t * f->bp_floats;
+        pack_weights_fwd(f, wei); /* ends with the barrier of the omp for */
+        for (int64_t g = 0; g < f->d.g; g++)
+            for (int64_t jc = c0; jc < c1; jc += f->ncf) {
+                const int64_t nb = min64(f->ncf, c1 - jc);
+                for (int64_t pc = 0; pc < f->kdim; pc += f->kc) {
+                    const int64_t kb = min64(f->kc, f->kdim - pc);
+                    const float *ag = f->wp + g * f->mf * f->kdim + pc * f->mf;
+                    const int first = pc == 0;
+                    const float *bv = pc + kb == f->kdim ? bias : NULL;
+                    for (int64_t kk = 0; kk < kb; kk++)
+                        im2col_row(f, src, g, pc + kk, jc, nb, bp + kk * f->nr, 1, f->nr, kb * f->nr);
+                    pad_panel(f, bp, kb, nb);
+                    for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
+                        const int64_t ie = min64(f->mf, ic + f->mc);
+                        for (int64_t jr = 0; jr < nb; jr += f->nr)
+                            for (int64_t ir = ic; ir < ie; ir += f->mr)
+                                fwd_tile(f, kb, ag + ir * kb, bp + jr * kb, g, ir, jc + jr, min64(f->nr, nb - jr),
+                                         first, bv, dst);
+                    }
+                }
+            }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Backward data */
+
+/* diff_src of image n, group g += col2im of the column tile (ld floats per row) for the image's
+ * pixels [p0, p0 + np), whose first column is col[0]. */
+static void col2im_ld(const bkm_conv2d_fast_t *f, const float *col, int64_t ld, int64_t n, int64_t g, int64_t p0,
+                      int64_t np, float *diff_src)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    for (int64_t k = 0; k < f->kdim; k++) {
+        const int64_t c = k / (d->kh * d->kw), r = k / d->kw % d->kh, s = k % d->kw;
+        const float *row = col + k * ld;
+        float *plane = diff_src + (n * d->ic + g * f->icg + c) * d->ih * d->iw;
+        int64_t j = 0, oy = p0 / d->ow, ox = p0 % d->ow;
+        while (j < np) {
+            const int64_t len = min64(d->ow - ox, np - j), iy = oy * d->sh - d->ph + r;
+            if (iy >= 0 && iy < d->ih) {
+                const float *o = row + j;
+                float *out = plane + iy * d->iw;
+                int64_t t0, t1;
+                valid_range(d, ox, len, s, &t0, &t1);
+                if (d->sw == 1) {
+                    float *out1 = out + ox - d->pw + s;
+                    for (int64_t t = t0; t < t1; t++)
+                        out1[t] += o[t];
+                } else {
+                    for (int64_t t = t0; t < t1; t++)
+                        out[(ox + t) * d->sw - d->pw + s] += o[t];
+                }
+            }
+            j += len;
+            ox = 0;
+            oy++;
+        }
+    }
+}
+
+void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, float *diff_src)
+{
+    const size_t src_img = (size_t)(f->d.ic * f->d.ih * f->d.iw);
+#pragma omp parallel num_threads(f->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t n0 = f->d.mb * t / nth, n1 = f->d.mb * (t + 1) / nth;
+        float *bp = f->bp + (size_t)t * f->bp_floats, *col = f->aux + (size_t)t * f->aux_floats;
+        if (n1 > n0)
+            memset(diff_src + (size_t)n0 * src_img, 0, (size_t)(n1 - n0) * src_img * sizeof(float));
+        pack_weights_bwd_data(f, wei);
+        for (int64_t g = 0; g < f->d.g; g++)
+            for (int64_t jc = n0 * f->pq; jc < n1 * f->pq; jc += f->ncd) {
+                const int64_t nb = min64(f->ncd, n1 * f->pq - jc);
+                for (int64_t pc = 0; pc < f->ocg; pc += f->kc) {
+                    const int64_t kb = min64(f->kc, f->ocg - pc);
+                    const float *ag = f->wp + g * f->md * f->ocg + pc * f->md;
+                    for (int64_t kk = 0; kk < kb; kk++)
+                        out_row(f, diff_dst, g * f->ocg + pc + kk, jc, nb, bp + kk * f->nr, 1, f->nr, kb * f->nr);
+                    pad_panel(f, bp, kb, nb);
+                    /* The column tile has md rows and ncd columns: every tile is a full one. */
+                    for (int64_t ic = 0; ic < f->md; ic += f->mc) {
+                        const int64_t ie = min64(f->md, ic + f->mc);
+                        for (int64_t jr = 0; jr < nb; jr += f->nr)
+                            for (int64_t ir = ic; ir < ie; ir += f->mr)
+                                f->ukr(kb, ag + ir * kb, bp + jr * kb, col + ir * f->ncd + jr, f->ncd, 1.0f,
+                                       pc == 0 ? 0.0f : 1.0f);
+                    }
+                }
+                for (int64_t j = 0; j < nb;) { /* the tile may end one image and start the next */
+                    const int64_t c = jc + j, n = c / f->pq, p = c % f->pq, np = min64(f->pq - p, nb - j);
+                    col2im_ld(f, col + j, f->ncd, n, g, p, np, diff_src);
+                    j += np;
+                }
+            }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Backward weights */
+
+static void bwd_w_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, const float *b, int64_t g, int64_t i0,
+                       int64_t k0, int64_t nk, int first, float *diff_wei)
+{
+    const int64_t m = min64(f->mr, f->ocg - i0);
+    float *c = diff_wei + (g * f->ocg + i0) * f->kdim + k0;
+    _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
+    if (m == f->mr && nk == f->nr) {
+        f->ukr(kb, a, b, c, f->kdim, 1.0f, first ? 0.0f : 1.0f);
+        return;
+    }
+    f->ukr(kb, a, b, tile, f->nr, 1.0f, 0.0f);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < nk; j++)
+            c[i * f->kdim + j] = tile[i * f->nr + j] + (first ? 0.0f : c[i * f->kdim + j]);
+}
+
+void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const float *diff_dst, float *diff_wei)
+{
+#pragma omp parallel num_threads(f->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t npan = (f->kdim + f->nr - 1) / f->nr;
+        const int64_t j0 = npan * t / nth * f->nr, j1 = min64(f->kdim, npan * (t + 1) / nth * f->nr);
+        float *bp = f->bp + (size_t)t * f->bp_floats, *ap = f->aux + (size_t)t * f->aux_floats;
+        for (int64_t g = 0; g < f->d.g; g++)
+            for (int64_t jc = j0; jc < j1; jc += f->ncw) {
+                const int64_t nk = min64(f->ncw, j1 - jc);
+                for (int64_t pc = 0; pc < f->ncols; pc += f->kc) {
+                    const int64_t kb = min64(f->kc, f->ncols - pc);
+                    /* A: diff_dst rows of the group, MR-row panels over the depth block. */
+                    for (int64_t row = 0; row < f->mf; row++) {
+                        float *a = ap + (row / f->mr) * kb * f->mr + row % f->mr;
+                        if (row < f->ocg)
+                            out_row(f, diff_dst, g * f->ocg + row, pc, kb, a, f->mr, kb, 0);
+                        else
+                            put_zero(a, kb, f->mr);
+                    }
+                    /* B: im2col transposed, NR K-columns per panel. */
+                    for (int64_t kk = 0; kk < round_up(nk, f->nr); kk++) {
+                        float *b = bp + (kk / f->nr) * kb * f->nr + kk % f->nr;
+                        if (kk < nk)
+                            im2col_row(f, src, g, jc + kk, pc, kb, b, f->nr, kb, 0);
+                        else
+                            put_zero(b, kb, f->nr);
+                    }
+                    for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
+                        const int64_t ie = min64(f->mf, ic + f->mc);
+                        for (int64_t jr = 0; jr < nk; jr += f->nr)
+                            for (int64_t ir = ic; ir < ie; ir += f->mr)
+                                bwd_w_tile(f, kb, ap + ir * kb, bp + jr * kb, g, ir, jc + jr, min64(f->nr, nk - jr),
+                                           pc == 0, diff_wei);
+                    }
+                }
+            }
+    }
+}
+
+void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size)
+{
+    snprintf(buf, size, "native:im2col_packed.%s_%dx%d", bkm_kern_isa_name(isa), (int)f->mr, (int)f->nr);
+}
