@@ -93,6 +93,9 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg, bkm_err_t *err)
             cfg->json = 1;
             continue;
         }
+        if (strcmp(a, "--size") != 0 && strcmp(a, "--samples") != 0 && strcmp(a, "--warmup") != 0 &&
+            strcmp(a, "--threads") != 0 && strcmp(a, "--param") != 0)
+            return bkm_err_set(err, BKM_EINVAL, "unknown option '%s' (see --help)", a);
         if (val == NULL)
             return bkm_err_set(err, BKM_EINVAL, "%s needs a value (see --help)", a);
         i++;
@@ -122,8 +125,6 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg, bkm_err_t *err)
             } else {
                 return bkm_err_set(err, BKM_EINVAL, "--param '%s': at most 16 parameters", val);
             }
-        } else {
-            return bkm_err_set(err, BKM_EINVAL, "unknown option '%s' (see --help)", a);
         }
     }
     if (cfg->n_sizes == 0) {
