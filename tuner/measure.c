@@ -63,6 +63,7 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
         goto out;
     }
     /* Warm-up: first touch, caches, oneDNN primitive JIT, thread pool spin-up. */
+    t_start = bkm_now_ns();
     while (s->n_warmup < warm_cap) {
         rc = time_one(fn, ctx, &s->warmup_ms[s->n_warmup], err);
         if (rc < 0)
@@ -75,6 +76,8 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
                 break;
             }
         }
+        if ((double)(bkm_now_ns() - t_start) * 1e-9 >= fmax(spec->min_time_s, 1.0))
+            break;
     }
     /* Capacity: the larger of max_samples and what min_time needs at the warm-up speed (x2),
      * bounded at 1e6 samples. Allocated here, never inside the timed loop. */
@@ -117,6 +120,13 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
                 s->stop_reason = "max-samples";
                 break;
             }
+        }
+        if (elapsed_s >= spec->max_time_s) {
+            rc = samples_summarise(s->ms, s->n, tmp, s, err);
+            if (rc < 0)
+                goto out;
+            s->stop_reason = ci_is_narrow(s, spec->target_ci_rel) ? "ci" : "max-time";
+            break;
         }
     }
     s->total_s = (double)(bkm_now_ns() - t_start) * 1e-9;

@@ -28,6 +28,7 @@ void bkm_tune_trial_spec_defaults(bkm_tune_trial_spec_t *spec)
     spec->min_samples = 5;
     spec->max_samples = 50;
     spec->min_time_s = 0.5;
+    spec->max_time_s = 30.0;
     spec->target_ci_rel = 0.05;
     spec->seed = 1;
     spec->timeout_s = 600.0;
@@ -113,6 +114,8 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
                            spec->min_samples);
     if (!(spec->min_time_s >= 0.0 && spec->min_time_s <= 86400.0))
         return bkm_err_set(err, BKM_EINVAL, "trial: min time %g s out of range 0..86400", spec->min_time_s);
+    if (!(spec->max_time_s >= 0.0 && spec->max_time_s <= 86400.0))
+        return bkm_err_set(err, BKM_EINVAL, "trial: max time %g s out of range 0..86400", spec->max_time_s);
     if (!(spec->target_ci_rel >= 0.0 && spec->target_ci_rel <= 10.0))
         return bkm_err_set(err, BKM_EINVAL, "trial: CI target %g out of range 0..10", spec->target_ci_rel);
     if (!(spec->timeout_s > 0.0 && spec->timeout_s <= 7 * 86400.0))
@@ -157,6 +160,8 @@ void bkm_tune_trial_spec_to_json(const bkm_tune_trial_spec_t *spec, bkm_json_w_t
     bkm_json_int(w, spec->max_samples);
     bkm_json_key(w, "min_time_s");
     bkm_json_double(w, spec->min_time_s);
+    bkm_json_key(w, "max_time_s");
+    bkm_json_double(w, spec->max_time_s);
     bkm_json_key(w, "target_ci_rel");
     bkm_json_double(w, spec->target_ci_rel);
     bkm_json_key(w, "seed");   /* as a string: a 64-bit seed does not fit a JSON double */
@@ -254,6 +259,7 @@ int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec,
         (rc = json_get_int(doc, "min_samples", &spec->min_samples, err)) < 0 ||
         (rc = json_get_int(doc, "max_samples", &spec->max_samples, err)) < 0 ||
         (rc = json_get_double(doc, "min_time_s", &spec->min_time_s, err)) < 0 ||
+        (rc = json_get_double(doc, "max_time_s", &spec->max_time_s, err)) < 0 ||
         (rc = json_get_double(doc, "target_ci_rel", &spec->target_ci_rel, err)) < 0 ||
         (rc = json_get_double(doc, "timeout_s", &spec->timeout_s, err)) < 0 ||
         (rc = json_get_kv(doc, "env", spec->env, &spec->n_env, err)) < 0 ||

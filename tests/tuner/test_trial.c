@@ -305,6 +305,16 @@ START_TEST(measure_follows_the_protocol)
     ck_assert_str_eq(s.stop_reason, "ci");
     ck_assert_int_eq(s.n, 5);
 
+    /* max_time ends the adaptive repetition (min_samples and min_time still hold). */
+    spec.target_ci_rel = 0.0;
+    spec.max_samples = 100000;
+    spec.min_time_s = 0.01;
+    spec.max_time_s = 0.02;
+    b.calls = 0;
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_str_eq(s.stop_reason, "max-time");
+    ck_assert(s.total_s >= 0.02 && s.total_s < 1.0);
+
     /* An iteration's error ends the measurement with that error. */
     b.calls = 0;
     b.fail_at = 7;

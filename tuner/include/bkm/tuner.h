@@ -100,6 +100,8 @@ typedef struct bkm_tune_trial_spec {
     int min_samples;             /**< default 5 */
     int max_samples;             /**< adaptive cap; default 50 */
     double min_time_s;           /**< timed loop runs at least this long; default 0.5 */
+    double max_time_s;           /**< no adaptive repetition past this (min_samples and min_time_s
+                                      still hold); default 30 */
     double target_ci_rel;        /**< stop once the 95% CI half-width <= this x median; 0.05 */
     uint64_t seed;               /**< workload data seed; default 1 */
     char counters[512];          /**< event list, "" = default, "none" = off */
@@ -212,13 +214,14 @@ typedef struct bkm_tune_samples {
     int n;
     double total_s;              /**< wall time of the timed loop */
     double median, min, max, mad, ci_lo, ci_hi; /**< 95% CI of the median (order statistics) */
-    const char *stop_reason;     /**< "ci", "max-samples", "cap" (static string) */
+    const char *stop_reason;     /**< "ci", "max-samples", "max-time", "cap" (static string) */
 } bkm_tune_samples_t;
 
 /** Run the protocol of design.md on @p fn: warm-up (>= 1 iteration, until two consecutive
  *  iterations are within 10% or spec->warmup iterations), then timed samples with bkm_now_ns,
- *  >= spec->min_samples and >= spec->min_time_s, continued up to spec->max_samples while the 95%
- *  CI half-width exceeds spec->target_ci_rel x median. The sample array is allocated before
+ *  >= spec->min_samples and >= spec->min_time_s, continued up to spec->max_samples and
+ *  spec->max_time_s while the 95% CI half-width exceeds spec->target_ci_rel x median. Warm-up
+ *  also ends once it has taken max(min_time_s, 1 s) (a multi-second training step warms once). The sample array is allocated before
  *  the timed loop (sized from the warm-up; the loop stops at that capacity, stop_reason "cap").
  *  @p ctr (may be NULL) is started with @p threads threads just before the timed loop and
  *  stopped just after it. @return BKM_OK or the first error of @p fn / the counters. */
