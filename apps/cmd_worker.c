@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* `tune worker` (internal): run one trial in this process and print its JSON. The trial runner
+ * starts it in a fresh process with the trial's environment; people use `tune run`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/affinity.h"
+#include "bkm/tuner.h"
+
+const char bkm_cli_worker_summary[] = "(internal) one trial in this process; started by tune run and sweeps";
+
+static void worker_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tune worker --spec JSON\n\n"
+            "INTERNAL: the trial worker. `tune run` and the sweep start it in a fresh process, one per\n"
+            "trial, with the trial's OpenMP/affinity variables and OMP_NUM_THREADS in its environment;\n"
+            "use `tune run` instead.\n\n"
+            "It plans the binding from its environment (KMP_AFFINITY, KMP_HW_SUBSET, KMP_BLOCKTIME,\n"
+            "OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) before OpenMP starts, verifies every thread's\n"
+            "mask against the plan, builds the workload, warms up, times samples, reads PAPI counters\n"
+            "and prints ONE JSON object on stdout.\n\n"
+            "options:\n"
+            "  --spec JSON   the trial (workload, threads, env, params, protocol; see tuner.h)\n"
+            "  --help        this text\n\n"
+            "exit codes: 0 ok, 5 binding mismatch (JSON with plan vs actual still printed),\n"
+            "            2 bad spec or parameter, 3 environment problem, 1 other failure\n\n"
+            "example (what `tune run --workload gemm --threads 2` starts):\n"
+            "  OMP_NUM_THREADS=2 tune worker --spec '{\"workload\":\"gemm\",\"threads\":2}'\n");
+}
+
+int bkm_cli_worker(int argc, char **argv)
+{
+    bkm_tune_worker_cfg_t cfg;
+    bkm_aff_env_t env;
+    bkm_err_t err = {0};
+    bkm_buf_t out;
+    const char *spec_json = NULL, *nt;
+    long long v;
+    int rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            worker_usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) {
+            spec_json = argv[++i];
+        } else {
+            fprintf(stderr, "tune worker: unknown or incomplete option '%s' (see tune worker --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (spec_json == NULL) {
+        fprintf(stderr, "tune worker: --spec JSON is required (see tune worker --help)\n");
+        return 2;
+    }
+    memset(&cfg, 0, sizeof cfg);
+    if (bkm_tune_trial_spec_from_json(spec_json, &cfg.spec, &err) < 0) {
+        fprintf(stderr, "tune worker: --spec: %s\n", err.msg);
+        return 2;
+    }
+    /* The environment is read once, here. */
+    env.kmp_affinity = getenv("KMP_AFFINITY");
+    env.kmp_hw_subset = getenv("KMP_HW_SUBSET");
+    env.kmp_place_threads = getenv("KMP_PLACE_THREADS");
+    env.kmp_blocktime = getenv("KMP_BLOCKTIME");
+    env.omp_places = getenv("OMP_PLACES");
+    env.omp_proc_bind = getenv("OMP_PROC_BIND");
+    env.gomp_cpu_affinity = getenv("GOMP_CPU_AFFINITY");
+    env.omp_wait_policy = getenv("OMP_WAIT_POLICY");
+    cfg.aff_env = &env;
+    nt = getenv("OMP_NUM_THREADS");
+    if (nt != NULL && bkm_parse_int(nt, 1, BKM_CPUSET_MAX, &v) == BKM_OK)
+        cfg.omp_num_threads = (int)v;
+
+    bkm_buf_init(&out);
+    rc = bkm_tune_worker_run(&cfg, &out, &err);
+    if (out.len > 0 && (rc == BKM_OK || rc == BKM_EVERIFY)) {
+        fputs(bkm_buf_str(&out), stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+    }
+    bkm_buf_free(&out);
+    if (rc == BKM_OK)
+        return BKM_WORKER_EXIT_OK;
+    fprintf(stderr, "tune worker: %s\n", err.msg);
+    if (rc == BKM_EVERIFY)
+        return BKM_WORKER_EXIT_BINDING;
+    return bkm_status_exit_code(rc) ? bkm_status_exit_code(rc) : 1;
+}

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* The trial worker's library side: plan the binding from the environment before OpenMP starts,
+ * verify it with the probe, build the workload, then the measurement protocol (warm-up, adaptive
+ * timed samples, PAPI counters) and ONE JSON object. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bkm/affinity.h"
+#include "bkm/tuner.h"
+#include "bkm/workloads.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Binding verification                                                                      */
+
+/* Compare every probed thread's kernel mask with the plan; writes the "binding" object.
+ * Returns 1 when the binding matches, 0 otherwise (then @p why names the first difference). */
+static int worker_binding_check(const bkm_aff_plan_t *plan, const bkm_aff_probe_t *probe, int threads,
+                                int perturb, bkm_json_w_t *w, char *why, size_t why_n)
+{
+    int ok = 1;
+    bkm_buf_t b1, b2;
+    bkm_err_t rerr = {0};
+    bkm_buf_init(&b1);
+    bkm_buf_init(&b2);
+    why[0] = '\0';
+    if (probe->n_threads != threads) {
+        ok = 0;
+        snprintf(why, why_n, "the runtime ran %d threads, %d were requested", probe->n_threads, threads);
+    }
+    if (bkm_aff_probe_check_single_runtime(probe, &rerr) < 0 && ok) {
+        ok = 0;
+        snprintf(why, why_n, "%s", rerr.msg);
+    }
+    bkm_json_key(w, "binding");
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "bound");
+    bkm_json_bool(w, bkm_aff_plan_bound(plan));
+    bkm_json_key(w, "threads");
+    bkm_json_arr_begin(w);
+    for (int t = 0; t < probe->n_threads; t++) {
+        const bkm_aff_probe_thread_t *pt = &probe->thread[t];
+        const bkm_cpuset_t *want = bkm_aff_plan_cpus(plan, t);
+        bkm_cpuset_t empty;
+        int same;
+        bkm_cpuset_zero(&empty);
+        if (perturb && t == 0)
+            want = &empty;   /* test-only: force a difference */
+        same = want != NULL && bkm_cpuset_equal(want, &pt->mask);
+        bkm_buf_free(&b1);
+        bkm_buf_free(&b2);
+        if (want)
+            bkm_cpuset_format(want, &b1);
+        bkm_cpuset_format(&pt->mask, &b2);
+        if (!same && ok) {
+            ok = 0;
+            snprintf(why, why_n, "OpenMP thread %d is bound to {%s} but the plan says {%s}", t, bkm_buf_str(&b2),
+                     want ? bkm_buf_str(&b1) : "(no such thread)");
+        }
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "thread");
+        bkm_json_int(w, t);
+        bkm_json_key(w, "tid");
+        bkm_json_int(w, pt->tid);
+        bkm_json_key(w, "cpu");
+        bkm_json_int(w, pt->cpu);
+        bkm_json_key(w, "planned");
+        bkm_json_str(w, want ? bkm_buf_str(&b1) : NULL);
+        bkm_json_key(w, "actual");
+        bkm_json_str(w, bkm_buf_str(&b2));
+        bkm_json_key(w, "match");
+        bkm_json_bool(w, same);
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "foreign_threads");
+    bkm_json_int(w, probe->n_foreign);
+    bkm_json_key(w, "runtimes");
+    bkm_json_str(w, probe->runtimes);
+    bkm_json_key(w, "ok");
+    bkm_json_bool(w, ok);
+    if (!ok) {
+        bkm_json_key(w, "difference");
+        bkm_json_str(w, why);
+    }
+    bkm_json_obj_end(w);
+    bkm_buf_free(&b1);
+    bkm_buf_free(&b2);
+    return ok;
+}
+
+static void worker_env_to_json(const bkm_aff_env_t *e, bkm_json_w_t *w)
+{
+    const char *names[] = {"KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_PLACE_THREADS", "KMP_BLOCKTIME",
+                           "OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_WAIT_POLICY"};
+    const char *vals[] = {e->kmp_affinity, e->kmp_hw_subset, e->kmp_place_threads, e->kmp_blocktime,
+                          e->omp_places, e->omp_proc_bind, e->gomp_cpu_affinity, e->omp_wait_policy};
+    bkm_json_key(w, "env");
+    bkm_json_obj_begin(w);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (vals[i] != NULL) {
+            bkm_json_key(w, names[i]);
+            bkm_json_str(w, vals[i]);
+        }
+    }
+    bkm_json_obj_end(w);
+}
+
+static void json_double_array(bkm_json_w_t *w, const char *key, const double *v, int n)
+{
+    bkm_json_key(w, key);
+    bkm_json_arr_begin(w);
+    for (int i = 0; i < n; i++)
+        bkm_json_double(w, v[i]);
+    bkm_json_arr_end(w);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Worker                                                                                    */
+
+/* The timed unit: one workload iteration, plus the test-only fault injection on sample 3. */
+typedef struct worker_iter {
+    bkm_wl_t *wl;
+    bkm_wl_sample_t sample;
+    const char *inject;
+    int calls;
+} worker_iter_t;
+
+static int worker_iter_fn(void *ctx, bkm_err_t *err)
+{
+    worker_iter_t *it = ctx;
+    if (it->inject[0] && ++it->calls == 3) {
+        if (strcmp(it->inject, "segv") == 0)
+            raise(SIGSEGV);
+        else if (strcmp(it->inject, "abort") == 0)
+            raise(SIGABRT);
+        else if (strcmp(it->inject, "hang") == 0)
+            for (;;)
+                pause();
+        else if (strcmp(it->inject, "fail") == 0)
+            return bkm_err_set(err, BKM_EFAIL, "injected failure (inject=fail) at iteration 3");
+    }
+    return bkm_wl_run(it->wl, &it->sample, err);
+}
+
+/* The workload configuration of a trial: its parameters, plus backend=... when the trial
+ * names a backend (the workloads take the backend as a parameter). */
+static int spec_wl_config(const bkm_tune_trial_spec_t *spec, bkm_wl_config_t *cfg, bkm_err_t *err)
+{
+    char kv[sizeof spec->params[0].key + sizeof spec->params[0].value + 2];
+    int rc;
+    bkm_wl_config_init(cfg);
+    for (int i = 0; i < spec->n_params; i++) {
+        snprintf(kv, sizeof kv, "%s=%s", spec->params[i].key, spec->params[i].value);
+        rc = bkm_wl_config_add(cfg, kv, err);
+        if (rc < 0)
+            return rc;
+    }
+    if (spec->backend[0] && bkm_wl_config_get(cfg, "backend") == NULL) {
+        snprintf(kv, sizeof kv, "backend=%s", spec->backend);
+        rc = bkm_wl_config_add(cfg, kv, err);
+        if (rc < 0)
+            return rc;
+    }
+    return BKM_OK;
+}
+
+/* The trial's affinity variables as the planner takes them (pointers into @p spec). */
+static void spec_aff_env(const bkm_tune_trial_spec_t *spec, bkm_aff_env_t *e)
+{
+    memset(e, 0, sizeof *e);
+    for (int i = 0; i < spec->n_env; i++) {
+        const char *k = spec->env[i].key, *v = spec->env[i].value;
+        if (strcmp(k, "KMP_AFFINITY") == 0)
+            e->kmp_affinity = v;
+        else if (strcmp(k, "KMP_HW_SUBSET") == 0)
+            e->kmp_hw_subset = v;
+        else if (strcmp(k, "KMP_PLACE_THREADS") == 0)
+            e->kmp_place_threads = v;
+        else if (strcmp(k, "KMP_BLOCKTIME") == 0)
+            e->kmp_blocktime = v;
+        else if (strcmp(k, "OMP_PLACES") == 0)
+            e->omp_places = v;
+        else if (strcmp(k, "OMP_PROC_BIND") == 0)
+            e->omp_proc_bind = v;
+        else if (strcmp(k, "GOMP_CPU_AFFINITY") == 0)
+            e->gomp_cpu_affinity = v;
+        else if (strcmp(k, "OMP_WAIT_POLICY") == 0)
+            e->omp_wait_policy = v;
+    }
+}
+
+int bkm_tune_trial_check(const bkm_tune_trial_spec_t *spec, const bkm_topo_t *topo, bkm_err_t *err)
+{
+    bkm_wl_config_t wcfg;
+    bkm_topo_summary_t sum;
+    bkm_aff_env_t env;
+    bkm_aff_plan_t *plan = NULL;
+    const bkm_wl_info_t *info;
+    int rc = bkm_tune_trial_spec_validate(spec, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_wl_find(spec->workload, &info, err);
+    if (rc < 0)
+        goto out;
+    rc = spec_wl_config(spec, &wcfg, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_wl_config_check(spec->workload, &wcfg, err);
+    if (rc < 0)
+        goto out;
+    bkm_topo_summary(topo, &sum);
+    if (spec->threads > sum.pus) {
+        rc = bkm_err_set(err, BKM_EINVAL, "threads %d exceed the %d PUs of this node (%d allowed)", spec->threads,
+                         sum.pus, sum.allowed_pus);
+        goto out;
+    }
+    spec_aff_env(spec, &env);
+    rc = bkm_aff_plan_create(topo, &env, spec->threads, &plan, err);
+out:
+    bkm_aff_plan_free(plan);
+    return rc;
+}
+
+/* The backend the workload ran: the trial's, else the "backend" of its resolved parameters. */
+static const char *worker_backend(const bkm_tune_trial_spec_t *spec, const bkm_buf_t *params_json)
+{
+    static const char *const names[] = {"native", "onednn"};
+    bkm_json_t *doc = NULL;
+    const char *be = NULL;
+    if (spec->backend[0])
+        return spec->backend;
+    if (bkm_json_parse(bkm_buf_str(params_json), &doc, NULL) == BKM_OK) {
+        const char *v = bkm_json_get_str(doc, "backend");
+        for (size_t i = 0; v && i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(v, names[i]) == 0)
+                be = names[i];
+    }
+    bkm_json_free(doc);
+    return be;
+}
+
+int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err)
+{
+    const bkm_tune_trial_spec_t *spec = &cfg->spec;
+    bkm_topo_t *topo = NULL;
+    bkm_aff_plan_t *plan = NULL;
+    bkm_aff_probe_t *probe = NULL;
+    bkm_tune_counters_t *ctr = NULL;
+    bkm_wl_t *wl = NULL;
+    bkm_tune_samples_t s = {0};
+    bkm_wl_config_t wcfg;
+    bkm_buf_t check, params;
+    worker_iter_t it = {0};
+    bkm_json_w_t w;
+    char why[512];
+    int rc, binding_ok;
+    double flops;
+
+    bkm_buf_init(&check);
+    bkm_buf_init(&params);
+    rc = bkm_tune_trial_spec_validate(spec, err);
+    if (rc < 0)
+        goto out;
+    if (cfg->omp_num_threads != spec->threads) {
+        rc = bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is %d but the trial asks for %d threads",
+                         cfg->omp_num_threads, spec->threads);
+        goto out;
+    }
+    /* Plan from the environment and start PAPI before the first OpenMP call. */
+    rc = bkm_topo_open_host(&topo, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_aff_plan_create(topo, cfg->aff_env, spec->threads, &plan, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_tune_counters_open(&ctr, spec->counters, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_aff_probe_run(spec->threads, &probe, err);
+    if (rc < 0)
+        goto out;
+
+    bkm_json_w_init(&w, out, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "workload");
+    bkm_json_str(&w, spec->workload);
+    bkm_json_key(&w, "threads");
+    bkm_json_int(&w, spec->threads);
+    worker_env_to_json(cfg->aff_env, &w);
+    bkm_json_key(&w, "effective_affinity");
+    bkm_json_str(&w, bkm_aff_plan_effective(plan));
+    bkm_json_key(&w, "blocktime_ms");
+    bkm_json_int(&w, bkm_aff_plan_blocktime_ms(plan));
+    binding_ok = worker_binding_check(plan, probe, spec->threads, strcmp(spec->inject, "mismatch") == 0, &w, why,
+                                      sizeof why);
+    if (!binding_ok) {
+        bkm_json_key(&w, "error");
+        bkm_json_str(&w, why);
+        bkm_json_obj_end(&w);
+        rc = bkm_err_set(err, BKM_EVERIFY, "binding mismatch: %s", why);
+        goto out;
+    }
+
+    rc = spec_wl_config(spec, &wcfg, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_wl_create(&wl, spec->workload, &wcfg, spec->seed, err);
+    if (rc < 0)
+        goto out;
+    it.wl = wl;
+    it.inject = spec->inject;
+    rc = bkm_tune_measure(spec, worker_iter_fn, &it, ctr, spec->threads, &s, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_wl_check(wl, &check, err);
+    if (rc < 0)
+        goto out;
+    bkm_wl_params_json(wl, &params);
+    if (check.oom || params.oom) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the workload's check and parameters");
+        goto out;
+    }
+    flops = bkm_wl_flops(wl);
+
+    bkm_json_key(&w, "backend");
+    bkm_json_str(&w, worker_backend(spec, &params));
+    bkm_json_key(&w, "impl");
+    bkm_json_str(&w, bkm_wl_impl(wl));
+    bkm_json_key(&w, "params");
+    bkm_json_raw(&w, bkm_buf_str(&params));
+    bkm_json_key(&w, "seed");
+    {
+        char sd[32];
+        snprintf(sd, sizeof sd, "%llu", (unsigned long long)spec->seed);
+        bkm_json_str(&w, sd);
+    }
+    json_double_array(&w, "warmup_ms", s.warmup_ms, s.n_warmup);
+    bkm_json_key(&w, "warmup_stable");
+    bkm_json_bool(&w, s.warmup_stable);
+    json_double_array(&w, "samples_ms", s.ms, s.n);
+    bkm_json_key(&w, "n_samples");
+    bkm_json_int(&w, s.n);
+    bkm_json_key(&w, "median_ms");
+    bkm_json_double(&w, s.median);
+    bkm_json_key(&w, "min_ms");
+    bkm_json_double(&w, s.min);
+    bkm_json_key(&w, "max_ms");
+    bkm_json_double(&w, s.max);
+    bkm_json_key(&w, "mad_ms");
+    bkm_json_double(&w, s.mad);
+    bkm_json_key(&w, "ci95_ms");
+    bkm_json_arr_begin(&w);
+    bkm_json_double(&w, s.ci_lo);
+    bkm_json_double(&w, s.ci_hi);
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "stop_reason");
+    bkm_json_str(&w, s.stop_reason);
+    bkm_json_key(&w, "timed_s");
+    bkm_json_double(&w, s.total_s);
+    bkm_json_key(&w, "timer_resolution_ns");
+    bkm_json_int(&w, (int64_t)bkm_clock_resolution_ns());
+    bkm_json_key(&w, "flops_per_iter");
+    bkm_json_double(&w, flops);
+    bkm_json_key(&w, "gflops");
+    bkm_json_double(&w, s.median > 0 ? flops / (s.median * 1e-3) * 1e-9 : NAN);
+    bkm_json_key(&w, "check");
+    bkm_json_raw(&w, bkm_buf_str(&check));
+    bkm_json_key(&w, "counters");
+    bkm_tune_counters_to_json(ctr, &w);
+    bkm_json_key(&w, "probe");
+    rc = bkm_aff_probe_to_json(probe, &w, err);
+    if (rc < 0)
+        goto out;
+    bkm_json_obj_end(&w);
+    if (out->oom) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's JSON");
+        goto out;
+    }
+    if (strcmp(spec->inject, "badjson") == 0)
+        bkm_buf_puts(out, "}{ not json");
+out:
+    bkm_buf_free(&check);
+    bkm_buf_free(&params);
+    bkm_tune_samples_free(&s);
+    bkm_wl_destroy(wl);
+    bkm_aff_probe_free(probe);
+    bkm_tune_counters_close(ctr);
+    bkm_aff_plan_free(plan);
+    bkm_topo_close(topo);
+    return rc;
+}
