@@ -584,31 +584,42 @@ static int run_case(const diff_opts_t *o, const diff_case_t *c, const char *dir,
     int libomp_warned = strstr(bkm_buf_str(&probe.errt), "OMP: Warning") != NULL;
 
     /* libomp 14 parses the variables in environment-block order, and some combinations depend on
-     * it (OMP_PLACES + OMP_PROC_BIND=false). The planner cannot know the order, so a case whose
-     * result changes when the setting variables are reversed is reported apart, not compared. */
-    if (n_extra - n_fixed >= 2) {
-        char *rev[12];
-        for (int i = 0; i < n_extra; i++)
-            rev[i] = i < n_fixed ? extra[i] : extra[n_extra - 1 - (i - n_fixed)];
-        build_env(env, DIFF_MAX_ENV, rev, n_extra);
+     * it (OMP_PLACES + OMP_PROC_BIND=false; a type-less KMP_AFFINITY granularity + OMP_PLACES:
+     * the last one wins). The planner cannot know the order, so a case whose result changes with
+     * the order of the setting variables is reported apart, not compared. Orders tried: every
+     * rotation of the listed order and of its reverse (all orders for up to 3 variables). */
+    int n_set = n_extra - n_fixed;
+    for (int k = 1; n_set >= 2 && k < 2 * n_set; k++) {
+        char *perm[12];
+        for (int i = 0; i < n_fixed; i++)
+            perm[i] = extra[i];
+        for (int i = 0; i < n_set; i++) {
+            int j = (i + k) % n_set;
+            perm[n_fixed + i] = extra[n_fixed + (k < n_set ? j : n_set - 1 - j)];
+        }
+        build_env(env, DIFF_MAX_ENV, perm, n_extra);
+        child_free(&probe_rev);
         rc = run_child(pargv, env, dir, &probe_rev, err);
         if (rc < 0)
             goto out;
         if (probe_rev.status != probe.status || strcmp(bkm_buf_str(&probe_rev.out), bkm_buf_str(&probe.out))) {
             plan_t a = {0}, b = {0};
-            bkm_buf_t fa = {0}, fb = {0};
+            bkm_buf_t fa = {0}, fb = {0}, names = {0};
             st->order_dependent++;
             if (plan_from_json(bkm_buf_str(&probe.out), &a, &perr) == 0)
                 plan_format(&a, &fa);
             if (plan_from_json(bkm_buf_str(&probe_rev.out), &b, &perr) == 0)
                 plan_format(&b, &fb);
+            for (int i = n_fixed; i < n_extra; i++)
+                bkm_buf_printf(&names, "%s%.*s", i > n_fixed ? " " : "", (int)strcspn(perm[i], "="), perm[i]);
             printf("ORDER-DEPENDENT %s\n  libomp, variables in the order listed: %s\n"
-                   "  libomp, variables in reverse order  : %s\n",
-                   bkm_buf_str(&desc), bkm_buf_str(&fa), bkm_buf_str(&fb));
+                   "  libomp, order %s: %s\n",
+                   bkm_buf_str(&desc), bkm_buf_str(&fa), bkm_buf_str(&names), bkm_buf_str(&fb));
             plan_free(&a);
             plan_free(&b);
             bkm_buf_free(&fa);
             bkm_buf_free(&fb);
+            bkm_buf_free(&names);
             goto out;
         }
     }
