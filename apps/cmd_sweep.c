@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+/* `tune [sweep]`: the main job. Parses the options into the space and sweep configurations,
+ * opens the node profile and the database, and calls bkm_tune_sweep_run; on a host that is
+ * not the requested node it plans and explains the sweep instead, and records nothing. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bkm/affinity.h"
+#include "bkm/results.h"
+#include "bkm/tuner.h"
+
+extern char **environ;
+
+const char bkm_cli_sweep_summary[] = "the main job: sweep the settings of a workload on a node, store every trial, "
+                                     "derive the best-known setting";
+
+/* The only global: set by SIGINT/SIGTERM, read by the sweep between trials. */
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    g_stop = sig;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tune [sweep] --workload WL [--node NODE] [options]\n\n"
+            "Measures settings of WL on this node, one fresh worker process per trial: thread counts,\n"
+            "KMP_AFFINITY (compact/scatter/balanced x granularity x permute, none), the OMP_PLACES /\n"
+            "OMP_PROC_BIND alternative, KMP_BLOCKTIME, KMP_HW_SUBSET and kernel tunables. Settings whose\n"
+            "thread placement is identical on this topology are measured once; settings the planner\n"
+            "rejects are dropped (both are listed with --dry-run). Every finished trial is stored at once\n"
+            "in the results database; running the same command again resumes the sweep. The top\n"
+            "candidates are then re-measured interleaved with the default setting, and a best-known\n"
+            "setting is claimed only when it beats the default beyond the noise.\n"
+            "On a host that is not NODE, the sweep is planned and explained, never run or recorded.\n\n"
+            "options:\n"
+            "  --workload WL        gemm, conv2d, alexnet, ... (tune run --help lists them)\n"
+            "  --node NODE          node profile: auto (this host, default), haswell, knl, or a profile file\n"
+            "  --threads LIST       thread counts, e.g. 1,2 (default: the profile's)\n"
+            "  --affinity SETTING   repeatable: a KMP_AFFINITY value ('granularity=fine,compact,1,0'), 'none',\n"
+            "                       'default' (nothing set) or 'OMP_PLACES=cores OMP_PROC_BIND=close'\n"
+            "  --blocktime LIST     KMP_BLOCKTIME values in ms or 'infinite', e.g. 0,1,200,infinite\n"
+            "  --hw-subset S        repeatable: KMP_HW_SUBSET value, e.g. 68c,2t; 'none' = unset\n"
+            "  --param K=V1,V2      repeatable: values of a workload parameter or kernel tunable\n"
+            "  --tunables           also sweep every kernel tunable at {def/2, def, 2 def}\n"
+            "  --backend B          native or onednn (default: the workload's)\n"
+            "  --strategy S         grid, random, halving, local (default %s: chosen by tune replay)\n"
+            "  --budget N           at most N trials in the search (default: the strategy's)\n"
+            "  --time DURATION      stop searching after DURATION (90s, 5m, 1h)\n"
+            "  --seed N             random choices of the strategy (default 1)\n"
+            "  --min-time S         timed loop of a trial lasts at least S seconds (default 0.5)\n"
+            "  --min-samples N      at least N timed samples per trial (default 5)\n"
+            "  --max-samples N      adaptive cap (default 50)\n"
+            "  --trial-timeout S    a trial running longer is killed and stored as timeout (default 600)\n"
+            "  --confirm-top K      candidates re-measured against the default (default 3)\n"
+            "  --fresh              start a new sweep instead of resuming the same command's\n"
+            "  --db PATH            results database (default: $BKM_DB, else %s)\n"
+            "  --dry-run            list the planned configurations, merges and drops; run nothing\n"
+            "  --json               print the summary as JSON\n"
+            "  --inject KIND@N      test only: fault KIND (segv, abort, hang, fail, ...) in trial N\n"
+            "  -h, --help           this help\n\n"
+            "examples:\n"
+            "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
+            "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"
+            "exit codes: 0 done, 2 bad usage or input, 3 environment (database, worker), 4 some trials\n"
+            "            failed (stored; the rest completed), 130/143 interrupted (completed trials kept)\n",
+            BKM_TUNE_STRATEGY_DEFAULT, BKM_DB_DEFAULT_PATH);
+}
+
+typedef struct opts {
+    bkm_tune_space_opts_t sp;
+    bkm_tune_sweep_cfg_t sw;
+    const char *node, *db;
+    int json, dry_run;
+} opts_t;
+
+static int parse_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime)
+{
+    char buf[512], *save = NULL, *tok;
+    long long v;
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (blocktime && (strcmp(tok, "infinite") == 0 || strcmp(tok, "infinity") == 0))
+            v = BKM_TUNE_BLOCKTIME_INFINITE;
+        else if (bkm_parse_int(tok, blocktime ? 0 : 1, blocktime ? INT_MAX - 1 : 1 << 20, &v) < 0) {
+            fprintf(stderr, "tune: %s '%s': '%s' is not a valid value\n", what, s, tok);
+            return -1;
+        }
+        if (*n >= cap) {
+            fprintf(stderr, "tune: %s '%s': more than %d values\n", what, s, cap);
+            return -1;
+        }
+        out[(*n)++] = (int)v;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "tune: %s '%s': no value\n", what, s);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_duration(const char *s, double *sec)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !(v > 0))
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        *sec = v;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        *sec = v * 60;
+    else if (strcmp(end, "h") == 0)
+        *sec = v * 3600;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, opts_t *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+        double d;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            o->dry_run = 1;
+        } else if (strcmp(a, "--fresh") == 0) {
+            o->sw.fresh = 1;
+        } else if (strcmp(a, "--tunables") == 0) {
+            o->sp.sweep_tunables = 1;
+        } else if (v == NULL) {
+            fprintf(stderr, "tune: unknown option or missing value: '%s' (see tune sweep --help)\n", a);
+            return -1;
+        } else if (i++, strcmp(a, "--workload") == 0) {
+            o->sp.workload = o->sw.workload = v;
+        } else if (strcmp(a, "--node") == 0) {
+            o->node = v;
+        } else if (strcmp(a, "--db") == 0) {
+            o->db = v;
+        } else if (strcmp(a, "--backend") == 0) {
+            o->sp.backend = v;
+        } else if (strcmp(a, "--strategy") == 0) {
+            o->sw.strategy = v;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (parse_list("--threads", v, o->sp.threads, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_threads, 0) < 0)
+                return -1;
+        } else if (strcmp(a, "--blocktime") == 0) {
+            if (parse_list("--blocktime", v, o->sp.blocktime_ms, BKM_TUNE_SPACE_MAX_BLOCKTIME, &o->sp.n_blocktime,
+                           1) < 0)
+                return -1;
+        } else if (strcmp(a, "--affinity") == 0 || strcmp(a, "--hw-subset") == 0 || strcmp(a, "--param") == 0) {
+            int aff = a[2] == 'a', hw = a[2] == 'h';
+            int *cnt = aff ? &o->sp.n_affinity : hw ? &o->sp.n_hw_subset : &o->sp.n_params;
+            int cap = aff ? BKM_TUNE_SPACE_MAX_AFFINITY : hw ? BKM_TUNE_SPACE_MAX_HW_SUBSET : BKM_TUNE_SPACE_MAX_PARAMS;
+            if (*cnt >= cap) {
+                fprintf(stderr, "tune: %s '%s': at most %d are allowed\n", a, v, cap);
+                return -1;
+            }
+            (aff ? o->sp.affinity : hw ? o->sp.hw_subset : o->sp.params)[(*cnt)++] = v;
+        } else if (strcmp(a, "--budget") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--min-samples") == 0 ||
+                   strcmp(a, "--max-samples") == 0 || strcmp(a, "--confirm-top") == 0) {
+            if (bkm_parse_int(v, strcmp(a, "--confirm-top") == 0 ? 0 : 1, strcmp(a, "--confirm-top") == 0 ? 7 : 100000000,
+                              &n) < 0) {
+                fprintf(stderr, "tune: %s '%s' is not a valid number%s\n", a, v,
+                        strcmp(a, "--confirm-top") == 0 ? " (0..7)" : " (>= 1)");
+                return -1;
+            }
+            if (a[2] == 'b')
+                o->sw.budget = (size_t)n;
+            else if (a[2] == 's')
+                o->sw.seed = (uint64_t)n;
+            else if (a[3] == 'i')
+                o->sw.base.min_samples = (int)n;
+            else if (a[3] == 'a')
+                o->sw.base.max_samples = (int)n;
+            else
+                o->sw.confirm_top = (int)n;
+        } else if (strcmp(a, "--min-time") == 0 || strcmp(a, "--trial-timeout") == 0 || strcmp(a, "--time") == 0) {
+            if (parse_duration(v, &d) < 0 && !(strcmp(a, "--min-time") == 0 && bkm_parse_double(v, &d) == 0 && d == 0)) {
+                fprintf(stderr, "tune: %s '%s' is not a valid duration (e.g. 0.5, 90s, 5m)\n", a, v);
+                return -1;
+            }
+            if (a[2] == 'm')
+                o->sw.base.min_time_s = d;
+            else if (a[3] == 'r')
+                o->sw.base.timeout_s = d;
+            else
+                o->sw.time_budget_s = d;
+        } else if (strcmp(a, "--inject") == 0) {
+            const char *at = strchr(v, '@');
+            if (at == NULL || at == v || (size_t)(at - v) >= sizeof o->sw.inject ||
+                bkm_parse_int(at + 1, 1, 1000000, &n) < 0) {
+                fprintf(stderr, "tune: --inject '%s' is not KIND@N\n", v);
+                return -1;
+            }
+            snprintf(o->sw.inject, sizeof o->sw.inject, "%.*s", (int)(at - v), v);
+            o->sw.inject_at = (int)n;
+        } else {
+            fprintf(stderr, "tune: unknown option '%s' (see tune sweep --help)\n", a);
+            return -1;
+        }
+    }
+    if (o->sp.workload == NULL) {
+        fprintf(stderr, "tune: --workload is required (e.g. --workload gemm; see tune sweep --help)\n");
+        return -1;
+    }
+    if (o->sw.base.max_samples < o->sw.base.min_samples)
+        o->sw.base.max_samples = o->sw.base.min_samples;
+    return 0;
+}
+
+static void log_note(void *ud, int level, const char *msg)
+{
+    (void)ud;
+    fprintf(stderr, "tune: %s%s\n", level == BKM_LOG_WARN ? "warning: " : "", msg);
+}
+
+static void fmt_eta(double s, char *b, size_t n)
+{
+    if (!isfinite(s))
+        snprintf(b, n, "?");
+    else if (s >= 60)
+        snprintf(b, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else
+        snprintf(b, n, "%ds", (int)(s + 0.5));
+}
+
+static void on_progress(void *ud, const bkm_tune_progress_t *p)
+{
+    int tty = *(const int *)ud;
+    char eta[32];
+    fmt_eta(p->eta_s, eta, sizeof eta);
+    if (tty) {
+        int w = 24, fill = p->total ? (int)((double)w * (double)p->done / (double)p->total) : 0;
+        char bar[32];
+        if (fill > w)
+            fill = w;
+        memset(bar, '#', (size_t)fill);
+        memset(bar + fill, '.', (size_t)(w - fill));
+        bar[w] = '\0';
+        fprintf(stderr, "\r\033[K[%s] %zu/%zu %s ETA %s best %.4g ms %.60s", bar, p->done, p->total, p->phase, eta,
+                p->best_ms, p->best_label);
+        if (p->done >= p->total)
+            fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "trial %zu/%zu %s %s: %s (best %.4g ms: %s; ETA %s)\n", p->done, p->total, p->phase,
+                p->last_status, p->last_label, p->best_ms, p->best_label, eta);
+    }
+}
+
+/* --dry-run, or a host that is not the node: the plan, its merges and drops, and how to run it. */
+static int print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, int host_match,
+                      int argc, char **argv)
+{
+    size_t n = bkm_tune_space_size(sp), merged = 0, dropped = 0;
+    const char *strat = o->sw.strategy ? o->sw.strategy : BKM_TUNE_STRATEGY_DEFAULT;
+    size_t budget = o->sw.budget && o->sw.budget < n ? o->sw.budget : n;
+    bkm_buf_t cmd, out;
+    bkm_json_w_t w;
+    char label[512];
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    bkm_buf_init(&cmd);
+    bkm_buf_init(&out);
+    bkm_buf_puts(&cmd, "tune");
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0)
+            bkm_buf_printf(&cmd, i == 0 ? " %s" : strchr(argv[i], ' ') || strchr(argv[i], ',') ? " '%s'" : " %s",
+                           argv[i]);
+    if (o->json) {
+        bkm_json_w_init(&w, &out, 1);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "node"), bkm_json_str(&w, prof->name);
+        bkm_json_key(&w, "workload"), bkm_json_str(&w, o->sp.workload);
+        bkm_json_key(&w, "host_matches_node"), bkm_json_bool(&w, host_match);
+        bkm_json_key(&w, "will_run"), bkm_json_bool(&w, 0);
+        bkm_json_key(&w, "strategy"), bkm_json_str(&w, strat);
+        bkm_json_key(&w, "budget"), bkm_json_int(&w, (int64_t)budget);
+        bkm_json_key(&w, "merged"), bkm_json_int(&w, (int64_t)merged);
+        bkm_json_key(&w, "dropped"), bkm_json_int(&w, (int64_t)dropped);
+        bkm_json_key(&w, "notes");
+        bkm_json_arr_begin(&w);
+        for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
+            bkm_json_str(&w, bkm_tune_space_note(sp, i));
+        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "configs");
+        bkm_json_arr_begin(&w);
+        for (size_t i = 0; i < n; i++)
+            bkm_tune_config_to_json(bkm_tune_space_config(sp, i), &w);
+        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "run_there"), bkm_json_str(&w, bkm_buf_str(&cmd));
+        bkm_json_obj_end(&w);
+        printf("%s\n", bkm_buf_str(&out));
+    } else {
+        if (!host_match)
+            printf("This host is not a %s node (%s).\ntune will not run these trials here, and never records this "
+                   "host's timings under '%s'.\n\n", prof->name, prof->description, prof->name);
+        printf("Planned sweep of %s on node %s: %zu configurations (%zu merged as identical, %zu dropped); "
+               "strategy %s measures up to %zu of them, then re-measures the top %d against the default.\n",
+               o->sp.workload, prof->name, n, merged, dropped, strat, budget, o->sw.confirm_top);
+        for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
+            printf("  note: %s\n", bkm_tune_space_note(sp, i));
+        for (size_t i = 0; i < n; i++) {
+            bkm_tune_config_label(bkm_tune_space_config(sp, i), label, sizeof label);
+            printf("  [%zu] %s\n", i, label);
+        }
+        if (!host_match)
+            printf("\nTo run it on a %s node, run there (e.g. inside `salloc -N 1%s%s`):\n  %s\n"
+                   "(a Slurm batch script for it comes with `tune sbatch`)\n",
+                   prof->name, prof->slurm_constraint[0] ? " -C " : "", prof->slurm_constraint, bkm_buf_str(&cmd));
+        else
+            printf("\nTo run it: %s\n", bkm_buf_str(&cmd));
+    }
+    bkm_buf_free(&cmd);
+    bkm_buf_free(&out);
+    return 0;
+}
+
+static void print_summary(const bkm_tune_sweep_result_t *r, const char *db, int json)
+{
+    char label[512];
+    if (json) {
+        bkm_buf_t out;
+        bkm_json_w_t w;
+        bkm_buf_init(&out);
+        bkm_json_w_init(&w, &out, 1);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "best");
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->best, &w);
+        bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->best_median_ms);
+        bkm_json_key(&w, "ci95");
+        bkm_json_arr_begin(&w);
+        bkm_json_double(&w, r->best_ci_lo_ms), bkm_json_double(&w, r->best_ci_hi_ms);
+        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "speedup_vs_default"), bkm_json_double(&w, r->speedup);
+        bkm_json_key(&w, "significant"), bkm_json_bool(&w, r->significant);
+        bkm_json_key(&w, "verdict"), bkm_json_str(&w, r->verdict);
+        bkm_json_obj_end(&w);
+        bkm_json_key(&w, "default");
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->dflt, &w);
+        bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->default_median_ms);
+        bkm_json_key(&w, "ci95");
+        bkm_json_arr_begin(&w);
+        bkm_json_double(&w, r->default_ci_lo_ms), bkm_json_double(&w, r->default_ci_hi_ms);
+        bkm_json_arr_end(&w);
+        bkm_json_obj_end(&w);
+        bkm_json_key(&w, "trials"), bkm_json_int(&w, (int64_t)r->trials);
+        bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)r->failed);
+        bkm_json_key(&w, "resumed"), bkm_json_int(&w, (int64_t)r->resumed_trials);
+        bkm_json_key(&w, "interrupted"), bkm_json_bool(&w, r->interrupted);
+        bkm_json_key(&w, "sweep_id"), bkm_json_int(&w, r->sweep_id);
+        bkm_json_key(&w, "db"), bkm_json_str(&w, db);
+        bkm_json_obj_end(&w);
+        printf("%s\n", bkm_buf_str(&out));
+        bkm_buf_free(&out);
+        return;
+    }
+    if (r->interrupted) {
+        printf("sweep interrupted after %zu trials; every completed trial is stored in %s: run the same command "
+               "again to resume\n", r->trials, db);
+        return;
+    }
+    printf("sweep done: %zu trials (%zu resumed from %s, %zu failed)\n", r->trials, r->resumed_trials, db, r->failed);
+    bkm_tune_config_label(&r->dflt, label, sizeof label);
+    printf("default:    %s: median %.4g ms, 95%% CI [%.4g, %.4g]\n", label, r->default_median_ms, r->default_ci_lo_ms,
+           r->default_ci_hi_ms);
+    if (r->significant) {
+        bkm_tune_config_label(&r->best, label, sizeof label);
+        printf("best-known: %s: median %.4g ms, 95%% CI [%.4g, %.4g], %.3gx faster than the default (%s)\n", label,
+               r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms, r->speedup, r->verdict);
+    } else {
+        printf("best-known: the default: %s\n", r->verdict);
+    }
+}
+
+int bkm_cli_sweep(int argc, char **argv)
+{
+    opts_t o;
+    bkm_err_t err = {0};
+    bkm_node_profile_t prof;
+    bkm_topo_t *host = NULL, *node_topo = NULL;
+    bkm_tune_space_t *sp = NULL;
+    bkm_db_t *db = NULL;
+    bkm_tune_runner_t runner;
+    bkm_tune_sweep_result_t res;
+    bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
+    bkm_buf_t cmd;
+    char self[PATH_MAX];
+    int rc, host_match, tty = isatty(2);
+    ssize_t ln;
+    struct sigaction sa;
+
+    memset(&o, 0, sizeof o);
+    bkm_tune_sweep_cfg_defaults(&o.sw);
+    o.node = "auto";
+    bkm_buf_init(&cmd);
+    if ((rc = parse_args(argc, argv, &o)) != 0)
+        return rc > 0 ? 0 : 2;
+    if (o.db == NULL)
+        o.db = getenv("BKM_DB") && getenv("BKM_DB")[0] ? getenv("BKM_DB") : BKM_DB_DEFAULT_PATH;
+    /* the host topology first, before anything could start an OpenMP runtime */
+    if ((rc = bkm_topo_open_host(&host, &err)) < 0)
+        goto fail;
+    if (bkm_profile_builtin(o.node, &prof, &err) < 0) {
+        bkm_err_t e2 = {0};
+        if (access(o.node, R_OK) != 0 || bkm_profile_load_file(o.node, &prof, &e2) < 0) {
+            if (access(o.node, R_OK) == 0)
+                err = e2;
+            rc = BKM_EINVAL;
+            goto fail;
+        }
+    }
+    host_match = strcmp(prof.name, "auto") == 0 || bkm_profile_matches_host(&prof, host);
+    if (strcmp(prof.name, "auto") == 0) {
+        node_topo = host;
+        host = NULL;
+    } else if ((rc = bkm_topo_open_profile(&node_topo, &prof, &err)) < 0) {
+        goto fail;
+    }
+    if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0)
+        goto fail;
+    if (!host_match || o.dry_run) {
+        rc = print_plan(&o, sp, &prof, host_match, argc, argv);
+        goto done;
+    }
+    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
+        bkm_log(&log, BKM_LOG_INFO, "%s", bkm_tune_space_note(sp, i));
+    if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
+        goto fail;
+    ln = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (ln <= 0) {
+        rc = bkm_err_set(&err, BKM_EDEP, "cannot find the tune executable (/proc/self/exe): %s", strerror(errno));
+        goto fail;
+    }
+    self[ln] = '\0';
+    runner.worker_path = self;
+    runner.worker_cmd = "worker";
+    runner.environ = environ;
+    bkm_buf_puts(&cmd, "tune");
+    for (int i = 0; i < argc; i++)
+        bkm_buf_printf(&cmd, " %s", argv[i]);
+    o.sw.node = prof.name;
+    o.sw.command = bkm_buf_str(&cmd);
+    o.sw.runner = &runner;
+    o.sw.stop = &g_stop;
+    o.sw.progress = on_progress;
+    o.sw.progress_ud = &tty;
+    o.sw.log = &log;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if ((rc = bkm_tune_sweep_run(&o.sw, sp, db, &res, &err)) < 0)
+        goto fail;
+    print_summary(&res, o.db, o.json);
+    rc = res.interrupted ? 128 + (int)g_stop : res.failed ? 4 : 0;
+    goto done;
+fail:
+    fprintf(stderr, "tune: %s\n", err.msg);
+    rc = bkm_status_exit_code(rc);
+done:
+    bkm_db_close(db);
+    bkm_tune_space_free(sp);
+    bkm_topo_close(node_topo);
+    bkm_topo_close(host);
+    bkm_buf_free(&cmd);
+    return rc;
+}

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/* Search space: generation and deduplication on synthetic topologies (a 2-core host like the CI
+ * machines, Cori Haswell, Cori KNL) and on this host; narrowing options; bad input named. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/affinity.h"
+#include "bkm/tuner.h"
+
+static bkm_topo_t *topo;
+static bkm_node_profile_t prof;
+
+static void small_profile(void)
+{
+    memset(&prof, 0, sizeof prof);
+    snprintf(prof.name, sizeof prof.name, "small");
+    prof.threads[0] = 1, prof.threads[1] = 2, prof.n_threads = 2;
+    prof.blocktime_ms[0] = 0, prof.blocktime_ms[1] = 1, prof.blocktime_ms[2] = 200, prof.blocktime_ms[3] = -1;
+    prof.n_blocktime = 4;
+}
+
+static void setup_small(void)
+{
+    bkm_err_t err = {0};
+    small_profile();
+    ck_assert_int_eq(bkm_topo_open_synthetic(&topo, "pack:1 core:2 pu:1", &err), BKM_OK);
+}
+
+static void setup_profile(const char *name)
+{
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_profile_builtin(name, &prof, &err), BKM_OK);
+    ck_assert_msg(bkm_topo_open_profile(&topo, &prof, &err) == BKM_OK, "%s", err.msg);
+}
+static void setup_knl(void) { setup_profile("knl"); }
+static void setup_haswell(void) { setup_profile("haswell"); }
+
+static void teardown(void)
+{
+    bkm_topo_close(topo);
+    topo = NULL;
+}
+
+static void opts_init(bkm_tune_space_opts_t *o, const char *wl)
+{
+    memset(o, 0, sizeof *o);
+    o->workload = wl;
+}
+
+static int has_note(const bkm_tune_space_t *sp, const char *a, const char *b)
+{
+    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++) {
+        const char *n = bkm_tune_space_note(sp, i);
+        if (strstr(n, a) && (b == NULL || strstr(n, b)))
+            return 1;
+    }
+    return 0;
+}
+
+START_TEST(small_default_first_and_dedup)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    const bkm_tune_config_t *d;
+    size_t merged = 0, dropped = 0;
+    opts_init(&o, "gemm");
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    d = bkm_tune_space_config(sp, 0);
+    ck_assert_int_eq(d->is_default, 1);
+    ck_assert_int_eq(d->threads, 2);          /* one per core */
+    ck_assert_str_eq(d->kmp_affinity, "");
+    ck_assert_int_eq(d->blocktime_ms, BKM_TUNE_BLOCKTIME_UNSET);
+    /* 1 package, 1 thread/core: every bound setting pins thread i to core i, so all of them are one
+     * configuration; none is unbound like the default; 200 ms is the default blocktime.
+     * threads {1,2} x {default, bound} x blocktime {unset, 0, 1, infinite} = 16. */
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 16);
+    ck_assert(has_note(sp, "KMP_AFFINITY=granularity=fine,scatter \u2261 granularity=fine,compact", "1 package"));
+    ck_assert(has_note(sp, "KMP_AFFINITY=none \u2261 default", NULL));
+    ck_assert(has_note(sp, "KMP_BLOCKTIME=200", NULL));
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    ck_assert_uint_gt(merged, 0);
+    for (size_t i = 1; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        ck_assert_int_eq(c->is_default, 0);
+        ck_assert(strstr(c->kmp_affinity, "scatter") == NULL);
+        ck_assert(c->blocktime_ms != 200);
+    }
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(config_keys_are_canonical_and_distinct)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    char *k0 = NULL, *k0b = NULL;
+    opts_init(&o, "gemm");
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_config_key(bkm_tune_space_config(sp, 0), &k0, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_config_key(bkm_tune_space_config(sp, 0), &k0b, &err), BKM_OK);
+    ck_assert_str_eq(k0, k0b);
+    ck_assert_ptr_nonnull(strstr(k0, "\"default\":true"));
+    for (size_t i = 1; i < bkm_tune_space_size(sp); i++) {
+        char *ki = NULL;
+        ck_assert_int_eq(bkm_tune_config_key(bkm_tune_space_config(sp, i), &ki, &err), BKM_OK);
+        for (size_t j = i + 1; j < bkm_tune_space_size(sp); j++) {
+            char *kj = NULL;
+            ck_assert_int_eq(bkm_tune_config_key(bkm_tune_space_config(sp, j), &kj, &err), BKM_OK);
+            ck_assert_str_ne(ki, kj);
+            bkm_free(kj);
+        }
+        ck_assert_str_ne(ki, k0);
+        bkm_free(ki);
+    }
+    bkm_free(k0);
+    bkm_free(k0b);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(spec_from_config)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_t spec;
+    const char *aff[] = {"granularity=fine,compact"};
+    int found = 0;
+    opts_init(&o, "gemm");
+    o.affinity[0] = aff[0], o.n_affinity = 1;
+    o.blocktime_ms[0] = 0, o.n_blocktime = 1;
+    o.threads[0] = 1, o.n_threads = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_OK);
+    /* narrowed: the default + threads=1 compact blocktime=0 */
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 2);
+    bkm_tune_trial_spec_defaults(&spec);
+    ck_assert_int_eq(bkm_tune_config_to_spec(bkm_tune_space_config(sp, 1), "gemm", &spec, &err), BKM_OK);
+    ck_assert_int_eq(spec.threads, 1);
+    for (int i = 0; i < spec.n_env; i++) {
+        if (strcmp(spec.env[i].key, "KMP_AFFINITY") == 0) {
+            found |= 1;
+            ck_assert_str_eq(spec.env[i].value, "granularity=fine,compact");
+        }
+        if (strcmp(spec.env[i].key, "KMP_BLOCKTIME") == 0) {
+            found |= 2;
+            ck_assert_str_eq(spec.env[i].value, "0");
+        }
+    }
+    ck_assert_int_eq(found, 3);
+    ck_assert_int_eq(bkm_tune_config_to_spec(bkm_tune_space_config(sp, 0), "gemm", &spec, &err), BKM_OK);
+    ck_assert_int_eq(spec.n_env, 0);
+    ck_assert_int_eq(spec.threads, 2);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(narrowing_params)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    int dims[BKM_TUNE_MAX_DIMS], nd;
+    opts_init(&o, "gemm");
+    o.threads[0] = 2, o.n_threads = 1;
+    o.affinity[0] = "default", o.n_affinity = 1;
+    o.blocktime_ms[0] = 200, o.n_blocktime = 1;
+    o.params[0] = "m=64", o.params[1] = "kc=64,128", o.n_params = 2;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    /* the default (kc at its default) + kc=64 + kc=128, all at m=64 */
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 3);
+    nd = bkm_tune_space_dims(sp, dims);
+    ck_assert_int_eq(nd, BKM_TUNE_DIM_PARAM0 + 2);
+    for (size_t i = 0; i < 3; i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        int has_m = 0;
+        for (int k = 0; k < c->n_params; k++)
+            has_m |= strcmp(c->params[k].key, "m") == 0 && strcmp(c->params[k].value, "64") == 0;
+        ck_assert(has_m);
+    }
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(bad_inputs_named)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    opts_init(&o, "gemm");
+    o.threads[0] = 5, o.n_threads = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--threads 5"));
+    ck_assert_ptr_null(sp);
+    opts_init(&o, "gemm");
+    o.affinity[0] = "granularity=fine,sideways", o.n_affinity = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "sideways"));
+    opts_init(&o, "gemm");
+    o.affinity[0] = "OMP_PLACES=cores FOO=1", o.n_affinity = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "FOO"));
+    opts_init(&o, "gemm");
+    o.params[0] = "nosuch=1", o.n_params = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nosuch"));
+    opts_init(&o, "gemm");
+    o.params[0] = "kc=banana", o.n_params = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "banana"));
+    opts_init(&o, "nosuchworkload");
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nosuchworkload"));
+    opts_init(&o, "gemm");
+    o.hw_subset[0] = "2x", o.n_hw_subset = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "2x"));
+}
+END_TEST
+
+START_TEST(tunables_swept_on_request)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    int dims[BKM_TUNE_MAX_DIMS], nd;
+    opts_init(&o, "gemm");
+    o.threads[0] = 2, o.n_threads = 1;
+    o.affinity[0] = "default", o.n_affinity = 1;
+    o.blocktime_ms[0] = 200, o.n_blocktime = 1;
+    o.sweep_tunables = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    nd = bkm_tune_space_dims(sp, dims);
+    ck_assert_int_ge(nd, BKM_TUNE_DIM_PARAM0 + 2);   /* mc, kc, nc at least */
+    ck_assert_uint_gt(bkm_tune_space_size(sp), 8);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(knl_profile)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    size_t merged = 0, dropped = 0;
+    int fine_vs_core = 0;
+    opts_init(&o, "gemm");
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_tune_space_config(sp, 0)->threads, 68);
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    /* KMP_HW_SUBSET=68c,1t allows 68 PUs: 136 and 272 threads are dropped as oversubscribed */
+    ck_assert_uint_gt(dropped, 0);
+    ck_assert(has_note(sp, "dropped", "68c,1t at 136 threads"));
+    /* with 4 threads per core, fine and core granularity differ at 272 threads */
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        if (c->threads == 272 && c->kmp_hw_subset[0] == 0 && c->blocktime_ms == BKM_TUNE_BLOCKTIME_UNSET &&
+            (strcmp(c->kmp_affinity, "granularity=fine,compact") == 0 ||
+             strcmp(c->kmp_affinity, "granularity=core,compact") == 0))
+            fine_vs_core++;
+    }
+    ck_assert_int_eq(fine_vs_core, 2);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(haswell_scatter_differs_from_compact)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    int scatter = 0, compact = 0;
+    opts_init(&o, "gemm");
+    o.threads[0] = 2, o.n_threads = 1;
+    o.affinity[0] = "compact", o.affinity[1] = "scatter", o.n_affinity = 2;
+    o.blocktime_ms[0] = 0, o.n_blocktime = 1;
+    o.hw_subset[0] = "none", o.n_hw_subset = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        scatter += strcmp(c->kmp_affinity, "scatter") == 0;
+        compact += strcmp(c->kmp_affinity, "compact") == 0;
+    }
+    /* 2 packages: compact puts 2 threads on one core's siblings, scatter on two packages */
+    ck_assert_int_eq(scatter, 1);
+    ck_assert_int_eq(compact, 1);
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 3);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+START_TEST(this_host)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_topo_t *host = NULL;
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    bkm_topo_summary_t s;
+    ck_assert_int_eq(bkm_topo_open_host(&host, &err), BKM_OK);
+    ck_assert_int_eq(bkm_profile_builtin("auto", &p, &err), BKM_OK);
+    bkm_topo_summary(host, &s);
+    opts_init(&o, "gemm");
+    ck_assert_msg(bkm_tune_space_create(&sp, host, &p, &o, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_tune_space_config(sp, 0)->threads, s.cores);
+    ck_assert_uint_ge(bkm_tune_space_size(sp), 2);
+    bkm_tune_space_free(sp);
+    bkm_topo_close(host);
+}
+END_TEST
+
+static Suite *space_suite(void)
+{
+    Suite *s = suite_create("space");
+    TCase *tc = tcase_create("small");
+    tcase_add_checked_fixture(tc, setup_small, teardown);
+    tcase_add_test(tc, small_default_first_and_dedup);
+    tcase_add_test(tc, config_keys_are_canonical_and_distinct);
+    tcase_add_test(tc, spec_from_config);
+    tcase_add_test(tc, narrowing_params);
+    tcase_add_test(tc, bad_inputs_named);
+    tcase_add_test(tc, tunables_swept_on_request);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("knl");
+    tcase_add_checked_fixture(tc, setup_knl, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, knl_profile);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("haswell");
+    tcase_add_checked_fixture(tc, setup_haswell, teardown);
+    tcase_add_test(tc, haswell_scatter_differs_from_compact);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("host");
+    tcase_add_test(tc, this_host);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(space_suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* Strategies on synthetic, deterministic objective functions over a 4 x 4 x 4 grid. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/tuner.h"
+
+#define D 3
+#define S 4
+#define N (S * S * S)
+
+static int coord[N * D];
+static bkm_tune_problem_t pb;
+
+static void setup(void)
+{
+    for (int i = 0; i < N; i++) {
+        coord[i * D + 0] = i % S;
+        coord[i * D + 1] = (i / S) % S;
+        coord[i * D + 2] = i / (S * S);
+    }
+    pb.n = N;
+    pb.n_dims = D;
+    pb.coord = coord;
+    pb.default_index = 0;
+}
+
+/* separable bowl, minimum 1.0 at (2, 3, 1) */
+static double bowl(size_t i)
+{
+    const int *c = &coord[i * D];
+    return 1.0 + 0.1 * ((c[0] - 2) * (c[0] - 2) + (c[1] - 3) * (c[1] - 3) + (c[2] - 1) * (c[2] - 1));
+}
+static size_t bowl_min(void) { return 2 + 3 * S + 1 * S * S; }
+
+/* Drive a strategy to the end; returns the evaluation count; order[] gets the configurations. */
+static size_t drive(bkm_tune_strategy_t *s, double (*f)(size_t), size_t *order, size_t cap)
+{
+    bkm_tune_ask_t a;
+    size_t n = 0;
+    while (bkm_tune_strategy_next(s, &a)) {
+        ck_assert_uint_lt(a.config, N);
+        if (order && n < cap)
+            order[n] = a.config;
+        n++;
+        bkm_tune_strategy_report(s, &a, f(a.config));
+        ck_assert_uint_lt(n, 10 * N);
+    }
+    return n;
+}
+
+START_TEST(grid_visits_all_in_order)
+{
+    bkm_tune_strategy_t *s = NULL;
+    bkm_err_t err = {0};
+    size_t order[N], n;
+    ck_assert_int_eq(bkm_tune_strategy_create(&s, "grid", &pb, 0, 1, &err), BKM_OK);
+    n = drive(s, bowl, order, N);
+    ck_assert_uint_eq(n, N);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_uint_eq(order[i], i);
+    ck_assert_uint_eq(bkm_tune_strategy_best(s, NULL), bowl_min());
+    ck_assert_uint_eq(bkm_tune_strategy_spent(s), N);
+    bkm_tune_strategy_free(s);
+}
+END_TEST
+
+START_TEST(random_is_seeded_permutation)
+{
+    bkm_tune_strategy_t *a = NULL, *b = NULL, *c = NULL;
+    size_t oa[N], ob[N], oc[N];
+    int seen[N] = {0}, differ = 0;
+    ck_assert_int_eq(bkm_tune_strategy_create(&a, "random", &pb, 0, 7, NULL), BKM_OK);
+    ck_assert_int_eq(bkm_tune_strategy_create(&b, "random", &pb, 0, 7, NULL), BKM_OK);
+    ck_assert_int_eq(bkm_tune_strategy_create(&c, "random", &pb, 0, 8, NULL), BKM_OK);
+    ck_assert_uint_eq(drive(a, bowl, oa, N), N);
+    ck_assert_uint_eq(drive(b, bowl, ob, N), N);
+    ck_assert_uint_eq(drive(c, bowl, oc, N), N);
+    ck_assert_uint_eq(oa[0], 0);   /* default first */
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(oa[i], ob[i]);
+        differ |= oa[i] != oc[i];
+        seen[oa[i]]++;
+    }
+    ck_assert(differ);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_int_eq(seen[i], 1);
+    bkm_tune_strategy_free(a);
+    bkm_tune_strategy_free(b);
+    bkm_tune_strategy_free(c);
+}
+END_TEST
+
+START_TEST(budget_is_respected)
+{
+    static const char *const names[] = {"grid", "random", "halving", "local"};
+    for (int k = 0; k < 4; k++) {
+        bkm_tune_strategy_t *s = NULL;
+        ck_assert_int_eq(bkm_tune_strategy_create(&s, names[k], &pb, 10, 3, NULL), BKM_OK);
+        drive(s, bowl, NULL, 0);
+        ck_assert_uint_le(bkm_tune_strategy_spent(s), 10);
+        ck_assert_uint_gt(bkm_tune_strategy_spent(s), 0);
+        bkm_tune_strategy_free(s);
+    }
+}
+END_TEST
+
+START_TEST(local_descends_to_separable_minimum)
+{
+    bkm_tune_strategy_t *s = NULL;
+    size_t order[N], n;
+    double v;
+    ck_assert_int_eq(bkm_tune_strategy_create(&s, "local", &pb, 0, 1, NULL), BKM_OK);
+    n = drive(s, bowl, order, N);
+    ck_assert_uint_eq(order[0], 0);
+    ck_assert_uint_eq(bkm_tune_strategy_best(s, &v), bowl_min());
+    ck_assert_double_eq(v, 1.0);
+    /* coordinate descent: one line per dimension, then a confirming pass: far fewer than N */
+    ck_assert_uint_le(n, 3 * D * S);
+    ck_assert_uint_lt(n, N / 2);
+    bkm_tune_strategy_free(s);
+}
+END_TEST
+
+START_TEST(halving_remeasures_survivors)
+{
+    bkm_tune_strategy_t *s = NULL;
+    bkm_tune_ask_t a;
+    int rung1 = 0, rung0 = 0;
+    size_t best;
+    double rung0_best = INFINITY;
+    ck_assert_int_eq(bkm_tune_strategy_create(&s, "halving", &pb, 30, 5, NULL), BKM_OK);
+    while (bkm_tune_strategy_next(s, &a)) {
+        double v = bowl(a.config);
+        if (a.round == 0) {
+            ck_assert_int_eq(a.scale, 1);
+            rung0++;
+            if (v < rung0_best)
+                rung0_best = v;
+        } else {
+            ck_assert_int_eq(a.scale, 3);
+            rung1++;
+        }
+        bkm_tune_strategy_report(s, &a, v);
+    }
+    ck_assert_int_eq(rung0, 15);   /* budget / 2 screened */
+    ck_assert_int_eq(rung1, 5);    /* top third at 3x the samples */
+    best = bkm_tune_strategy_best(s, NULL);
+    ck_assert_double_eq(bowl(best), rung0_best);
+    ck_assert_uint_le(bkm_tune_strategy_spent(s), 30);
+    bkm_tune_strategy_free(s);
+}
+END_TEST
+
+static double fails_except_default(size_t i)
+{
+    return i == 0 ? 2.0 : NAN;
+}
+
+START_TEST(failed_trials_never_win)
+{
+    static const char *const names[] = {"grid", "random", "halving", "local"};
+    for (int k = 0; k < 4; k++) {
+        bkm_tune_strategy_t *s = NULL;
+        double v;
+        ck_assert_int_eq(bkm_tune_strategy_create(&s, names[k], &pb, 12, 1, NULL), BKM_OK);
+        drive(s, fails_except_default, NULL, 0);
+        ck_assert_uint_eq(bkm_tune_strategy_best(s, &v), 0);
+        ck_assert_double_eq(v, 2.0);
+        bkm_tune_strategy_free(s);
+    }
+}
+END_TEST
+
+START_TEST(unknown_strategy_named)
+{
+    bkm_tune_strategy_t *s = NULL;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_tune_strategy_create(&s, "annealing", &pb, 0, 1, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "annealing"));
+    ck_assert_ptr_null(s);
+}
+END_TEST
+
+static Suite *strategy_suite(void)
+{
+    Suite *s = suite_create("strategy");
+    TCase *tc = tcase_create("synthetic");
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_add_test(tc, grid_visits_all_in_order);
+    tcase_add_test(tc, random_is_seeded_permutation);
+    tcase_add_test(tc, budget_is_respected);
+    tcase_add_test(tc, local_descends_to_separable_minimum);
+    tcase_add_test(tc, halving_remeasures_survivors);
+    tcase_add_test(tc, failed_trials_never_win);
+    tcase_add_test(tc, unknown_strategy_named);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(strategy_suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,873 @@
+/* SPDX-License-Identifier: MIT */
+/* Search space: dimensions from the node profile, the topology and the workload's parameters,
+ * narrowed by the user; affinity settings planned at every thread count so that rejected ones
+ * are dropped and identical plans are measured once; the default configuration first. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/affinity.h"
+#include "bkm/results.h"
+#include "bkm/tuner.h"
+#include "bkm/workloads.h"
+
+#define SPACE_MAX_CONFIGS 200000
+#define MAX_NOTES 256
+
+typedef struct aff_setting {
+    char label[192];
+    char kmp[128], places[64], bind[32];
+} aff_setting_t;
+
+typedef struct param_dim {
+    char key[32];
+    int n;
+    char value[BKM_TUNE_SPACE_MAX_VALUES][40];
+    char def[40];          /* the workload's default text for this key */
+    int n_grid;            /* values [0, n_grid) form the grid; the rest are extras (default) */
+    int default_index;
+} param_dim_t;
+
+/* Merged-settings note under construction: "A = B at t1,t2 threads". */
+typedef struct merge_note {
+    int a, b, h_a, h_b;
+    char threads[96];
+} merge_note_t;
+
+struct bkm_tune_space {
+    bkm_tune_config_t *cfg;
+    size_t n, cap;
+    int dim_size[BKM_TUNE_MAX_DIMS];
+    int n_dims;
+    char **notes;
+    size_t n_notes;
+    size_t merged, dropped;
+    bkm_buf_t json;        /* canonical space description */
+};
+
+/* ---------------------------------------------------------------------------------------- */
+
+static int add_note(bkm_tune_space_t *sp, const char *fmt, ...) BKM_PRINTF(2, 3);
+static int add_note(bkm_tune_space_t *sp, const char *fmt, ...)
+{
+    bkm_buf_t b;
+    va_list ap;
+    char *s;
+    if (sp->n_notes >= MAX_NOTES)
+        return BKM_OK;
+    bkm_buf_init(&b);
+    va_start(ap, fmt);
+    bkm_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    s = bkm_buf_take(&b);
+    if (s == NULL)
+        return BKM_ENOMEM;
+    sp->notes[sp->n_notes++] = s;
+    return BKM_OK;
+}
+
+static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
+{
+    bkm_aff_env_t env;
+    bkm_aff_setting_t st;
+    memset(a, 0, sizeof *a);
+    if (text == NULL || text[0] == '\0')
+        return bkm_err_set(err, BKM_EINVAL, "--affinity: empty setting (use 'default' for no variable)");
+    if (strlen(text) >= sizeof a->label)
+        return bkm_err_set(err, BKM_EINVAL, "--affinity '%.60s...' is longer than %zu characters", text,
+                           sizeof a->label - 1);
+    snprintf(a->label, sizeof a->label, "%s", text);
+    if (strcmp(text, "default") == 0)
+        return BKM_OK;
+    if (strncmp(text, "KMP_AFFINITY=", 13) == 0 || strncmp(text, "OMP_PLACES=", 11) == 0 ||
+        strncmp(text, "OMP_PROC_BIND=", 14) == 0) {
+        char tmp[192], *save = NULL, *tok;
+        snprintf(tmp, sizeof tmp, "%s", text);
+        for (tok = strtok_r(tmp, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(tok, '=');
+            char *dst;
+            size_t cap;
+            *eq = '\0';
+            if (strcmp(tok, "KMP_AFFINITY") == 0)
+                dst = a->kmp, cap = sizeof a->kmp;
+            else if (strcmp(tok, "OMP_PLACES") == 0)
+                dst = a->places, cap = sizeof a->places;
+            else if (strcmp(tok, "OMP_PROC_BIND") == 0)
+                dst = a->bind, cap = sizeof a->bind;
+            else
+                return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': variable '%s' is not KMP_AFFINITY, "
+                                   "OMP_PLACES or OMP_PROC_BIND", text, tok);
+            if (eq == NULL || eq[1] == '\0' || strlen(eq + 1) >= cap)
+                return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': %s needs a value (at most %zu "
+                                   "characters)", text, tok, cap - 1);
+            snprintf(dst, cap, "%s", eq + 1);
+        }
+    } else {
+        if (strlen(text) >= sizeof a->kmp)
+            return bkm_err_set(err, BKM_EINVAL, "--affinity '%.60s...' is too long", text);
+        snprintf(a->kmp, sizeof a->kmp, "%s", text);
+    }
+    memset(&env, 0, sizeof env);
+    env.kmp_affinity = a->kmp[0] ? a->kmp : NULL;
+    env.omp_places = a->places[0] ? a->places : NULL;
+    env.omp_proc_bind = a->bind[0] ? a->bind : NULL;
+    if (bkm_aff_setting_resolve(&env, &st, err) < 0)
+        return bkm_err_prefix(err, "--affinity '%s'", text);
+    return BKM_OK;
+}
+
+static int setting_is_default(const aff_setting_t *a)
+{
+    return a->kmp[0] == '\0' && a->places[0] == '\0' && a->bind[0] == '\0';
+}
+
+/* The generated affinity settings, "default" first. */
+static int settings_generate(aff_setting_t *out, int cap)
+{
+    static const char *const types[] = {"compact", "scatter", "balanced"};
+    static const char *const grans[] = {"fine", "core"};
+    static const char *const places[] = {"threads", "cores"};
+    static const char *const binds[] = {"close", "spread"};
+    int n = 0;
+    memset(out, 0, (size_t)cap * sizeof *out);
+    snprintf(out[n++].label, sizeof out[0].label, "default");
+    snprintf(out[n].label, sizeof out[0].label, "none");
+    snprintf(out[n++].kmp, sizeof out[0].kmp, "none");
+    for (int t = 0; t < 3; t++)
+        for (int g = 0; g < 2; g++)
+            for (int p = 0; p < 2; p++) {
+                if (p == 0)
+                    snprintf(out[n].kmp, sizeof out[0].kmp, "granularity=%s,%s", grans[g], types[t]);
+                else
+                    snprintf(out[n].kmp, sizeof out[0].kmp, "granularity=%s,%s,1,0", grans[g], types[t]);
+                snprintf(out[n].label, sizeof out[0].label, "%s", out[n].kmp);
+                n++;
+            }
+    for (int p = 0; p < 2; p++)
+        for (int b = 0; b < 2; b++) {
+            snprintf(out[n].places, sizeof out[0].places, "%s", places[p]);
+            snprintf(out[n].bind, sizeof out[0].bind, "%s", binds[b]);
+            snprintf(out[n].label, sizeof out[0].label, "OMP_PLACES=%s OMP_PROC_BIND=%s", places[p], binds[b]);
+            n++;
+        }
+    return n;
+}
+
+/* Round v down to a multiple of m within [lo, hi]; -1 when none. */
+static long long round_mult(long long v, long long m, long long lo, long long hi)
+{
+    if (m < 1)
+        m = 1;
+    if (v > hi)
+        v = hi;
+    v = (v / m) * m;
+    if (v < lo) {
+        v = ((lo + m - 1) / m) * m;
+        if (v > hi)
+            return -1;
+    }
+    return v;
+}
+
+static int pdim_add(param_dim_t *d, const char *v)
+{
+    for (int i = 0; i < d->n; i++)
+        if (strcmp(d->value[i], v) == 0)
+            return i;
+    if (d->n >= BKM_TUNE_SPACE_MAX_VALUES)
+        return -1;
+    snprintf(d->value[d->n], sizeof d->value[0], "%s", v);
+    return d->n++;
+}
+
+/* Check key=value against the workload (with the backend, if any). */
+static int check_value(const char *workload, const char *backend, const char *key, const char *value,
+                       bkm_err_t *err)
+{
+    bkm_wl_config_t c;
+    char kv[128];
+    bkm_wl_config_init(&c);
+    if (backend && backend[0] && strcmp(key, "backend") != 0) {
+        snprintf(kv, sizeof kv, "backend=%s", backend);
+        if (bkm_wl_config_add(&c, kv, err) < 0)
+            return BKM_EINVAL;
+    }
+    snprintf(kv, sizeof kv, "%s=%s", key, value);
+    if (bkm_wl_config_add(&c, kv, err) < 0)
+        return BKM_EINVAL;
+    return bkm_wl_config_check(workload, &c, err);
+}
+
+static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *n_dims, bkm_tune_space_t *sp,
+                        bkm_err_t *err)
+{
+    bkm_wl_param_t wp[BKM_WL_MAX_PARAMS];
+    size_t n_wp = 0;
+    int rc;
+    *n_dims = 0;
+    if ((rc = bkm_wl_params(o->workload, wp, &n_wp, err)) < 0)
+        return rc;
+    for (int i = 0; i < o->n_params; i++) {
+        const char *kv = o->params[i], *eq = strchr(kv, '=');
+        param_dim_t *d;
+        char vals[512], *save = NULL, *tok;
+        size_t j;
+        if (eq == NULL || eq == kv || (size_t)(eq - kv) >= sizeof d->key)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
+        if (*n_dims >= BKM_TUNE_SPACE_MAX_PARAMS)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv,
+                               BKM_TUNE_SPACE_MAX_PARAMS);
+        d = &dims[*n_dims];
+        memset(d, 0, sizeof *d);
+        memcpy(d->key, kv, (size_t)(eq - kv));
+        for (int k = 0; k < *n_dims; k++)
+            if (strcmp(dims[k].key, d->key) == 0)
+                return bkm_err_set(err, BKM_EINVAL, "--param '%s': parameter '%s' is given twice", kv, d->key);
+        if (strcmp(d->key, "backend") == 0)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': use --backend to choose the backend", kv);
+        for (j = 0; j < n_wp; j++)
+            if (strcmp(wp[j].name, d->key) == 0)
+                break;
+        if (j == n_wp)
+            return check_value(o->workload, o->backend, d->key, eq + 1, err) < 0
+                       ? BKM_EINVAL
+                       : bkm_err_set(err, BKM_EINVAL, "--param '%s': unknown parameter '%s'", kv, d->key);
+        snprintf(d->def, sizeof d->def, "%s", wp[j].def);
+        if (strlen(eq + 1) >= sizeof vals)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...' is too long", kv);
+        snprintf(vals, sizeof vals, "%s", eq + 1);
+        /* conv2d shapes contain no commas; every parameter value list is comma separated */
+        for (tok = strtok_r(vals, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (strlen(tok) >= sizeof d->value[0])
+                return bkm_err_set(err, BKM_EINVAL, "--param %s: value '%s' is too long", d->key, tok);
+            if ((rc = check_value(o->workload, o->backend, d->key, tok, err)) < 0)
+                return bkm_err_prefix(err, "--param %s", d->key);
+            if (pdim_add(d, tok) < 0)
+                return bkm_err_set(err, BKM_EINVAL, "--param %s: more than %d values", d->key,
+                                   BKM_TUNE_SPACE_MAX_VALUES);
+        }
+        if (d->n == 0)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': no value", kv);
+        d->n_grid = d->n;
+        d->default_index = 0;
+        if (wp[j].kernel_tunable) {
+            int k = pdim_add(d, d->def);   /* the default tunable value is always in the space */
+            d->default_index = k < 0 ? 0 : k;
+        }
+        (*n_dims)++;
+    }
+    if (!o->sweep_tunables || (o->backend && strcmp(o->backend, "onednn") == 0))
+        return BKM_OK;
+    for (size_t j = 0; j < n_wp; j++) {
+        param_dim_t *d;
+        long long def, cand[3];
+        int named = 0;
+        if (!wp[j].kernel_tunable || wp[j].type != BKM_WL_INT)
+            continue;
+        for (int k = 0; k < *n_dims; k++)
+            named |= strcmp(dims[k].key, wp[j].name) == 0;
+        if (named || *n_dims >= BKM_TUNE_SPACE_MAX_PARAMS)
+            continue;
+        if (bkm_parse_int(wp[j].def, LLONG_MIN, LLONG_MAX, &def) < 0)
+            continue;
+        d = &dims[*n_dims];
+        memset(d, 0, sizeof *d);
+        snprintf(d->key, sizeof d->key, "%s", wp[j].name);
+        snprintf(d->def, sizeof d->def, "%s", wp[j].def);
+        pdim_add(d, wp[j].def);
+        cand[0] = def / 2, cand[1] = def * 2, cand[2] = -1;
+        for (int c = 0; c < 2; c++) {
+            long long v = round_mult(cand[c], wp[j].mult_of, wp[j].min, wp[j].max);
+            char txt[40];
+            bkm_err_t e2 = {0};
+            if (v < 0 || v == def)
+                continue;
+            snprintf(txt, sizeof txt, "%lld", v);
+            if (check_value(o->workload, o->backend, d->key, txt, &e2) < 0) {
+                sp->dropped++;
+                if ((rc = add_note(sp, "dropped %s=%s: %s", d->key, txt, e2.msg)) < 0)
+                    return rc;
+                continue;
+            }
+            pdim_add(d, txt);
+        }
+        d->n_grid = d->n;
+        d->default_index = 0;
+        if (d->n > 1)
+            (*n_dims)++;
+    }
+    return BKM_OK;
+}
+
+static const char *bt_text(int bt, char *buf, size_t n)
+{
+    if (bt == BKM_TUNE_BLOCKTIME_UNSET)
+        snprintf(buf, n, "default");
+    else if (bt == BKM_TUNE_BLOCKTIME_INFINITE)
+        snprintf(buf, n, "infinite");
+    else
+        snprintf(buf, n, "%d", bt);
+    return buf;
+}
+
+static void topo_words(const bkm_topo_t *topo, char *buf, size_t n)
+{
+    bkm_topo_summary_t s;
+    bkm_topo_summary(topo, &s);
+    snprintf(buf, n, "%d package%s, %d cores, %d thread%s/core", s.packages, s.packages == 1 ? "" : "s", s.cores,
+             s.pus_per_core_max, s.pus_per_core_max == 1 ? "" : "s");
+}
+
+static int space_push(bkm_tune_space_t *sp, const bkm_tune_config_t *c, bkm_err_t *err)
+{
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? sp->cap * 2 : 64;
+        bkm_tune_config_t *p;
+        if (sp->n >= SPACE_MAX_CONFIGS)
+            return bkm_err_set(err, BKM_EINVAL, "the search space has more than %d configurations: narrow it "
+                               "with --threads, --affinity, --blocktime, --hw-subset or --param",
+                               SPACE_MAX_CONFIGS);
+        p = bkm_realloc(sp->cfg, cap * sizeof *p);
+        if (p == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        sp->cfg = p, sp->cap = cap;
+    }
+    sp->cfg[sp->n++] = *c;
+    return BKM_OK;
+}
+
+/* Fill the setting fields of a configuration from its coordinates. */
+static void config_fill(bkm_tune_config_t *c, const int *threads, const aff_setting_t *aff, const int *bt,
+                        char hw[][32], const param_dim_t *pd, int n_pd, const char *backend)
+{
+    const aff_setting_t *a = &aff[c->coord[BKM_TUNE_DIM_AFFINITY]];
+    c->threads = threads[c->coord[BKM_TUNE_DIM_THREADS]];
+    snprintf(c->affinity, sizeof c->affinity, "%s", a->label);
+    snprintf(c->kmp_affinity, sizeof c->kmp_affinity, "%s", a->kmp);
+    snprintf(c->omp_places, sizeof c->omp_places, "%s", a->places);
+    snprintf(c->omp_proc_bind, sizeof c->omp_proc_bind, "%s", a->bind);
+    snprintf(c->kmp_hw_subset, sizeof c->kmp_hw_subset, "%s", hw[c->coord[BKM_TUNE_DIM_HW_SUBSET]]);
+    c->blocktime_ms = bt[c->coord[BKM_TUNE_DIM_BLOCKTIME]];
+    snprintf(c->backend, sizeof c->backend, "%s", backend ? backend : "");
+    c->n_params = 0;
+    for (int k = 0; k < n_pd; k++) {
+        const char *v = pd[k].value[c->coord[BKM_TUNE_DIM_PARAM0 + k]];
+        if (strcmp(v, pd[k].def) == 0)
+            continue;   /* a default value is not written: same setting, same key */
+        snprintf(c->params[c->n_params].key, sizeof c->params[0].key, "%s", pd[k].key);
+        snprintf(c->params[c->n_params].value, sizeof c->params[0].value, "%s", v);
+        c->n_params++;
+    }
+}
+
+int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, const bkm_node_profile_t *prof,
+                          const bkm_tune_space_opts_t *o, bkm_err_t *err)
+{
+    bkm_tune_space_t *sp = NULL;
+    aff_setting_t *aff = NULL;
+    param_dim_t *pd = NULL;
+    merge_note_t *mn = NULL;
+    int *rep = NULL, *pvalid = NULL;
+    int threads[BKM_TUNE_SPACE_MAX_THREADS + 1], n_thr = 0, n_thr_grid, thr_def;
+    int bt[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1], n_bt = 0;
+    char hw[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1][32];
+    int n_hw = 0, n_aff = 0, n_pd = 0, n_mn = 0, rc;
+    unsigned char aff_grid[BKM_TUNE_SPACE_MAX_AFFINITY + 1] = {0}, bt_grid[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1] = {0};
+    unsigned char hw_grid[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1] = {0};
+    size_t n_pcomb = 1;
+    bkm_topo_summary_t ts;
+    char words[128];
+    const bkm_topo_pu_t *pus;
+    int n_pus = 0;
+
+    if (space == NULL || topo == NULL || prof == NULL || o == NULL || o->workload == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "space_create: NULL argument");
+    *space = NULL;
+    if ((rc = bkm_wl_find(o->workload, NULL, err)) < 0)
+        return rc;
+    if (o->backend && o->backend[0] && (rc = check_value(o->workload, NULL, "backend", o->backend, err)) < 0)
+        return bkm_err_prefix(err, "--backend");
+    bkm_topo_summary(topo, &ts);
+    pus = bkm_topo_pus(topo, &n_pus);
+    (void)pus;
+    topo_words(topo, words, sizeof words);
+    sp = bkm_calloc(1, sizeof *sp);
+    aff = bkm_calloc(BKM_TUNE_SPACE_MAX_AFFINITY + 1, sizeof *aff);
+    pd = bkm_calloc(BKM_TUNE_SPACE_MAX_PARAMS, sizeof *pd);
+    mn = bkm_calloc(MAX_NOTES, sizeof *mn);
+    if (sp == NULL || aff == NULL || pd == NULL || mn == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        goto out;
+    }
+    bkm_buf_init(&sp->json);
+    sp->notes = bkm_calloc(MAX_NOTES, sizeof *sp->notes);
+    if (sp->notes == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        goto out;
+    }
+
+    /* threads: the user's or the profile's; the default (one per core) is always present */
+    thr_def = ts.cores > 0 ? ts.cores : 1;
+    for (int i = 0; i < (o->n_threads ? o->n_threads : prof->n_threads); i++) {
+        int t = o->n_threads ? o->threads[i] : prof->threads[i];
+        int dup = 0;
+        if (t < 1 || t > n_pus) {
+            rc = bkm_err_set(err, BKM_EINVAL, "--threads %d is beyond node '%s' (1..%d PUs: %s)", t, prof->name,
+                             n_pus, words);
+            goto out;
+        }
+        for (int k = 0; k < n_thr; k++)
+            dup |= threads[k] == t;
+        if (!dup && n_thr < BKM_TUNE_SPACE_MAX_THREADS)
+            threads[n_thr++] = t;
+    }
+    n_thr_grid = n_thr;
+    {
+        int k;
+        for (k = 0; k < n_thr && threads[k] != thr_def; k++)
+            ;
+        if (k == n_thr)
+            threads[n_thr++] = thr_def;
+        thr_def = k;   /* now an index */
+    }
+
+    /* affinity settings: "default" is index 0; in the grid unless the user's list omits it */
+    snprintf(aff[n_aff].label, sizeof aff[0].label, "default");
+    aff_grid[n_aff++] = 1;
+    if (o->n_affinity) {
+        aff_grid[0] = 0;
+        for (int i = 0; i < o->n_affinity && i < BKM_TUNE_SPACE_MAX_AFFINITY; i++) {
+            aff_setting_t a;
+            int dup = 0;
+            if ((rc = setting_parse(o->affinity[i], &a, err)) < 0)
+                goto out;
+            if (setting_is_default(&a)) {
+                aff_grid[0] = 1;
+                continue;
+            }
+            for (int k = 1; k < n_aff; k++)
+                dup |= strcmp(aff[k].label, a.label) == 0;
+            if (!dup) {
+                aff[n_aff] = a;
+                aff_grid[n_aff++] = 1;
+            }
+        }
+    } else {
+        n_aff = settings_generate(aff, BKM_TUNE_SPACE_MAX_AFFINITY);
+        for (int k = 0; k < n_aff; k++)
+            aff_grid[k] = 1;
+    }
+
+    /* blocktime: unset first (in the grid unless the user's list omits it); 200 ms is the
+     * runtime default */
+    bt_grid[0] = o->n_blocktime == 0;
+    bt[n_bt++] = BKM_TUNE_BLOCKTIME_UNSET;
+    for (int i = 0; i < (o->n_blocktime ? o->n_blocktime : prof->n_blocktime); i++) {
+        int v = o->n_blocktime ? o->blocktime_ms[i] : prof->blocktime_ms[i];
+        int dup = 0;
+        if (v == INT_MAX || v == -1)
+            v = BKM_TUNE_BLOCKTIME_INFINITE;
+        if (v == 200) {
+            if ((rc = add_note(sp, "KMP_BLOCKTIME=200 \u2261 default (the runtime's default is 200 ms): "
+                               "measured once")) < 0)
+                goto out;
+            sp->merged++;
+            v = BKM_TUNE_BLOCKTIME_UNSET;
+        }
+        for (int k = 0; k < n_bt; k++)
+            if (bt[k] == v)
+                dup = 1, bt_grid[k] = 1;
+        if (!dup && n_bt <= BKM_TUNE_SPACE_MAX_BLOCKTIME) {
+            bt_grid[n_bt] = 1;
+            bt[n_bt++] = v;
+        }
+    }
+
+    /* KMP_HW_SUBSET */
+    hw_grid[0] = o->n_hw_subset == 0;
+    hw[n_hw++][0] = '\0';
+    if (o->n_hw_subset) {
+        for (int i = 0; i < o->n_hw_subset && n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; i++) {
+            bkm_aff_hw_subset_t hs;
+            const char *v = o->hw_subset[i];
+            if (strcmp(v, "none") == 0) {
+                hw_grid[0] = 1;
+                continue;
+            }
+            if (strlen(v) >= sizeof hw[0]) {
+                rc = bkm_err_set(err, BKM_EINVAL, "--hw-subset '%s' is too long", v);
+                goto out;
+            }
+            if ((rc = bkm_aff_hw_subset_parse(v, &hs, err)) < 0) {
+                bkm_err_prefix(err, "--hw-subset '%s'", v);
+                goto out;
+            }
+            hw_grid[n_hw] = 1;
+            snprintf(hw[n_hw++], sizeof hw[0], "%s", v);
+        }
+    } else {
+        for (int t = 1; t < ts.pus_per_core_max && n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; t++) {
+            hw_grid[n_hw] = 1;
+            snprintf(hw[n_hw++], sizeof hw[0], "%dc,%dt", ts.cores, t);
+        }
+    }
+
+    if ((rc = params_build(o, pd, &n_pd, sp, err)) < 0)
+        goto out;
+    for (int k = 0; k < n_pd; k++)
+        n_pcomb *= (size_t)pd[k].n;
+    sp->n_dims = BKM_TUNE_DIM_PARAM0 + n_pd;
+    sp->dim_size[BKM_TUNE_DIM_THREADS] = n_thr;
+    sp->dim_size[BKM_TUNE_DIM_AFFINITY] = n_aff;
+    sp->dim_size[BKM_TUNE_DIM_BLOCKTIME] = n_bt;
+    sp->dim_size[BKM_TUNE_DIM_HW_SUBSET] = n_hw;
+    for (int k = 0; k < n_pd; k++)
+        sp->dim_size[BKM_TUNE_DIM_PARAM0 + k] = pd[k].n;
+    if (n_pcomb > SPACE_MAX_CONFIGS) {
+        rc = bkm_err_set(err, BKM_EINVAL, "--param: %zu parameter combinations is too many", n_pcomb);
+        goto out;
+    }
+
+    /* plan every (hw subset, affinity) at every thread count; rep = index of the kept pair or -1 */
+    rep = bkm_malloc((size_t)n_thr * (size_t)n_hw * (size_t)n_aff * sizeof *rep);
+    pvalid = bkm_malloc(n_pcomb * sizeof *pvalid);
+    if (rep == NULL || pvalid == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        goto out;
+    }
+    for (int ti = 0; ti < n_thr; ti++) {
+        int n_pairs = n_hw * n_aff;
+        bkm_aff_plan_t **plans = bkm_calloc((size_t)n_pairs, sizeof *plans);
+        if (plans == NULL) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+            goto out;
+        }
+        for (int hi = 0; hi < n_hw; hi++)
+            for (int ai = 0; ai < n_aff; ai++) {
+                int idx = hi * n_aff + ai, *r = &rep[(ti * n_hw + hi) * n_aff + ai];
+                bkm_aff_env_t env;
+                bkm_err_t e2 = {0};
+                memset(&env, 0, sizeof env);
+                env.kmp_affinity = aff[ai].kmp[0] ? aff[ai].kmp : NULL;
+                env.omp_places = aff[ai].places[0] ? aff[ai].places : NULL;
+                env.omp_proc_bind = aff[ai].bind[0] ? aff[ai].bind : NULL;
+                env.kmp_hw_subset = hw[hi][0] ? hw[hi] : NULL;
+                *r = -1;
+                if (bkm_aff_plan_create(topo, &env, threads[ti], &plans[idx], &e2) < 0) {
+                    sp->dropped++;
+                    add_note(sp, "dropped %s%s%s at %d threads: %s", aff[ai].label, hw[hi][0] ? " KMP_HW_SUBSET=" : "",
+                             hw[hi], threads[ti], e2.msg);
+                    continue;
+                }
+                if (bkm_cpuset_count(bkm_aff_plan_allowed(plans[idx])) < threads[ti]) {
+                    sp->dropped++;
+                    add_note(sp, "dropped %s KMP_HW_SUBSET=%s at %d threads: only %d PUs allowed (oversubscribed)",
+                             aff[ai].label, hw[hi], threads[ti], bkm_cpuset_count(bkm_aff_plan_allowed(plans[idx])));
+                    bkm_aff_plan_free(plans[idx]);
+                    plans[idx] = NULL;
+                    continue;
+                }
+                *r = idx;
+                for (int k = 0; k < idx; k++) {
+                    if (plans[k] == NULL || !bkm_aff_plan_equal(plans[k], plans[idx]))
+                        continue;
+                    *r = k;
+                    break;
+                }
+                if (*r != idx) {
+                    int kh = *r / n_aff, ka = *r % n_aff, m;
+                    bkm_aff_plan_free(plans[idx]);
+                    plans[idx] = NULL;
+                    sp->merged++;
+                    for (m = 0; m < n_mn; m++)
+                        if (mn[m].a == ai && mn[m].h_a == hi && mn[m].b == ka && mn[m].h_b == kh)
+                            break;
+                    if (m == n_mn && n_mn < MAX_NOTES) {
+                        mn[m].a = ai, mn[m].h_a = hi, mn[m].b = ka, mn[m].h_b = kh;
+                        mn[m].threads[0] = '\0';
+                        n_mn++;
+                    }
+                    if (m < n_mn) {
+                        size_t l = strlen(mn[m].threads);
+                        snprintf(mn[m].threads + l, sizeof mn[m].threads - l, "%s%d", l ? "," : "", threads[ti]);
+                    }
+                }
+            }
+        for (int k = 0; k < n_pairs; k++)
+            bkm_aff_plan_free(plans[k]);
+        bkm_free(plans);
+    }
+    for (int m = 0; m < n_mn; m++) {
+        const aff_setting_t *a = &aff[mn[m].a], *b = &aff[mn[m].b];
+        const char *ha = hw[mn[m].h_a], *hb = hw[mn[m].h_b];
+        add_note(sp, "%s%s%s%s \u2261 %s%s%s at %s thread%s on this topology (%s): measured once",
+                 a->kmp[0] ? "KMP_AFFINITY=" : "", a->label, ha[0] ? " KMP_HW_SUBSET=" : "", ha, b->label,
+                 hb[0] ? " KMP_HW_SUBSET=" : "", hb, mn[m].threads, strchr(mn[m].threads, ',') ? "s" :
+                 (strcmp(mn[m].threads, "1") == 0 ? "" : "s"), words);
+    }
+
+    /* parameter combinations: valid when the workload accepts them together */
+    for (size_t pc = 0; pc < n_pcomb; pc++) {
+        bkm_wl_config_t wc;
+        bkm_err_t e2 = {0};
+        size_t r = pc;
+        char kv[128];
+        bkm_wl_config_init(&wc);
+        if (o->backend && o->backend[0]) {
+            snprintf(kv, sizeof kv, "backend=%s", o->backend);
+            bkm_wl_config_add(&wc, kv, NULL);
+        }
+        for (int k = 0; k < n_pd; k++) {
+            snprintf(kv, sizeof kv, "%s=%s", pd[k].key, pd[k].value[r % (size_t)pd[k].n]);
+            r /= (size_t)pd[k].n;
+            bkm_wl_config_add(&wc, kv, NULL);
+        }
+        pvalid[pc] = bkm_wl_config_check(o->workload, &wc, &e2) == BKM_OK;
+        if (!pvalid[pc]) {
+            sp->dropped++;
+            add_note(sp, "dropped parameters: %s", e2.msg);
+        }
+    }
+
+    /* the default configuration first, then the grid */
+    {
+        bkm_tune_config_t c;
+        memset(&c, 0, sizeof c);
+        c.coord[BKM_TUNE_DIM_THREADS] = thr_def;
+        for (int k = 0; k < n_pd; k++)
+            c.coord[BKM_TUNE_DIM_PARAM0 + k] = pd[k].default_index;
+        config_fill(&c, threads, aff, bt, hw, pd, n_pd, o->backend);
+        c.is_default = 1;
+        if ((rc = space_push(sp, &c, err)) < 0)
+            goto out;
+    }
+    for (int ti = 0; ti < n_thr_grid; ti++)
+        for (int hi = 0; hi < n_hw; hi++)
+            for (int ai = 0; ai < n_aff; ai++) {
+                int idx = hi * n_aff + ai;
+                if (!aff_grid[ai] || !hw_grid[hi])
+                    continue;
+                if (rep[(ti * n_hw + hi) * n_aff + ai] != idx)
+                    continue;
+                for (int bi = 0; bi < n_bt; bi++)
+                    for (size_t pc = 0; pc < n_pcomb && bt_grid[bi]; pc++) {
+                        bkm_tune_config_t c;
+                        size_t r = pc;
+                        int is_def;
+                        if (!pvalid[pc])
+                            continue;
+                        memset(&c, 0, sizeof c);
+                        c.coord[BKM_TUNE_DIM_THREADS] = ti;
+                        c.coord[BKM_TUNE_DIM_AFFINITY] = ai;
+                        c.coord[BKM_TUNE_DIM_BLOCKTIME] = bi;
+                        c.coord[BKM_TUNE_DIM_HW_SUBSET] = hi;
+                        is_def = ti == thr_def && ai == 0 && bi == 0 && hi == 0;
+                        for (int k = 0; k < n_pd; k++) {
+                            int v = (int)(r % (size_t)pd[k].n);
+                            r /= (size_t)pd[k].n;
+                            if (v >= pd[k].n_grid)
+                                goto next_combo;   /* extra value: only the default uses it */
+                            c.coord[BKM_TUNE_DIM_PARAM0 + k] = v;
+                            is_def &= v == pd[k].default_index;
+                        }
+                        if (is_def)
+                            continue;
+                        config_fill(&c, threads, aff, bt, hw, pd, n_pd, o->backend);
+                        if ((rc = space_push(sp, &c, err)) < 0)
+                            goto out;
+                    next_combo:;
+                    }
+            }
+
+    /* canonical description of the space: the sweep key */
+    {
+        bkm_json_w_t w;
+        bkm_json_w_init(&w, &sp->json, 0);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "workload"), bkm_json_str(&w, o->workload);
+        bkm_json_key(&w, "backend"), bkm_json_str(&w, o->backend ? o->backend : "");
+        bkm_json_key(&w, "configs");
+        bkm_json_arr_begin(&w);
+        for (size_t i = 0; i < sp->n; i++)
+            bkm_tune_config_to_json(&sp->cfg[i], &w);
+        bkm_json_arr_end(&w);
+        bkm_json_obj_end(&w);
+    }
+    *space = sp;
+    sp = NULL;
+    rc = BKM_OK;
+out:
+    bkm_free(rep);
+    bkm_free(pvalid);
+    bkm_free(aff);
+    bkm_free(pd);
+    bkm_free(mn);
+    bkm_tune_space_free(sp);
+    return rc;
+}
+
+void bkm_tune_space_free(bkm_tune_space_t *sp)
+{
+    if (sp == NULL)
+        return;
+    for (size_t i = 0; i < sp->n_notes; i++)
+        bkm_free(sp->notes[i]);
+    bkm_free(sp->notes);
+    bkm_free(sp->cfg);
+    bkm_buf_free(&sp->json);
+    bkm_free(sp);
+}
+
+size_t bkm_tune_space_size(const bkm_tune_space_t *sp)
+{
+    return sp ? sp->n : 0;
+}
+
+const bkm_tune_config_t *bkm_tune_space_config(const bkm_tune_space_t *sp, size_t i)
+{
+    return sp && i < sp->n ? &sp->cfg[i] : NULL;
+}
+
+int bkm_tune_space_dims(const bkm_tune_space_t *sp, int *dim_size)
+{
+    if (dim_size)
+        memcpy(dim_size, sp->dim_size, (size_t)sp->n_dims * sizeof *dim_size);
+    return sp->n_dims;
+}
+
+size_t bkm_tune_space_n_notes(const bkm_tune_space_t *sp)
+{
+    return sp ? sp->n_notes : 0;
+}
+
+const char *bkm_tune_space_note(const bkm_tune_space_t *sp, size_t i)
+{
+    return sp && i < sp->n_notes ? sp->notes[i] : NULL;
+}
+
+void bkm_tune_space_counts(const bkm_tune_space_t *sp, size_t *merged, size_t *dropped)
+{
+    if (merged)
+        *merged = sp->merged;
+    if (dropped)
+        *dropped = sp->dropped;
+}
+
+int bkm_tune_space_to_json(const bkm_tune_space_t *sp, bkm_json_w_t *w)
+{
+    bkm_json_raw(w, bkm_buf_str(&sp->json));
+    return BKM_OK;
+}
+
+int bkm_tune_space_problem(const bkm_tune_space_t *sp, bkm_tune_problem_t *pb, int **coord, bkm_err_t *err)
+{
+    int *c = bkm_malloc((sp->n ? sp->n : 1) * (size_t)sp->n_dims * sizeof *c);
+    if (c == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+    for (size_t i = 0; i < sp->n; i++)
+        memcpy(&c[i * (size_t)sp->n_dims], sp->cfg[i].coord, (size_t)sp->n_dims * sizeof *c);
+    pb->n = sp->n;
+    pb->n_dims = sp->n_dims;
+    pb->coord = c;
+    pb->default_index = 0;
+    *coord = c;
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+void bkm_tune_config_to_json(const bkm_tune_config_t *c, bkm_json_w_t *w)
+{
+    char b[32];
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "threads"), bkm_json_int(w, c->threads);
+    bkm_json_key(w, "env");
+    bkm_json_obj_begin(w);
+    if (c->kmp_affinity[0])
+        bkm_json_key(w, "KMP_AFFINITY"), bkm_json_str(w, c->kmp_affinity);
+    if (c->blocktime_ms != BKM_TUNE_BLOCKTIME_UNSET)
+        bkm_json_key(w, "KMP_BLOCKTIME"), bkm_json_str(w, bt_text(c->blocktime_ms, b, sizeof b));
+    if (c->kmp_hw_subset[0])
+        bkm_json_key(w, "KMP_HW_SUBSET"), bkm_json_str(w, c->kmp_hw_subset);
+    if (c->omp_places[0])
+        bkm_json_key(w, "OMP_PLACES"), bkm_json_str(w, c->omp_places);
+    if (c->omp_proc_bind[0])
+        bkm_json_key(w, "OMP_PROC_BIND"), bkm_json_str(w, c->omp_proc_bind);
+    bkm_json_obj_end(w);
+    bkm_json_key(w, "params");
+    bkm_json_obj_begin(w);
+    for (int i = 0; i < c->n_params; i++)
+        bkm_json_key(w, c->params[i].key), bkm_json_str(w, c->params[i].value);
+    bkm_json_obj_end(w);
+    if (c->backend[0])
+        bkm_json_key(w, "backend"), bkm_json_str(w, c->backend);
+    if (c->is_default)
+        bkm_json_key(w, "default"), bkm_json_bool(w, 1);
+    bkm_json_obj_end(w);
+}
+
+int bkm_tune_config_key(const bkm_tune_config_t *c, char **key, bkm_err_t *err)
+{
+    bkm_buf_t b;
+    bkm_json_w_t w;
+    int rc;
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    bkm_tune_config_to_json(c, &w);
+    rc = bkm_db_config_canonical(bkm_buf_str(&b), key, err);
+    bkm_buf_free(&b);
+    return rc;
+}
+
+void bkm_tune_config_label(const bkm_tune_config_t *c, char *buf, size_t n)
+{
+    size_t l;
+    char b[32];
+    snprintf(buf, n, "threads=%d", c->threads);
+#define APPEND(...) (l = strlen(buf), l < n ? (void)snprintf(buf + l, n - l, __VA_ARGS__) : (void)0)
+    if (c->kmp_affinity[0])
+        APPEND(" KMP_AFFINITY=%s", c->kmp_affinity);
+    if (c->omp_places[0])
+        APPEND(" OMP_PLACES=%s", c->omp_places);
+    if (c->omp_proc_bind[0])
+        APPEND(" OMP_PROC_BIND=%s", c->omp_proc_bind);
+    if (c->kmp_hw_subset[0])
+        APPEND(" KMP_HW_SUBSET=%s", c->kmp_hw_subset);
+    if (c->blocktime_ms != BKM_TUNE_BLOCKTIME_UNSET)
+        APPEND(" KMP_BLOCKTIME=%s", bt_text(c->blocktime_ms, b, sizeof b));
+    for (int i = 0; i < c->n_params; i++)
+        APPEND(" %s=%s", c->params[i].key, c->params[i].value);
+    if (c->is_default)
+        APPEND(" (default)");
+#undef APPEND
+}
+
+int bkm_tune_config_to_spec(const bkm_tune_config_t *c, const char *workload, bkm_tune_trial_spec_t *spec,
+                            bkm_err_t *err)
+{
+    char b[32], kv[160];
+    int rc;
+    snprintf(spec->workload, sizeof spec->workload, "%s", workload);
+    snprintf(spec->backend, sizeof spec->backend, "%s", c->backend);
+    spec->threads = c->threads;
+    spec->n_env = 0;
+    spec->n_params = 0;
+    if (c->kmp_affinity[0] && (rc = bkm_tune_trial_spec_setenv(spec, "KMP_AFFINITY", c->kmp_affinity, err)) < 0)
+        return rc;
+    if (c->blocktime_ms != BKM_TUNE_BLOCKTIME_UNSET &&
+        (rc = bkm_tune_trial_spec_setenv(spec, "KMP_BLOCKTIME", bt_text(c->blocktime_ms, b, sizeof b), err)) < 0)
+        return rc;
+    if (c->kmp_hw_subset[0] && (rc = bkm_tune_trial_spec_setenv(spec, "KMP_HW_SUBSET", c->kmp_hw_subset, err)) < 0)
+        return rc;
+    if (c->omp_places[0] && (rc = bkm_tune_trial_spec_setenv(spec, "OMP_PLACES", c->omp_places, err)) < 0)
+        return rc;
+    if (c->omp_proc_bind[0] && (rc = bkm_tune_trial_spec_setenv(spec, "OMP_PROC_BIND", c->omp_proc_bind, err)) < 0)
+        return rc;
+    for (int i = 0; i < c->n_params; i++) {
+        snprintf(kv, sizeof kv, "%s=%s", c->params[i].key, c->params[i].value);
+        if ((rc = bkm_tune_trial_spec_param(spec, kv, err)) < 0)
+            return rc;
+    }
+    return BKM_OK;
+}

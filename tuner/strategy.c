@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* Search strategies as ask/tell objects (next/report), so that the same code runs in a live
+ * sweep and in replay: grid, random (seeded), successive halving, local (coordinate descent
+ * from the default). Every strategy measures the default configuration first. */
+#include <math.h>
+#include <string.h>
+
+#include "bkm/tuner.h"
+
+enum { S_GRID, S_RANDOM, S_HALVING, S_LOCAL };
+
+static const char *const strategy_names[] = {"grid", "random", "halving", "local", NULL};
+
+struct bkm_tune_strategy {
+    int kind;
+    const bkm_tune_problem_t *pb;
+    size_t budget, spent;
+    uint64_t rng;
+    double *val;           /* value at the highest round measured; NaN = failed or unknown */
+    int *round;            /* highest round measured, -1 = never */
+    size_t *order;         /* grid/random: evaluation order; halving: this rung's configurations */
+    size_t n_order, pos;
+    int rung;              /* halving */
+    size_t cur;            /* local: current point */
+    double cur_val;
+    int dim, dims_stale;   /* local: dimension being scanned, dimensions without improvement */
+    int done;
+    int pending;
+};
+
+const char *const *bkm_tune_strategy_names(void)
+{
+    return strategy_names;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64* */
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static size_t rng_below(uint64_t *s, size_t n)
+{
+    return n ? (size_t)(rng_next(s) % n) : 0;
+}
+
+static void shuffle(size_t *v, size_t n, uint64_t *s)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = rng_below(s, i), t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}
+
+/* a better than b (NaN is worst) */
+static int better(double a, double b)
+{
+    if (isnan(a))
+        return 0;
+    return isnan(b) || a < b;
+}
+
+int bkm_tune_strategy_create(bkm_tune_strategy_t **out, const char *name, const bkm_tune_problem_t *pb,
+                             size_t budget, uint64_t seed, bkm_err_t *err)
+{
+    bkm_tune_strategy_t *s = NULL;
+    int kind = -1, rc;
+    if (out == NULL || pb == NULL || name == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "strategy_create: NULL argument");
+    *out = NULL;
+    for (int i = 0; strategy_names[i]; i++)
+        if (strcmp(name, strategy_names[i]) == 0)
+            kind = i;
+    if (kind < 0)
+        return bkm_err_set(err, BKM_EINVAL, "unknown strategy '%s' (known: grid, random, halving, local)", name);
+    if (pb->n == 0 || pb->default_index >= pb->n || pb->n_dims < 0 || pb->n_dims > BKM_TUNE_MAX_DIMS)
+        return bkm_err_set(err, BKM_EINVAL, "strategy %s: empty search space or bad default index", name);
+    s = bkm_calloc(1, sizeof *s);
+    if (s == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "strategy: out of memory");
+    s->kind = kind;
+    s->pb = pb;
+    s->budget = budget ? budget : pb->n;
+    s->rng = seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL;
+    if (s->rng == 0)
+        s->rng = 1;
+    s->val = bkm_malloc(pb->n * sizeof *s->val);
+    s->round = bkm_malloc(pb->n * sizeof *s->round);
+    s->order = bkm_malloc(pb->n * sizeof *s->order);
+    if (!s->val || !s->round || !s->order) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "strategy: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < pb->n; i++)
+        s->val[i] = NAN, s->round[i] = -1;
+    /* default first, then the others (shuffled for random, halving and local restarts) */
+    s->order[0] = pb->default_index;
+    s->n_order = 1;
+    for (size_t i = 0; i < pb->n; i++)
+        if (i != pb->default_index)
+            s->order[s->n_order++] = i;
+    if (kind != S_GRID)
+        shuffle(s->order + 1, s->n_order - 1, &s->rng);
+    if (kind == S_HALVING) {
+        size_t n0 = s->budget / 2;
+        if (n0 < 3)
+            n0 = 3;
+        if (n0 > pb->n)
+            n0 = pb->n;
+        s->n_order = n0;
+    }
+    if (kind == S_LOCAL)
+        s->n_order = 0;   /* local builds its lines around the current point */
+    s->cur = pb->default_index;
+    s->cur_val = NAN;
+    s->dim = -1;
+    *out = s;
+    return BKM_OK;
+fail:
+    bkm_tune_strategy_free(s);
+    return rc;
+}
+
+void bkm_tune_strategy_free(bkm_tune_strategy_t *s)
+{
+    if (s == NULL)
+        return;
+    bkm_free(s->val);
+    bkm_free(s->round);
+    bkm_free(s->order);
+    bkm_free(s);
+}
+
+/* halving: after a rung, keep the best third (at least 1) for the next rung at 3x the samples */
+static int halving_next_rung(bkm_tune_strategy_t *s)
+{
+    size_t keep, scale = 1, n = s->n_order;
+    for (int r = 0; r <= s->rung; r++)
+        scale *= 3;
+    if (n <= 1)
+        return 0;
+    /* sort this rung's configurations by value (insertion sort; rungs are small) */
+    for (size_t i = 1; i < n; i++) {
+        size_t c = s->order[i], j = i;
+        while (j > 0 && better(s->val[c], s->val[s->order[j - 1]])) {
+            s->order[j] = s->order[j - 1];
+            j--;
+        }
+        s->order[j] = c;
+    }
+    keep = (n + 2) / 3;
+    if (s->spent + keep * scale > s->budget)
+        keep = (s->budget - s->spent) / scale;
+    if (keep < 1 || (keep == 1 && s->rung > 0))
+        return 0;
+    s->n_order = keep;
+    s->pos = 0;
+    s->rung++;
+    return 1;
+}
+
+/* local: prepare the scan of the next dimension around cur; 0 when converged */
+static int local_next_dim(bkm_tune_strategy_t *s)
+{
+    const bkm_tune_problem_t *pb = s->pb;
+    const int *cc;
+    for (;;) {
+        if (s->dims_stale >= pb->n_dims)
+            return 0;
+        s->dim = (s->dim + 1) % (pb->n_dims ? pb->n_dims : 1);
+        cc = &pb->coord[s->cur * (size_t)pb->n_dims];
+        s->n_order = 0;
+        s->pos = 0;
+        for (size_t i = 0; i < pb->n; i++) {
+            const int *ci = &pb->coord[i * (size_t)pb->n_dims];
+            int same = 1;
+            if (s->round[i] >= 0 || i == s->cur)
+                continue;
+            for (int d = 0; d < pb->n_dims && same; d++)
+                same = d == s->dim ? ci[d] != cc[d] : ci[d] == cc[d];
+            if (same)
+                s->order[s->n_order++] = i;
+        }
+        if (s->n_order > 0)
+            return 1;
+        s->dims_stale++;
+    }
+}
+
+int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask)
+{
+    size_t scale = 1;
+    if (s == NULL || ask == NULL || s->done || s->pending)
+        return 0;
+    for (int r = 0; r < s->rung; r++)
+        scale *= 3;
+    if (s->spent + scale > s->budget) {
+        s->done = 1;
+        return 0;
+    }
+    switch (s->kind) {
+    case S_GRID:
+    case S_RANDOM:
+        if (s->pos >= s->n_order) {
+            s->done = 1;
+            return 0;
+        }
+        ask->config = s->order[s->pos++];
+        break;
+    case S_HALVING:
+        if (s->pos >= s->n_order) {
+            if (!halving_next_rung(s)) {
+                s->done = 1;
+                return 0;
+            }
+            return bkm_tune_strategy_next(s, ask);
+        }
+        ask->config = s->order[s->pos++];
+        break;
+    case S_LOCAL:
+        if (s->round[s->cur] < 0) {
+            ask->config = s->cur;   /* the default */
+            break;
+        }
+        if (s->pos >= s->n_order) {
+            if (s->dim >= 0) {
+                /* the scan of s->dim is complete: move to its best point */
+                size_t best = s->cur;
+                for (size_t i = 0; i < s->n_order; i++)
+                    if (better(s->val[s->order[i]], s->val[best]))
+                        best = s->order[i];
+                if (best != s->cur) {
+                    s->cur = best;
+                    s->dims_stale = 1;
+                } else {
+                    s->dims_stale++;
+                }
+            }
+            if (!local_next_dim(s)) {
+                s->done = 1;
+                return 0;
+            }
+        }
+        ask->config = s->order[s->pos++];
+        break;
+    default:
+        return 0;
+    }
+    ask->round = s->rung;
+    ask->scale = (int)scale;
+    s->pending = 1;
+    return 1;
+}
+
+void bkm_tune_strategy_report(bkm_tune_strategy_t *s, const bkm_tune_ask_t *ask, double value)
+{
+    if (s == NULL || ask == NULL || ask->config >= s->pb->n || !s->pending)
+        return;
+    s->pending = 0;
+    s->spent += (size_t)(ask->scale > 0 ? ask->scale : 1);
+    if (ask->round >= s->round[ask->config]) {
+        s->round[ask->config] = ask->round;
+        s->val[ask->config] = value;
+    }
+}
+
+size_t bkm_tune_strategy_best(const bkm_tune_strategy_t *s, double *value)
+{
+    size_t best = s->pb->default_index;
+    int best_round = -1;
+    for (size_t i = 0; i < s->pb->n; i++) {
+        if (s->round[i] < 0 || isnan(s->val[i]))
+            continue;
+        if (s->round[i] > best_round || (s->round[i] == best_round && better(s->val[i], s->val[best]))) {
+            best = i;
+            best_round = s->round[i];
+        }
+    }
+    if (value)
+        *value = best_round >= 0 ? s->val[best] : NAN;
+    return best;
+}
+
+size_t bkm_tune_strategy_spent(const bkm_tune_strategy_t *s)
+{
+    return s ? s->spent : 0;
+}

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/* The sweep: strategy -> trial runner -> one transaction per finished trial, resume by sweep
+ * key, progress, confirmation round (top candidates interleaved with the default), and the
+ * best-known-setting derivation (claimed only when it beats the default beyond noise). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/results.h"
+#include "bkm/tuner.h"
+
+void bkm_tune_sweep_cfg_defaults(bkm_tune_sweep_cfg_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->strategy = BKM_TUNE_STRATEGY_DEFAULT;
+    cfg->seed = 1;
+    cfg->confirm_top = 3;
+    cfg->confirm_rounds = 2;
+    bkm_tune_trial_spec_defaults(&cfg->base);
+}
+
+typedef struct sweep_state {
+    const bkm_tune_sweep_cfg_t *cfg;
+    const bkm_tune_space_t *space;
+    bkm_db_t *db;
+    int64_t sweep_id;
+    bkm_db_trial_list_t stored;  /* trials stored before this run (resume) */
+    char **keys;                 /* canonical key per configuration, computed on demand */
+    bkm_tune_progress_t prog;
+    uint64_t t0_ns;
+    size_t run_here;             /* trials run by this process */
+    int trial_no;                /* 1-based, for fault injection */
+} sweep_state_t;
+
+static int config_key(sweep_state_t *st, size_t i, const char **key, bkm_err_t *err)
+{
+    int rc;
+    if (st->keys[i] == NULL &&
+        (rc = bkm_tune_config_key(bkm_tune_space_config(st->space, i), &st->keys[i], err)) < 0)
+        return rc;
+    *key = st->keys[i];
+    return BKM_OK;
+}
+
+static const bkm_db_trial_row_t *stored_find(const sweep_state_t *st, const char *role, int round, const char *key)
+{
+    for (size_t i = 0; i < st->stored.n; i++) {
+        const bkm_db_trial_row_t *r = &st->stored.rows[i];
+        if (r->round == round && strcmp(r->role, role) == 0 && strcmp(r->config_json, key) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+static void progress_emit(sweep_state_t *st, const bkm_tune_config_t *c, const char *status)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    double el = (double)(bkm_now_ns() - st->t0_ns) * 1e-9;
+    st->prog.elapsed_s = el;
+    st->prog.last_status = status;
+    bkm_tune_config_label(c, st->prog.last_label, sizeof st->prog.last_label);
+    if (st->run_here > 0 && st->prog.total > st->prog.done)
+        st->prog.eta_s = el / (double)st->run_here * (double)(st->prog.total - st->prog.done);
+    else
+        st->prog.eta_s = st->prog.total > st->prog.done ? NAN : 0.0;
+    if (cfg->progress)
+        cfg->progress(cfg->progress_ud, &st->prog);
+}
+
+/* Run one configuration as a trial (scale x the samples) and store it under (role, round). On
+ * success *value is its median (NaN unless ok) and, when wanted, *samples its samples. */
+static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, int scale, double *value,
+                    double **samples, size_t *n_samples, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    const bkm_tune_config_t *c = bkm_tune_space_config(st->space, ci);
+    const bkm_db_trial_row_t *row;
+    bkm_tune_trial_spec_t spec = cfg->base;
+    bkm_tune_trial_result_t res;
+    bkm_db_trial_t t;
+    bkm_db_counter_t *ctr = NULL;
+    bkm_buf_t env, check;
+    char exit_info[48];
+    const char *key;
+    int64_t trial_id = 0;
+    int rc;
+
+    memset(&res, 0, sizeof res);
+    bkm_buf_init(&env);
+    bkm_buf_init(&check);
+    *value = NAN;
+    if (samples)
+        *samples = NULL, *n_samples = 0;
+    if ((rc = config_key(st, ci, &key, err)) < 0)
+        return rc;
+    row = stored_find(st, role, round, key);
+    if (row != NULL) {
+        /* measured before an interruption: reuse, never run again */
+        *value = row->status == BKM_DB_TRIAL_OK ? row->median_ms : NAN;
+        if (samples && row->status == BKM_DB_TRIAL_OK &&
+            (rc = bkm_db_trial_samples(st->db, row->id, samples, n_samples, err)) < 0)
+            return rc;
+        st->prog.done++;
+        st->prog.resumed++;
+        if (row->status != BKM_DB_TRIAL_OK)
+            st->prog.failed++;
+        if (!isnan(*value) && strcmp(role, "search") == 0 && (isnan(st->prog.best_ms) || *value < st->prog.best_ms)) {
+            st->prog.best_ms = *value;
+            bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
+        }
+        progress_emit(st, c, "resumed");
+        return BKM_OK;
+    }
+
+    if ((rc = bkm_tune_config_to_spec(c, cfg->workload, &spec, err)) < 0)
+        goto out;
+    if (scale > 1) {
+        spec.min_samples *= scale;
+        if (spec.max_samples < spec.min_samples)
+            spec.max_samples = spec.min_samples;
+        spec.min_time_s *= scale;
+    }
+    st->trial_no++;
+    if (cfg->inject[0] && cfg->inject_at == st->trial_no)
+        snprintf(spec.inject, sizeof spec.inject, "%s", cfg->inject);
+    if ((rc = bkm_tune_trial_run(cfg->runner, &spec, &res, err)) < 0)
+        goto out;
+    st->run_here++;
+
+    bkm_db_trial_init(&t);
+    t.sweep_id = st->sweep_id;
+    t.config_json = key;
+    t.status = res.status;
+    t.role = role;
+    t.round = round;
+    t.error = res.message[0] ? res.message : NULL;
+    t.stderr_tail = res.stderr_tail[0] ? res.stderr_tail : NULL;
+    if (res.signal)
+        snprintf(exit_info, sizeof exit_info, "signal %d (%s)", res.signal, res.signal_name);
+    else
+        snprintf(exit_info, sizeof exit_info, "exit %d", res.exit_code);
+    t.exit_info = exit_info;
+    t.samples_ms = res.samples_ms;
+    t.n_samples = res.samples_ms ? (size_t)res.n_samples : 0;
+    t.median_ms = res.median_ms, t.min_ms = res.min_ms, t.mad_ms = res.mad_ms;
+    t.ci_lo_ms = res.ci95_lo_ms, t.ci_hi_ms = res.ci95_hi_ms, t.gflops = res.gflops;
+    {
+        bkm_json_w_t w;
+        bkm_json_w_init(&w, &env, 0);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "OMP_NUM_THREADS"), bkm_json_int(&w, spec.threads);
+        for (int i = 0; i < spec.n_env; i++)
+            bkm_json_key(&w, spec.env[i].key), bkm_json_str(&w, spec.env[i].value);
+        bkm_json_obj_end(&w);
+        t.effective_json = bkm_buf_str(&env);
+        if (res.check_kind[0]) {
+            bkm_json_w_init(&w, &check, 0);
+            bkm_json_obj_begin(&w);
+            bkm_json_key(&w, res.check_kind), bkm_json_double(&w, res.check_value);
+            bkm_json_obj_end(&w);
+            t.check_json = bkm_buf_str(&check);
+        }
+    }
+    t.impl = res.impl[0] ? res.impl : NULL;
+    if (res.n_counters > 0) {
+        ctr = bkm_calloc((size_t)res.n_counters, sizeof *ctr);
+        if (ctr == NULL) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+            goto out;
+        }
+        for (int i = 0; i < res.n_counters; i++) {
+            ctr[i].name = res.counters[i].name;
+            ctr[i].value = (double)res.counters[i].value;
+            ctr[i].available = res.counters[i].available;
+            ctr[i].reason = res.counters[i].reason;
+        }
+        t.counters = ctr;
+        t.n_counters = (size_t)res.n_counters;
+    }
+    if ((rc = bkm_db_trial_insert(st->db, &t, &trial_id, NULL, err)) < 0)
+        goto out;
+    st->prog.done++;
+    if (res.status == BKM_TRIAL_OK) {
+        *value = res.median_ms;
+        if (strcmp(role, "search") == 0 && (isnan(st->prog.best_ms) || *value < st->prog.best_ms)) {
+            st->prog.best_ms = *value;
+            bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
+        }
+        if (samples && res.n_samples > 0) {
+            *samples = bkm_malloc((size_t)res.n_samples * sizeof **samples);
+            if (*samples == NULL) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+                goto out;
+            }
+            memcpy(*samples, res.samples_ms, (size_t)res.n_samples * sizeof **samples);
+            *n_samples = (size_t)res.n_samples;
+        }
+    } else {
+        char label[256];
+        st->prog.failed++;
+        bkm_tune_config_label(c, label, sizeof label);
+        bkm_log(cfg->log, BKM_LOG_WARN, "trial %s: %s (%s)", label, bkm_tune_trial_status_name(res.status),
+                res.message);
+    }
+    progress_emit(st, c, bkm_tune_trial_status_name(res.status));
+    rc = BKM_OK;
+out:
+    bkm_free(ctr);
+    bkm_buf_free(&env);
+    bkm_buf_free(&check);
+    bkm_tune_trial_result_free(&res);
+    return rc;
+}
+
+static int stopped(const bkm_tune_sweep_cfg_t *cfg)
+{
+    return cfg->stop != NULL && *cfg->stop != 0;
+}
+
+typedef struct cand {
+    size_t config;
+    double search_ms;
+    double *ms;
+    size_t n;
+    int failed;
+} cand_t;
+
+static int cand_append(cand_t *c, double *ms, size_t n, bkm_err_t *err)
+{
+    double *p;
+    if (n == 0)
+        return BKM_OK;
+    p = bkm_realloc(c->ms, (c->n + n) * sizeof *p);
+    if (p == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+    memcpy(p + c->n, ms, n * sizeof *p);
+    c->ms = p;
+    c->n += n;
+    return BKM_OK;
+}
+
+int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *space, bkm_db_t *db,
+                       bkm_tune_sweep_result_t *res, bkm_err_t *err)
+{
+    sweep_state_t st;
+    bkm_tune_problem_t pb;
+    bkm_tune_strategy_t *strat = NULL;
+    int *coord = NULL, rc;
+    size_t n, n_cand = 0;
+    cand_t cand[8];
+    double *best_val = NULL;
+    bkm_buf_t sj;
+    char key[17];
+    bkm_db_sweep_t info;
+    bkm_db_filter_t filt;
+    bkm_tune_ask_t ask;
+
+    memset(&st, 0, sizeof st);
+    memset(cand, 0, sizeof cand);
+    bkm_buf_init(&sj);
+    if (cfg == NULL || space == NULL || db == NULL || res == NULL || cfg->runner == NULL || cfg->workload == NULL ||
+        cfg->node == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "sweep_run: NULL argument");
+    memset(res, 0, sizeof *res);
+    res->best_median_ms = res->default_median_ms = res->speedup = NAN;
+    n = bkm_tune_space_size(space);
+    st.cfg = cfg, st.space = space, st.db = db;
+    st.prog.best_ms = NAN;
+    st.prog.eta_s = NAN;
+    st.prog.phase = "search";
+    st.t0_ns = bkm_now_ns();
+    st.keys = bkm_calloc(n ? n : 1, sizeof *st.keys);
+    best_val = bkm_malloc((n ? n : 1) * sizeof *best_val);
+    if (st.keys == NULL || best_val == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        goto out;
+    }
+    if ((rc = bkm_tune_space_problem(space, &pb, &coord, err)) < 0)
+        goto out;
+    if ((rc = bkm_tune_strategy_create(&strat, cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT, &pb,
+                                       cfg->budget, cfg->seed, err)) < 0)
+        goto out;
+
+    /* the sweep key: the space and the measurement protocol (a different protocol is a
+     * different sweep), the node and the workload */
+    {
+        bkm_json_w_t w;
+        bkm_json_w_init(&w, &sj, 0);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "space"), bkm_tune_space_to_json(space, &w);
+        bkm_json_key(&w, "min_samples"), bkm_json_int(&w, cfg->base.min_samples);
+        bkm_json_key(&w, "max_samples"), bkm_json_int(&w, cfg->base.max_samples);
+        bkm_json_key(&w, "min_time_s"), bkm_json_double(&w, cfg->base.min_time_s);
+        bkm_json_key(&w, "target_ci_rel"), bkm_json_double(&w, cfg->base.target_ci_rel);
+        bkm_json_key(&w, "strategy"), bkm_json_str(&w, cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT);
+        bkm_json_key(&w, "seed"), bkm_json_int(&w, (int64_t)cfg->seed);
+        bkm_json_obj_end(&w);
+    }
+    if ((rc = bkm_db_sweep_key(bkm_buf_str(&sj), cfg->node, cfg->workload, key, err)) < 0)
+        goto out;
+    memset(&info, 0, sizeof info);
+    info.key = key;
+    info.command = cfg->command;
+    info.node = cfg->node;
+    info.workload = cfg->workload;
+    info.strategy = cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT;
+    info.git_revision = cfg->git_revision;
+    if ((rc = bkm_db_sweep_open(db, &info, cfg->fresh, &st.sweep_id, &res->resumed, err)) < 0)
+        goto out;
+    res->sweep_id = st.sweep_id;
+    memset(&filt, 0, sizeof filt);
+    filt.sweep_id = st.sweep_id;
+    if ((rc = bkm_db_trials_query(db, &filt, &st.stored, err)) < 0)
+        goto out;
+
+    st.prog.total = (cfg->budget && cfg->budget < n ? cfg->budget : n) +
+                    (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
+    for (size_t i = 0; i < n; i++)
+        best_val[i] = NAN;
+
+    /* search */
+    while (!stopped(cfg) && bkm_tune_strategy_next(strat, &ask)) {
+        double v;
+        if (cfg->time_budget_s > 0 && (double)(bkm_now_ns() - st.t0_ns) * 1e-9 >= cfg->time_budget_s) {
+            bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
+            break;
+        }
+        if ((rc = trial_do(&st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
+            goto out;
+        bkm_tune_strategy_report(strat, &ask, v);
+    }
+    if (stopped(cfg))
+        goto interrupted;
+    st.prog.total = st.prog.done + (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
+
+    /* candidates: the best configurations by their search value (highest round first) */
+    {
+        size_t best = bkm_tune_strategy_best(strat, NULL);
+        cand[n_cand].config = pb.default_index;
+        cand[n_cand++].search_ms = NAN;
+        if (best != pb.default_index && cfg->confirm_top > 0) {
+            cand[n_cand].config = best;
+            cand[n_cand++].search_ms = NAN;
+        }
+        /* further candidates: lowest stored medians of this sweep's ok search trials */
+        while (n_cand < (size_t)cfg->confirm_top + 1 && n_cand < sizeof cand / sizeof cand[0]) {
+            size_t pick = n;
+            double pv = NAN;
+            bkm_db_trial_list_t now;
+            if ((rc = bkm_db_trials_query(db, &filt, &now, err)) < 0)
+                goto out;
+            for (size_t r = 0; r < now.n; r++) {
+                const bkm_db_trial_row_t *row = &now.rows[r];
+                if (row->status != BKM_DB_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms))
+                    continue;
+                for (size_t i = 0; i < n; i++) {
+                    const char *k;
+                    int dup = 0;
+                    if ((rc = config_key(&st, i, &k, err)) < 0) {
+                        bkm_db_trial_list_free(&now);
+                        goto out;
+                    }
+                    if (strcmp(k, row->config_json) != 0)
+                        continue;
+                    for (size_t c = 0; c < n_cand; c++)
+                        dup |= cand[c].config == i;
+                    if (!dup && (isnan(pv) || row->median_ms < pv))
+                        pick = i, pv = row->median_ms;
+                    break;
+                }
+            }
+            bkm_db_trial_list_free(&now);
+            if (pick == n)
+                break;
+            cand[n_cand].config = pick;
+            cand[n_cand++].search_ms = pv;
+        }
+    }
+
+    /* confirmation: rounds of default, c1, c2, c3 (interleaved ABAB across rounds) */
+    st.prog.phase = "confirm";
+    if (n_cand > 1)
+        for (int r = 1; r <= cfg->confirm_rounds; r++)
+            for (size_t c = 0; c < n_cand; c++) {
+                double v, *ms = NULL;
+                size_t nm = 0;
+                if (stopped(cfg))
+                    goto interrupted;
+                if (cand[c].failed)
+                    continue;
+                if ((rc = trial_do(&st, cand[c].config, "confirm", r, 1, &v, &ms, &nm, err)) < 0)
+                    goto out;
+                if (isnan(v))
+                    cand[c].failed = 1;
+                rc = cand_append(&cand[c], ms, nm, err);
+                bkm_free(ms);
+                if (rc < 0)
+                    goto out;
+            }
+
+    /* derivation: the fastest candidate that beats the default beyond noise, else the default */
+    {
+        const bkm_tune_config_t *dc = bkm_tune_space_config(space, pb.default_index);
+        bkm_tune_stats_t ds;
+        size_t win = 0;
+        double win_med = NAN;
+        bkm_tune_faster_t fv, win_fv;
+        memset(&win_fv, 0, sizeof win_fv);
+        res->dflt = *dc;
+        res->best = *dc;
+        snprintf(res->verdict, sizeof res->verdict, "no setting beats the default beyond noise");
+        if (cand[0].n > 0 && !cand[0].failed && bkm_tune_stats_compute(cand[0].ms, cand[0].n, NULL, &ds, NULL) == 0) {
+            res->default_median_ms = ds.median;
+            res->default_ci_lo_ms = ds.ci_lo, res->default_ci_hi_ms = ds.ci_hi;
+            res->best_median_ms = ds.median;
+            res->best_ci_lo_ms = ds.ci_lo, res->best_ci_hi_ms = ds.ci_hi;
+            res->speedup = 1.0;
+            for (size_t c = 1; c < n_cand; c++) {
+                if (cand[c].failed || cand[c].n == 0)
+                    continue;
+                if ((rc = bkm_tune_stats_faster(cand[c].ms, cand[c].n, cand[0].ms, cand[0].n, NULL, &fv, err)) < 0)
+                    goto out;
+                if (!fv.significant) {
+                    if (win == 0)
+                        snprintf(res->verdict, sizeof res->verdict,
+                                 "no setting beats the default beyond noise (best candidate: %.3gx, %s)", fv.ratio,
+                                 fv.reason);
+                    continue;
+                }
+                if (isnan(win_med) || fv.cand.median < win_med)
+                    win = c, win_med = fv.cand.median, win_fv = fv;
+            }
+            if (win > 0) {
+                res->best = *bkm_tune_space_config(space, cand[win].config);
+                res->best_median_ms = win_fv.cand.median;
+                res->best_ci_lo_ms = win_fv.cand.ci_lo, res->best_ci_hi_ms = win_fv.cand.ci_hi;
+                res->speedup = win_fv.ratio;
+                res->significant = 1;
+                snprintf(res->verdict, sizeof res->verdict, "faster than the default beyond noise (MWU p=%.2g)",
+                         win_fv.mwu.p);
+            }
+            res->has_best = 1;
+        } else if (n_cand == 1) {
+            double v = NAN;
+            size_t b = bkm_tune_strategy_best(strat, &v);
+            (void)b;
+            snprintf(res->verdict, sizeof res->verdict, "only the default was measured: it stands");
+        } else {
+            snprintf(res->verdict, sizeof res->verdict, "the default setting failed in the confirmation round");
+        }
+        if (res->has_best) {
+            bkm_db_best_t b;
+            bkm_buf_t cj, ev;
+            bkm_json_w_t w;
+            memset(&b, 0, sizeof b);
+            bkm_buf_init(&cj);
+            bkm_buf_init(&ev);
+            bkm_json_w_init(&w, &cj, 0);
+            bkm_tune_config_to_json(&res->best, &w);
+            bkm_json_w_init(&w, &ev, 0);
+            bkm_json_obj_begin(&w);
+            bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
+            bkm_json_key(&w, "default_samples"), bkm_json_int(&w, (int64_t)cand[0].n);
+            if (win > 0) {
+                bkm_json_key(&w, "best_samples"), bkm_json_int(&w, (int64_t)cand[win].n);
+                bkm_json_key(&w, "mwu_p"), bkm_json_double(&w, win_fv.mwu.p);
+                bkm_json_key(&w, "ratio_ci95");
+                bkm_json_arr_begin(&w);
+                bkm_json_double(&w, win_fv.ratio_lo), bkm_json_double(&w, win_fv.ratio_hi);
+                bkm_json_arr_end(&w);
+            }
+            bkm_json_key(&w, "confirm_rounds"), bkm_json_int(&w, cfg->confirm_rounds);
+            bkm_json_key(&w, "candidates"), bkm_json_int(&w, (int64_t)n_cand - 1);
+            bkm_json_obj_end(&w);
+            b.node = cfg->node;
+            b.workload = cfg->workload;
+            b.sweep_id = st.sweep_id;
+            b.config_json = bkm_buf_str(&cj);
+            b.median_ms = res->best_median_ms;
+            b.ci_lo_ms = res->best_ci_lo_ms, b.ci_hi_ms = res->best_ci_hi_ms;
+            b.default_median_ms = res->default_median_ms;
+            b.speedup = res->speedup;
+            b.significant = res->significant;
+            b.evidence_json = bkm_buf_str(&ev);
+            rc = bkm_db_best_store(db, &b, err);
+            bkm_buf_free(&cj);
+            bkm_buf_free(&ev);
+            if (rc < 0)
+                goto out;
+        }
+    }
+    res->trials = st.prog.done;
+    res->failed = st.prog.failed;
+    res->resumed_trials = st.prog.resumed;
+    rc = bkm_db_sweep_finish(db, st.sweep_id, res->failed ? "partial" : "done", err);
+    goto out;
+
+interrupted:
+    res->interrupted = 1;
+    res->trials = st.prog.done;
+    res->failed = st.prog.failed;
+    res->resumed_trials = st.prog.resumed;
+    /* every stored trial is complete (one transaction each); the sweep resumes on the next run */
+    rc = bkm_db_sweep_finish(db, st.sweep_id, "partial", err);
+out:
+    for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++)
+        bkm_free(cand[c].ms);
+    if (st.keys)
+        for (size_t i = 0; i < n; i++)
+            bkm_free(st.keys[i]);
+    bkm_free(st.keys);
+    bkm_free(best_val);
+    bkm_free(coord);
+    bkm_db_trial_list_free(&st.stored);
+    bkm_tune_strategy_free(strat);
+    bkm_buf_free(&sj);
+    return rc;
+}
