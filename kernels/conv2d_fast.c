@@ -33,10 +33,12 @@ struct bkm_conv2d_fast {
     int64_t icg, ocg, kdim, pq, ncols; /* ncols = mb * pq */
     int64_t mf, md;                    /* rows padded to mr: ocg (fwd, bwd_w), kdim (bwd_d) */
     int64_t ncf, ncd, ncw;             /* column block: fwd pixels, bwd_d pixels, bwd_w K columns */
-    size_t wp_floats, bp_floats, aux_floats;
+    int64_t tabw;                      /* columns of one tap's offset table (build_tab) */
+    size_t wp_floats, bp_floats, aux_floats, tab_len;
     float *wp;                         /* packed weights (fwd: W, bwd_d: W^T), shared */
     float *bp;                         /* per thread: packed B block */
     float *aux;                        /* per thread: bwd_d column tile / bwd_w packed A block */
+    int64_t *tab;                      /* per thread: im2col offset tables, kh * kw * tabw */
 };
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -69,6 +71,7 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
     bkm_free(f->wp);
     bkm_free(f->bp);
     bkm_free(f->aux);
+    bkm_free(f->tab);
     bkm_free(f);
 }
 
@@ -112,10 +115,13 @@ int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d,
     f->aux_floats = (size_t)round_up(f->md * f->ncd > f->mf * min64(f->kc, f->ncols) ? f->md * f->ncd
                                                                                     : f->mf * min64(f->kc, f->ncols),
                                      16);
+    f->tabw = f->ncf > min64(f->kc, f->ncols) ? f->ncf : min64(f->kc, f->ncols);
+    f->tab_len = (size_t)round_up(d->kh * d->kw * f->tabw, 8);
+    f->tab = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(int64_t));
     f->wp = bkm_aligned_alloc(64, f->wp_floats * sizeof(float));
     f->bp = bkm_aligned_alloc(64, (size_t)f->nt * f->bp_floats * sizeof(float));
     f->aux = bkm_aligned_alloc(64, (size_t)f->nt * f->aux_floats * sizeof(float));
-    if (f->wp == NULL || f->bp == NULL || f->aux == NULL) {
+    if (f->wp == NULL || f->bp == NULL || f->aux == NULL || f->tab == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: cannot allocate the workspace (%d threads x %zu floats)",
                          f->nt, f->bp_floats + f->aux_floats);
         goto out;
@@ -126,6 +132,7 @@ int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d,
         const int t = omp_get_thread_num();
         memset(f->bp + (size_t)t * f->bp_floats, 0, f->bp_floats * sizeof(float));
         memset(f->aux + (size_t)t * f->aux_floats, 0, f->aux_floats * sizeof(float));
+        memset(f->tab + (size_t)t * f->tab_len, 0, f->tab_len * sizeof(int64_t));
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < (int64_t)f->wp_floats; i += 4096)
             memset(f->wp + i, 0, (size_t)min64(4096, (int64_t)f->wp_floats - i) * sizeof(float));
@@ -168,41 +175,24 @@ static void valid_range(const bkm_conv2d_desc_t *d, int64_t ox, int64_t len, int
     *t1 = b < *t0 ? *t0 : (b > len ? len : b);
 }
 
-/* im2col row k of group g (k = (c * kh + r) * kw + s) for batch columns [col0, col0 + nb). */
-static void im2col_row(const bkm_conv2d_fast_t *f, const float *src, int64_t g, int64_t k, int64_t col0, int64_t nb,
-                       float *o, int64_t step, int64_t brk, int64_t pstride)
+/* Offsets of the input element read by tap (r, s) for each batch column j in [col0, col0 + nb),
+ * relative to channel 0 of the group in image 0 (+ channel * ih * iw gives the element), or -1
+ * where the tap reads padding: tab[(r * kw + s) * f->tabw + j]. */
+static void build_tab(const bkm_conv2d_fast_t *f, int64_t col0, int64_t nb, int64_t *tab)
 {
     const bkm_conv2d_desc_t *d = &f->d;
-    const int64_t c = k / (d->kh * d->kw), r = k / d->kw % d->kh, s = k % d->kw;
-    int64_t n = col0 / f->pq, p = col0 % f->pq, oy = p / d->ow, ox = p % d->ow, j = 0;
-    while (j < nb) {
-        int64_t len = min64(min64(d->ow - ox, nb - j), brk - j % brk);
-        float *w = row_at(o, j, step, brk, pstride);
-        const int64_t iy = oy * d->sh - d->ph + r;
-        if (iy < 0 || iy >= d->ih) {
-            put_zero(w, len, step);
-        } else {
-            const float *in = src + ((n * d->ic + g * f->icg + c) * d->ih + iy) * d->iw;
-            int64_t t0, t1;
-            valid_range(d, ox, len, s, &t0, &t1);
-            put_zero(w, t0, step);
-            if (d->sw == 1) {
-                const float *in1 = in + ox - d->pw + s;
-                if (step == 1)
-                    for (int64_t t = t0; t < t1; t++)
-                        w[t] = in1[t];
-                else
-                    for (int64_t t = t0; t < t1; t++)
-                        w[t * step] = in1[t];
-            } else {
-                for (int64_t t = t0; t < t1; t++)
-                    w[t * step] = in[(ox + t) * d->sw - d->pw + s];
+    const int64_t img = d->ic * d->ih * d->iw;
+    int64_t n = col0 / f->pq, p = col0 % f->pq, oy = p / d->ow, ox = p % d->ow;
+    for (int64_t j = 0; j < nb; j++) {
+        for (int64_t r = 0; r < d->kh; r++) {
+            const int64_t iy = oy * d->sh - d->ph + r;
+            for (int64_t s = 0; s < d->kw; s++) {
+                const int64_t ix = ox * d->sw - d->pw + s;
+                tab[(r * d->kw + s) * f->tabw + j] =
+                    iy >= 0 && iy < d->ih && ix >= 0 && ix < d->iw ? n * img + iy * d->iw + ix : -1;
             }
-            put_zero(w + t1 * step, len - t1, step);
         }
-        j += len;
-        ox += len;
-        if (ox == d->ow) {
+        if (++ox == d->ow) {
             ox = 0;
             if (++oy == d->oh) {
                 oy = 0;
@@ -287,6 +277,60 @@ static void pack_weights_bwd_data(const bkm_conv2d_fast_t *f, const float *wei)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* B packing from the offset tables; srcg: the group's channel 0 of image 0. */
+
+/* fwd: rows k in [pc, pc + kb) of im2col, batch columns [0, nb) of the table, into NR-column
+ * panels (panel q at bp + q * kb * nr, row kk at + kk * nr); the last panel is zero-padded. */
+static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const int64_t *tab, int64_t pc, int64_t kb,
+                       int64_t nb, float *bp)
+{
+    const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr;
+    for (int64_t kk = 0; kk < kb; kk++) {
+        const int64_t k = pc + kk;
+        const int64_t *tk = tab + (k % khw) * f->tabw;
+        const float *base = srcg + (k / khw) * plane;
+        for (int64_t q0 = 0; q0 < nb; q0 += nr) {
+            const int64_t m = min64(nr, nb - q0);
+            const int64_t *tq = tk + q0;
+            float *w = bp + (q0 / nr) * kb * nr + kk * nr;
+            for (int64_t jj = 0; jj < m; jj++)
+                w[jj] = tq[jj] >= 0 ? base[tq[jj]] : 0.0f;
+            for (int64_t jj = m; jj < nr; jj++)
+                w[jj] = 0.0f;
+        }
+    }
+}
+
+/* bwd_w: im2col transposed. Depth = batch columns [0, kb) of the table, NR K-columns per panel
+ * for K columns [k0, k0 + nk) (panel q at bp + q * kb * nr, depth p at + p * nr); columns past nk
+ * are zero. */
+static void pack_b_bwd_w(const bkm_conv2d_fast_t *f, const float *srcg, const int64_t *tab, int64_t k0, int64_t nk,
+                         int64_t kb, float *bp)
+{
+    const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr;
+    const int64_t *tk[BKM_GEMM_NR_MAX];
+    const float *base[BKM_GEMM_NR_MAX];
+    for (int64_t q0 = 0; q0 < nk; q0 += nr) {
+        const int64_t m = min64(nr, nk - q0);
+        float *b = bp + (q0 / nr) * kb * nr;
+        for (int64_t jj = 0; jj < m; jj++) {
+            const int64_t k = k0 + q0 + jj;
+            tk[jj] = tab + (k % khw) * f->tabw;
+            base[jj] = srcg + (k / khw) * plane;
+        }
+        for (int64_t p = 0; p < kb; p++) {
+            float *w = b + p * nr;
+            for (int64_t jj = 0; jj < m; jj++) {
+                const int64_t o = tk[jj][p];
+                w[jj] = o >= 0 ? base[jj][o] : 0.0f;
+            }
+            for (int64_t jj = m; jj < nr; jj++)
+                w[jj] = 0.0f;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Forward */
 
 /* One mr x nr tile of dst[g] rows [i0, i0 + mr) and batch columns [col, col + ncol). */
@@ -335,18 +379,18 @@ void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *w
         const int64_t npan = (f->ncols + f->nr - 1) / f->nr;
         const int64_t c0 = npan * t / nth * f->nr, c1 = min64(f->ncols, npan * (t + 1) / nth * f->nr);
         float *bp = f->bp + (size_t)t * f->bp_floats;
+        int64_t *tab = f->tab + (size_t)t * f->tab_len;
         pack_weights_fwd(f, wei); /* ends with the barrier of the omp for */
         for (int64_t g = 0; g < f->d.g; g++)
             for (int64_t jc = c0; jc < c1; jc += f->ncf) {
                 const int64_t nb = min64(f->ncf, c1 - jc);
+                build_tab(f, jc, nb, tab);
                 for (int64_t pc = 0; pc < f->kdim; pc += f->kc) {
                     const int64_t kb = min64(f->kc, f->kdim - pc);
                     const float *ag = f->wp + g * f->mf * f->kdim + pc * f->mf;
                     const int first = pc == 0;
                     const float *bv = pc + kb == f->kdim ? bias : NULL;
-                    for (int64_t kk = 0; kk < kb; kk++)
-                        im2col_row(f, src, g, pc + kk, jc, nb, bp + kk * f->nr, 1, f->nr, kb * f->nr);
-                    pad_panel(f, bp, kb, nb);
+                    pack_b_fwd(f, src + g * f->icg * f->d.ih * f->d.iw, tab, pc, kb, nb, bp);
                     for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
                         const int64_t ie = min64(f->mf, ic + f->mc);
                         for (int64_t jr = 0; jr < nb; jr += f->nr)
@@ -461,6 +505,7 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
         const int64_t npan = (f->kdim + f->nr - 1) / f->nr;
         const int64_t j0 = npan * t / nth * f->nr, j1 = min64(f->kdim, npan * (t + 1) / nth * f->nr);
         float *bp = f->bp + (size_t)t * f->bp_floats, *ap = f->aux + (size_t)t * f->aux_floats;
+        int64_t *tab = f->tab + (size_t)t * f->tab_len;
         for (int64_t g = 0; g < f->d.g; g++)
             for (int64_t jc = j0; jc < j1; jc += f->ncw) {
                 const int64_t nk = min64(f->ncw, j1 - jc);
@@ -474,14 +519,8 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
                         else
                             put_zero(a, kb, f->mr);
                     }
-                    /* B: im2col transposed, NR K-columns per panel. */
-                    for (int64_t kk = 0; kk < round_up(nk, f->nr); kk++) {
-                        float *b = bp + (kk / f->nr) * kb * f->nr + kk % f->nr;
-                        if (kk < nk)
-                            im2col_row(f, src, g, jc + kk, pc, kb, b, f->nr, kb, 0);
-                        else
-                            put_zero(b, kb, f->nr);
-                    }
+                    build_tab(f, pc, kb, tab);
+                    pack_b_bwd_w(f, src + g * f->icg * f->d.ih * f->d.iw, tab, jc, nk, kb, bp);
                     for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
                         const int64_t ie = min64(f->mf, ic + f->mc);
                         for (int64_t jr = 0; jr < nk; jr += f->nr)
