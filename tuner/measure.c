@@ -40,6 +40,25 @@ static int ci_is_narrow(const bkm_tune_samples_t *s, double target)
     return 0.5 * (s->ci_hi - s->ci_lo) <= target * s->median;
 }
 
+/* Hard limit on the samples of one measurement (80 MB of doubles). */
+#define MEASURE_MAX_SAMPLES 10000000
+
+/* Double the sample arrays (between two samples, outside any timed iteration). */
+static int samples_grow(bkm_tune_samples_t *s, double **tmp, int *cap, bkm_err_t *err)
+{
+    int ncap = *cap > MEASURE_MAX_SAMPLES / 2 ? MEASURE_MAX_SAMPLES : 2 * *cap;
+    double *ms = bkm_realloc(s->ms, (size_t)ncap * sizeof *ms);
+    if (ms == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d samples", ncap);
+    s->ms = ms;
+    ms = bkm_realloc(*tmp, (size_t)ncap * sizeof *ms);
+    if (ms == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d samples", ncap);
+    *tmp = ms;
+    *cap = ncap;
+    return BKM_OK;
+}
+
 static int time_one(bkm_tune_iter_fn fn, void *ctx, double *ms, bkm_err_t *err)
 {
     uint64_t t0 = bkm_now_ns();
@@ -79,11 +98,15 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
         if ((double)(bkm_now_ns() - t_start) * 1e-9 >= fmax(spec->min_time_s, 1.0))
             break;
     }
-    /* Capacity: the larger of max_samples and what min_time needs at the warm-up speed (x2),
-     * bounded at 1e6 samples. Allocated here, never inside the timed loop. */
-    est_ms = fmax(s->warmup_ms[s->n_warmup - 1], 1e-4);
+    /* Capacity: the larger of max_samples and what min_time needs at the fastest warm-up speed
+     * (x2). Allocated here; should the machine speed up, it doubles between two samples, never
+     * inside a timed iteration. */
+    est_ms = s->warmup_ms[0];
+    for (int i = 1; i < s->n_warmup; i++)
+        est_ms = fmin(est_ms, s->warmup_ms[i]);
+    est_ms = fmax(est_ms, 1e-4);
     cap_d = fmax((double)spec->max_samples, 2.0 * spec->min_time_s * 1e3 / est_ms + spec->min_samples);
-    cap = cap_d > 1e6 ? 1000000 : (int)cap_d;
+    cap = cap_d > MEASURE_MAX_SAMPLES ? MEASURE_MAX_SAMPLES : (int)cap_d;
     s->ms = bkm_calloc((size_t)cap, sizeof *s->ms);
     tmp = bkm_calloc((size_t)cap, sizeof *tmp);
     if (s->ms == NULL || tmp == NULL) {
@@ -97,9 +120,17 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
         counting = 1;
     }
     t_start = bkm_now_ns();
-    s->stop_reason = "cap";
-    while (s->n < cap) {
+    for (;;) {
         double elapsed_s;
+        if (s->n == cap) {
+            if (cap >= MEASURE_MAX_SAMPLES) {
+                s->stop_reason = "cap";
+                break;
+            }
+            rc = samples_grow(s, &tmp, &cap, err);
+            if (rc < 0)
+                goto out;
+        }
         rc = time_one(fn, ctx, &s->ms[s->n], err);
         if (rc < 0)
             goto out;

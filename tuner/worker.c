@@ -253,6 +253,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_wl_t *wl = NULL;
     bkm_tune_samples_t s = {0};
     bkm_wl_config_t wcfg;
+    bkm_aff_env_t aff_env = {0};
     bkm_buf_t check, params;
     worker_iter_t it = {0};
     bkm_json_w_t w;
@@ -266,15 +267,21 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     if (rc < 0)
         goto out;
     if (cfg->omp_num_threads != spec->threads) {
-        rc = bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is %d but the trial asks for %d threads",
-                         cfg->omp_num_threads, spec->threads);
+        if (cfg->omp_num_threads <= 0)
+            rc = bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is unset or invalid but the trial asks for %d "
+                             "threads (the runner exports it)", spec->threads);
+        else
+            rc = bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is %d but the trial asks for %d threads",
+                             cfg->omp_num_threads, spec->threads);
         goto out;
     }
+    if (cfg->aff_env != NULL)
+        aff_env = *cfg->aff_env;
     /* Plan from the environment and start PAPI before the first OpenMP call. */
     rc = bkm_topo_open_host(&topo, err);
     if (rc < 0)
         goto out;
-    rc = bkm_aff_plan_create(topo, cfg->aff_env, spec->threads, &plan, err);
+    rc = bkm_aff_plan_create(topo, &aff_env, spec->threads, &plan, err);
     if (rc < 0)
         goto out;
     rc = bkm_tune_counters_open(&ctr, spec->counters, err);
@@ -290,7 +297,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_json_str(&w, spec->workload);
     bkm_json_key(&w, "threads");
     bkm_json_int(&w, spec->threads);
-    worker_env_to_json(cfg->aff_env, &w);
+    worker_env_to_json(&aff_env, &w);
     bkm_json_key(&w, "effective_affinity");
     bkm_json_str(&w, bkm_aff_plan_effective(plan));
     bkm_json_key(&w, "blocktime_ms");

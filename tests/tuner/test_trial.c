@@ -259,14 +259,14 @@ START_TEST(missing_worker_is_an_environment_error)
 END_TEST
 
 /* A ~1 ms busy iteration (no allocation); fails on call fail_at when fail_at > 0. */
-typedef struct busy { int calls, fail_at; } busy_t;
+typedef struct busy { int calls, fail_at, slow_first; } busy_t;
 static int busy_iter(void *ctx, bkm_err_t *err)
 {
     busy_t *b = ctx;
     uint64_t t0 = bkm_now_ns();
     if (++b->calls == b->fail_at)
         return bkm_err_set(err, BKM_EFAIL, "iteration %d failed", b->calls);
-    while (bkm_now_ns() - t0 < 1000000ull)
+    while (bkm_now_ns() - t0 < (b->calls <= b->slow_first ? 20000000ull : 1000000ull))
         ;
     return BKM_OK;
 }
@@ -275,7 +275,7 @@ START_TEST(measure_follows_the_protocol)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_samples_t s = {0};
-    busy_t b = {0, 0};
+    busy_t b = {0, 0, 0};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     spec.warmup = 4;
@@ -314,6 +314,21 @@ START_TEST(measure_follows_the_protocol)
     ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
     ck_assert_str_eq(s.stop_reason, "max-time");
     ck_assert(s.total_s >= 0.02 && s.total_s < 1.0);
+
+    /* A slow warm-up underestimates the samples min_time needs: the arrays grow, min_time holds. */
+    spec.warmup = 2;
+    spec.min_time_s = 0.1;
+    spec.max_time_s = 30;
+    spec.max_samples = 8;
+    spec.target_ci_rel = 1e6;
+    b.calls = 0;
+    b.slow_first = 2;
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_int_eq(s.n_warmup, 2);
+    ck_assert(s.total_s >= 0.1);
+    ck_assert_str_eq(s.stop_reason, "ci");
+    ck_assert_int_gt(s.n, 15);
+    b.slow_first = 0;
 
     /* An iteration's error ends the measurement with that error. */
     b.calls = 0;
