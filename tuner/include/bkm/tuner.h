@@ -15,6 +15,7 @@
 #define BKM_TUNER_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "bkm/common.h"
@@ -347,8 +348,258 @@ int bkm_tune_stats_faster(const double *cand, size_t nc, const double *base, siz
                           const bkm_tune_faster_rule_t *rule, bkm_tune_faster_t *out, bkm_err_t *err);
 
 /* ======================================================================================== */
+/* Search space (section owned by the sweep work)                                            */
+/* ======================================================================================== */
+
+struct bkm_node_profile;
+
+/** KMP_BLOCKTIME of a configuration: a value in ms, or one of these. */
+#define BKM_TUNE_BLOCKTIME_UNSET (-2)    /**< not set: the runtime default (200 ms) */
+#define BKM_TUNE_BLOCKTIME_INFINITE (-1) /**< "infinite" */
+#define BKM_TUNE_SPACE_MAX_THREADS 64
+#define BKM_TUNE_SPACE_MAX_AFFINITY 32
+#define BKM_TUNE_SPACE_MAX_BLOCKTIME 8
+#define BKM_TUNE_SPACE_MAX_HW_SUBSET 8
+#define BKM_TUNE_SPACE_MAX_PARAMS 16
+#define BKM_TUNE_SPACE_MAX_VALUES 16
+/** Dimensions of the space: threads, affinity, blocktime, hw_subset, then one per parameter. */
+#define BKM_TUNE_DIM_THREADS 0
+#define BKM_TUNE_DIM_AFFINITY 1
+#define BKM_TUNE_DIM_BLOCKTIME 2
+#define BKM_TUNE_DIM_HW_SUBSET 3
+#define BKM_TUNE_DIM_PARAM0 4
+#define BKM_TUNE_MAX_DIMS (BKM_TUNE_DIM_PARAM0 + BKM_TUNE_SPACE_MAX_PARAMS)
+
+/** What the user asked for (a plain value; zero-initialise, then fill). Every empty list means
+ *  "the default for this node": the profile's thread counts and blocktimes, affinity settings
+ *  generated from the topology (default, none, compact/scatter/balanced x granularity fine/core
+ *  x permute 0/1, OMP_PLACES threads/cores x OMP_PROC_BIND close/spread), KMP_HW_SUBSET values
+ *  generated from the SMT width (unset, then 1..smt-1 threads per core). Kernel tunables are
+ *  swept when named in params, or all of them at {def/2, def, 2 def} (rounded to their
+ *  multiple-of rule, within bounds) with sweep_tunables. */
+typedef struct bkm_tune_space_opts {
+    const char *workload;                          /**< required */
+    const char *backend;                           /**< NULL or "" = workload default */
+    int threads[BKM_TUNE_SPACE_MAX_THREADS];       /**< --threads */
+    int n_threads;
+    const char *affinity[BKM_TUNE_SPACE_MAX_AFFINITY]; /**< --affinity: "default", a KMP_AFFINITY
+                                                          value, or "VAR=value VAR=value" with VAR
+                                                          among KMP_AFFINITY, OMP_PLACES,
+                                                          OMP_PROC_BIND (space separated) */
+    int n_affinity;
+    int blocktime_ms[BKM_TUNE_SPACE_MAX_BLOCKTIME]; /**< --blocktime (BKM_TUNE_BLOCKTIME_*) */
+    int n_blocktime;
+    const char *hw_subset[BKM_TUNE_SPACE_MAX_HW_SUBSET]; /**< --hw-subset; "none" = unset */
+    int n_hw_subset;
+    const char *params[BKM_TUNE_SPACE_MAX_PARAMS]; /**< --param "key=v1,v2" (any workload parameter) */
+    int n_params;
+    int sweep_tunables;                            /**< 1: also sweep the kernel tunables not named in
+                                                        params at {def/2, def, 2 def}; 0: keep them at
+                                                        their defaults */
+} bkm_tune_space_opts_t;
+
+/** One configuration of the space (a plain value). */
+typedef struct bkm_tune_config {
+    int threads;
+    char affinity[192];        /**< label: "default", the KMP_AFFINITY value, or "VAR=v VAR=v" */
+    char kmp_affinity[128];    /**< "" = unset */
+    char omp_places[64];
+    char omp_proc_bind[32];
+    char kmp_hw_subset[32];
+    int blocktime_ms;          /**< BKM_TUNE_BLOCKTIME_UNSET, _INFINITE or ms */
+    char backend[16];          /**< "" = workload default */
+    int n_params;
+    struct { char key[32]; char value[40]; } params[BKM_TUNE_SPACE_MAX_PARAMS];
+    int is_default;            /**< the default setting (the baseline) */
+    int coord[BKM_TUNE_MAX_DIMS]; /**< value index along each dimension */
+} bkm_tune_config_t;
+
+typedef struct bkm_tune_space bkm_tune_space_t;
+
+/** Build the space for @p prof on @p topo (the node's topology, not necessarily this host):
+ *  the product of the dimensions, then every affinity setting (with its KMP_HW_SUBSET) planned
+ *  at every thread count with bkm_aff_plan_create: rejected settings are dropped and settings
+ *  whose plans are identical are merged into the first one (a note says which, e.g.
+ *  "KMP_AFFINITY=scatter = compact at 2 threads on this topology (1 package, 2 cores, 1
+ *  thread/core)"); KMP_BLOCKTIME=200 is the runtime default, merged with unset. Parameter
+ *  values are checked against the workload (bkm_wl_config_check); bad values from the user are
+ *  BKM_EINVAL naming them. The default configuration (threads = cores, nothing set, default
+ *  parameters) is always in the space, marked, and is configuration 0.
+ *  @return BKM_OK; BKM_EINVAL naming a bad option value (threads beyond the node's PUs, a
+ *  malformed affinity setting, an unknown parameter); BKM_ENOMEM. */
+int bkm_tune_space_create(bkm_tune_space_t **space, const struct bkm_topo *topo,
+                          const struct bkm_node_profile *prof, const bkm_tune_space_opts_t *opts,
+                          bkm_err_t *err);
+void bkm_tune_space_free(bkm_tune_space_t *space);
+size_t bkm_tune_space_size(const bkm_tune_space_t *space);
+/** Configuration @p i (valid until free), NULL when out of range. Index 0 is the default. */
+const bkm_tune_config_t *bkm_tune_space_config(const bkm_tune_space_t *space, size_t i);
+/** Number of dimensions and their sizes (values per dimension). */
+int bkm_tune_space_dims(const bkm_tune_space_t *space, int *dim_size);
+/** Notes on merged and dropped settings, in order (valid until free). */
+size_t bkm_tune_space_n_notes(const bkm_tune_space_t *space);
+const char *bkm_tune_space_note(const bkm_tune_space_t *space, size_t i);
+/** Counts of configurations merged as identical and dropped as rejected. */
+void bkm_tune_space_counts(const bkm_tune_space_t *space, size_t *merged, size_t *dropped);
+/** Canonical description of the space (the input of the sweep key). */
+int bkm_tune_space_to_json(const bkm_tune_space_t *space, bkm_json_w_t *w);
+
+/** Write @p cfg as a JSON object {"threads":N,"env":{VAR:value,...},"params":{k:v,...}
+ *  [,"backend":b][,"default":true]}. */
+void bkm_tune_config_to_json(const bkm_tune_config_t *cfg, bkm_json_w_t *w);
+/** Canonical config key (bkm_db_config_canonical of the JSON); *key is freed with bkm_free. */
+int bkm_tune_config_key(const bkm_tune_config_t *cfg, char **key, bkm_err_t *err);
+/** Short human label: "threads=2 KMP_AFFINITY=compact KMP_BLOCKTIME=0 mc=96". */
+void bkm_tune_config_label(const bkm_tune_config_t *cfg, char *buf, size_t n);
+/** Fill the trial fields of @p spec (threads, env, params, backend) from @p cfg; the protocol
+ *  fields are left as they are. */
+int bkm_tune_config_to_spec(const bkm_tune_config_t *cfg, const char *workload,
+                            bkm_tune_trial_spec_t *spec, bkm_err_t *err);
+
+/* ======================================================================================== */
+/* Strategies (section owned by the sweep work)                                              */
+/* ======================================================================================== */
+
+/** What a strategy sees of a space: n configurations with coordinates (value index per
+ *  dimension), the default one. Live sweeps build it from a bkm_tune_space_t, replay from the
+ *  configurations stored in a database. */
+typedef struct bkm_tune_problem {
+    size_t n;
+    int n_dims;
+    const int *coord;          /**< n x n_dims, row-major */
+    size_t default_index;
+} bkm_tune_problem_t;
+
+/** One evaluation a strategy asks for. Its cost in trials is @c scale (samples multiplier). */
+typedef struct bkm_tune_ask {
+    size_t config;
+    int round;                 /**< 0 for a first measurement; halving rung 1, 2, ... after */
+    int scale;                 /**< samples multiplier (1, 3, 9...) */
+} bkm_tune_ask_t;
+
+typedef struct bkm_tune_strategy bkm_tune_strategy_t;
+
+/** Names: "grid", "random", "halving", "local". */
+#define BKM_TUNE_STRATEGY_DEFAULT "local"
+const char *const *bkm_tune_strategy_names(void);
+/** Create strategy @p name over @p pb with a @p budget in trials (cost units; 0 = all n) and a
+ *  @p seed (random choices). The problem must outlive the strategy. Every strategy evaluates
+ *  the default configuration first. BKM_EINVAL names an unknown strategy. */
+int bkm_tune_strategy_create(bkm_tune_strategy_t **s, const char *name, const bkm_tune_problem_t *pb,
+                             size_t budget, uint64_t seed, bkm_err_t *err);
+void bkm_tune_strategy_free(bkm_tune_strategy_t *s);
+/** Next evaluation. @return 1 with *ask filled, 0 when the strategy is done (budget spent,
+ *  space exhausted or converged). Each ask must be answered by report before the next call. */
+int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask);
+/** Report the objective (median ms; smaller is better; NaN = the trial failed). */
+void bkm_tune_strategy_report(bkm_tune_strategy_t *s, const bkm_tune_ask_t *ask, double value);
+/** Best configuration so far (by the value at its highest round), or the default when none
+ *  succeeded; *value (may be NULL) gets its value. */
+size_t bkm_tune_strategy_best(const bkm_tune_strategy_t *s, double *value);
+/** Trials spent so far (sum of ask scales). */
+size_t bkm_tune_strategy_spent(const bkm_tune_strategy_t *s);
+
+/* ======================================================================================== */
 /* Sweep (section owned by the sweep work)                                                   */
 /* ======================================================================================== */
+
+struct bkm_db;
+
+/** Progress of a sweep, passed to the progress callback after every trial. */
+typedef struct bkm_tune_progress {
+    size_t done, total;        /**< trials finished (this run + resumed) / planned */
+    size_t resumed;            /**< of done, taken from the database */
+    size_t failed;
+    double elapsed_s, eta_s;   /**< eta: NaN when unknown */
+    double best_ms;            /**< best median so far, NaN when none */
+    char best_label[256];
+    char last_label[256];
+    const char *last_status;   /**< status of the last trial ("ok", "crashed", ...; "resumed") */
+    const char *phase;         /**< "search" or "confirm" */
+} bkm_tune_progress_t;
+
+/** Everything a sweep needs (the CLI fills it; nothing here reads the environment). */
+typedef struct bkm_tune_sweep_cfg {
+    const char *node;                  /**< profile name stored with the results */
+    const char *workload;
+    const char *strategy;              /**< NULL = BKM_TUNE_STRATEGY_DEFAULT */
+    size_t budget;                     /**< trials, 0 = strategy decides (whole space for grid) */
+    double time_budget_s;              /**< 0 = none: stop searching after this long */
+    uint64_t seed;
+    int fresh;                         /**< 1: never resume */
+    int confirm_top;                   /**< candidates re-measured against the default; 3 */
+    int confirm_rounds;                /**< ABAB rounds; 2 */
+    bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed) */
+    char inject[32];                   /**< test only: fault injected into trial inject_at */
+    int inject_at;                     /**< 1-based trial number of this run; 0 = none */
+    const char *command;               /**< the command line, stored with the sweep */
+    const char *git_revision;
+    const bkm_tune_runner_t *runner;
+    const volatile sig_atomic_t *stop; /**< set non-zero (signal handler) to stop after this trial */
+    void (*progress)(void *ud, const bkm_tune_progress_t *p);
+    void *progress_ud;
+    const bkm_log_t *log;              /**< notes (merged/dropped settings, faults) */
+} bkm_tune_sweep_cfg_t;
+void bkm_tune_sweep_cfg_defaults(bkm_tune_sweep_cfg_t *cfg);
+
+/** Outcome of a sweep. */
+typedef struct bkm_tune_sweep_result {
+    int64_t sweep_id;
+    int resumed;
+    size_t trials, failed, resumed_trials;
+    int interrupted;
+    int has_best;                      /**< a best setting was derived */
+    bkm_tune_config_t best, dflt;
+    double best_median_ms, best_ci_lo_ms, best_ci_hi_ms;
+    double default_median_ms, default_ci_lo_ms, default_ci_hi_ms;
+    double speedup;                    /**< default median / best median (confirmation round) */
+    int significant;                   /**< best beats the default beyond noise */
+    char verdict[256];                 /**< "faster", or why the default stands */
+} bkm_tune_sweep_result_t;
+
+/** Run the sweep: resume or create it in @p db, ask the strategy for trials, run each through
+ *  the trial runner and store it in its own transaction, then the confirmation round (top
+ *  candidates interleaved with the default, role "confirm"), derive and store the best-known
+ *  setting. Faulty trials are stored with their status and the sweep goes on.
+ *  @return BKM_OK (see res->failed, res->interrupted); BKM_EINVAL bad configuration; BKM_EIO /
+ *  BKM_EDEP / BKM_ECORRUPT from the database or the runner. */
+int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *space,
+                       struct bkm_db *db, bkm_tune_sweep_result_t *res, bkm_err_t *err);
+
+/** Build the strategy's view of @p space. @p coord gets n x n_dims ints (bkm_free). */
+int bkm_tune_space_problem(const bkm_tune_space_t *space, bkm_tune_problem_t *pb, int **coord,
+                           bkm_err_t *err);
+
+/* ---- Replay -------------------------------------------------------------------------------- */
+
+/** One seeded replay. */
+typedef struct bkm_tune_replay_run {
+    uint64_t seed;
+    double rel;                /**< true median of the strategy's pick / exhaustive best (>= 1) */
+    size_t found_at;           /**< evaluations (trials) spent when the pick was first measured */
+    size_t spent;              /**< trials spent in all */
+} bkm_tune_replay_run_t;
+
+typedef struct bkm_tune_replay {
+    int64_t sweep_id;
+    char workload[64], node[32];
+    size_t n_configs;          /**< configurations measured ok in the exhaustive sweep */
+    double best_ms;            /**< exhaustive best median */
+    size_t n_runs;
+    bkm_tune_replay_run_t *runs;  /**< owned */
+    size_t n_within;           /**< runs within 5% using <= 25% of the evaluations */
+} bkm_tune_replay_t;
+
+/** Replay strategy @p strategy with @p budget (0 = 25% of the configurations) for seeds
+ *  1..@p seeds against the exhaustive sweep @p sweep_id (0 = the sweep with the most ok search
+ *  trials) of @p db. An evaluation of a configuration returns the median of a seeded bootstrap
+ *  resample (scale x n samples) of its stored samples; the pick is judged by its stored median.
+ *  @return BKM_OK; BKM_EINVAL (unknown strategy, no such sweep, too few configurations);
+ *  database errors. Free with bkm_tune_replay_free. */
+int bkm_tune_replay_run(struct bkm_db *db, int64_t sweep_id, const char *strategy, size_t budget,
+                        size_t seeds, bkm_tune_replay_t *out, bkm_err_t *err);
+void bkm_tune_replay_free(bkm_tune_replay_t *r);
+
 
 #ifdef __cplusplus
 }
