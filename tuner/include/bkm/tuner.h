@@ -222,8 +222,10 @@ typedef struct bkm_tune_samples {
  *  iterations are within 10% or spec->warmup iterations), then timed samples with bkm_now_ns,
  *  >= spec->min_samples and >= spec->min_time_s, continued up to spec->max_samples and
  *  spec->max_time_s while the 95% CI half-width exceeds spec->target_ci_rel x median. Warm-up
- *  also ends once it has taken max(min_time_s, 1 s) (a multi-second training step warms once). The sample array is allocated before
- *  the timed loop (sized from the warm-up; the loop stops at that capacity, stop_reason "cap").
+ *  also ends once it has taken max(min_time_s, 1 s) (a multi-second training step warms once).
+ *  The sample array is allocated before the timed loop (sized from the fastest warm-up
+ *  iteration) and, if that was too small, doubled between two samples, never inside a timed
+ *  iteration; stop_reason "cap" only at 1e7 samples.
  *  @p ctr (may be NULL) is started with @p threads threads just before the timed loop and
  *  stopped just after it. @return BKM_OK or the first error of @p fn / the counters. */
 int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, void *ctx,
@@ -237,7 +239,8 @@ struct bkm_aff_env;
 /** What the worker gets from its CLI layer. */
 typedef struct bkm_tune_worker_cfg {
     bkm_tune_trial_spec_t spec;
-    const struct bkm_aff_env *aff_env; /**< this process's affinity variables, read by the CLI */
+    const struct bkm_aff_env *aff_env; /**< this process's affinity variables, read by the CLI;
+                                            NULL = none set */
     int omp_num_threads;               /**< OMP_NUM_THREADS as read by the CLI, 0 if unset */
 } bkm_tune_worker_cfg_t;
 
