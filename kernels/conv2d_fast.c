@@ -25,6 +25,13 @@
 
 #define FAST_BLOCK_BYTES (1u << 20) /* default B block / column tile: half of a 2 MiB L2 */
 
+/* A run of batch columns [j, j + len) inside one NR-column panel whose tap reads consecutive
+ * input elements from off on (off < 0: padding, zeros). */
+typedef struct {
+    int64_t off;
+    int32_t q, jj, len; /* panel, first column in it, length */
+} fast_run_t;
+
 struct bkm_conv2d_fast {
     bkm_conv2d_desc_t d;
     bkm_gemm_ukr_t ukr;
@@ -39,6 +46,8 @@ struct bkm_conv2d_fast {
     float *bp;                         /* per thread: packed B block */
     float *aux;                        /* per thread: bwd_d column tile / bwd_w packed A block */
     int64_t *tab;                      /* per thread: im2col offset tables, kh * kw * tabw */
+    fast_run_t *runs;                  /* per thread: fwd copy runs, kh * kw * tabw */
+    int32_t *nruns;                    /* per thread: runs per tap, kh * kw */
 };
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -72,6 +81,8 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
     bkm_free(f->bp);
     bkm_free(f->aux);
     bkm_free(f->tab);
+    bkm_free(f->runs);
+    bkm_free(f->nruns);
     bkm_free(f);
 }
 
@@ -118,10 +129,12 @@ int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d,
     f->tabw = f->ncf > min64(f->kc, f->ncols) ? f->ncf : min64(f->kc, f->ncols);
     f->tab_len = (size_t)round_up(d->kh * d->kw * f->tabw, 8);
     f->tab = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(int64_t));
+    f->runs = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(fast_run_t));
+    f->nruns = bkm_calloc((size_t)f->nt * (size_t)(d->kh * d->kw), sizeof(int32_t));
     f->wp = bkm_aligned_alloc(64, f->wp_floats * sizeof(float));
     f->bp = bkm_aligned_alloc(64, (size_t)f->nt * f->bp_floats * sizeof(float));
     f->aux = bkm_aligned_alloc(64, (size_t)f->nt * f->aux_floats * sizeof(float));
-    if (f->wp == NULL || f->bp == NULL || f->aux == NULL || f->tab == NULL) {
+    if (f->wp == NULL || f->bp == NULL || f->aux == NULL || f->tab == NULL || f->runs == NULL || f->nruns == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: cannot allocate the workspace (%d threads x %zu floats)",
                          f->nt, f->bp_floats + f->aux_floats);
         goto out;
@@ -133,6 +146,7 @@ int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d,
         memset(f->bp + (size_t)t * f->bp_floats, 0, f->bp_floats * sizeof(float));
         memset(f->aux + (size_t)t * f->aux_floats, 0, f->aux_floats * sizeof(float));
         memset(f->tab + (size_t)t * f->tab_len, 0, f->tab_len * sizeof(int64_t));
+        memset(f->runs + (size_t)t * f->tab_len, 0, f->tab_len * sizeof(fast_run_t));
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < (int64_t)f->wp_floats; i += 4096)
             memset(f->wp + i, 0, (size_t)min64(4096, (int64_t)f->wp_floats - i) * sizeof(float));
@@ -151,16 +165,6 @@ out:
 static float *row_at(float *o, int64_t j, int64_t step, int64_t brk, int64_t pstride)
 {
     return o + (j / brk) * pstride + (j % brk) * step;
-}
-
-static void put_zero(float *o, int64_t len, int64_t step)
-{
-    if (step == 1) {
-        memset(o, 0, (size_t)len * sizeof(float));
-        return;
-    }
-    for (int64_t t = 0; t < len; t++)
-        o[t * step] = 0.0f;
 }
 
 /* Range [t0, t1) of t in [0, len) whose input column (ox + t) * sw - pw + s lies in [0, iw). */
@@ -248,11 +252,13 @@ static void pack_weights_fwd(const bkm_conv2d_fast_t *f, const float *wei)
         for (int64_t pc = 0; pc < f->kdim; pc += f->kc) {
             const int64_t kb = min64(f->kc, f->kdim - pc);
             float *a = f->wp + g * f->mf * f->kdim + pc * f->mf + i * kb * f->mr;
-            for (int64_t ii = 0; ii < f->mr; ii++) {
-                const int64_t row = i * f->mr + ii;
-                const float *w = wei + (g * f->ocg + row) * f->kdim + pc;
-                for (int64_t p = 0; p < kb; p++)
-                    a[p * f->mr + ii] = row < f->ocg ? w[p] : 0.0f;
+            const int64_t m = min64(f->mr, f->ocg - i * f->mr);
+            const float *w = wei + (g * f->ocg + i * f->mr) * f->kdim + pc;
+            for (int64_t p = 0; p < kb; p++) {
+                for (int64_t ii = 0; ii < m; ii++)
+                    a[p * f->mr + ii] = w[ii * f->kdim + p];
+                for (int64_t ii = m; ii < f->mr; ii++)
+                    a[p * f->mr + ii] = 0.0f;
             }
         }
     }
@@ -279,26 +285,56 @@ static void pack_weights_bwd_data(const bkm_conv2d_fast_t *f, const float *wei)
 /* ---------------------------------------------------------------------------------------- */
 /* B packing from the offset tables; srcg: the group's channel 0 of image 0. */
 
-/* fwd: rows k in [pc, pc + kb) of im2col, batch columns [0, nb) of the table, into NR-column
+/* Split each tap's table over columns [0, nb) into runs (runs + tap * tabw), ending where the
+ * offsets stop being consecutive (row end, padding, next image) or at an NR panel boundary;
+ * n_runs[tap] = count. */
+static void build_runs(const bkm_conv2d_fast_t *f, const int64_t *tab, int64_t nb, fast_run_t *runs, int32_t *n_runs)
+{
+    for (int64_t tap = 0; tap < f->d.kh * f->d.kw; tap++) {
+        const int64_t *tt = tab + tap * f->tabw;
+        fast_run_t *r = runs + tap * f->tabw;
+        int32_t n = 0;
+        for (int64_t j = 0; j < nb; j++) {
+            const int64_t o = tt[j];
+            if (n > 0 && j % f->nr != 0 &&
+                ((o < 0 && r[n - 1].off < 0) || (o >= 0 && r[n - 1].off >= 0 && o == r[n - 1].off + r[n - 1].len))) {
+                r[n - 1].len++;
+                continue;
+            }
+            r[n].off = o < 0 ? -1 : o;
+            r[n].q = (int32_t)(j / f->nr);
+            r[n].jj = (int32_t)(j % f->nr);
+            r[n].len = 1;
+            n++;
+        }
+        n_runs[tap] = n;
+    }
+}
+
+/* fwd: rows k in [pc, pc + kb) of im2col, batch columns [0, nb) of the runs, into NR-column
  * panels (panel q at bp + q * kb * nr, row kk at + kk * nr); the last panel is zero-padded. */
-static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const int64_t *tab, int64_t pc, int64_t kb,
-                       int64_t nb, float *bp)
+static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast_run_t *runs, const int32_t *n_runs,
+                       int64_t pc, int64_t kb, int64_t nb, float *bp)
 {
     const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr;
     for (int64_t kk = 0; kk < kb; kk++) {
-        const int64_t k = pc + kk;
-        const int64_t *tk = tab + (k % khw) * f->tabw;
+        const int64_t k = pc + kk, tap = k % khw;
+        const fast_run_t *r = runs + tap * f->tabw;
         const float *base = srcg + (k / khw) * plane;
-        for (int64_t q0 = 0; q0 < nb; q0 += nr) {
-            const int64_t m = min64(nr, nb - q0);
-            const int64_t *tq = tk + q0;
-            float *w = bp + (q0 / nr) * kb * nr + kk * nr;
-            for (int64_t jj = 0; jj < m; jj++)
-                w[jj] = tq[jj] >= 0 ? base[tq[jj]] : 0.0f;
-            for (int64_t jj = m; jj < nr; jj++)
-                w[jj] = 0.0f;
+        float *row = bp + kk * nr;
+        for (int32_t i = 0; i < n_runs[tap]; i++) {
+            float *w = row + r[i].q * kb * nr + r[i].jj;
+            if (r[i].off < 0) {
+                for (int32_t t = 0; t < r[i].len; t++)
+                    w[t] = 0.0f;
+            } else {
+                const float *x = base + r[i].off;
+                for (int32_t t = 0; t < r[i].len; t++)
+                    w[t] = x[t];
+            }
         }
     }
+    pad_panel(f, bp, kb, nb);
 }
 
 /* bwd_w: im2col transposed. Depth = batch columns [0, kb) of the table, NR K-columns per panel
@@ -351,22 +387,24 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
     }
     {
         _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
-        int64_t n = n0, p = p0;
+        int64_t cofs[BKM_GEMM_NR_MAX], n = n0, p = p0;
         f->ukr(kb, a, b, tile, f->nr, 1.0f, 0.0f);
-        for (int64_t j = 0; j < ncol; j++) {
-            float *c = dst + (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
-            for (int64_t i = 0; i < m; i++) {
-                float v = tile[i * f->nr + j];
-                if (!first)
-                    v += c[i * f->pq];
-                if (bias != NULL)
-                    v += bias[g * f->ocg + i0 + i];
-                c[i * f->pq] = v;
-            }
+        for (int64_t j = 0; j < ncol; j++) { /* the tile may end one image and start the next */
+            cofs[j] = (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
             if (++p == f->pq) {
                 p = 0;
                 n++;
             }
+        }
+        for (int64_t i = 0; i < m; i++) {
+            const float bv = bias != NULL ? bias[g * f->ocg + i0 + i] : 0.0f;
+            float *c = dst + i * f->pq;
+            if (first)
+                for (int64_t j = 0; j < ncol; j++)
+                    c[cofs[j]] = tile[i * f->nr + j] + bv;
+            else
+                for (int64_t j = 0; j < ncol; j++)
+                    c[cofs[j]] += tile[i * f->nr + j] + bv;
         }
     }
 }
@@ -380,17 +418,20 @@ void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *w
         const int64_t c0 = npan * t / nth * f->nr, c1 = min64(f->ncols, npan * (t + 1) / nth * f->nr);
         float *bp = f->bp + (size_t)t * f->bp_floats;
         int64_t *tab = f->tab + (size_t)t * f->tab_len;
+        fast_run_t *runs = f->runs + (size_t)t * f->tab_len;
+        int32_t *n_runs = f->nruns + (size_t)t * (size_t)(f->d.kh * f->d.kw);
         pack_weights_fwd(f, wei); /* ends with the barrier of the omp for */
         for (int64_t g = 0; g < f->d.g; g++)
             for (int64_t jc = c0; jc < c1; jc += f->ncf) {
                 const int64_t nb = min64(f->ncf, c1 - jc);
                 build_tab(f, jc, nb, tab);
+                build_runs(f, tab, nb, runs, n_runs);
                 for (int64_t pc = 0; pc < f->kdim; pc += f->kc) {
                     const int64_t kb = min64(f->kc, f->kdim - pc);
                     const float *ag = f->wp + g * f->mf * f->kdim + pc * f->mf;
                     const int first = pc == 0;
                     const float *bv = pc + kb == f->kdim ? bias : NULL;
-                    pack_b_fwd(f, src + g * f->icg * f->d.ih * f->d.iw, tab, pc, kb, nb, bp);
+                    pack_b_fwd(f, src + g * f->icg * f->d.ih * f->d.iw, runs, n_runs, pc, kb, nb, bp);
                     for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
                         const int64_t ie = min64(f->mf, ic + f->mc);
                         for (int64_t jr = 0; jr < nb; jr += f->nr)
@@ -481,6 +522,33 @@ void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, cons
 /* ---------------------------------------------------------------------------------------- */
 /* Backward weights */
 
+/* A: diff_dst rows of group g, MR-row panels (panel at ap + i0 * kb, depth p at + p * mr) over
+ * the batch columns [pc, pc + kb); rows past ocg are zero. */
+static void pack_a_bwd_w(const bkm_conv2d_fast_t *f, const float *diff_dst, int64_t g, int64_t pc, int64_t kb,
+                         float *ap)
+{
+    const int64_t mr = f->mr;
+    for (int64_t i0 = 0; i0 < f->mf; i0 += mr) {
+        const int64_t m = min64(mr, f->ocg - i0);
+        float *a = ap + i0 * kb;
+        int64_t j = 0, n = pc / f->pq, p = pc % f->pq;
+        while (j < kb) {
+            const int64_t len = min64(f->pq - p, kb - j);
+            const float *x = diff_dst + (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
+            for (int64_t t = 0; t < len; t++) {
+                float *w = a + (j + t) * mr;
+                for (int64_t ii = 0; ii < m; ii++)
+                    w[ii] = x[ii * f->pq + t];
+                for (int64_t ii = m; ii < mr; ii++)
+                    w[ii] = 0.0f;
+            }
+            j += len;
+            p = 0;
+            n++;
+        }
+    }
+}
+
 static void bwd_w_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, const float *b, int64_t g, int64_t i0,
                        int64_t k0, int64_t nk, int first, float *diff_wei)
 {
@@ -506,20 +574,15 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
         const int64_t j0 = npan * t / nth * f->nr, j1 = min64(f->kdim, npan * (t + 1) / nth * f->nr);
         float *bp = f->bp + (size_t)t * f->bp_floats, *ap = f->aux + (size_t)t * f->aux_floats;
         int64_t *tab = f->tab + (size_t)t * f->tab_len;
-        for (int64_t g = 0; g < f->d.g; g++)
-            for (int64_t jc = j0; jc < j1; jc += f->ncw) {
-                const int64_t nk = min64(f->ncw, j1 - jc);
-                for (int64_t pc = 0; pc < f->ncols; pc += f->kc) {
-                    const int64_t kb = min64(f->kc, f->ncols - pc);
-                    /* A: diff_dst rows of the group, MR-row panels over the depth block. */
-                    for (int64_t row = 0; row < f->mf; row++) {
-                        float *a = ap + (row / f->mr) * kb * f->mr + row % f->mr;
-                        if (row < f->ocg)
-                            out_row(f, diff_dst, g * f->ocg + row, pc, kb, a, f->mr, kb, 0);
-                        else
-                            put_zero(a, kb, f->mr);
-                    }
-                    build_tab(f, pc, kb, tab);
+        /* Depth blocks outside the column blocks: A and the offset tables are packed once per
+         * depth block; diff_wei (this thread's columns) is revisited once per depth block. */
+        for (int64_t g = 0; g < f->d.g && j0 < j1; g++)
+            for (int64_t pc = 0; pc < f->ncols; pc += f->kc) {
+                const int64_t kb = min64(f->kc, f->ncols - pc);
+                pack_a_bwd_w(f, diff_dst, g, pc, kb, ap);
+                build_tab(f, pc, kb, tab);
+                for (int64_t jc = j0; jc < j1; jc += f->ncw) {
+                    const int64_t nk = min64(f->ncw, j1 - jc);
                     pack_b_bwd_w(f, src + g * f->icg * f->d.ih * f->d.iw, tab, jc, nk, kb, bp);
                     for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
                         const int64_t ie = min64(f->mf, ic + f->mc);
