@@ -5,11 +5,13 @@
  * ms (averages, as the seed script), images/s, GFLOP/s over fwd+bwd, % of the measured FMA peak,
  * the native/oneDNN ratio, and the seed's own text format (mingfeima/convnet-benchmarks
  * pytorch/benchmark.py). Not a test: it asserts nothing about speed. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
@@ -26,6 +28,7 @@ typedef struct bench_cfg {
 
 typedef struct bench_res {
     double fwd, bwd, upd, first_loss;   /* averages over the timed steps, ms */
+    double wall_s, cpu_s;               /* timed steps: wall time and process CPU time */
     char impl[512];
 } bench_res_t;
 
@@ -109,6 +112,15 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg)
     return 0;
 }
 
+/* Process CPU time (all threads), seconds: with the wall time it tells how much of the
+ * machine the run actually got when other work shares it. */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int create(const bench_cfg_t *cfg, int b, bkm_wl_t **wl, bkm_err_t *err)
 {
     bkm_wl_config_t c = b == B_NATIVE ? cfg->extra : (bkm_wl_config_t){0};
@@ -130,14 +142,15 @@ static void print_table(const bench_cfg_t *cfg, const bench_res_t *r, double flo
     printf("training FLOPs %.1f GF/step (%.3f GF/img, fwd+bwd without conv1 bwd-data); FMA peak %.1f GF/s "
            "(measured, best of before/after)\n\n",
            flops / 1e9, flops / 1e9 / (double)cfg->batch, peak);
-    printf("%-8s %9s %9s %9s %9s %8s %8s %7s %10s\n", "backend", "fwd ms", "bwd ms", "upd ms", "total ms", "img/s",
-           "GF/s", "%peak", "loss(1st)");
+    printf("%-8s %9s %9s %9s %9s %8s %8s %7s %10s %6s\n", "backend", "fwd ms", "bwd ms", "upd ms", "total ms", "img/s",
+           "GF/s", "%peak", "loss(1st)", "cpu%");
     for (int b = 0; b < B_COUNT; b++) {
         double tot = r[b].fwd + r[b].bwd, gf = flops / (tot * 1e-3) / 1e9;
         if (!cfg->use[b])
             continue;
-        printf("%-8s %9.2f %9.2f %9.2f %9.2f %8.2f %8.1f %6.1f%% %10.6f\n", backend_name[b], r[b].fwd, r[b].bwd,
-               r[b].upd, tot, (double)cfg->batch * 1e3 / tot, gf, peak > 0 ? 100.0 * gf / peak : NAN, r[b].first_loss);
+        printf("%-8s %9.2f %9.2f %9.2f %9.2f %8.2f %8.1f %6.1f%% %10.6f %5.0f%%\n", backend_name[b], r[b].fwd, r[b].bwd,
+               r[b].upd, tot, (double)cfg->batch * 1e3 / tot, gf, peak > 0 ? 100.0 * gf / peak : NAN, r[b].first_loss,
+               100.0 * r[b].cpu_s / (r[b].wall_s * nt));
     }
     if (cfg->use[B_ONEDNN] && cfg->use[B_NATIVE]) {
         const bench_res_t *o = &r[B_ONEDNN], *n = &r[B_NATIVE];
@@ -148,6 +161,8 @@ static void print_table(const bench_cfg_t *cfg, const bench_res_t *r, double flo
     for (int b = 0; b < B_COUNT; b++)
         if (cfg->use[b])
             printf("impl %s: %s\n", backend_name[b], r[b].impl);
+    printf("cpu%%: process CPU time / (wall time x %d threads) over the timed steps; below ~95%% the machine\n"
+           "was shared and every figure above is pessimistic.\n", nt);
     /* the seed's format: mingfeima/convnet-benchmarks pytorch/benchmark.py (Oct 2017); its
      * "Input shape" line prints 244 by a typo, the input is 224x224 */
     for (int b = 0; b < B_COUNT; b++) {
@@ -185,6 +200,7 @@ static void print_json(const bench_cfg_t *cfg, const bench_res_t *r, double flop
         bkm_json_key(&w, "gflops"), bkm_json_double(&w, gf);
         bkm_json_key(&w, "peak_gflops"), bkm_json_double(&w, peak);
         bkm_json_key(&w, "first_loss"), bkm_json_double(&w, r[b].first_loss);
+        bkm_json_key(&w, "cpu_share"), bkm_json_double(&w, r[b].cpu_s / (r[b].wall_s * nt));
         bkm_json_key(&w, "impl"), bkm_json_str(&w, r[b].impl);
         bkm_json_obj_end(&w);
         printf("%s\n", bkm_buf_str(&out));
@@ -222,6 +238,8 @@ int main(int argc, char **argv)
     }
     for (long long i = 0; i < cfg.warmup + cfg.steps; i++) {
         for (int b = 0; b < B_COUNT; b++) {
+            double c0 = cpu_seconds(), c1;
+            uint64_t w0 = bkm_now_ns();
             if (!wl[b])
                 continue;
             if (bkm_wl_run(wl[b], &s, &err) < 0) {
@@ -231,8 +249,11 @@ int main(int argc, char **argv)
             }
             if (i == 0)
                 res[b].first_loss = s.loss;
+            c1 = cpu_seconds();
             if (i < cfg.warmup)
                 continue;
+            res[b].wall_s += (double)(bkm_now_ns() - w0) * 1e-9;
+            res[b].cpu_s += c1 - c0;
             res[b].fwd += s.fwd_ms / (double)cfg.steps;
             res[b].bwd += s.bwd_ms / (double)cfg.steps;
             res[b].upd += s.update_ms / (double)cfg.steps;
