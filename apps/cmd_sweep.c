@@ -221,6 +221,15 @@ static int parse_args(int argc, char **argv, opts_t *o)
         fprintf(stderr, "tune: --workload is required (e.g. --workload gemm; see tune sweep --help)\n");
         return -1;
     }
+    if (o->sw.strategy) {
+        const char *const *nm = bkm_tune_strategy_names();
+        while (*nm && strcmp(*nm, o->sw.strategy) != 0)
+            nm++;
+        if (*nm == NULL) {
+            fprintf(stderr, "tune: --strategy '%s' is unknown (grid, random, halving, local)\n", o->sw.strategy);
+            return -1;
+        }
+    }
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
     return 0;

@@ -18,7 +18,10 @@ struct bkm_tune_strategy {
     uint64_t rng;
     double *val;           /* value at the highest round measured; NaN = failed or unknown */
     int *round;            /* highest round measured, -1 = never */
-    size_t *order;         /* grid/random: evaluation order; halving: this rung's configurations */
+    size_t *order;         /* grid/random: evaluation order; halving: this rung's configurations;
+                              local: the line being scanned */
+    size_t *perm;          /* local: random order of restart points */
+    size_t n_perm, perm_pos;
     size_t n_order, pos;
     int rung;              /* halving */
     size_t cur;            /* local: current point */
@@ -93,7 +96,8 @@ int bkm_tune_strategy_create(bkm_tune_strategy_t **out, const char *name, const 
     s->val = bkm_malloc(pb->n * sizeof *s->val);
     s->round = bkm_malloc(pb->n * sizeof *s->round);
     s->order = bkm_malloc(pb->n * sizeof *s->order);
-    if (!s->val || !s->round || !s->order) {
+    s->perm = bkm_malloc(pb->n * sizeof *s->perm);
+    if (!s->val || !s->round || !s->order || !s->perm) {
         rc = bkm_err_set(err, BKM_ENOMEM, "strategy: out of memory");
         goto fail;
     }
@@ -115,8 +119,12 @@ int bkm_tune_strategy_create(bkm_tune_strategy_t **out, const char *name, const 
             n0 = pb->n;
         s->n_order = n0;
     }
-    if (kind == S_LOCAL)
+    if (kind == S_LOCAL) {
+        memcpy(s->perm, s->order, s->n_order * sizeof *s->perm);
+        s->n_perm = s->n_order;
+        s->perm_pos = 1;
         s->n_order = 0;   /* local builds its lines around the current point */
+    }
     s->cur = pb->default_index;
     s->cur_val = NAN;
     s->dim = -1;
@@ -134,6 +142,7 @@ void bkm_tune_strategy_free(bkm_tune_strategy_t *s)
     bkm_free(s->val);
     bkm_free(s->round);
     bkm_free(s->order);
+    bkm_free(s->perm);
     bkm_free(s);
 }
 
@@ -243,8 +252,19 @@ int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask)
                 }
             }
             if (!local_next_dim(s)) {
-                s->done = 1;
-                return 0;
+                /* converged: restart the descent from a random configuration not measured yet */
+                while (s->perm_pos < s->n_perm && s->round[s->perm[s->perm_pos]] >= 0)
+                    s->perm_pos++;
+                if (s->perm_pos >= s->n_perm) {
+                    s->done = 1;
+                    return 0;
+                }
+                s->cur = s->perm[s->perm_pos++];
+                s->dim = -1;
+                s->dims_stale = 0;
+                s->n_order = s->pos = 0;
+                ask->config = s->cur;
+                break;
             }
         }
         ask->config = s->order[s->pos++];

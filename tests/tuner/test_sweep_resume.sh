@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# kill -9 of the tuner mid-sweep, then the same command again: the sweep completes, no completed
+# trial is lost or run again, and PRAGMA integrity_check says ok.
+. "$(dirname "$0")/sweep_common.sh"
+db=$tmp/resume.sqlite
+n_space=$(space_size "${tiny[@]}")
+[ "$n_space" -ge 8 ] || fail "the tiny space has $n_space configurations"
+"$BKM_TUNE" "${tiny[@]}" --db "$db" > "$tmp/1.out" 2> "$tmp/1.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  n=$(q "$db" "SELECT count(*) FROM trial" 2> /dev/null || echo 0)
+  [ "${n:-0}" -ge 3 ] && break
+  sleep 0.05
+done
+kill -9 "$pid" 2> /dev/null || fail "the sweep ended before it could be killed"
+wait "$pid" 2> /dev/null
+before=$(q "$db" "SELECT id, config_key, role, round, finished_at FROM trial ORDER BY id")
+n1=$(printf '%s\n' "$before" | grep -c .)
+[ "$n1" -ge 3 ] || fail "only $n1 trials stored before the kill"
+[ "$n1" -lt "$n_space" ] || fail "the sweep finished ($n1 trials) before the kill: nothing to resume"
+"$BKM_TUNE" "${tiny[@]}" --db "$db" --json > "$tmp/2.out" 2> "$tmp/2.err"
+rc=$?
+[ $rc -eq 0 ] || fail "the resumed sweep exited $rc"
+grep -q "\"resumed\": $n1," "$tmp/2.out" || fail "the resumed sweep did not reuse the $n1 stored trials: $(cat "$tmp/2.out")"
+after=$(q "$db" "SELECT id, config_key, role, round, finished_at FROM trial ORDER BY id")
+[ "$(printf '%s\n' "$after" | head -n "$n1")" = "$before" ] || fail "trials stored before the kill changed"
+n_search=$(q "$db" "SELECT count(*) FROM trial WHERE role = 'search'")
+n_keys=$(q "$db" "SELECT count(DISTINCT config_key) FROM trial WHERE role = 'search'")
+[ "$n_search" -eq "$n_space" ] || fail "$n_search search trials stored for $n_space configurations"
+[ "$n_keys" -eq "$n_space" ] || fail "$n_keys distinct configurations for $n_search search trials: one was repeated"
+[ "$(q "$db" "SELECT count(*) FROM sweep")" -eq 1 ] || fail "the rerun created a second sweep instead of resuming"
+[ "$(q "$db" "PRAGMA integrity_check")" = ok ] || fail "integrity_check: $(q "$db" "PRAGMA integrity_check")"
+[ "$(q "$db" "SELECT count(*) FROM best")" -eq 1 ] || fail "no best-known setting stored"
+echo "ok: killed after $n1 trials, resumed, $n_search search trials for $n_space configurations, integrity ok"
