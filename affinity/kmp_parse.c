@@ -839,8 +839,9 @@ int bkm_aff_setting_resolve(const bkm_aff_env_t *env, bkm_aff_setting_t *out, bk
         } else if (env->gomp_cpu_affinity != NULL) {
             out->src = BKM_AFF_SRC_GOMP;
             out->kmp.type = BKM_AFF_TYPE_EXPLICIT;
-            out->kmp.gran = BKM_AFF_GRAN_THREAD;
-            out->kmp.gran_levels = 0;
+            /* A typeless KMP_AFFINITY exported after it (bkm's order) overrides the fine granularity. */
+            if (out->kmp.gran == BKM_AFF_GRAN_UNSET)
+                out->kmp.gran = BKM_AFF_GRAN_THREAD;
             snprintf(out->kmp.proclist, sizeof(out->kmp.proclist), "%s", gomp);
             if (env->omp_places != NULL)
                 out->ignored[out->n_ignored++] = "OMP_PLACES";
@@ -861,4 +862,30 @@ int bkm_aff_setting_resolve(const bkm_aff_env_t *env, bkm_aff_setting_t *out, bk
         }
     }
     return BKM_OK;
+}
+
+int bkm_aff_env_export(const bkm_aff_env_t *env, const char *names[8], const char *values[8])
+{
+    const char *const n[8] = {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_HW_SUBSET",
+                              "KMP_PLACE_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "OMP_WAIT_POLICY"};
+    const char *v[8];
+    int i, k = 0;
+    if (env == NULL)
+        return 0;
+    v[0] = env->omp_proc_bind;
+    v[1] = env->omp_places;
+    v[2] = env->gomp_cpu_affinity;
+    v[3] = env->kmp_hw_subset;
+    v[4] = env->kmp_place_threads;
+    v[5] = env->kmp_affinity;
+    v[6] = env->kmp_blocktime;
+    v[7] = env->omp_wait_policy;
+    for (i = 0; i < 8; i++) {
+        if (v[i] == NULL)
+            continue;
+        names[k] = n[i];
+        values[k] = v[i];
+        k++;
+    }
+    return k;
 }

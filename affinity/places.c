@@ -14,6 +14,8 @@ typedef struct {
     const char *p;          /* cursor */
     const bkm_cpuset_t *valid;   /* NULL: syntax check only */
     const bkm_cpuset_t *all;
+    bkm__aff_mask_of_fn mask_of;  /* granularity mask of an OS id (libomp's osId2Mask) */
+    void *ud;
     bkm_cpuset_t *masks;
     int n_masks, cap;
     int depth;              /* '!' nesting guard */
@@ -106,7 +108,7 @@ static int pl_add_run(pl_t *pl, bkm_cpuset_t *m, int start, int count, int strid
     for (i = 0; i < count; i++) {
         if (!pl_id_ok(pl, start))
             return pl_bad_id(pl, start, err);
-        bkm_cpuset_set(m, start);
+        bkm_cpuset_or(m, pl->mask_of(pl->ud, start));
         (*set_size)++;
         start += stride;
     }
@@ -254,7 +256,8 @@ int bkm__aff_placelist_check(const char *text, bkm_err_t *err)
 }
 
 int bkm__aff_placelist_eval(const char *text, const bkm_cpuset_t *valid, const bkm_cpuset_t *all,
-                            bkm_cpuset_t **masks, int *n_masks, bkm_err_t *err)
+                            bkm__aff_mask_of_fn mask_of, void *ud, bkm_cpuset_t **masks, int *n_masks,
+                            bkm_err_t *err)
 {
     pl_t pl;
     int rc;
@@ -262,6 +265,8 @@ int bkm__aff_placelist_eval(const char *text, const bkm_cpuset_t *valid, const b
     pl.s = pl.p = text;
     pl.valid = valid;
     pl.all = all;
+    pl.mask_of = mask_of;
+    pl.ud = ud;
     rc = pl_list(&pl, err);
     if (rc == BKM_OK && pl.n_masks == 0)
         rc = bkm_err_set(err, BKM_EINVAL, "OMP_PLACES: \"%.60s\" gives no place", text);

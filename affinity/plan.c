@@ -341,10 +341,9 @@ static int model_hw_subset(model_t *m, const bkm_aff_hw_subset_t *hs, int tiles,
                 return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: two items name the same layer (%s)",
                                    layer_name(it->layer));
         if (it->num + it->offset > m->ratio[level[k]])
-            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: %s: too many requested: %d%s%s%d needs "
+            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: too many %ss requested: item %d%s@%d needs "
                                "%d per parent, the topology has at most %d", layer_name(it->layer), it->num,
-                               layer_name(it->layer), it->offset ? "@" : "", it->offset,
-                               it->num + it->offset, m->ratio[level[k]]);
+                               layer_name(it->layer), it->offset, it->num + it->offset, m->ratio[level[k]]);
     }
     bkm_cpuset_zero(&m->full);
     for (i = 0; i < m->n; i++) {
@@ -430,6 +429,13 @@ typedef struct {
     int cap;
     int is_gomp;
 } proc_ud_t;
+
+static const bkm_cpuset_t *mask_of_os(void *ud, int os)
+{
+    proc_ud_t *u = ud;
+    int h = hwt_index_of_os(u->m, os);
+    return &u->mk->os_mask[h < 0 ? 0 : h];
+}
 
 static int proclist_cb(void *ud, const int *ids, int n, bkm_err_t *err)
 {
@@ -940,9 +946,14 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
         proclist = st.kmp.proclist;
         break;
     case BKM_AFF_SRC_OMP: {
+        /* libomp 14 applies the variables in environment order, each overwriting the shared type,
+         * granularity and dups; bkm exports (and plans for) OMP_PROC_BIND, OMP_PLACES, then
+         * KMP_AFFINITY (bkm_aff_env_export). */
         int b0 = st.proc_bind_set ? (int)st.proc_bind.level[0] : BKM_AFF_BIND_TRUE;
         p->source = st.places_set ? "OMP_PLACES/OMP_PROC_BIND" : "OMP_PROC_BIND";
         bind = b0 == BKM_AFF_BIND_TRUE ? BKM_AFF_BIND_SPREAD : b0;
+        type = b0 == BKM_AFF_BIND_FALSE ? BKM_AFF_TYPE_NONE : BKM_AFF_TYPE_UNSET;
+        gran = BKM_AFF_GRAN_UNSET;
         dups = 0;
         if (st.places_set) {
             if (st.places.kind == BKM_AFF_GRAN_UNSET) {
@@ -955,11 +966,20 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
                 gran = st.places.kind;
                 num_places = st.places.count;
             }
-        } else if (b0 == BKM_AFF_BIND_FALSE) {
-            type = BKM_AFF_TYPE_NONE;
-        } else {
-            type = BKM_AFF_TYPE_COMPACT;
+            if (b0 == BKM_AFF_BIND_FALSE)
+                plan_warn(p, "libomp 14 applies OMP_PROC_BIND=false and OMP_PLACES in environment order: with "
+                          "OMP_PLACES first the threads stay unbound; planned for OMP_PROC_BIND first (bkm's "
+                          "export order), where OMP_PLACES still binds");
+            if (st.kmp.gran != BKM_AFF_GRAN_UNSET || st.kmp.dups != -1)
+                plan_warn(p, "KMP_AFFINITY's granularity/dups override OMP_PLACES only when KMP_AFFINITY comes "
+                          "later in the environment (bkm's export order, planned here)");
         }
+        if (st.kmp.gran != BKM_AFF_GRAN_UNSET)
+            gran = st.kmp.gran;
+        if (st.kmp.dups != -1 && type != BKM_AFF_TYPE_UNSET)
+            dups = st.kmp.dups;
+        if (type == BKM_AFF_TYPE_UNSET)
+            type = BKM_AFF_TYPE_COMPACT; /* OMP_PROC_BIND alone: compact places, no duplicates */
         if (b0 == BKM_AFF_BIND_FALSE)
             bind = BIND_INTEL; /* masks (if any) are then used per gtid, as KMP_AFFINITY does */
         break;
@@ -1028,7 +1048,8 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
             for (i = 0; i < n_pu; i++)
                 if (pu[i].os >= 0 && pu[i].os < BKM_CPUSET_MAX)
                     bkm_cpuset_set(&all, pu[i].os);
-            rc = bkm__aff_placelist_eval(proclist, &m.full, &all, &mk.list, &mk.n, err);
+            proc_ud_t u = {&m, &mk, 0, 0};
+            rc = bkm__aff_placelist_eval(proclist, &m.full, &all, mask_of_os, &u, &mk.list, &mk.n, err);
         } else {
             proc_ud_t u = {&m, &mk, 0, st.src == BKM_AFF_SRC_GOMP};
             rc = bkm__aff_proclist_walk(st.src == BKM_AFF_SRC_GOMP ? "GOMP_CPU_AFFINITY" : "KMP_AFFINITY proclist",

@@ -22,12 +22,16 @@ int bkm__aff_proclist_walk(const char *var, const char *text, bkm__aff_ids_cb cb
 /** Validate an explicit OMP_PLACES list (syntax only). */
 int bkm__aff_placelist_check(const char *text, bkm_err_t *err);
 
-/** Expand an explicit OMP_PLACES list as libomp's __kmp_affinity_process_placelist does, with
- *  fine granularity: an id is valid when it is in @p valid. Invalid ids are errors naming them.
- *  @p all is the set of every PU of the machine (complements of `!place` are clipped to it).
- *  On success *masks (caller frees with bkm_free) holds *n_masks sets. */
+/** Granularity mask of OS id @p os (valid ids only). */
+typedef const bkm_cpuset_t *(*bkm__aff_mask_of_fn)(void *ud, int os);
+
+/** Expand an explicit OMP_PLACES list as libomp's __kmp_affinity_process_placelist does: an id is
+ *  valid when it is in @p valid and stands for its granularity mask @p mask_of(ud, id); invalid ids
+ *  are errors naming them. @p all is the set of every PU of the machine (complements of `!place`
+ *  are clipped to it). On success *masks (caller frees with bkm_free) holds *n_masks sets. */
 int bkm__aff_placelist_eval(const char *text, const bkm_cpuset_t *valid, const bkm_cpuset_t *all,
-                            bkm_cpuset_t **masks, int *n_masks, bkm_err_t *err);
+                            bkm__aff_mask_of_fn mask_of, void *ud, bkm_cpuset_t **masks, int *n_masks,
+                            bkm_err_t *err);
 
 /** libomp keyword of a granularity ("thread", "core", "socket", ...). */
 const char *bkm__aff_gran_keyword(bkm_aff_gran_t g);

@@ -279,16 +279,16 @@ static int run_probe(const aff_cfg_t *c, char **out, bkm_err_t *err)
         if (!is_aff_var(environ[i]))
             envp[n_env++] = environ[i];
     n_own = n_env;
-    if (env_add(envp, &n_env, "KMP_AFFINITY", c->env.kmp_affinity) ||
-        env_add(envp, &n_env, "KMP_HW_SUBSET", c->env.kmp_hw_subset) ||
-        env_add(envp, &n_env, "KMP_PLACE_THREADS", c->env.kmp_place_threads) ||
-        env_add(envp, &n_env, "KMP_BLOCKTIME", c->env.kmp_blocktime) ||
-        env_add(envp, &n_env, "OMP_PLACES", c->env.omp_places) ||
-        env_add(envp, &n_env, "OMP_PROC_BIND", c->env.omp_proc_bind) ||
-        env_add(envp, &n_env, "GOMP_CPU_AFFINITY", c->env.gomp_cpu_affinity) ||
-        env_add(envp, &n_env, "OMP_WAIT_POLICY", c->env.omp_wait_policy)) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
-        goto out;
+    {
+        /* In the order the planner assumes (libomp 14 applies the variables in environment order). */
+        const char *names[8], *values[8];
+        int k, n_set = bkm_aff_env_export(&c->env, names, values);
+        for (k = 0; k < n_set; k++) {
+            if (env_add(envp, &n_env, names[k], values[k]) != BKM_OK) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
+                goto out;
+            }
+        }
     }
     snprintf(threads, sizeof(threads), "%d", c->threads);
     args[0] = (char *)"tune";

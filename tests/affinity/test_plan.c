@@ -500,6 +500,44 @@ START_TEST(omp_typeless_kmp_granularity_is_place_kind)
 }
 END_TEST
 
+/* libomp 14 applies the variables in environment order; the planner assumes bkm's export order
+ * (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, ..., KMP_AFFINITY), checked against the real
+ * runtime with the fake-topology harness. */
+START_TEST(env_order_model)
+{
+    const char *names[8], *values[8];
+    bkm_aff_env_t env = {0};
+    env.kmp_affinity = "granularity=fine";
+    env.omp_places = "cores";
+    env.omp_proc_bind = "false";
+    ck_assert_int_eq(bkm_aff_env_export(&env, names, values), 3);
+    ck_assert_str_eq(names[0], "OMP_PROC_BIND");
+    ck_assert_str_eq(names[1], "OMP_PLACES");
+    ck_assert_str_eq(names[2], "KMP_AFFINITY");
+    ck_assert_str_eq(values[2], "granularity=fine");
+    /* a later typeless KMP_AFFINITY's granularity replaces the place kind, its dups the nodups */
+    bkm_aff_plan_t *p = plan_of(hsw, (set_t){.kmp = "granularity=fine", .places = "cores", .bind = "close"}, 2);
+    expect(p, 0, "0");
+    expect(p, 1, "32");
+    bkm_aff_plan_free(p);
+    p = plan_of(hsw, (set_t){.kmp = "granularity=core", .places = "{0},{1},{2}", .bind = "close"}, 3);
+    expect(p, 2, "2,34");
+    bkm_aff_plan_free(p);
+    p = plan_of(hsw, (set_t){.kmp = "dups", .places = "cores", .bind = "spread"}, 2); /* 64 core masks */
+    expect(p, 1, "16,48");
+    bkm_aff_plan_free(p);
+    p = plan_of(hsw, (set_t){.kmp = "dups", .bind = "spread"}, 2); /* PROC_BIND alone: never dups */
+    expect(p, 1, "16,48");
+    bkm_aff_plan_free(p);
+    p = plan_of(hsw, (set_t){.kmp = "dups", .bind = "spread"}, 3);
+    expect(p, 1, "11,43"); /* spacing 33/3 = 11 over 32 core places */
+    bkm_aff_plan_free(p);
+    p = plan_of(hsw, (set_t){.kmp = "granularity=core", .gomp = "3"}, 2);
+    expect(p, 0, "3,35");
+    bkm_aff_plan_free(p);
+}
+END_TEST
+
 /* ---- §1.9, §1.3 ------------------------------------------------------------------------------ */
 
 START_TEST(gomp_cpu_affinity)
@@ -709,6 +747,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, omp_false_with_places_binds);
     tcase_add_test(tc, omp_rows_both_runtimes_agree);
     tcase_add_test(tc, omp_typeless_kmp_granularity_is_place_kind);
+    tcase_add_test(tc, env_order_model);
     suite_add_tcase(s, tc);
     tc = tcase_create("other");
     tcase_add_unchecked_fixture(tc, setup, teardown);

@@ -310,6 +310,15 @@ typedef struct bkm_aff_setting {
     const char *ignored[4];     /**< static strings: "GOMP_CPU_AFFINITY", "OMP_PLACES", ... */
 } bkm_aff_setting_t;
 
+/** The variables of @p env that are set, as (name, value) pairs in the order bkm exports them:
+ *  OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS, KMP_AFFINITY,
+ *  KMP_BLOCKTIME, OMP_WAIT_POLICY. libomp 14 applies the variables in environment order, and a few
+ *  combinations depend on it (OMP_PLACES + OMP_PROC_BIND=false; a typeless KMP_AFFINITY's
+ *  granularity/dups + OMP_PLACES): the planner assumes this order, so whoever starts a process with
+ *  a planned setting must put the variables into its environment in this order. Returns the
+ *  number of pairs (at most 8) written to @p names / @p values. */
+int bkm_aff_env_export(const bkm_aff_env_t *env, const char *names[8], const char *values[8]);
+
 /** Parse every variable in @p env strictly and apply precedence. */
 int bkm_aff_setting_resolve(const bkm_aff_env_t *env, bkm_aff_setting_t *out, bkm_err_t *err);
 
