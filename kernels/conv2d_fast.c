@@ -37,6 +37,7 @@ struct bkm_conv2d_fast {
     bkm_gemm_ukr_t ukr;
     int64_t mr, nr, mc, kc;
     int nt;
+    int edge;                          /* AVX-512 with 32-column panels: edge kernel for m <= 4 */
     int64_t icg, ocg, kdim, pq, ncols; /* ncols = mb * pq */
     int64_t mf, md;                    /* rows padded to mr: ocg (fwd, bwd_w), kdim (bwd_d) */
     int64_t ncf, ncd, ncw;             /* column block: fwd pixels, bwd_d pixels, bwd_w K columns */
@@ -107,6 +108,7 @@ int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d,
     f->mc = cfg->mc;
     f->kc = cfg->kc;
     f->nt = nt < 1 ? 1 : nt;
+    f->edge = cfg->isa == BKM_ISA_AVX512 && cfg->nr == 32;
     f->icg = d->ic / d->g;
     f->ocg = d->oc / d->g;
     f->kdim = f->icg * d->kh * d->kw;
@@ -370,13 +372,29 @@ static void pack_b_bwd_w(const bkm_conv2d_fast_t *f, const float *srcg, const in
 /* Forward */
 
 /* One mr x nr tile of dst[g] rows [i0, i0 + mr) and batch columns [col, col + ncol). */
+/* Rows [0, m) of a register tile: the micro-kernel, or the AVX-512 edge kernel for a last row
+ * panel of at most BKM_CONV2D_FAST_EDGE_M rows (rows past m are then not written). */
+static int use_edge(const bkm_conv2d_fast_t *f, int64_t m)
+{
+    return f->edge && m < f->mr && m <= BKM_CONV2D_FAST_EDGE_M;
+}
+
+static void run_tile(const bkm_conv2d_fast_t *f, int64_t m, int64_t kb, const float *a, const float *b, float *c,
+                     int64_t ldc, float beta)
+{
+    if (use_edge(f, m))
+        bkm__conv2d_fast_edge_avx512(m, kb, a, f->mr, b, c, ldc, beta);
+    else
+        f->ukr(kb, a, b, c, ldc, 1.0f, beta);
+}
+
 static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, const float *b, int64_t g, int64_t i0,
                      int64_t col, int64_t ncol, int first, const float *bias, float *dst)
 {
     const int64_t m = min64(f->mr, f->ocg - i0), n0 = col / f->pq, p0 = col % f->pq;
-    if (m == f->mr && ncol == f->nr && p0 + f->nr <= f->pq) {
+    if ((m == f->mr || use_edge(f, m)) && ncol == f->nr && p0 + f->nr <= f->pq) {
         float *c = dst + (n0 * f->d.oc + g * f->ocg + i0) * f->pq + p0;
-        f->ukr(kb, a, b, c, f->pq, 1.0f, first ? 0.0f : 1.0f);
+        run_tile(f, m, kb, a, b, c, f->pq, first ? 0.0f : 1.0f);
         if (bias != NULL)
             for (int64_t i = 0; i < m; i++) {
                 const float bv = bias[g * f->ocg + i0 + i];
@@ -388,7 +406,7 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
     {
         _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
         int64_t cofs[BKM_GEMM_NR_MAX], n = n0, p = p0;
-        f->ukr(kb, a, b, tile, f->nr, 1.0f, 0.0f);
+        run_tile(f, m, kb, a, b, tile, f->nr, 0.0f);
         for (int64_t j = 0; j < ncol; j++) { /* the tile may end one image and start the next */
             cofs[j] = (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
             if (++p == f->pq) {
@@ -555,11 +573,11 @@ static void bwd_w_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, c
     const int64_t m = min64(f->mr, f->ocg - i0);
     float *c = diff_wei + (g * f->ocg + i0) * f->kdim + k0;
     _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
-    if (m == f->mr && nk == f->nr) {
-        f->ukr(kb, a, b, c, f->kdim, 1.0f, first ? 0.0f : 1.0f);
+    if ((m == f->mr || use_edge(f, m)) && nk == f->nr) {
+        run_tile(f, m, kb, a, b, c, f->kdim, first ? 0.0f : 1.0f);
         return;
     }
-    f->ukr(kb, a, b, tile, f->nr, 1.0f, 0.0f);
+    run_tile(f, m, kb, a, b, tile, f->nr, 0.0f);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < nk; j++)
             c[i * f->kdim + j] = tile[i * f->nr + j] + (first ? 0.0f : c[i * f->kdim + j]);

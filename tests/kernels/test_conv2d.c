@@ -301,6 +301,10 @@ START_TEST(conv_algo_fast)
     bkm_kern_params_t p;
     params_with(&p, "algo=3", NULL);
     check_conv(shapes[_i], &p);
+    if (_i == 0) { /* 16 and 30 channels: full 14-row panels plus an edge of 2 rows (AVX-512) */
+        check_conv("mb3ic5ih9oc16kh3ph1", &p);
+        check_conv("mb2g2ic4ih7oc60kh3sh2ph1", &p);
+    }
 }
 END_TEST
 
