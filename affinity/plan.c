@@ -46,6 +46,7 @@ struct bkm_aff_plan {
     bkm_cpuset_t *cpus;
     bkm_cpuset_t allowed;
     char effective[BKM_AFF_PROCLIST_MAX + 160];
+    char topology[128];     /* as libomp's verbose line: "2 sockets x 16 cores/socket x 2 threads/core" */
     const char *source;
     int blocktime_ms;
     int n_warn;
@@ -340,10 +341,14 @@ static int model_hw_subset(model_t *m, const bkm_aff_hw_subset_t *hs, int tiles,
             if (level[i] == level[k])
                 return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: two items name the same layer (%s)",
                                    layer_name(it->layer));
-        if (it->num + it->offset > m->ratio[level[k]])
-            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: too many %ss requested: item %d%s@%d needs "
-                               "%d per parent, the topology has at most %d", layer_name(it->layer), it->num,
-                               layer_name(it->layer), it->offset, it->num + it->offset, m->ratio[level[k]]);
+        if (it->num + it->offset > m->ratio[level[k]]) {
+            char off[24] = "";
+            if (it->offset > 0)
+                snprintf(off, sizeof(off), "@%d", it->offset);
+            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: %ss: too many requested: item \"%d %s%s\" "
+                               "needs %d per parent, the topology has at most %d", layer_name(it->layer),
+                               it->num, layer_name(it->layer), off, it->num + it->offset, m->ratio[level[k]]);
+        }
     }
     bkm_cpuset_zero(&m->full);
     for (i = 0; i < m->n; i++) {
@@ -1014,6 +1019,9 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
     if (st.hw_subset_set && (rc = model_hw_subset(&m, &st.hw_subset, o.model_tiles, err)) != BKM_OK)
         goto out;
     p->allowed = m.full;
+    snprintf(p->topology, sizeof(p->topology), "%d socket%s x %d cores/socket x %d threads/core (%d PUs%s)",
+             m.packages, m.packages == 1 ? "" : "s", m.cores_per_pkg, m.threads_per_core, m.n,
+             model_level_of(&m, LV_TILE) >= 0 ? ", tile level modelled" : "");
     if (type == BKM_AFF_TYPE_NONE)
         goto unbound;
 
@@ -1240,6 +1248,8 @@ int bkm_aff_plan_to_json(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm
     bkm_json_str(w, plan->source);
     bkm_json_key(w, "blocktime_ms");
     bkm_json_int(w, plan->blocktime_ms);
+    bkm_json_key(w, "topology");
+    bkm_json_str(w, plan->topology);
     bkm_json_key(w, "allowed");
     bkm_json_str(w, bkm_buf_str(&b));
     bkm_json_key(w, "plan");
@@ -1302,6 +1312,8 @@ int bkm_aff_plan_explain(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm
         bkm_buf_printf(out, "blocktime:      infinite (KMP_BLOCKTIME=2147483647)\n");
     else
         bkm_buf_printf(out, "blocktime:      %d ms\n", plan->blocktime_ms);
+    if (plan->topology[0] != '\0')
+        bkm_buf_printf(out, "topology:       %s\n", plan->topology);
     bkm_buf_puts(out, "usable PUs:     ");
     bkm_cpuset_format(&plan->allowed, out);
     bkm_buf_printf(out, "\nthreads:        %d, %s\n\n", plan->n_threads, plan->bound ? "bound" : "not bound");

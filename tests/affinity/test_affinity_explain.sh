@@ -18,6 +18,7 @@ grep -q "example" "$tmp/help" || fail "--help has no example"
 grep -q "^effective: *KMP_AFFINITY='noverbose,warnings,respect,granularity=core,compact,0,0'" "$tmp/txt" \
     || fail "effective line: $(grep effective "$tmp/txt")"
 grep -Eq "^1 +0,32 +0 +0$" "$tmp/txt" || fail "thread 1 row: $(grep -E '^1 ' "$tmp/txt")"
+grep -q "^topology: *2 sockets x 16 cores/socket x 2 threads/core" "$tmp/txt" || fail "topology line"
 grep -q "2 threads share core 0" "$tmp/txt" || fail "no shared-core warning"
 grep -q "socket 1 idle" "$tmp/txt" || fail "no idle-socket warning"
 

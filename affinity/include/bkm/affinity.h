@@ -333,8 +333,14 @@ typedef struct bkm_aff_plan_opts {
 typedef struct bkm_aff_plan bkm_aff_plan_t;
 
 /** Compute, exactly as LLVM libomp 14 would, the OS-PU set of every thread of the outermost team
- *  of @p n_threads threads (index = omp_get_thread_num). BKM_EINVAL names the bad token/value
- *  (including proclist ids outside the topology); *plan is NULL on error. */
+ *  of @p n_threads threads (index = omp_get_thread_num; libomp's hidden helper threads take gtids
+ *  1..8 but are removed from the mask index, so thread k uses mask (k + offset) mod #masks).
+ *  Variables are assumed to be in the environment in bkm_aff_env_export's order. Where libomp 14
+ *  only warns and carries on (bad tokens, proclist/place ids outside the usable PUs, a
+ *  KMP_HW_SUBSET that asks for too many or for a layer the topology lacks), this fails with
+ *  BKM_EINVAL naming the token or value; *plan is NULL on error. A granularity whose layer libomp
+ *  14 does not build (tile, die, numa_domain, l2_cache ... without --tiles) falls back to core as
+ *  libomp does, with a warning in the plan. Pure computation: no OpenMP, no environment. */
 int bkm_aff_plan_create(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
                         bkm_aff_plan_t **plan, bkm_err_t *err);
 int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
@@ -358,8 +364,10 @@ int bkm_aff_plan_n_warnings(const bkm_aff_plan_t *plan);
 const char *bkm_aff_plan_warning(const bkm_aff_plan_t *plan, int i);
 /** 1 when both plans map every thread to the same CPU set (and agree on thread count). */
 int bkm_aff_plan_equal(const bkm_aff_plan_t *a, const bkm_aff_plan_t *b);
-/** {"threads":N,"bound":b,"effective":"...","blocktime_ms":..,"allowed":"0-3",
- *   "plan":[{"thread":0,"cpus":[0],"cores":[..],"sockets":[..]},...],"warnings":[...]} */
+/** {"threads":N,"bound":b,"effective":"...","source":"KMP_AFFINITY","blocktime_ms":200,
+ *   "allowed":"0-63","plan":[{"thread":0,"cpus":[0],"cores":[0],"sockets":[0]},...],
+ *   "warnings":["..."]}: thread = omp_get_thread_num in the outermost team, cpus = sorted OS ids,
+ *  cores/sockets = logical indexes of the PU table (omitted when @p topo is NULL). */
 int bkm_aff_plan_to_json(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w,
                          bkm_err_t *err);
 /** Human-readable table "thread → PUs, core, socket", effective settings and warnings. */
