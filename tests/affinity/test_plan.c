@@ -685,6 +685,34 @@ START_TEST(initial_mask_respected)
 }
 END_TEST
 
+/* balanced on a non-uniform topology (initial mask 1-6,9-12 of a 2x4x2 machine): libomp's procarr
+ * path. Expected sets measured with the real libomp 14 in the fake-topology harness. */
+START_TEST(balanced_non_uniform)
+{
+    static const char *const fine7[] = {"1", "9", "2", "3", "4", "5", "6"};
+    static const char *const core7[] = {"1,9", "1,9", "2,10", "3,11", "4,12", "5", "6"};
+    bkm_topo_t *t = NULL;
+    bkm_cpuset_t m;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:2 core:4 pu:2(indexes=0,8,1,9,2,10,3,11,4,12,5,13,6,14,7,15)",
+                                             &err), BKM_OK);
+    ck_assert_int_eq(bkm_cpuset_parse(&m, "1-6,9-12", NULL), BKM_OK);
+    ck_assert_int_eq(bkm_topo_restrict(t, &m, &err), BKM_OK);
+    bkm_aff_plan_t *p = plan_of(t, (set_t){.kmp = "granularity=fine,balanced"}, 7);
+    for (int i = 0; i < 7; i++)
+        expect(p, i, fine7[i]);
+    bkm_aff_plan_free(p);
+    p = plan_of(t, (set_t){.kmp = "balanced"}, 7);
+    for (int i = 0; i < 7; i++)
+        expect(p, i, core7[i]);
+    bkm_aff_plan_free(p);
+    p = plan_of(t, (set_t){.kmp = "balanced"}, 3);
+    expect(p, 2, "3,11");
+    bkm_aff_plan_free(p);
+    bkm_topo_close(t);
+}
+END_TEST
+
 START_TEST(json_output)
 {
     bkm_aff_plan_t *p = plan_of(hsw, (set_t){.kmp = "granularity=fine,compact"}, 2);
@@ -758,6 +786,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, hw_subset_filtering);
     tcase_add_test(tc, hw_subset_too_many);
     tcase_add_test(tc, initial_mask_respected);
+    tcase_add_test(tc, balanced_non_uniform);
     tcase_add_test(tc, json_output);
     suite_add_tcase(s, tc);
     return s;
