@@ -142,15 +142,16 @@ static void print_table(const bench_cfg_t *cfg, const bench_res_t *r, double flo
     printf("training FLOPs %.1f GF/step (%.3f GF/img, fwd+bwd without conv1 bwd-data); FMA peak %.1f GF/s "
            "(measured, best of before/after)\n\n",
            flops / 1e9, flops / 1e9 / (double)cfg->batch, peak);
-    printf("%-8s %9s %9s %9s %9s %8s %8s %7s %10s %6s\n", "backend", "fwd ms", "bwd ms", "upd ms", "total ms", "img/s",
-           "GF/s", "%peak", "loss(1st)", "cpu%");
+    printf("%-8s %9s %9s %9s %9s %8s %8s %7s %10s %6s %9s\n", "backend", "fwd ms", "bwd ms", "upd ms", "total ms",
+           "img/s", "GF/s", "%peak", "loss(1st)", "cpu%", "GF/cpu-s");
     for (int b = 0; b < B_COUNT; b++) {
         double tot = r[b].fwd + r[b].bwd, gf = flops / (tot * 1e-3) / 1e9;
         if (!cfg->use[b])
             continue;
-        printf("%-8s %9.2f %9.2f %9.2f %9.2f %8.2f %8.1f %6.1f%% %10.6f %5.0f%%\n", backend_name[b], r[b].fwd, r[b].bwd,
-               r[b].upd, tot, (double)cfg->batch * 1e3 / tot, gf, peak > 0 ? 100.0 * gf / peak : NAN, r[b].first_loss,
-               100.0 * r[b].cpu_s / (r[b].wall_s * nt));
+        printf("%-8s %9.2f %9.2f %9.2f %9.2f %8.2f %8.1f %6.1f%% %10.6f %5.0f%% %9.1f\n", backend_name[b], r[b].fwd,
+               r[b].bwd, r[b].upd, tot, (double)cfg->batch * 1e3 / tot, gf, peak > 0 ? 100.0 * gf / peak : NAN,
+               r[b].first_loss, 100.0 * r[b].cpu_s / (r[b].wall_s * nt),
+               flops * (double)cfg->steps / (r[b].cpu_s * tot / (tot + r[b].upd)) / 1e9);
     }
     if (cfg->use[B_ONEDNN] && cfg->use[B_NATIVE]) {
         const bench_res_t *o = &r[B_ONEDNN], *n = &r[B_NATIVE];
@@ -162,7 +163,9 @@ static void print_table(const bench_cfg_t *cfg, const bench_res_t *r, double flo
         if (cfg->use[b])
             printf("impl %s: %s\n", backend_name[b], r[b].impl);
     printf("cpu%%: process CPU time / (wall time x %d threads) over the timed steps; below ~95%% the machine\n"
-           "was shared and every figure above is pessimistic.\n", nt);
+           "was shared and the wall-clock figures are pessimistic. GF/cpu-s: training FLOPs per second of\n"
+           "CPU time spent in fwd+bwd (insensitive to time-sharing; compare with the peak per thread, %.1f).\n",
+           nt, peak / nt);
     /* the seed's format: mingfeima/convnet-benchmarks pytorch/benchmark.py (Oct 2017); its
      * "Input shape" line prints 244 by a typo, the input is 224x224 */
     for (int b = 0; b < B_COUNT; b++) {
