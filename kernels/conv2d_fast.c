@@ -23,6 +23,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifndef FAST_TR_MIN_ICG
+#define FAST_TR_MIN_ICG 64 /* bwd_d as a fwd from this many input channels per group on */
+#endif
+#ifndef FAST_TR_MAX_OCG
+#define FAST_TR_MAX_OCG 256 /* ... up to this many output channels per group */
+#endif
 #define FAST_BLOCK_BYTES (1u << 20) /* default B block / column tile: half of a 2 MiB L2 */
 
 /* A run of batch columns [j, j + len) inside one NR-column panel whose tap reads consecutive
@@ -38,6 +44,9 @@ struct bkm_conv2d_fast {
     int64_t mr, nr, mc, kc;
     int nt;
     int edge;                          /* AVX-512 with 32-column panels: edge kernel for m <= 4 */
+    int flip;                          /* this object computes a bwd_d as a fwd (see tr) */
+    struct bkm_conv2d_fast *tr;        /* stride 1: bwd_d as the fwd of diff_dst with the flipped,
+                                          transposed weights (no col2im); NULL: column tiles */
     int64_t icg, ocg, kdim, pq, ncols; /* ncols = mb * pq */
     int64_t mf, md;                    /* rows padded to mr: ocg (fwd, bwd_w), kdim (bwd_d) */
     int64_t ncf, ncd, ncw;             /* column block: fwd pixels, bwd_d pixels, bwd_w K columns */
@@ -74,6 +83,16 @@ static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have)
     return min64(n, round_up(have, nr));
 }
 
+/* bwd_d as a fwd: stride 1 (the adjoint is then a convolution), padding <= kernel - 1, enough
+ * input channels per group to fill the MR-row panels (the rows of that fwd), and few output
+ * channels per group (the depth of the column-tile GEMM, too shallow for the micro-kernel below
+ * FAST_TR_MAX_OCG; AlexNet conv4/conv5 yes, conv2 (48 input channels) and conv3 (384) no). */
+static int use_transposed(const bkm_conv2d_desc_t *d, int64_t icg, int64_t ocg, int64_t mr)
+{
+    return d->sh == 1 && d->sw == 1 && d->ph <= d->kh - 1 && d->pw <= d->kw - 1 && icg >= FAST_TR_MIN_ICG &&
+           round_up(icg, mr) * 10 <= icg * 11 && ocg <= FAST_TR_MAX_OCG;
+}
+
 void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
 {
     if (f == NULL)
@@ -84,11 +103,13 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
     bkm_free(f->tab);
     bkm_free(f->runs);
     bkm_free(f->nruns);
+    bkm__conv2d_fast_destroy(f->tr);
     bkm_free(f);
 }
 
-int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, const bkm_gemm_cfg_t *cfg,
-                            int32_t nc, int32_t ptile, int nt, bkm_err_t *err)
+/* flip: create the bwd_d-as-fwd object of a stride-1 problem (descriptor already transposed). */
+static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, const bkm_gemm_cfg_t *cfg, int32_t nc,
+                       int32_t ptile, int nt, int flip, bkm_err_t *err)
 {
     const bkm_gemm_ukr_desc_t *u = cfg != NULL ? fast_ukr_for(cfg->isa) : NULL;
     bkm_conv2d_fast_t *f = NULL;
@@ -153,11 +174,32 @@ int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d,
         for (int64_t i = 0; i < (int64_t)f->wp_floats; i += 4096)
             memset(f->wp + i, 0, (size_t)min64(4096, (int64_t)f->wp_floats - i) * sizeof(float));
     }
+    f->flip = flip;
+    if (!flip && use_transposed(d, f->icg, f->ocg, f->mr)) {
+        bkm_conv2d_desc_t t = *d;
+        t.ic = d->oc;
+        t.oc = d->ic;
+        t.ih = d->oh;
+        t.iw = d->ow;
+        t.oh = d->ih;
+        t.ow = d->iw;
+        t.ph = d->kh - 1 - d->ph;
+        t.pw = d->kw - 1 - d->pw;
+        t.has_bias = 0;
+        if ((rc = fast_create(&f->tr, &t, cfg, nc, ptile, nt, 1, err)) < 0)
+            goto out;
+    }
     *out = f;
     f = NULL;
 out:
     bkm__conv2d_fast_destroy(f);
     return rc;
+}
+
+int bkm__conv2d_fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, const bkm_gemm_cfg_t *cfg,
+                            int32_t nc, int32_t ptile, int nt, bkm_err_t *err)
+{
+    return fast_create(out, d, cfg, nc, ptile, nt, 0, err);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -256,9 +298,19 @@ static void pack_weights_fwd(const bkm_conv2d_fast_t *f, const float *wei)
             float *a = f->wp + g * f->mf * f->kdim + pc * f->mf + i * kb * f->mr;
             const int64_t m = min64(f->mr, f->ocg - i * f->mr);
             const float *w = wei + (g * f->ocg + i * f->mr) * f->kdim + pc;
-            for (int64_t p = 0; p < kb; p++) {
+            for (int64_t p = 0; p < kb && !f->flip; p++) {
                 for (int64_t ii = 0; ii < m; ii++)
                     a[p * f->mr + ii] = w[ii * f->kdim + p];
+                for (int64_t ii = m; ii < f->mr; ii++)
+                    a[p * f->mr + ii] = 0.0f;
+            }
+            for (int64_t p = 0; p < kb && f->flip; p++) {
+                /* Row = input channel of the original problem, k = (oc, r', s'): the original
+                 * weight [g][oc][row][kh-1-r'][kw-1-s'] (f->icg here is the original ocg). */
+                const int64_t khw = f->d.kh * f->d.kw, oc = (pc + p) / khw, tap = (pc + p) % khw;
+                const float *wf = wei + ((g * f->icg + oc) * f->ocg + i * f->mr) * khw + (khw - 1 - tap);
+                for (int64_t ii = 0; ii < m; ii++)
+                    a[p * f->mr + ii] = wf[ii * khw];
                 for (int64_t ii = m; ii < f->mr; ii++)
                     a[p * f->mr + ii] = 0.0f;
             }
@@ -502,6 +554,10 @@ static void col2im_ld(const bkm_conv2d_fast_t *f, const float *col, int64_t ld, 
 void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, float *diff_src)
 {
     const size_t src_img = (size_t)(f->d.ic * f->d.ih * f->d.iw);
+    if (f->tr != NULL) {
+        bkm__conv2d_fast_fwd(f->tr, diff_dst, wei, NULL, diff_src);
+        return;
+    }
 #pragma omp parallel num_threads(f->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();

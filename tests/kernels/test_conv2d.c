@@ -295,16 +295,26 @@ START_TEST(conv_bwd_weights_is_reproducible)
 }
 END_TEST
 
-/* algo 3 (packed weights, im2col into GEMM panels, conv2d_fast.c). */
+/* algo 3 (packed weights, im2col into GEMM panels, conv2d_fast.c). Extra shapes for its special
+ * cases: 16 and 30 channels per group (full 14-row panels plus a 2-row edge panel on AVX-512),
+ * and stride 1 with >= 64 input and <= 256 output channels per group (bwd_d computed as the fwd
+ * of diff_dst with the flipped, transposed weights), asymmetric kernel and padding included. */
+static const char *const fast_shapes[] = {
+    "mb3ic5ih9oc16kh3ph1",
+    "mb2g2ic4ih7oc60kh3sh2ph1",
+    "mb2ic70ih6oc8kh3ph1",
+    "mb3g2ic140ih5oc6kh3ph1",
+    "mb3ic70ih5iw6oc5kh2kw3ph0pw1",
+};
+#define N_FAST_SHAPES (sizeof(fast_shapes) / sizeof(fast_shapes[0]))
+
 START_TEST(conv_algo_fast)
 {
     bkm_kern_params_t p;
     params_with(&p, "algo=3", NULL);
     check_conv(shapes[_i], &p);
-    if (_i == 0) { /* 16 and 30 channels: full 14-row panels plus an edge of 2 rows (AVX-512) */
-        check_conv("mb3ic5ih9oc16kh3ph1", &p);
-        check_conv("mb2g2ic4ih7oc60kh3sh2ph1", &p);
-    }
+    if (_i < (int)N_FAST_SHAPES)
+        check_conv(fast_shapes[_i], &p);
 }
 END_TEST
 
@@ -320,6 +330,8 @@ START_TEST(conv_algo_fast_small_blocks)
     for (int nt = 1; nt <= 3; nt++) {
         omp_set_num_threads(nt);
         check_conv(shapes[_i], &p);
+        if (_i < (int)N_FAST_SHAPES)
+            check_conv(fast_shapes[_i], &p);
     }
     omp_set_num_threads(2);
 }
@@ -339,12 +351,16 @@ START_TEST(conv_algo_fast_every_isa)
         return; /* this CPU lacks the ISA: nothing to run (the gemm tests report the skip) */
     for (size_t s = 0; s < N_SHAPES; s++)
         check_conv(shapes[s], &p);
+    for (size_t s = 0; s < N_FAST_SHAPES; s++)
+        check_conv(fast_shapes[s], &p);
     ck_assert_int_eq(bkm_kern_gemm_cfg_init(&cfg, p.isa, &err), BKM_OK);
     snprintf(mc, sizeof(mc), "mc=%d", 2 * (int)cfg.mr);
     ck_assert_int_eq(bkm_kern_params_add(&p, mc, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_params_add(&p, "kc=3", &err), BKM_OK);
     for (size_t s = 0; s < N_SHAPES; s++)
         check_conv(shapes[s], &p);
+    for (size_t s = 0; s < N_FAST_SHAPES; s++)
+        check_conv(fast_shapes[s], &p);
 }
 END_TEST
 
