@@ -338,9 +338,8 @@ int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, in
         rc = native_conv_create(op, d, dirs, params, err);
         break;
     case BKM_BACKEND_ONEDNN:
-        /* ONEDNN-PENDING: replace with rc = bkm__kern_onednn_conv2d_op_create(op, d, dirs, params, err)
-         * once onednn_op.c is committed (declared in kernels_int.h by the oneDNN work). */
-        return bkm_err_set(err, BKM_ENOTSUP, "conv2d op: the onednn backend is not in this build yet");
+        rc = bkm__kern_onednn_conv2d_op_create(op, d, dirs, params, err);
+        break;
     default:
         return bkm_err_set(err, BKM_EINVAL, "conv2d op: backend %d is unknown", (int)be);
     }
@@ -370,9 +369,8 @@ int bkm_kern_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k,
         rc = native_gemm_create(op, m, n, k, params, err);
         break;
     case BKM_BACKEND_ONEDNN:
-        /* ONEDNN-PENDING: replace with bkm__kern_onednn_gemm_op_create(op, m, n, k, params, err)
-         * once onednn_*.c defines it (declared in kernels_int.h by the oneDNN work). */
-        return bkm_err_set(err, BKM_ENOTSUP, "gemm op: the onednn backend has no GEMM op in this build yet");
+        rc = bkm__kern_onednn_gemm_op_create(op, m, n, k, params, err);
+        break;
     default:
         return bkm_err_set(err, BKM_EINVAL, "gemm op: backend %d is unknown", (int)be);
     }
