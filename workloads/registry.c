@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "wl_int.h"
 
@@ -221,6 +222,23 @@ static int resolve(bkm_wl_t *wl, const bkm_wl_entry_t *e, const bkm_wl_config_t 
     return BKM_OK;
 }
 
+/* Refuse a configuration whose buffers cannot fit in this node's memory (BKM_ENOTSUP naming
+ * both sizes) rather than letting the allocation succeed on overcommit and the fill be killed. */
+static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    double need, have;
+    if (!wl->e->bytes || pages <= 0 || psz <= 0)
+        return BKM_OK;
+    need = wl->e->bytes(wl);
+    have = (double)pages * (double)psz;
+    if (need > 0.9 * have)
+        return bkm_err_set(err, BKM_ENOTSUP, "%s: this configuration needs about %.1f GiB, more than 90%% of the "
+                           "%.1f GiB of memory of this node", wl->e->info.name, need / 1073741824.0,
+                           have / 1073741824.0);
+    return BKM_OK;
+}
+
 int bkm_wl_config_check(const char *name, const bkm_wl_config_t *cfg, bkm_err_t *err)
 {
     const bkm_wl_entry_t *e = find_entry(name);
@@ -233,6 +251,8 @@ int bkm_wl_config_check(const char *name, const bkm_wl_config_t *cfg, bkm_err_t 
     rc = resolve(wl, e, cfg, err);
     if (rc == BKM_OK && e->validate)
         rc = e->validate(wl, err);
+    if (rc == BKM_OK)
+        rc = check_memory(wl, err);
     bkm_free(wl);
     return rc;
 }
@@ -271,6 +291,8 @@ int bkm_wl_create(bkm_wl_t **out, const char *name, const bkm_wl_config_t *cfg, 
     if ((rc = resolve(wl, e, cfg, err)) < 0)
         goto out;
     if (e->validate && (rc = e->validate(wl, err)) < 0)
+        goto out;
+    if ((rc = check_memory(wl, err)) < 0)
         goto out;
     if ((rc = e->create(wl, err)) < 0)
         goto out;

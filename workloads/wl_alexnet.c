@@ -397,6 +397,21 @@ static void alex_destroy(bkm_wl_t *wl)
     wl->priv = NULL;
 }
 
+/* Activations and their gradients (x2 for oneDNN's layouts and pooling workspaces), parameters
+ * four times (user copy, value, gradient, a reordered copy). */
+static double alex_bytes(const bkm_wl_t *wl)
+{
+    alex_t a;
+    double act, par;
+    if (alex_desc(wl, &a, NULL) < 0)
+        return 0.0;
+    act = (double)(a.d.c * a.d.h * a.d.w);
+    for (int i = 0; i < a.d.n_layers; i++)
+        act += (double)(a.sh[i].c * a.sh[i].h * a.sh[i].w);
+    par = (double)bkm_kern_cnn_n_params(&a.d);
+    return 4.0 * (4.0 * (double)a.d.mb * act + 4.0 * par) + 256.0 * 1048576.0;
+}
+
 const bkm_wl_entry_t bkm__wl_alexnet = {
     {"alexnet",
      "One training step of torchvision AlexNet (5 conv + 3 FC, 61.1 M parameters, 224x224x3 input): "
@@ -408,6 +423,7 @@ const bkm_wl_entry_t bkm__wl_alexnet = {
     sizeof alex_own / sizeof alex_own[0],
     alex_tunables,
     NULL,
+    alex_bytes,
     alex_create,
     alex_run,
     alex_check,

@@ -31,6 +31,7 @@ typedef struct bkm_wl_entry {
     /* kernel tunables (native backend): append to out, return the count */
     size_t (*tunables)(bkm_wl_param_t *out, size_t cap);
     int (*validate)(const bkm_wl_t *wl, bkm_err_t *err);   /* semantic checks (shapes), no allocation */
+    double (*bytes)(const bkm_wl_t *wl);                   /* upper estimate of the memory it allocates */
     int (*create)(bkm_wl_t *wl, bkm_err_t *err);
     int (*run)(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err);
     int (*check)(bkm_wl_t *wl, double *value, bkm_err_t *err);

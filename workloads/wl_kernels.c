@@ -148,6 +148,13 @@ static int gemm_create(bkm_wl_t *wl, bkm_err_t *err)
     return op_finish_create(wl, w, err);
 }
 
+/* A, B, C in the user layout (oneDNN's sgemm works in place; native adds packing buffers). */
+static double gemm_bytes(const bkm_wl_t *wl)
+{
+    double m = (double)bkm__wl_int(wl, "m"), n = (double)bkm__wl_int(wl, "n"), k = (double)bkm__wl_int(wl, "k");
+    return 4.0 * (m * k + k * n + m * n) + 64.0 * 1048576.0;
+}
+
 const bkm_wl_entry_t bkm__wl_gemm = {
     {"gemm",
      "SGEMM C = A * B (row-major, m x k times k x n, fp32). One iteration is one multiplication; the "
@@ -157,6 +164,7 @@ const bkm_wl_entry_t bkm__wl_gemm = {
     sizeof gemm_own / sizeof gemm_own[0],
     gemm_tunables,
     NULL,
+    gemm_bytes,
     gemm_create,
     op_dirs_run,
     op_checksum,
@@ -220,6 +228,19 @@ static int conv_create(bkm_wl_t *wl, bkm_err_t *err)
     return op_finish_create(wl, w, err);
 }
 
+/* Every user buffer, and as much again for oneDNN's blocked copies or native's column buffers. */
+static double conv_bytes(const bkm_wl_t *wl)
+{
+    bkm_conv2d_desc_t d;
+    double src, dst, wei;
+    if (conv_desc(wl, &d, NULL) < 0)
+        return 0.0;
+    src = (double)d.mb * (double)(d.ic * d.ih * d.iw);
+    dst = (double)d.mb * (double)(d.oc * d.oh * d.ow);
+    wei = (double)d.oc * (double)(d.ic / d.g) * (double)(d.kh * d.kw);
+    return 2.0 * 4.0 * (2.0 * src + 2.0 * dst + 2.0 * wei) + 64.0 * 1048576.0;
+}
+
 const bkm_wl_entry_t bkm__wl_conv2d = {
     {"conv2d",
      "One 2-D convolution layer (fp32, NCHW/OIHW user layout; oneDNN may use blocked layouts inside, "
@@ -230,6 +251,7 @@ const bkm_wl_entry_t bkm__wl_conv2d = {
     sizeof conv_own / sizeof conv_own[0],
     conv_tunables,
     conv_validate,
+    conv_bytes,
     conv_create,
     op_dirs_run,
     op_checksum,

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
@@ -112,6 +113,28 @@ START_TEST(bad_parameters_are_named)
 }
 END_TEST
 
+START_TEST(too_large_for_this_node_is_not_supported)
+{
+    bkm_wl_config_t cfg;
+    bkm_err_t err = {0};
+    bkm_wl_t *wl = NULL;
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    bkm_wl_config_init(&cfg);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "m=65536", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "n=65536", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "k=65536", &err), BKM_OK);
+    if (3.0 * 4.0 * 65536.0 * 65536.0 < 0.9 * phys) {
+        /* a node that holds the 48 GiB problem must accept it (not created here) */
+        ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
+        return;
+    }
+    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_ENOTSUP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
+    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_ENOTSUP);
+    ck_assert_ptr_null(wl);
+}
+END_TEST
+
 START_TEST(alexnet_flops_match_workloads_md)
 {
     bkm_cnn_desc_t d;
@@ -205,6 +228,7 @@ int main(void)
     tcase_add_test(tc, parameter_lists_merge_kernel_tunables);
     tcase_add_test(tc, bad_parameters_are_named);
     tcase_add_test(tc, alexnet_flops_match_workloads_md);
+    tcase_add_test(tc, too_large_for_this_node_is_not_supported);
     suite_add_tcase(s, tc);
     tc = tcase_create("run");
     tcase_add_test(tc, gemm_and_conv2d_backends_agree);
