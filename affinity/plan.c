@@ -891,6 +891,163 @@ out:
     bkm_free(pkg_avail);
 }
 
+/* The placement policy after the environment has been applied (__kmp_env_initialize). */
+typedef struct plan_ctx {
+    bkm_aff_type_t type;
+    bkm_aff_gran_t gran;
+    int gran_levels;        /* for BKM_AFF_GRAN_LEVELS */
+    int dups, permute, offset;
+    int bind;               /* BIND_INTEL or BKM_AFF_BIND_CLOSE/SPREAD/PRIMARY */
+    int num_places;         /* OMP_PLACES kind(N), 0 = all */
+    const char *proclist;   /* explicit: proclist or place list text */
+    int use_placelist, is_gomp, is_omp, tiles;
+} plan_ctx_t;
+
+/* set_granularity: levels below the chosen layer, falling back to core as libomp does. */
+static int plan_gran_levels(bkm_aff_plan_t *p, const model_t *m, const plan_ctx_t *c, bkm_aff_gran_t *gran)
+{
+    int lvl;
+    *gran = c->gran;
+    if (c->gran == BKM_AFF_GRAN_LEVELS) {
+        if (c->gran_levels >= m->depth)
+            plan_warn(p, "granularity=%d covers the whole machine: threads may migrate", c->gran_levels);
+        return c->gran_levels > m->depth ? m->depth : c->gran_levels;
+    }
+    lvl = model_level_for(m, c->gran, c->tiles);
+    if (lvl < 0) {
+        plan_warn(p, "granularity %s is not a layer of the topology libomp 14 builds: using core (W#192)",
+                  bkm__aff_gran_keyword(c->gran));
+        *gran = BKM_AFF_GRAN_CORE;
+        lvl = model_level_for(m, *gran, c->tiles);
+    }
+    return m->depth - 1 - lvl;
+}
+
+/* The mask list of compact/scatter/logical/physical/balanced: granularity masks in the order of
+ * sort key @p key, leaders only with nodups, truncated to kind(N) places. */
+static int plan_sorted_masks(const model_t *m, const plan_ctx_t *c, int key, int n_unique, masks_t *mk,
+                             bkm_err_t *err)
+{
+    int *idx, *tmp, i, j, rc = BKM_OK;
+    mk->n = c->dups ? m->n : n_unique;
+    if (c->is_omp && c->num_places > 0 && c->num_places < mk->n)
+        mk->n = c->num_places;
+    mk->list = bkm_calloc((size_t)mk->n, sizeof(bkm_cpuset_t));
+    idx = bkm_malloc((size_t)m->n * sizeof(int));
+    tmp = bkm_malloc((size_t)m->n * sizeof(int));
+    if (mk->list == NULL || idx == NULL || tmp == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        goto out;
+    }
+    for (i = 0; i < m->n; i++)
+        idx[i] = i;
+    sort_compact(m, key, idx, tmp, 0, m->n);
+    for (i = 0, j = 0; i < m->n && j < mk->n; i++) {
+        if (!c->dups && !m->h[idx[i]].leader)
+            continue;
+        mk->list[j++] = mk->os_mask[idx[i]];
+    }
+    mk->n = j;
+out:
+    bkm_free(idx);
+    bkm_free(tmp);
+    return rc;
+}
+
+/* Masks and thread → mask for a binding type (__kmp_aux_affinity_initialize, then the gtid
+ * mapping, __kmp_partition_places or __kmp_balanced_affinity). Leaves p->bound 0 where libomp
+ * falls back to not binding. */
+static int plan_bind(bkm_aff_plan_t *p, model_t *m, const plan_ctx_t *c, const bkm_topo_t *topo, bkm_err_t *err)
+{
+    masks_t mk;
+    bkm_aff_gran_t gran;
+    int *procarr = NULL, *place_of = NULL, nu_ncores = 0, nu_npc = 0, n_unique = 0, i, rc;
+    int offset = c->offset, key = 0, n_threads = p->n_threads;
+    memset(&mk, 0, sizeof(mk));
+    p->bound = 0;
+    if ((rc = create_os_id_masks(m, plan_gran_levels(p, m, c, &gran), &mk, &n_unique, err)) != BKM_OK)
+        goto out;
+    if (c->type == BKM_AFF_TYPE_EXPLICIT && c->use_placelist) {
+        bkm_cpuset_t all;
+        const bkm_topo_pu_t *pu;
+        int n_pu = 0;
+        proc_ud_t u = {m, &mk, 0, 0};
+        bkm_cpuset_zero(&all);
+        pu = bkm_topo_pus(topo, &n_pu);
+        for (i = 0; i < n_pu; i++)
+            if (pu[i].os >= 0 && pu[i].os < BKM_CPUSET_MAX)
+                bkm_cpuset_set(&all, pu[i].os);
+        rc = bkm__aff_placelist_eval(c->proclist, &m->full, &all, mask_of_os, &u, &mk.list, &mk.n, err);
+    } else if (c->type == BKM_AFF_TYPE_EXPLICIT) {
+        proc_ud_t u = {m, &mk, 0, c->is_gomp};
+        rc = bkm__aff_proclist_walk(c->is_gomp ? "GOMP_CPU_AFFINITY" : "KMP_AFFINITY proclist", c->proclist,
+                                    proclist_cb, &u, err);
+    } else {
+        switch (c->type) {
+        case BKM_AFF_TYPE_LOGICAL:
+        case BKM_AFF_TYPE_PHYSICAL:
+            key = c->type == BKM_AFF_TYPE_PHYSICAL && m->threads_per_core > 1 && m->depth > 1 ? 1 : 0;
+            if (offset)
+                offset = m->threads_per_core * offset % m->n;
+            break;
+        case BKM_AFF_TYPE_SCATTER:
+            key = c->permute >= m->depth ? 0 : m->depth - 1 - c->permute;
+            break;
+        case BKM_AFF_TYPE_BALANCED:
+            if (!m->uniform) {
+                int ok = balanced_procarr(m, &procarr, &nu_ncores, &nu_npc, err);
+                if (ok < 0) {
+                    rc = BKM_ENOMEM;
+                    goto out;
+                }
+                if (ok == 0) {
+                    plan_warn(p, "balanced is not available on this non-uniform topology: libomp falls back "
+                              "to none");
+                    goto out;
+                }
+            }
+            key = c->permute >= m->depth ? m->depth - 1 : c->permute;
+            break;
+        default: /* compact */
+            key = c->permute >= m->depth ? m->depth - 1 : c->permute;
+            break;
+        }
+        rc = plan_sorted_masks(m, c, key, n_unique, &mk, err);
+    }
+    if (rc != BKM_OK)
+        goto out;
+    if (mk.n == 0) {
+        rc = bkm_err_set(err, BKM_EINVAL, "affinity plan: no valid place or mask");
+        goto out;
+    }
+    if (c->type == BKM_AFF_TYPE_BALANCED) {
+        if (n_threads == 1)
+            goto out; /* a team of one is not bound */
+        for (i = 0; i < n_threads; i++)
+            if ((rc = balanced_mask(m, gran, i, n_threads, procarr, nu_ncores, nu_npc, &p->cpus[i], err)) != BKM_OK)
+                goto out;
+    } else if (c->bind == BIND_INTEL) {
+        for (i = 0; i < n_threads; i++)
+            p->cpus[i] = mk.list[(i + offset) % mk.n];
+    } else {
+        place_of = bkm_malloc((size_t)n_threads * sizeof(int));
+        if (place_of == NULL) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+            goto out;
+        }
+        partition_places(c->bind, n_threads, mk.n, offset % mk.n, place_of);
+        for (i = 0; i < n_threads; i++)
+            p->cpus[i] = mk.list[place_of[i] >= 0 && place_of[i] < mk.n ? place_of[i] : 0];
+    }
+    p->bound = 1;
+out:
+    bkm_free(place_of);
+    bkm_free(procarr);
+    bkm_free(mk.os_mask);
+    bkm_free(mk.list);
+    return rc;
+}
+
 int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int n_threads,
                            const bkm_aff_plan_opts_t *opts, bkm_aff_plan_t **plan, bkm_err_t *err)
 {
@@ -898,16 +1055,13 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
     bkm_aff_plan_opts_t o;
     bkm_aff_plan_t *p = NULL;
     model_t m;
-    masks_t mk;
     int rc, i, respect, dups, permute = 0, offset = 0, bind = BIND_INTEL, num_places = 0;
-    int gran_levels = 0, n_unique = 0, *place_of = NULL, *procarr = NULL, nu_ncores = 0, nu_npc = 0;
     bkm_aff_type_t type;
     bkm_aff_gran_t gran;
     const char *proclist = "";
     int use_placelist = 0;
 
     memset(&m, 0, sizeof(m));
-    memset(&mk, 0, sizeof(mk));
     if (plan != NULL)
         *plan = NULL;
     if (topo == NULL || env == NULL || plan == NULL)
@@ -1011,163 +1165,27 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
             rc = bkm_err_set(err, BKM_EINVAL, "affinity plan: the topology has no allowed PU");
             goto out;
         }
-        goto unbound;
-    }
-
-    if ((rc = model_build(&m, topo, respect, o.model_tiles, err)) != BKM_OK)
-        goto out;
-    if (st.hw_subset_set && (rc = model_hw_subset(&m, &st.hw_subset, o.model_tiles, err)) != BKM_OK)
-        goto out;
-    p->allowed = m.full;
-    snprintf(p->topology, sizeof(p->topology), "%d socket%s x %d cores/socket x %d threads/core (%d PUs%s)",
-             m.packages, m.packages == 1 ? "" : "s", m.cores_per_pkg, m.threads_per_core, m.n,
-             model_level_of(&m, LV_TILE) >= 0 ? ", tile level modelled" : "");
-    if (type == BKM_AFF_TYPE_NONE)
-        goto unbound;
-
-    /* set_granularity */
-    if (gran == BKM_AFF_GRAN_LEVELS) {
-        gran_levels = st.kmp.gran_levels;
-        if (gran_levels >= m.depth)
-            plan_warn(p, "granularity=%d covers the whole machine: threads may migrate", gran_levels);
     } else {
-        int lvl = model_level_for(&m, gran, o.model_tiles);
-        if (lvl < 0) {
-            bkm_aff_gran_t fb = BKM_AFF_GRAN_CORE;
-            plan_warn(p, "granularity %s is not a layer of the topology libomp 14 builds: using core (W#192)",
-                      bkm__aff_gran_keyword(gran));
-            gran = fb;
-            lvl = model_level_for(&m, gran, o.model_tiles);
-        }
-        gran_levels = m.depth - 1 - lvl;
-    }
-    if (gran_levels > m.depth)
-        gran_levels = m.depth;
-    if ((rc = create_os_id_masks(&m, gran_levels, &mk, &n_unique, err)) != BKM_OK)
-        goto out;
-
-    if (type == BKM_AFF_TYPE_EXPLICIT) {
-        if (use_placelist) {
-            bkm_cpuset_t all;
-            const bkm_topo_pu_t *pu;
-            int n_pu = 0;
-            bkm_cpuset_zero(&all);
-            pu = bkm_topo_pus(topo, &n_pu);
-            for (i = 0; i < n_pu; i++)
-                if (pu[i].os >= 0 && pu[i].os < BKM_CPUSET_MAX)
-                    bkm_cpuset_set(&all, pu[i].os);
-            proc_ud_t u = {&m, &mk, 0, 0};
-            rc = bkm__aff_placelist_eval(proclist, &m.full, &all, mask_of_os, &u, &mk.list, &mk.n, err);
-        } else {
-            proc_ud_t u = {&m, &mk, 0, st.src == BKM_AFF_SRC_GOMP};
-            rc = bkm__aff_proclist_walk(st.src == BKM_AFF_SRC_GOMP ? "GOMP_CPU_AFFINITY" : "KMP_AFFINITY proclist",
-                                        proclist, proclist_cb, &u, err);
-        }
-        if (rc != BKM_OK)
+        plan_ctx_t c = {type, gran, st.kmp.gran_levels, dups, permute, offset, bind, num_places, proclist,
+                        use_placelist, st.src == BKM_AFF_SRC_GOMP, st.src == BKM_AFF_SRC_OMP, o.model_tiles};
+        if ((rc = model_build(&m, topo, respect, o.model_tiles, err)) != BKM_OK)
             goto out;
-    } else {
-        int c = 0, *idx = NULL, *tmp = NULL, j;
-        switch (type) {
-        case BKM_AFF_TYPE_LOGICAL:
-            c = 0;
-            if (offset)
-                offset = m.threads_per_core * offset % m.n;
-            break;
-        case BKM_AFF_TYPE_PHYSICAL:
-            c = m.threads_per_core > 1 ? (1 >= m.depth ? 0 : 1) : 0;
-            if (offset)
-                offset = m.threads_per_core * offset % m.n;
-            break;
-        case BKM_AFF_TYPE_SCATTER:
-            c = permute >= m.depth ? 0 : m.depth - 1 - permute;
-            break;
-        case BKM_AFF_TYPE_BALANCED:
-            if (!m.uniform) {
-                int ok = balanced_procarr(&m, &procarr, &nu_ncores, &nu_npc, err);
-                if (ok < 0) {
-                    rc = BKM_ENOMEM;
-                    goto out;
-                }
-                if (ok == 0) {
-                    plan_warn(p, "balanced is not available on this non-uniform topology: libomp falls back "
-                              "to none");
-                    goto unbound;
-                }
-            }
-            c = permute >= m.depth ? m.depth - 1 : permute;
-            break;
-        default: /* compact */
-            c = permute >= m.depth ? m.depth - 1 : permute;
-            break;
-        }
-        mk.n = dups ? m.n : n_unique;
-        if (st.src == BKM_AFF_SRC_OMP && num_places > 0 && num_places < mk.n)
-            mk.n = num_places;
-        mk.list = bkm_calloc((size_t)mk.n, sizeof(bkm_cpuset_t));
-        idx = bkm_malloc((size_t)m.n * sizeof(int));
-        tmp = bkm_malloc((size_t)m.n * sizeof(int));
-        if (mk.list == NULL || idx == NULL || tmp == NULL) {
-            bkm_free(idx);
-            bkm_free(tmp);
-            rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        if (st.hw_subset_set && (rc = model_hw_subset(&m, &st.hw_subset, o.model_tiles, err)) != BKM_OK)
             goto out;
-        }
-        for (i = 0; i < m.n; i++)
-            idx[i] = i;
-        sort_compact(&m, c, idx, tmp, 0, m.n);
-        for (i = 0, j = 0; i < m.n && j < mk.n; i++) {
-            if (!dups && !m.h[idx[i]].leader)
-                continue;
-            mk.list[j++] = mk.os_mask[idx[i]];
-        }
-        mk.n = j;
-        bkm_free(idx);
-        bkm_free(tmp);
-    }
-    if (mk.n == 0) {
-        rc = bkm_err_set(err, BKM_EINVAL, "affinity plan: no valid place or mask");
-        goto out;
-    }
-
-    /* Thread → mask. */
-    if (type == BKM_AFF_TYPE_BALANCED) {
-        if (n_threads == 1)
-            goto unbound;
-        for (i = 0; i < n_threads; i++)
-            if ((rc = balanced_mask(&m, gran, i, n_threads, procarr, nu_ncores, nu_npc, &p->cpus[i], err)) != BKM_OK)
-                goto out;
-        p->bound = 1;
-    } else if (bind == BIND_INTEL) {
-        for (i = 0; i < n_threads; i++)
-            p->cpus[i] = mk.list[(i + offset) % mk.n];
-        p->bound = 1;
-    } else {
-        place_of = bkm_malloc((size_t)n_threads * sizeof(int));
-        if (place_of == NULL) {
-            rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        p->allowed = m.full;
+        snprintf(p->topology, sizeof(p->topology), "%d socket%s x %d cores/socket x %d threads/core (%d PUs%s)",
+                 m.packages, m.packages == 1 ? "" : "s", m.cores_per_pkg, m.threads_per_core, m.n,
+                 model_level_of(&m, LV_TILE) >= 0 ? ", tile level modelled" : "");
+        if (type != BKM_AFF_TYPE_NONE && (rc = plan_bind(p, &m, &c, topo, err)) != BKM_OK)
             goto out;
-        }
-        partition_places(bind, n_threads, mk.n, offset % mk.n, place_of);
-        for (i = 0; i < n_threads; i++)
-            p->cpus[i] = mk.list[place_of[i] >= 0 && place_of[i] < mk.n ? place_of[i] : 0];
-        p->bound = 1;
     }
-    goto done;
-
-unbound:
-    p->bound = 0;
-    for (i = 0; i < n_threads; i++)
-        p->cpus[i] = p->allowed;
-done:
+    if (!p->bound) /* none, disabled, single-thread balanced: every thread floats */
+        for (i = 0; i < n_threads; i++)
+            p->cpus[i] = p->allowed;
     plan_explain_warnings(p, topo);
     *plan = p;
     p = NULL;
-    rc = BKM_OK;
 out:
-    bkm_free(place_of);
-    bkm_free(procarr);
-    bkm_free(mk.os_mask);
-    bkm_free(mk.list);
     model_free(&m);
     bkm_aff_plan_free(p);
     return rc;
