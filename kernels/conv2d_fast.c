@@ -32,7 +32,7 @@
 #define FAST_BLOCK_BYTES (1u << 20) /* default B block / column tile: half of a 2 MiB L2 */
 
 /* A run of batch columns [j, j + len) inside one NR-column panel whose tap reads consecutive
- * input elements from off on (off < 0: padding, zeros). */
+ * input elements, sw apart, from off on (off < 0: padding, zeros). */
 typedef struct {
     int64_t off;
     int32_t q, jj, len; /* panel, first column in it, length */
@@ -150,7 +150,7 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
                                                                                     : f->mf * min64(f->kc, f->ncols),
                                      16);
     f->tabw = f->ncf > min64(f->kc, f->ncols) ? f->ncf : min64(f->kc, f->ncols);
-    f->tab_len = (size_t)round_up(d->kh * d->kw * f->tabw, 8);
+    f->tab_len = (size_t)round_up((d->kh * d->kw + 3) * f->tabw, 8); /* + 3 per-column rows */
     f->tab = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(int64_t));
     f->runs = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(fast_run_t));
     f->nruns = bkm_calloc((size_t)f->nt * (size_t)(d->kh * d->kw), sizeof(int32_t));
@@ -229,17 +229,13 @@ static void valid_range(const bkm_conv2d_desc_t *d, int64_t ox, int64_t len, int
 static void build_tab(const bkm_conv2d_fast_t *f, int64_t col0, int64_t nb, int64_t *tab)
 {
     const bkm_conv2d_desc_t *d = &f->d;
-    const int64_t img = d->ic * d->ih * d->iw;
+    const int64_t img = d->ic * d->ih * d->iw, khw = d->kh * d->kw;
+    int64_t *iy0 = tab + khw * f->tabw, *ix0 = iy0 + f->tabw, *base = ix0 + f->tabw; /* per column */
     int64_t n = col0 / f->pq, p = col0 % f->pq, oy = p / d->ow, ox = p % d->ow;
     for (int64_t j = 0; j < nb; j++) {
-        for (int64_t r = 0; r < d->kh; r++) {
-            const int64_t iy = oy * d->sh - d->ph + r;
-            for (int64_t s = 0; s < d->kw; s++) {
-                const int64_t ix = ox * d->sw - d->pw + s;
-                tab[(r * d->kw + s) * f->tabw + j] =
-                    iy >= 0 && iy < d->ih && ix >= 0 && ix < d->iw ? n * img + iy * d->iw + ix : -1;
-            }
-        }
+        iy0[j] = oy * d->sh - d->ph;
+        ix0[j] = ox * d->sw - d->pw;
+        base[j] = n * img;
         if (++ox == d->ow) {
             ox = 0;
             if (++oy == d->oh) {
@@ -248,6 +244,14 @@ static void build_tab(const bkm_conv2d_fast_t *f, int64_t col0, int64_t nb, int6
             }
         }
     }
+    for (int64_t r = 0; r < d->kh; r++)
+        for (int64_t s = 0; s < d->kw; s++) {
+            int64_t *t = tab + (r * d->kw + s) * f->tabw;
+            for (int64_t j = 0; j < nb; j++) {
+                const int64_t iy = iy0[j] + r, ix = ix0[j] + s;
+                t[j] = iy >= 0 && iy < d->ih && ix >= 0 && ix < d->iw ? base[j] + iy * d->iw + ix : -1;
+            }
+        }
 }
 
 /* Row of channel ch (absolute) of an NCHW output-shaped tensor for batch columns [col0, col0 + nb). */
@@ -340,26 +344,34 @@ static void pack_weights_bwd_data(const bkm_conv2d_fast_t *f, const float *wei)
 /* B packing from the offset tables; srcg: the group's channel 0 of image 0. */
 
 /* Split each tap's table over columns [0, nb) into runs (runs + tap * tabw), ending where the
- * offsets stop being consecutive (row end, padding, next image) or at an NR panel boundary;
+ * offsets stop advancing by the stride sw (row end, padding, next image) or at an NR panel boundary;
  * n_runs[tap] = count. */
 static void build_runs(const bkm_conv2d_fast_t *f, const int64_t *tab, int64_t nb, fast_run_t *runs, int32_t *n_runs)
 {
     for (int64_t tap = 0; tap < f->d.kh * f->d.kw; tap++) {
         const int64_t *tt = tab + tap * f->tabw;
         fast_run_t *r = runs + tap * f->tabw;
-        int32_t n = 0;
+        const int64_t sw = f->d.sw;
+        int64_t expect = INT64_MIN; /* next offset that extends the current run */
+        int32_t n = 0, q = 0, jj = 0, pad = 0;
         for (int64_t j = 0; j < nb; j++) {
             const int64_t o = tt[j];
-            if (n > 0 && j % f->nr != 0 &&
-                ((o < 0 && r[n - 1].off < 0) || (o >= 0 && r[n - 1].off >= 0 && o == r[n - 1].off + r[n - 1].len))) {
+            if (jj != 0 && (o < 0 ? pad : o == expect)) {
                 r[n - 1].len++;
-                continue;
+                expect += sw;
+            } else {
+                r[n].off = o < 0 ? -1 : o;
+                r[n].q = q;
+                r[n].jj = jj;
+                r[n].len = 1;
+                pad = o < 0;
+                expect = o < 0 ? INT64_MIN : o + sw;
+                n++;
             }
-            r[n].off = o < 0 ? -1 : o;
-            r[n].q = (int32_t)(j / f->nr);
-            r[n].jj = (int32_t)(j % f->nr);
-            r[n].len = 1;
-            n++;
+            if (++jj == f->nr) {
+                jj = 0;
+                q++;
+            }
         }
         n_runs[tap] = n;
     }
@@ -370,7 +382,7 @@ static void build_runs(const bkm_conv2d_fast_t *f, const int64_t *tab, int64_t n
 static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast_run_t *runs, const int32_t *n_runs,
                        int64_t pc, int64_t kb, int64_t nb, float *bp)
 {
-    const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr;
+    const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr, sw = f->d.sw;
     for (int64_t kk = 0; kk < kb; kk++) {
         const int64_t k = pc + kk, tap = k % khw;
         const fast_run_t *r = runs + tap * f->tabw;
@@ -381,10 +393,14 @@ static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast
             if (r[i].off < 0) {
                 for (int32_t t = 0; t < r[i].len; t++)
                     w[t] = 0.0f;
-            } else {
+            } else if (sw == 1) {
                 const float *x = base + r[i].off;
                 for (int32_t t = 0; t < r[i].len; t++)
                     w[t] = x[t];
+            } else {
+                const float *x = base + r[i].off;
+                for (int32_t t = 0; t < r[i].len; t++)
+                    w[t] = x[t * sw];
             }
         }
     }

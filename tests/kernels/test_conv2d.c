@@ -373,7 +373,7 @@ START_TEST(conv_algo_fast_thread_independent)
     bkm_kern_conv2d_t *cv = NULL;
     bkm_err_t err = {0};
     float *src, *wei, *bias, *dd, *out[3][3];
-    parse_ok("mb5g2ic6ih11oc10kh3ph1", 0, &d);
+    parse_ok("mb5g2ic20ih11oc10kh3ph1", 0, &d);
     src = rand_buf(n_src(&d), 21);
     wei = rand_buf(n_wei(&d), 22);
     bias = rand_buf((size_t)d.oc, 23);
