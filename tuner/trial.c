@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bkm/affinity.h"
 #include "bkm/tuner.h"
 
 /* ---------------------------------------------------------------------------------------- */
@@ -452,6 +453,23 @@ void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *r, bkm_json_w_
 /* Runner                                                                                    */
 
 /* The child's environment: inherited minus OpenMP/affinity variables, plus the trial's. */
+
+/* Position of @p key in the order the planner assumes libomp reads the affinity variables
+ * (bkm_aff_env_export): 1..8, or 0 for any other variable. */
+static int env_rank(const char *key)
+{
+    static const char set[] = "";
+    const bkm_aff_env_t all = {.kmp_affinity = set, .kmp_hw_subset = set, .kmp_place_threads = set,
+                               .kmp_blocktime = set, .omp_places = set, .omp_proc_bind = set,
+                               .gomp_cpu_affinity = set, .omp_wait_policy = set};
+    const char *names[8], *values[8];
+    int n = bkm_aff_env_export(&all, names, values);
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], key) == 0)
+            return i + 1;
+    return 0;
+}
+
 static int runner_build_env(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec, char ***out,
                             bkm_err_t *err)
 {
@@ -478,12 +496,19 @@ static int runner_build_env(const bkm_tune_runner_t *rn, const bkm_tune_trial_sp
         if ((env[k++] = bkm_strdup(s)) == NULL)
             goto oom;
     }
-    for (int i = 0; i < spec->n_env; i++) {
-        bkm_buf_t b;
-        bkm_buf_init(&b);
-        bkm_buf_printf(&b, "%s=%s", spec->env[i].key, spec->env[i].value);
-        if ((env[k++] = bkm_buf_take(&b)) == NULL)
-            goto oom;
+    /* libomp 14 applies OMP_PROC_BIND, OMP_PLACES and a type-less KMP_AFFINITY in environment
+     * order, the last one winning; the planner assumes bkm_aff_env_export's order, so the trial's
+     * variables are written in that order (others first, as given). */
+    for (int rank = 0; rank <= 8; rank++) {
+        for (int i = 0; i < spec->n_env; i++) {
+            bkm_buf_t b;
+            if (env_rank(spec->env[i].key) != rank)
+                continue;
+            bkm_buf_init(&b);
+            bkm_buf_printf(&b, "%s=%s", spec->env[i].key, spec->env[i].value);
+            if ((env[k++] = bkm_buf_take(&b)) == NULL)
+                goto oom;
+        }
     }
     {
         bkm_buf_t b;

@@ -10,6 +10,8 @@
 
 #include "bkm/tuner.h"
 
+extern char **environ;
+
 static void print_ok(const bkm_tune_trial_spec_t *spec)
 {
     const char *aff = getenv("KMP_AFFINITY"), *nt = getenv("OMP_NUM_THREADS");
@@ -20,6 +22,12 @@ static void print_ok(const bkm_tune_trial_spec_t *spec)
            spec->workload);
     printf("\"counters\":{\"threads_counted\":1,\"values\":{\"perf::TASK-CLOCK\":1000},"
            "\"unavailable\":{\"PAPI_TOT_CYC\":\"Event does not exist\"}},");
+    /* the order of the OpenMP variables in the environment (libomp reads them in that order) */
+    printf("\"env_order\":\"");
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "OMP_", 4) == 0 || strncmp(*e, "KMP_", 4) == 0 || strncmp(*e, "GOMP_", 5) == 0)
+            printf("%.*s;", (int)strcspn(*e, "="), *e);
+    printf("\",");
     printf("\"env\":{\"KMP_AFFINITY\":\"%s\",\"OMP_NUM_THREADS\":\"%s\",\"OMP_PLACES\":\"%s\",\"BKM_TEST_KEEP\":\"%s\"}}\n",
            aff ? aff : "(unset)", nt ? nt : "(unset)", places ? places : "(unset)", keep ? keep : "(unset)");
 }

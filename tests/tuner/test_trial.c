@@ -162,6 +162,29 @@ START_TEST(trial_env_is_set)
 }
 END_TEST
 
+/* libomp 14 reads OMP_PROC_BIND, OMP_PLACES and a type-less KMP_AFFINITY in environment order;
+ * the runner writes them in the planner's order (bkm_aff_env_export) whatever the spec's order. */
+START_TEST(trial_env_follows_planner_order)
+{
+    bkm_tune_trial_spec_t spec;
+    bkm_tune_trial_result_t r = {0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&spec);
+    snprintf(spec.workload, sizeof spec.workload, "gemm");
+    spec.threads = 1;
+    ck_assert_int_eq(bkm_tune_trial_spec_setenv(&spec, "KMP_BLOCKTIME", "0", &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_trial_spec_setenv(&spec, "KMP_AFFINITY", "granularity=fine", &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_trial_spec_setenv(&spec, "OMP_PLACES", "cores", &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_trial_spec_setenv(&spec, "OMP_PROC_BIND", "false", &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_OK);
+    ck_assert_int_eq(r.status, BKM_TRIAL_OK);
+    ck_assert_str_eq(bkm_json_get_str(r.doc, "env_order"),
+                     "OMP_PROC_BIND;OMP_PLACES;KMP_AFFINITY;KMP_BLOCKTIME;OMP_NUM_THREADS;");
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
 START_TEST(segv_is_crashed_with_signal_name)
 {
     bkm_tune_trial_result_t r = {0};
@@ -361,6 +384,7 @@ static Suite *trial_suite(void)
     tcase_add_test(run, bad_json_is_failed);
     tcase_add_test(run, binding_mismatch_is_its_own_status);
     tcase_add_test(run, missing_worker_is_an_environment_error);
+    tcase_add_test(run, trial_env_follows_planner_order);
     suite_add_tcase(s, spec);
     suite_add_tcase(s, run);
     return s;
