@@ -18,7 +18,7 @@ enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2, ALGO_FAST = 3 };
 enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
-    {"algo", 0, 3, 0, 1, "0 auto (2 when mb < threads, else 1 below 8 input channels per group, else 3), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c)"},
+    {"algo", 0, 3, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c)"},
     {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = the ISA default"},
@@ -118,13 +118,8 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
     cv->nt = omp_get_max_threads();
     if (cv->nt < 1)
         cv->nt = 1;
-    /* auto: algo 3 unless the batch is smaller than the threads (its fwd/bwd_w would idle
-     * threads) or there are under 8 input channels per group (AlexNet conv1: its per-tap setup
-     * is then not amortised, and algo 1 measured faster). */
-    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO]
-               : d->mb < cv->nt       ? ALGO_GEMM
-               : d->ic / d->g < 8     ? ALGO_BATCH
-                                      : ALGO_FAST;
+    /* auto: algo 3 unless the batch is smaller than the threads (its bwd_d splits images). */
+    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : (d->mb >= cv->nt ? ALGO_FAST : ALGO_GEMM);
     if (cv->nt == 1 && cv->algo == ALGO_GEMM)
         cv->algo = ALGO_BATCH; /* the same thing, without a parallel region */
     cv->icg = d->ic / d->g;
