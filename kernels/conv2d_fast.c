@@ -24,7 +24,7 @@
 #include <string.h>
 
 #ifndef FAST_TR_MIN_ICG
-#define FAST_TR_MIN_ICG 64 /* bwd_d as a fwd from this many input channels per group on */
+#define FAST_TR_MIN_ICG 128 /* bwd_d as a fwd from this many input channels per group on */
 #endif
 #ifndef FAST_TR_MAX_OCG
 #define FAST_TR_MAX_OCG 256 /* ... up to this many output channels per group */
@@ -86,7 +86,8 @@ static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have)
 /* bwd_d as a fwd: stride 1 (the adjoint is then a convolution), padding <= kernel - 1, enough
  * input channels per group to fill the MR-row panels (the rows of that fwd), and few output
  * channels per group (the depth of the column-tile GEMM, too shallow for the micro-kernel below
- * FAST_TR_MAX_OCG; AlexNet conv4/conv5 yes, conv2 (48 input channels) and conv3 (384) no). */
+ * FAST_TR_MAX_OCG). Measured on AlexNet (torchvision): conv4 (384 -> 256) and conv5 (256 -> 256)
+ * gain; conv2 (64 -> 192: only 5 row panels) and conv3 (192 -> 384: deep enough) lose. */
 static int use_transposed(const bkm_conv2d_desc_t *d, int64_t icg, int64_t ocg, int64_t mr)
 {
     return d->sh == 1 && d->sw == 1 && d->ph <= d->kh - 1 && d->pw <= d->kw - 1 && icg >= FAST_TR_MIN_ICG &&

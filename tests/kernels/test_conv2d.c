@@ -297,14 +297,14 @@ END_TEST
 
 /* algo 3 (packed weights, im2col into GEMM panels, conv2d_fast.c). Extra shapes for its special
  * cases: 16 and 30 channels per group (full 14-row panels plus a 2-row edge panel on AVX-512),
- * and stride 1 with >= 64 input and <= 256 output channels per group (bwd_d computed as the fwd
+ * and stride 1 with >= 128 input and <= 256 output channels per group (bwd_d computed as the fwd
  * of diff_dst with the flipped, transposed weights), asymmetric kernel and padding included. */
 static const char *const fast_shapes[] = {
     "mb3ic5ih9oc16kh3ph1",
     "mb2g2ic4ih7oc60kh3sh2ph1",
-    "mb2ic70ih6oc8kh3ph1",
-    "mb3g2ic140ih5oc6kh3ph1",
-    "mb3ic70ih5iw6oc5kh2kw3ph0pw1",
+    "mb2ic140ih6oc8kh3ph1",
+    "mb3g2ic280ih5oc6kh3ph1",
+    "mb3ic140ih5iw6oc5kh2kw3ph0pw1",
 };
 #define N_FAST_SHAPES (sizeof(fast_shapes) / sizeof(fast_shapes[0]))
 
