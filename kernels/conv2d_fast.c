@@ -51,12 +51,13 @@ struct bkm_conv2d_fast {
     int64_t mf, md;                    /* rows padded to mr: ocg (fwd, bwd_w), kdim (bwd_d) */
     int64_t ncf, ncd, ncw;             /* column block: fwd pixels, bwd_d pixels, bwd_w K columns */
     int64_t tabw;                      /* columns of one tap's offset table (build_tab) */
-    size_t wp_floats, bp_floats, aux_floats, tab_len;
+    int64_t runw;                      /* runs per tap at most (build_runs) */
+    size_t wp_floats, bp_floats, aux_floats, tab_len, runs_len;
     float *wp;                         /* packed weights (fwd: W, bwd_d: W^T), shared */
     float *bp;                         /* per thread: packed B block */
     float *aux;                        /* per thread: bwd_d column tile / bwd_w packed A block */
-    int64_t *tab;                      /* per thread: im2col offset tables, kh * kw * tabw */
-    fast_run_t *runs;                  /* per thread: fwd copy runs, kh * kw * tabw */
+    int64_t *tab;                      /* per thread: bwd_w im2col offset tables, (kh * kw + 3) * tabw */
+    fast_run_t *runs;                  /* per thread: fwd copy runs, kh * kw * runw */
     int32_t *nruns;                    /* per thread: runs per tap, kh * kw */
 };
 
@@ -150,10 +151,12 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->aux_floats = (size_t)round_up(f->md * f->ncd > f->mf * min64(f->kc, f->ncols) ? f->md * f->ncd
                                                                                     : f->mf * min64(f->kc, f->ncols),
                                      16);
-    f->tabw = f->ncf > min64(f->kc, f->ncols) ? f->ncf : min64(f->kc, f->ncols);
+    f->tabw = min64(f->kc, f->ncols); /* bwd_w depth block */
     f->tab_len = (size_t)round_up((d->kh * d->kw + 3) * f->tabw, 8); /* + 3 per-column rows */
     f->tab = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(int64_t));
-    f->runs = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(fast_run_t));
+    f->runw = f->ncf; /* runs partition the columns, each at least one long */
+    f->runs_len = (size_t)(d->kh * d->kw * f->runw);
+    f->runs = bkm_aligned_alloc(64, (size_t)f->nt * f->runs_len * sizeof(fast_run_t));
     f->nruns = bkm_calloc((size_t)f->nt * (size_t)(d->kh * d->kw), sizeof(int32_t));
     f->wp = bkm_aligned_alloc(64, f->wp_floats * sizeof(float));
     f->bp = bkm_aligned_alloc(64, (size_t)f->nt * f->bp_floats * sizeof(float));
@@ -170,7 +173,7 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
         memset(f->bp + (size_t)t * f->bp_floats, 0, f->bp_floats * sizeof(float));
         memset(f->aux + (size_t)t * f->aux_floats, 0, f->aux_floats * sizeof(float));
         memset(f->tab + (size_t)t * f->tab_len, 0, f->tab_len * sizeof(int64_t));
-        memset(f->runs + (size_t)t * f->tab_len, 0, f->tab_len * sizeof(fast_run_t));
+        memset(f->runs + (size_t)t * f->runs_len, 0, f->runs_len * sizeof(fast_run_t));
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < (int64_t)f->wp_floats; i += 4096)
             memset(f->wp + i, 0, (size_t)min64(4096, (int64_t)f->wp_floats - i) * sizeof(float));
@@ -344,38 +347,64 @@ static void pack_weights_bwd_data(const bkm_conv2d_fast_t *f, const float *wei)
 /* ---------------------------------------------------------------------------------------- */
 /* B packing from the offset tables; srcg: the group's channel 0 of image 0. */
 
-/* Split each tap's table over columns [0, nb) into runs (runs + tap * tabw), ending where the
- * offsets stop advancing by the stride sw (row end, padding, next image) or at an NR panel boundary;
- * n_runs[tap] = count. */
-static void build_runs(const bkm_conv2d_fast_t *f, const int64_t *tab, int64_t nb, fast_run_t *runs, int32_t *n_runs)
+/* Append a run to r[0..*n): zero runs extend a zero run before them in the same panel. */
+static void add_run(fast_run_t *r, int32_t *n, int64_t off, int32_t q, int32_t jj, int64_t len)
 {
-    for (int64_t tap = 0; tap < f->d.kh * f->d.kw; tap++) {
-        const int64_t *tt = tab + tap * f->tabw;
-        fast_run_t *r = runs + tap * f->tabw;
-        const int64_t sw = f->d.sw;
-        int64_t expect = INT64_MIN; /* next offset that extends the current run */
-        int32_t n = 0, q = 0, jj = 0, pad = 0;
-        for (int64_t j = 0; j < nb; j++) {
-            const int64_t o = tt[j];
-            if (jj != 0 && (o < 0 ? pad : o == expect)) {
-                r[n - 1].len++;
-                expect += sw;
-            } else {
-                r[n].off = o < 0 ? -1 : o;
-                r[n].q = q;
-                r[n].jj = jj;
-                r[n].len = 1;
-                pad = o < 0;
-                expect = o < 0 ? INT64_MIN : o + sw;
-                n++;
-            }
-            if (++jj == f->nr) {
-                jj = 0;
-                q++;
-            }
-        }
-        n_runs[tap] = n;
+    if (len <= 0)
+        return;
+    if (off < 0 && *n > 0 && r[*n - 1].off < 0 && r[*n - 1].q == q && r[*n - 1].jj + r[*n - 1].len == jj) {
+        r[*n - 1].len += (int32_t)len;
+        return;
     }
+    r[*n].off = off;
+    r[*n].q = q;
+    r[*n].jj = jj;
+    r[*n].len = (int32_t)len;
+    (*n)++;
+}
+
+/* Runs of each tap (runs + tap * runw, n_runs[tap] of them) for batch columns [col0, col0 + nb):
+ * the columns are walked in segments inside one output row and one NR panel; each segment is
+ * padding, valid taps (input elements sw apart) and padding. Offsets are relative to channel 0 of
+ * the group in image 0. */
+static void build_runs(const bkm_conv2d_fast_t *f, int64_t col0, int64_t nb, fast_run_t *runs, int32_t *n_runs)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    const int64_t img = d->ic * d->ih * d->iw;
+    for (int64_t r = 0; r < d->kh; r++)
+        for (int64_t s = 0; s < d->kw; s++) {
+            fast_run_t *rr = runs + (r * d->kw + s) * f->runw;
+            int64_t n = col0 / f->pq, p = col0 % f->pq, oy = p / d->ow, ox = p % d->ow, j = 0, jj = 0, q = 0;
+            int32_t cnt = 0;
+            while (j < nb) {
+                const int64_t len = min64(min64(d->ow - ox, nb - j), f->nr - jj), iy = oy * d->sh - d->ph + r;
+                if (iy < 0 || iy >= d->ih) {
+                    add_run(rr, &cnt, -1, (int32_t)q, (int32_t)jj, len);
+                } else {
+                    int64_t t0, t1;
+                    valid_range(d, ox, len, s, &t0, &t1);
+                    add_run(rr, &cnt, -1, (int32_t)q, (int32_t)jj, t0);
+                    add_run(rr, &cnt, n * img + iy * d->iw + (ox + t0) * d->sw - d->pw + s, (int32_t)q,
+                            (int32_t)(jj + t0), t1 - t0);
+                    add_run(rr, &cnt, -1, (int32_t)q, (int32_t)(jj + t1), len - t1);
+                }
+                j += len;
+                ox += len;
+                if (ox == d->ow) {
+                    ox = 0;
+                    if (++oy == d->oh) {
+                        oy = 0;
+                        n++;
+                    }
+                }
+                jj += len;
+                if (jj == f->nr) {
+                    jj = 0;
+                    q++;
+                }
+            }
+            n_runs[r * d->kw + s] = cnt;
+        }
 }
 
 /* fwd: rows k in [pc, pc + kb) of im2col, batch columns [0, nb) of the runs, into NR-column
@@ -386,7 +415,7 @@ static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast
     const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr, sw = f->d.sw;
     for (int64_t kk = 0; kk < kb; kk++) {
         const int64_t k = pc + kk, tap = k % khw;
-        const fast_run_t *r = runs + tap * f->tabw;
+        const fast_run_t *r = runs + tap * f->runw;
         const float *base = srcg + (k / khw) * plane;
         float *row = bp + kk * nr;
         for (int32_t i = 0; i < n_runs[tap]; i++) {
@@ -504,15 +533,13 @@ void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *w
         const int64_t npan = (f->ncols + f->nr - 1) / f->nr;
         const int64_t c0 = npan * t / nth * f->nr, c1 = min64(f->ncols, npan * (t + 1) / nth * f->nr);
         float *bp = f->bp + (size_t)t * f->bp_floats;
-        int64_t *tab = f->tab + (size_t)t * f->tab_len;
-        fast_run_t *runs = f->runs + (size_t)t * f->tab_len;
+        fast_run_t *runs = f->runs + (size_t)t * f->runs_len;
         int32_t *n_runs = f->nruns + (size_t)t * (size_t)(f->d.kh * f->d.kw);
         pack_weights_fwd(f, wei); /* ends with the barrier of the omp for */
         for (int64_t g = 0; g < f->d.g; g++)
             for (int64_t jc = c0; jc < c1; jc += f->ncf) {
                 const int64_t nb = min64(f->ncf, c1 - jc);
-                build_tab(f, jc, nb, tab);
-                build_runs(f, tab, nb, runs, n_runs);
+                build_runs(f, jc, nb, runs, n_runs);
                 for (int64_t pc = 0; pc < f->kdim; pc += f->kc) {
                     const int64_t kb = min64(f->kc, f->kdim - pc);
                     const float *ag = f->wp + g * f->mf * f->kdim + pc * f->mf;
