@@ -89,14 +89,33 @@ static void paths_free(paths_t *p)
     }
 }
 
-static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t sweep_id, oracle_t *o, bkm_err_t *err)
+/* Does row @p r belong to the oracle: a search trial of sweep @p sweep_id or, when @p pool, of any
+ * sweep of the same node and workload (repeated passes of one exhaustive sweep). */
+static int row_in(const bkm_db_trial_row_t *r, const bkm_db_trial_row_t *ref, int pool)
 {
+    if (strcmp(r->role, "search") != 0 || r->round != 0 || r->status != BKM_DB_TRIAL_OK || isnan(r->median_ms))
+        return 0;
+    if (r->sweep_id == ref->sweep_id)
+        return 1;
+    return pool && r->node && ref->node && r->workload && ref->workload && strcmp(r->node, ref->node) == 0 &&
+           strcmp(r->workload, ref->workload) == 0;
+}
+
+static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t sweep_id, int pool, oracle_t *o,
+                        bkm_err_t *err)
+{
+    const bkm_db_trial_row_t *ref = NULL;
     paths_t *p = NULL;
     int *raw = NULL, rc = BKM_OK, have_default = 0;
     size_t cap = 0;
     memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < l->n && ref == NULL; i++)
+        if (l->rows[i].sweep_id == sweep_id)
+            ref = &l->rows[i];
+    if (ref == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "sweep %lld has no trials in %s", (long long)sweep_id, bkm_db_path(db));
     for (size_t i = 0; i < l->n; i++)
-        cap += l->rows[i].sweep_id == sweep_id;
+        cap += row_in(&l->rows[i], ref, pool);
     o->key = bkm_calloc(cap + 1, sizeof *o->key);
     o->median = bkm_calloc(cap + 1, sizeof *o->median);
     o->ms = bkm_calloc(cap + 1, sizeof *o->ms);
@@ -111,9 +130,31 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
         const bkm_db_trial_row_t *r = &l->rows[i];
         bkm_json_t *j = NULL;
         size_t k = o->n;
-        if (r->sweep_id != sweep_id || strcmp(r->role, "search") != 0 || r->round != 0 ||
-            r->status != BKM_DB_TRIAL_OK || isnan(r->median_ms))
+        size_t seen;
+        if (!row_in(r, ref, pool))
             continue;
+        for (seen = 0; seen < o->n && strcmp(o->key[seen], r->config_json) != 0; seen++)
+            ;
+        if (seen < o->n) {
+            /* another pass over the same configuration: keep the least disturbed one (load on a
+             * shared machine only ever adds time, so the pass with the lowest median is the best
+             * estimate of the configuration's own time) */
+            double *more = NULL;
+            size_t n_more = 0;
+            if (!(r->median_ms < o->median[seen]))
+                continue;
+            if ((rc = bkm_db_trial_samples(db, r->id, &more, &n_more, err)) < 0)
+                goto out;
+            if (n_more == 0) {
+                bkm_free(more);
+                continue;
+            }
+            bkm_free(o->ms[seen]);
+            o->ms[seen] = more;
+            o->n_ms[seen] = n_more;
+            o->median[seen] = r->median_ms;
+            continue;
+        }
         if ((rc = bkm_json_parse(r->config_json, &j, err)) < 0)
             goto out;
         for (int d = 0; d < MAX_PATHS; d++)
@@ -203,6 +244,7 @@ static uint64_t rng_next(uint64_t *s)
 int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, size_t budget, size_t seeds,
                         bkm_tune_replay_t *out, bkm_err_t *err)
 {
+    int pool = sweep_id == 0;
     bkm_db_trial_list_t l;
     oracle_t o;
     bkm_tune_problem_t pb;
@@ -218,7 +260,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     if ((rc = bkm_db_trials_query(db, NULL, &l, err)) < 0)
         return rc;
     if (sweep_id == 0) {
-        /* the sweep with the most ok search trials */
+        /* the sweep with the most ok search trials; repeated passes of it are pooled */
         size_t best_n = 0;
         for (size_t i = 0; i < l.n; i++) {
             size_t c = 0;
@@ -243,7 +285,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             snprintf(out->node, sizeof out->node, "%s", l.rows[i].node ? l.rows[i].node : "");
             break;
         }
-    if ((rc = oracle_build(db, &l, sweep_id, &o, err)) < 0)
+    if ((rc = oracle_build(db, &l, sweep_id, pool, &o, err)) < 0)
         goto out;
     out->n_configs = o.n;
     out->best_ms = o.median[0];

@@ -507,9 +507,13 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
             snprintf(hw[n_hw++], sizeof hw[0], "%s", v);
         }
     } else {
+        /* 1..smt-1 threads of every core (cores are counted per package) */
         for (int t = 1; t < ts.pus_per_core_max && n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; t++) {
             hw_grid[n_hw] = 1;
-            snprintf(hw[n_hw++], sizeof hw[0], "%dc,%dt", ts.cores, t);
+            if (ts.packages > 1)
+                snprintf(hw[n_hw++], sizeof hw[0], "%ds,%dc,%dt", ts.packages, ts.cores / ts.packages, t);
+            else
+                snprintf(hw[n_hw++], sizeof hw[0], "%dc,%dt", ts.cores, t);
         }
     }
 

@@ -29,6 +29,8 @@ struct bkm_tune_strategy {
     int dim, dims_stale;   /* local: dimension being scanned, dimensions without improvement */
     int done;
     int pending;
+    int final;             /* local: 1 while re-measuring the top candidates at 3x the samples */
+    size_t reserve;        /* local: budget kept for that final round */
 };
 
 const char *const *bkm_tune_strategy_names(void)
@@ -120,6 +122,9 @@ int bkm_tune_strategy_create(bkm_tune_strategy_t **out, const char *name, const 
         s->n_order = n0;
     }
     if (kind == S_LOCAL) {
+        /* the top min(3, budget / 9) configurations are re-measured at 3x the samples at the end */
+        size_t k = s->budget / 9 < 3 ? s->budget / 9 : 3;
+        s->reserve = 3 * k;
         memcpy(s->perm, s->order, s->n_order * sizeof *s->perm);
         s->n_perm = s->n_order;
         s->perm_pos = 1;
@@ -202,6 +207,34 @@ static int local_next_dim(bkm_tune_strategy_t *s)
     }
 }
 
+/* local: start the final round: the best reserve/3 configurations, re-measured at 3x */
+static int local_final(bkm_tune_strategy_t *s)
+{
+    size_t k = s->reserve / 3, n = 0;
+    if (s->final || k == 0)
+        return 0;
+    s->final = 1;
+    s->rung = 1;
+    for (; n < k; n++) {   /* selection of the k best measured configurations */
+        size_t pick = s->pb->n;
+        for (size_t i = 0; i < s->pb->n; i++) {
+            int taken = 0;
+            if (s->round[i] < 0 || isnan(s->val[i]))
+                continue;
+            for (size_t j = 0; j < n; j++)
+                taken |= s->order[j] == i;
+            if (!taken && (pick == s->pb->n || better(s->val[i], s->val[pick])))
+                pick = i;
+        }
+        if (pick == s->pb->n)
+            break;
+        s->order[n] = pick;
+    }
+    s->n_order = n;
+    s->pos = 0;
+    return n > 0;
+}
+
 int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask)
 {
     size_t scale = 1;
@@ -233,6 +266,20 @@ int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask)
         ask->config = s->order[s->pos++];
         break;
     case S_LOCAL:
+        if (s->final) {
+            if (s->pos >= s->n_order) {
+                s->done = 1;
+                return 0;
+            }
+            ask->config = s->order[s->pos++];
+            break;
+        }
+        if (s->round[s->cur] >= 0 && s->budget - s->spent <= s->reserve && s->reserve > 0) {
+            if (local_final(s))
+                return bkm_tune_strategy_next(s, ask);
+            s->done = 1;
+            return 0;
+        }
         if (s->round[s->cur] < 0) {
             ask->config = s->cur;   /* the default */
             break;
@@ -256,6 +303,8 @@ int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask)
                 while (s->perm_pos < s->n_perm && s->round[s->perm[s->perm_pos]] >= 0)
                     s->perm_pos++;
                 if (s->perm_pos >= s->n_perm) {
+                    if (local_final(s))
+                        return bkm_tune_strategy_next(s, ask);
                     s->done = 1;
                     return 0;
                 }

@@ -306,6 +306,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     info.workload = cfg->workload;
     info.strategy = cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT;
     info.git_revision = cfg->git_revision;
+    info.host_id = cfg->host_id;
     if ((rc = bkm_db_sweep_open(db, &info, cfg->fresh, &st.sweep_id, &res->resumed, err)) < 0)
         goto out;
     res->sweep_id = st.sweep_id;

@@ -16,3 +16,13 @@ tiny=(--workload gemm --param m=64 --param n=64 --param k=64 --threads 1,2 --aff
       --min-time 0.02 --min-samples 5 --max-samples 10 --confirm-top 1)
 q() { [ -s "$1" ] && sqlite3 -readonly -batch -noheader "$1" "$2"; }
 space_size() { "$BKM_TUNE" "$@" --dry-run --json | grep -c '"threads":'; }
+# wait_trials DB N: wait (up to 30 s) until DB holds at least N trials
+wait_trials() {
+  local n
+  for _ in $(seq 1 600); do
+    n=$(q "$1" "SELECT count(*) FROM trial" 2> /dev/null || echo 0)
+    [ "${n:-0}" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}

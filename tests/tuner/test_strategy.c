@@ -127,14 +127,27 @@ START_TEST(local_descends_to_separable_minimum)
     ck_assert_double_eq(v, 1.0);
     ck_assert_uint_le(n, 16);
     bkm_tune_strategy_free(s);
-    /* with the whole space as budget, restarts from random points visit every configuration once */
+    /* with the whole space as budget: restarts from random points measure configurations once
+     * each, and the last 9 trials re-measure the 3 best at 3x the samples */
     ck_assert_int_eq(bkm_tune_strategy_create(&s, "local", &pb, 0, 1, NULL), BKM_OK);
     {
-        int seen[N] = {0};
-        n = drive(s, bowl, order, N);
-        ck_assert_uint_eq(n, N);
-        for (size_t i = 0; i < N; i++)
-            ck_assert_int_eq(seen[order[i]]++, 0);
+        int seen[N] = {0}, finals = 0;
+        bkm_tune_ask_t a;
+        while (bkm_tune_strategy_next(s, &a)) {
+            if (a.round == 0) {
+                ck_assert_int_eq(seen[a.config]++, 0);
+                ck_assert_int_eq(finals, 0);
+            } else {
+                ck_assert_int_eq(a.scale, 3);
+                ck_assert_int_eq(seen[a.config], 1);
+                ck_assert(bowl(a.config) <= 1.2);   /* among the 3 best values: 1.0, 1.1, 1.1, ... */
+                finals++;
+            }
+            bkm_tune_strategy_report(s, &a, bowl(a.config));
+        }
+        ck_assert_int_eq(finals, 3);
+        ck_assert_uint_eq(bkm_tune_strategy_spent(s), N);
+        ck_assert_uint_eq(bkm_tune_strategy_best(s, NULL), bowl_min());
     }
     bkm_tune_strategy_free(s);
 }

@@ -8,11 +8,7 @@ n_space=$(space_size "${tiny[@]}")
 [ "$n_space" -ge 8 ] || fail "the tiny space has $n_space configurations"
 "$BKM_TUNE" "${tiny[@]}" --db "$db" > "$tmp/1.out" 2> "$tmp/1.err" &
 pid=$!
-for _ in $(seq 1 600); do
-  n=$(q "$db" "SELECT count(*) FROM trial" 2> /dev/null || echo 0)
-  [ "${n:-0}" -ge 3 ] && break
-  sleep 0.05
-done
+wait_trials "$db" 3
 kill -9 "$pid" 2> /dev/null || fail "the sweep ended before it could be killed"
 wait "$pid" 2> /dev/null
 before=$(q "$db" "SELECT id, config_key, role, round, finished_at FROM trial ORDER BY id")
@@ -32,4 +28,19 @@ n_keys=$(q "$db" "SELECT count(DISTINCT config_key) FROM trial WHERE role = 'sea
 [ "$(q "$db" "SELECT count(*) FROM sweep")" -eq 1 ] || fail "the rerun created a second sweep instead of resuming"
 [ "$(q "$db" "PRAGMA integrity_check")" = ok ] || fail "integrity_check: $(q "$db" "PRAGMA integrity_check")"
 [ "$(q "$db" "SELECT count(*) FROM best")" -eq 1 ] || fail "no best-known setting stored"
-echo "ok: killed after $n1 trials, resumed, $n_search search trials for $n_space configurations, integrity ok"
+# SIGTERM: the sweep stops after the running trial, says so, exits 143, and resumes later
+db2=$tmp/term.sqlite
+"$BKM_TUNE" "${tiny[@]}" --db "$db2" > "$tmp/3.out" 2> "$tmp/3.err" &
+pid=$!
+wait_trials "$db2" 2
+kill -TERM "$pid" 2> /dev/null || fail "the sweep ended before SIGTERM"
+wait "$pid"
+rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM: exit $rc, expected 143"
+grep -q "interrupted" "$tmp/3.out" || fail "SIGTERM: the summary does not say interrupted: $(cat "$tmp/3.out")"
+[ "$(q "$db2" "PRAGMA integrity_check")" = ok ] || fail "SIGTERM: integrity_check"
+n_term=$(q "$db2" "SELECT count(*) FROM trial")
+"$BKM_TUNE" "${tiny[@]}" --db "$db2" --json > "$tmp/4.out" 2> "$tmp/4.err" || fail "the sweep after SIGTERM did not complete"
+grep -q "\"resumed\": $n_term," "$tmp/4.out" || fail "after SIGTERM: $n_term stored trials not resumed: $(cat "$tmp/4.out")"
+echo "ok: killed after $n1 trials, resumed, $n_search search trials for $n_space configurations, integrity ok;" \
+     "SIGTERM after $n_term trials: exit 143, resumed"
