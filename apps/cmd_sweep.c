@@ -235,9 +235,19 @@ static int parse_args(int argc, char **argv, opts_t *o)
     return 0;
 }
 
+
+typedef struct bar {
+    int tty;       /* stderr is a terminal: one self-overwriting line */
+    int open;      /* a bar line is on screen without its newline */
+} bar_t;
+
 static void log_note(void *ud, int level, const char *msg)
 {
-    (void)ud;
+    bar_t *bar = ud;
+    if (bar && bar->open) {
+        fputc('\n', stderr);
+        bar->open = 0;
+    }
     fprintf(stderr, "tune: %s%s\n", level == BKM_LOG_WARN ? "warning: " : "", msg);
 }
 
@@ -253,7 +263,8 @@ static void fmt_eta(double s, char *b, size_t n)
 
 static void on_progress(void *ud, const bkm_tune_progress_t *p)
 {
-    int tty = *(const int *)ud;
+    bar_t *bar_state = ud;
+    int tty = bar_state->tty;
     char eta[32];
     fmt_eta(p->eta_s, eta, sizeof eta);
     if (tty) {
@@ -266,8 +277,7 @@ static void on_progress(void *ud, const bkm_tune_progress_t *p)
         bar[w] = '\0';
         fprintf(stderr, "\r\033[K[%s] %zu/%zu %s ETA %s best %.4g ms %.60s", bar, p->done, p->total, p->phase, eta,
                 p->best_ms, p->best_label);
-        if (p->done >= p->total)
-            fputc('\n', stderr);
+        bar_state->open = 1;
     } else {
         fprintf(stderr, "trial %zu/%zu %s %s: %s (best %.4g ms: %s; ETA %s)\n", p->done, p->total, p->phase,
                 p->last_status, p->last_label, p->best_ms, p->best_label, eta);
@@ -413,7 +423,9 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
     bkm_buf_t cmd;
     char self[PATH_MAX];
-    int rc, host_match, tty = isatty(2);
+    int rc, host_match;
+    bar_t bar = {isatty(2), 0};
+
     ssize_t ln;
     struct sigaction sa;
 
@@ -494,13 +506,17 @@ int bkm_cli_sweep(int argc, char **argv)
     o.sw.runner = &runner;
     o.sw.stop = &g_stop;
     o.sw.progress = on_progress;
-    o.sw.progress_ud = &tty;
+    o.sw.progress_ud = &bar;
+    log.ud = &bar;
     o.sw.log = &log;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    if ((rc = bkm_tune_sweep_run(&o.sw, sp, db, &res, &err)) < 0)
+    rc = bkm_tune_sweep_run(&o.sw, sp, db, &res, &err);
+    if (bar.open)
+        fputc('\n', stderr);
+    if (rc < 0)
         goto fail;
     print_summary(&res, o.db, o.json);
     rc = res.interrupted ? 128 + (int)g_stop : res.failed ? 4 : 0;

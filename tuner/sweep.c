@@ -381,6 +381,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
 
     /* confirmation: rounds of default, c1, c2, c3 (interleaved ABAB across rounds) */
     st.prog.phase = "confirm";
+    st.prog.total = st.prog.done + (n_cand > 1 ? (size_t)cfg->confirm_rounds * n_cand : 0);
     if (n_cand > 1)
         for (int r = 1; r <= cfg->confirm_rounds; r++)
             for (size_t c = 0; c < n_cand; c++) {

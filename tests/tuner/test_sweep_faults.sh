@@ -15,8 +15,9 @@ check_sweep() {  # db status exit_info_pattern
   [ "$(q "$db" "SELECT count(*) FROM trial WHERE status != 'ok'")" -eq 1 ] || fail "$db: other trials failed"
   [ "$(q "$db" "PRAGMA integrity_check")" = ok ] || fail "$db: integrity_check"
 }
-# SIGSEGV inside the worker's timed loop
-"$BKM_TUNE" "${tiny[@]}" --db "$tmp/segv.sqlite" --inject segv@2 > "$tmp/segv.out" 2> "$tmp/segv.err"
+# SIGSEGV inside the worker's timed loop (under -DBKM_SANITIZE=ON, ASan must let the signal kill it)
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:handle_segv=0" "$BKM_TUNE" "${tiny[@]}" --db "$tmp/segv.sqlite" --inject segv@2 \
+  > "$tmp/segv.out" 2> "$tmp/segv.err"
 rc=$?
 [ $rc -eq 4 ] || fail "segv: exit $rc, expected 4"
 check_sweep "$tmp/segv.sqlite" crashed "signal 11"
