@@ -454,14 +454,19 @@ static void pack_b_bwd_w(const bkm_conv2d_fast_t *f, const float *srcg, const in
             tk[jj] = tab + (k % khw) * f->tabw;
             base[jj] = srcg + (k / khw) * plane;
         }
-        for (int64_t p = 0; p < kb; p++) {
-            float *w = b + p * nr;
+        /* Depth in chunks of 16: within a chunk, one K column at a time (its table and source
+         * stay in registers), the stores stay inside 16 panel rows. */
+        for (int64_t p0 = 0; p0 < kb; p0 += 16) {
+            const int64_t pe = min64(kb, p0 + 16);
             for (int64_t jj = 0; jj < m; jj++) {
-                const int64_t o = tk[jj][p];
-                w[jj] = o >= 0 ? base[jj][o] : 0.0f;
+                const int64_t *t = tk[jj];
+                const float *x = base[jj];
+                for (int64_t p = p0; p < pe; p++)
+                    b[p * nr + jj] = t[p] >= 0 ? x[t[p]] : 0.0f;
             }
-            for (int64_t jj = m; jj < nr; jj++)
-                w[jj] = 0.0f;
+            for (int64_t p = p0; p < pe && m < nr; p++)
+                for (int64_t jj = m; jj < nr; jj++)
+                    b[p * nr + jj] = 0.0f;
         }
     }
 }
