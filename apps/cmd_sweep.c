@@ -54,7 +54,8 @@ static void usage(FILE *f)
             "  --tunables           also sweep every kernel tunable at {def/2, def, 2 def}\n"
             "  --backend B          native or onednn (default: the workload's)\n"
             "  --strategy S         grid, random, halving, local (default %s: chosen by tune replay)\n"
-            "  --budget N           at most N trials in the search (default: the strategy's)\n"
+            "  --budget N           at most N trials in the search (default: grid all; others a quarter\n"
+            "                       of the configurations, at least 20)\n"
             "  --time DURATION      stop searching after DURATION (90s, 5m, 1h)\n"
             "  --seed N             random choices of the strategy (default 1)\n"
             "  --min-time S         timed loop of a trial lasts at least S seconds (default 0.5)\n"
@@ -290,7 +291,7 @@ static int print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_nod
 {
     size_t n = bkm_tune_space_size(sp), merged = 0, dropped = 0;
     const char *strat = o->sw.strategy ? o->sw.strategy : BKM_TUNE_STRATEGY_DEFAULT;
-    size_t budget = o->sw.budget && o->sw.budget < n ? o->sw.budget : n;
+    size_t budget = bkm_tune_sweep_budget(strat, o->sw.budget, n);
     bkm_buf_t cmd, out;
     bkm_json_w_t w;
     char label[512];
@@ -330,7 +331,7 @@ static int print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_nod
         if (!host_match)
             printf("This host is not a %s node (%s).\ntune will not run these trials here, and never records this "
                    "host's timings under '%s'.\n\n", prof->name, prof->description, prof->name);
-        printf("Planned sweep of %s on node %s: %zu configurations (%zu merged as identical, %zu dropped); "
+        printf("Planned sweep of %s on node %s: %zu configurations (%zu settings merged as identical, %zu dropped); "
                "strategy %s measures up to %zu of them, then re-measures the top %d against the default.\n",
                o->sp.workload, prof->name, n, merged, dropped, strat, budget, o->sw.confirm_top);
         for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)

@@ -20,6 +20,17 @@ void bkm_tune_sweep_cfg_defaults(bkm_tune_sweep_cfg_t *cfg)
     bkm_tune_trial_spec_defaults(&cfg->base);
 }
 
+size_t bkm_tune_sweep_budget(const char *strategy, size_t budget, size_t n)
+{
+    /* the default: the whole space for grid; else a quarter of it (what the default strategy is
+     * held to by tune replay), at least 20 trials, at most the whole space */
+    if (budget == 0 && strcmp(strategy ? strategy : BKM_TUNE_STRATEGY_DEFAULT, "grid") == 0)
+        return n;
+    if (budget == 0)
+        budget = n / 4 > 20 ? n / 4 : 20;
+    return budget < n ? budget : n;
+}
+
 typedef struct sweep_state {
     const bkm_tune_sweep_cfg_t *cfg;
     const bkm_tune_space_t *space;
@@ -247,7 +258,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     bkm_tune_problem_t pb;
     bkm_tune_strategy_t *strat = NULL;
     int *coord = NULL, rc;
-    size_t n, n_cand = 0;
+    size_t n, n_cand = 0, budget;
     cand_t cand[8];
     double *best_val = NULL;
     bkm_buf_t sj;
@@ -278,8 +289,9 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     }
     if ((rc = bkm_tune_space_problem(space, &pb, &coord, err)) < 0)
         goto out;
+    budget = bkm_tune_sweep_budget(cfg->strategy, cfg->budget, n);
     if ((rc = bkm_tune_strategy_create(&strat, cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT, &pb,
-                                       cfg->budget, cfg->seed, err)) < 0)
+                                       budget, cfg->seed, err)) < 0)
         goto out;
 
     /* the sweep key: the space and the measurement protocol (a different protocol is a
@@ -315,7 +327,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     if ((rc = bkm_db_trials_query(db, &filt, &st.stored, err)) < 0)
         goto out;
 
-    st.prog.total = (cfg->budget && cfg->budget < n ? cfg->budget : n) +
+    st.prog.total = (budget < n ? budget : n) +
                     (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
     for (size_t i = 0; i < n; i++)
         best_val[i] = NAN;
@@ -406,7 +418,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         const bkm_tune_config_t *dc = bkm_tune_space_config(space, pb.default_index);
         bkm_tune_stats_t ds;
         size_t win = 0;
-        double win_med = NAN;
+        double win_med = NAN, best_ratio = NAN;
         bkm_tune_faster_t fv, win_fv;
         memset(&win_fv, 0, sizeof win_fv);
         res->dflt = *dc;
@@ -424,10 +436,14 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
                 if ((rc = bkm_tune_stats_faster(cand[c].ms, cand[c].n, cand[0].ms, cand[0].n, NULL, &fv, err)) < 0)
                     goto out;
                 if (!fv.significant) {
-                    if (win == 0)
+                    if (win == 0 && (isnan(best_ratio) || fv.ratio > best_ratio)) {
+                        char label[160];
+                        best_ratio = fv.ratio;
+                        bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
                         snprintf(res->verdict, sizeof res->verdict,
-                                 "no setting beats the default beyond noise (best candidate: %.3gx, %s)", fv.ratio,
-                                 fv.reason);
+                                 "no setting beats the default beyond noise (closest: %s at %.3gx: %s)", label,
+                                 fv.ratio, fv.reason);
+                    }
                     continue;
                 }
                 if (isnan(win_med) || fv.cand.median < win_med)

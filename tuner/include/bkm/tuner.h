@@ -539,7 +539,8 @@ typedef struct bkm_tune_sweep_cfg {
     const char *node;                  /**< profile name stored with the results */
     const char *workload;
     const char *strategy;              /**< NULL = BKM_TUNE_STRATEGY_DEFAULT */
-    size_t budget;                     /**< trials, 0 = strategy decides (whole space for grid) */
+    size_t budget;                     /**< search trials; 0 = the whole space for grid, else a
+                                            quarter of it, at least 20 (or the whole space if smaller) */
     double time_budget_s;              /**< 0 = none: stop searching after this long */
     uint64_t seed;
     int fresh;                         /**< 1: never resume */
@@ -558,6 +559,9 @@ typedef struct bkm_tune_sweep_cfg {
     const bkm_log_t *log;              /**< notes (merged/dropped settings, faults) */
 } bkm_tune_sweep_cfg_t;
 void bkm_tune_sweep_cfg_defaults(bkm_tune_sweep_cfg_t *cfg);
+/** Search trials a sweep of @p n configurations spends with @p strategy (NULL = default) and the
+ *  user's @p budget (0 = default: see bkm_tune_sweep_cfg_t.budget); at most n. */
+size_t bkm_tune_sweep_budget(const char *strategy, size_t budget, size_t n);
 
 /** Outcome of a sweep. */
 typedef struct bkm_tune_sweep_result {
