@@ -454,6 +454,10 @@ static void pack_b_bwd_w(const bkm_conv2d_fast_t *f, const float *srcg, const in
             tk[jj] = tab + (k % khw) * f->tabw;
             base[jj] = srcg + (k / khw) * plane;
         }
+        if (f->edge) {
+            bkm__conv2d_fast_gather_avx512(kb, m, tk, base, b);
+            continue;
+        }
         /* Depth in chunks of 16: within a chunk, one K column at a time (its table and source
          * stay in registers), the stores stay inside 16 panel rows. */
         for (int64_t p0 = 0; p0 < kb; p0 += 16) {

@@ -68,3 +68,34 @@ void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t 
     default: edge_rows_4(k, a, lda, b, c, ldc, beta); break;
     }
 }
+
+/* bwd_w B panel of 32 K columns over kb depth steps, by hardware gathers: b[p * 32 + jj] =
+ * tk[jj][p] >= 0 ? base[jj][tk[jj][p]] : 0 for jj < m, 0 for jj >= m. Eight columns per gather:
+ * first their table entries (one int64 each), then the elements they name. */
+void bkm__conv2d_fast_gather_avx512(int64_t kb, int64_t m, const int64_t *const *tk, const float *const *base,
+                                    float *b)
+{
+    __m512i tp[EDGE_NR / 8], bp[EDGE_NR / 8];
+    __mmask8 live[EDGE_NR / 8];
+    const __m512i step = _mm512_set1_epi64((long long)sizeof(int64_t)), none = _mm512_set1_epi64(-1);
+    for (int q = 0; q < EDGE_NR / 8; q++) {
+        long long tpa[8], bpa[8];
+        for (int l = 0; l < 8; l++) {
+            const int64_t jj = q * 8 + l;
+            tpa[l] = jj < m ? (long long)(uintptr_t)tk[jj] : 0;
+            bpa[l] = jj < m ? (long long)(uintptr_t)base[jj] : 0;
+        }
+        live[q] = m >= q * 8 + 8 ? (__mmask8)0xff : m <= q * 8 ? (__mmask8)0 : (__mmask8)((1u << (m - q * 8)) - 1);
+        tp[q] = _mm512_loadu_si512(tpa);
+        bp[q] = _mm512_loadu_si512(bpa);
+    }
+    for (int64_t p = 0; p < kb; p++) {
+        for (int q = 0; q < EDGE_NR / 8; q++) {
+            const __m512i idx = _mm512_mask_i64gather_epi64(none, live[q], tp[q], NULL, 1);
+            const __mmask8 ok = _mm512_mask_cmpge_epi64_mask(live[q], idx, _mm512_setzero_si512());
+            const __m512i addr = _mm512_add_epi64(bp[q], _mm512_slli_epi64(idx, 2));
+            _mm256_storeu_ps(b + p * EDGE_NR + q * 8, _mm512_mask_i64gather_ps(_mm256_setzero_ps(), ok, addr, NULL, 1));
+            tp[q] = _mm512_add_epi64(tp[q], step);
+        }
+    }
+}
