@@ -12,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tune=${1:-$here/../../../build}/tune
 shift || true
-which=${*:-gemm conv2d alexnet}
+which=${*:-gemm gemm64 conv2d alexnet}
 passes=${PASSES:-3}
 common=(--strategy random --confirm-top 0 --fresh --min-time 0.1 --max-samples 50)
 for w in $which; do
@@ -20,12 +20,15 @@ for w in $which; do
   gemm)    # 2 thread counts x {unbound, compact} x mc, kc, nc at {def/2, def, 2 def}: 108 configurations
     args=(--workload gemm --param m=512 --param n=512 --param k=512 --threads 1,2
           --affinity default --affinity granularity=fine,compact --blocktime 200 --tunables) ;;
+  gemm64)  # a 64^3 gemm: too small for 2 threads, and KMP_BLOCKTIME=0 makes 2 threads 8x slower:
+           # the default is 13% off the best here (threads x affinity x blocktime: 16)
+    args=(--workload gemm --param m=64 --param n=64 --param k=64 --hw-subset none) ;;
   conv2d)  # AlexNet conv3 at batch 8, every direction: threads x affinity x blocktime
     args=(--workload conv2d --param shape=alexnet:conv3 --param batch=8 --hw-subset none) ;;
   alexnet) # AlexNet training step at batch 2: threads x {unbound, compact} x blocktime
     args=(--workload alexnet --param batch=2 --affinity default --affinity granularity=fine,compact
           --hw-subset none) ;;
-  *) echo "record.sh: unknown workload '$w' (gemm, conv2d, alexnet)" >&2; exit 2 ;;
+  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet)" >&2; exit 2 ;;
   esac
   rm -f "$here/$w.sqlite" "$here/$w.sqlite-wal" "$here/$w.sqlite-shm"
   for p in $(seq 1 "$passes"); do

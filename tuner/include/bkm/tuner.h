@@ -489,13 +489,15 @@ typedef struct bkm_tune_strategy bkm_tune_strategy_t;
  *  point, move to its best, until a full pass improves nothing), random restarts while budget
  *  remains, and the last min(3, budget/9) x 3 trials re-measure the best configurations at 3x.
  *
- *  The default is chosen with `tune replay` on the exhaustive sweeps of tests/tuner/data (gemm
- *  512^3 with tunables: 108 configurations; conv2d alexnet:conv3 batch 8 and alexnet batch 2:
- *  16 each; 3 passes each on the 2-core CI VM): with 25% of the evaluations, every strategy
- *  ends within 5% of the exhaustive best in 50/50 seeds (on that VM all 2-thread settings are
- *  within 1% of each other and the default is among the best); local has the lowest worst case
- *  on gemm (max 1.0020x vs random 1.0074x, halving 1.0030x, grid 1.0074x) and starts from the
- *  default, so it is the default. tests/tuner/test_replay.sh keeps it to the bar. */
+ *  The default is chosen with `tune replay` (50 seeds, 25% of the evaluations) on the exhaustive
+ *  sweeps of tests/tuner/data, 3 passes each on the 2-core CI VM. gemm 512^3 with tunables (108
+ *  configurations), conv2d alexnet:conv3 batch 8 and alexnet batch 2 (16 each) are flat there
+ *  (every 2-thread setting within 1%, the default among the best): every strategy is 50/50.
+ *  gemm 64^3 (16) is not: the default is 13% off, 1 thread wins and KMP_BLOCKTIME=0 costs 8x;
+ *  local 50/50 (worst 1.008x), grid 50/50 (its order happens to reach 1 thread second),
+ *  random 47/50 (worst 1.12x), halving 38/50. local also starts from the default and has the
+ *  lowest worst case on gemm 512 (1.0020x vs random 1.0074x): it is the default, and
+ *  tests/tuner/test_replay.sh holds it to the bar on every recording. */
 #define BKM_TUNE_STRATEGY_DEFAULT "local"
 const char *const *bkm_tune_strategy_names(void);
 /** Create strategy @p name over @p pb with a @p budget in trials (cost units; 0 = all n) and a
