@@ -213,6 +213,18 @@ static int parse_args(int argc, char **argv, opts_t *o)
             }
             snprintf(o->sw.inject, sizeof o->sw.inject, "%.*s", (int)(at - v), v);
             o->sw.inject_at = (int)n;
+            {
+                /* the runner knows the fault kinds: ask it now, before anything is written */
+                bkm_tune_trial_spec_t t;
+                bkm_err_t e = {0};
+                bkm_tune_trial_spec_defaults(&t);
+                snprintf(t.workload, sizeof t.workload, "check");
+                snprintf(t.inject, sizeof t.inject, "%s", o->sw.inject);
+                if (bkm_tune_trial_spec_validate(&t, &e) < 0) {
+                    fprintf(stderr, "tune: --inject '%s': %s\n", v, e.msg);
+                    return -1;
+                }
+            }
         } else {
             fprintf(stderr, "tune: unknown option '%s' (see tune sweep --help)\n", a);
             return -1;

@@ -455,8 +455,8 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
                 res->best_ci_lo_ms = win_fv.cand.ci_lo, res->best_ci_hi_ms = win_fv.cand.ci_hi;
                 res->speedup = win_fv.ratio;
                 res->significant = 1;
-                snprintf(res->verdict, sizeof res->verdict, "faster than the default beyond noise (MWU p=%.2g)",
-                         win_fv.mwu.p);
+                snprintf(res->verdict, sizeof res->verdict, "faster than the default beyond noise (Mann-Whitney p %s %.2g)",
+                         win_fv.mwu.p > 1e-300 ? "=" : "<", win_fv.mwu.p > 1e-300 ? win_fv.mwu.p : 1e-300);
             }
             res->has_best = 1;
         } else if (n_cand == 1) {
