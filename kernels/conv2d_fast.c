@@ -7,16 +7,20 @@
  * first of the next: only the very last panel of a thread is partial.
  *   fwd:   dst[g] (ocg x cols) = W[g] (ocg x K) * im2col(src) (K x cols), K = icg*KH*KW.
  *          W is packed once per call (MR-row panels per KC block, shared by the threads); im2col
- *          is written straight into NR-column B panels; the micro-kernel stores into NCHW dst
- *          (ldc = OH*OW) when the tile lies inside one image, else through a scratch tile; the
- *          bias is added to the tile after the last K block. Threads split the columns.
- *   bwd_d: col (K x cols) = W[g]^T (K x ocg) * diff_dst (ocg x cols), then col2im. W^T is packed
- *          once per call; diff_dst rows are copied into B panels; threads split the images (the
- *          col2im of one image touches overlapping input pixels).
+ *          is written straight into NR-column B panels from copy runs per tap (build_runs); the
+ *          micro-kernel stores into NCHW dst (ldc = OH*OW) when the tile lies inside one image,
+ *          else through a scratch tile; the bias is added to the tile after the last K block; a
+ *          last row panel of <= 4 rows uses the AVX-512 edge kernel. Threads split the columns.
+ *   bwd_d: stride 1 with many input / few output channels per group (use_transposed): the fwd of
+ *          diff_dst with the flipped, transposed weights (object f->tr). Otherwise col (K x cols)
+ *          = W[g]^T (K x ocg) * diff_dst (ocg x cols), then col2im; W^T is packed once per call;
+ *          threads split the images (the col2im of one image touches overlapping input pixels).
  *   bwd_w: diff_wei[g] (ocg x K) = diff_dst (ocg x cols) * im2col(src)^T (cols x K), the batch
- *          folded into the GEMM depth; threads split the K columns, so each diff_wei element has
- *          one owner and one fixed summation order (no reduction, the same bits for any threads).
- * Every buffer is allocated in bkm__conv2d_fast_create; the directions never allocate. */
+ *          folded into the GEMM depth; B panels gathered through per-tap offset tables (AVX-512:
+ *          hardware gathers); threads split the K columns, so each diff_wei element has one
+ *          owner and one fixed summation order (no reduction, the same bits for any threads).
+ * Results do not depend on the thread count in any direction. Every buffer is allocated in
+ * bkm__conv2d_fast_create; the directions never allocate. */
 #include "kernels_int.h"
 
 #include <omp.h>
