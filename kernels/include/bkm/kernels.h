@@ -183,8 +183,9 @@ void bkm_kern_op_destroy(bkm_kern_op_t *op);
  *  its workspace (column buffers, GEMM packing buffers, per-thread partial weight gradients), sized
  *  at creation for the number of threads omp_get_max_threads() returns then: fwd/bwd never
  *  allocate. Not re-entrant: one call at a time per object; call from outside a parallel region.
- *  Tunables (bkm_kern_conv2d_params): algo (0 auto, 1 batch-parallel images with 1-thread GEMMs,
- *  2 images in turn with one parallel GEMM), ptile (output pixels per column tile, 0 = whole image),
+ *  Tunables (bkm_kern_conv2d_params): algo (0 auto: 3 when the batch is >= the thread count, else
+ *  2; 1 batch-parallel images with 1-thread GEMMs; 2 images in turn with one parallel GEMM; 3 the
+ *  whole batch as one GEMM, weights packed once, im2col straight into micro-panels), ptile (output pixels per column tile, 0 = whole image),
  *  mc, kc, nc (GEMM cache blocks, 0 = the ISA's default), nt_jc (algo 2 GEMM split, 0 = auto). */
 typedef struct bkm_kern_conv2d bkm_kern_conv2d_t;
 /** Create for problem @p d. BKM_EINVAL naming a bad tunable, BKM_ENOTSUP naming an ISA the CPU
