@@ -339,7 +339,7 @@ static int space_push(bkm_tune_space_t *sp, const bkm_tune_config_t *c, bkm_err_
 
 /* Fill the setting fields of a configuration from its coordinates. */
 static void config_fill(bkm_tune_config_t *c, const int *threads, const aff_setting_t *aff, const int *bt,
-                        char hw[][32], const param_dim_t *pd, int n_pd, const char *backend)
+                        const char hw[][32], const param_dim_t *pd, int n_pd, const char *backend)
 {
     const aff_setting_t *a = &aff[c->coord[BKM_TUNE_DIM_AFFINITY]];
     c->threads = threads[c->coord[BKM_TUNE_DIM_THREADS]];
@@ -361,25 +361,332 @@ static void config_fill(bkm_tune_config_t *c, const int *threads, const aff_sett
     }
 }
 
+/* The dimensions while the space is built. Index 0 of affinity, blocktime and hw_subset is
+ * "nothing set"; a value whose grid flag is 0 is there only for the default configuration. */
+typedef struct dims {
+    int threads[BKM_TUNE_SPACE_MAX_THREADS + 1], n_thr, n_thr_grid, thr_def;
+    aff_setting_t aff[BKM_TUNE_SPACE_MAX_AFFINITY + 1];
+    unsigned char aff_grid[BKM_TUNE_SPACE_MAX_AFFINITY + 1];
+    int n_aff;
+    int bt[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1], n_bt;
+    unsigned char bt_grid[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1];
+    char hw[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1][32];
+    unsigned char hw_grid[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1];
+    int n_hw;
+    param_dim_t pd[BKM_TUNE_SPACE_MAX_PARAMS];
+    int n_pd;
+    size_t n_pcomb;
+    int *rep;               /* [thread][hw][aff]: index hw*n_aff+aff of the kept pair, -1 = dropped */
+    unsigned char *eq_def;  /* [thread][hw][aff]: same plan as the default setting */
+    unsigned char *pvalid;  /* [parameter combination]: the workload accepts it */
+    char words[128];        /* "1 package, 2 cores, 1 thread/core" */
+} dims_t;
+
+/* threads: the user's or the profile's; the default (one per core) is always present */
+static int dims_threads(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_node_profile_t *prof, int n_pus,
+                        int cores, bkm_err_t *err)
+{
+    int n = o->n_threads ? o->n_threads : prof->n_threads, k;
+    for (int i = 0; i < n; i++) {
+        int t = o->n_threads ? o->threads[i] : prof->threads[i], dup = 0;
+        if (t < 1 || t > n_pus)
+            return bkm_err_set(err, BKM_EINVAL, "--threads %d is beyond node '%s' (1..%d PUs: %s)", t, prof->name,
+                               n_pus, d->words);
+        for (k = 0; k < d->n_thr; k++)
+            dup |= d->threads[k] == t;
+        if (!dup && d->n_thr < BKM_TUNE_SPACE_MAX_THREADS)
+            d->threads[d->n_thr++] = t;
+    }
+    d->n_thr_grid = d->n_thr;
+    for (k = 0; k < d->n_thr && d->threads[k] != cores; k++)
+        ;
+    if (k == d->n_thr)
+        d->threads[d->n_thr++] = cores;
+    d->thr_def = k;
+    return BKM_OK;
+}
+
+/* affinity settings: "default" first; in the grid unless the user's list omits it */
+static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, bkm_err_t *err)
+{
+    int rc;
+    if (o->n_affinity == 0) {
+        d->n_aff = settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY);
+        memset(d->aff_grid, 1, (size_t)d->n_aff);
+        return BKM_OK;
+    }
+    snprintf(d->aff[0].label, sizeof d->aff[0].label, "default");
+    d->n_aff = 1;
+    for (int i = 0; i < o->n_affinity && i < BKM_TUNE_SPACE_MAX_AFFINITY; i++) {
+        aff_setting_t a;
+        int dup = 0;
+        if ((rc = setting_parse(o->affinity[i], &a, err)) < 0)
+            return rc;
+        if (setting_is_default(&a)) {
+            d->aff_grid[0] = 1;
+            continue;
+        }
+        for (int k = 1; k < d->n_aff; k++)
+            dup |= strcmp(d->aff[k].label, a.label) == 0;
+        if (!dup) {
+            d->aff[d->n_aff] = a;
+            d->aff_grid[d->n_aff++] = 1;
+        }
+    }
+    return BKM_OK;
+}
+
+/* blocktime: unset first; 200 ms is the runtime's default, so it is unset */
+static int dims_blocktime(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_node_profile_t *prof,
+                          bkm_tune_space_t *sp)
+{
+    int n = o->n_blocktime ? o->n_blocktime : prof->n_blocktime, rc;
+    d->bt_grid[0] = o->n_blocktime == 0;
+    d->bt[d->n_bt++] = BKM_TUNE_BLOCKTIME_UNSET;
+    for (int i = 0; i < n; i++) {
+        int v = o->n_blocktime ? o->blocktime_ms[i] : prof->blocktime_ms[i], dup = 0;
+        if (v == INT_MAX || v == -1)
+            v = BKM_TUNE_BLOCKTIME_INFINITE;
+        if (v == 200) {
+            if ((rc = add_note(sp, "KMP_BLOCKTIME=200 \u2261 default (the runtime's default is 200 ms): "
+                               "measured once")) < 0)
+                return rc;
+            sp->merged++;
+            v = BKM_TUNE_BLOCKTIME_UNSET;
+        }
+        for (int k = 0; k < d->n_bt; k++)
+            if (d->bt[k] == v)
+                dup = 1, d->bt_grid[k] = 1;
+        if (!dup && d->n_bt <= BKM_TUNE_SPACE_MAX_BLOCKTIME) {
+            d->bt_grid[d->n_bt] = 1;
+            d->bt[d->n_bt++] = v;
+        }
+    }
+    return BKM_OK;
+}
+
+/* KMP_HW_SUBSET: unset first; generated: 1..smt-1 threads of every core (per package) */
+static int dims_hw_subset(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_topo_summary_t *ts,
+                          bkm_err_t *err)
+{
+    d->hw_grid[0] = o->n_hw_subset == 0;
+    d->hw[d->n_hw++][0] = '\0';
+    for (int i = 0; i < o->n_hw_subset && d->n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; i++) {
+        bkm_aff_hw_subset_t hs;
+        const char *v = o->hw_subset[i];
+        if (strcmp(v, "none") == 0) {
+            d->hw_grid[0] = 1;
+            continue;
+        }
+        if (strlen(v) >= sizeof d->hw[0])
+            return bkm_err_set(err, BKM_EINVAL, "--hw-subset '%s' is too long", v);
+        if (bkm_aff_hw_subset_parse(v, &hs, err) < 0)
+            return bkm_err_prefix(err, "--hw-subset '%s'", v);
+        d->hw_grid[d->n_hw] = 1;
+        snprintf(d->hw[d->n_hw++], sizeof d->hw[0], "%s", v);
+    }
+    for (int t = 1; o->n_hw_subset == 0 && t < ts->pus_per_core_max && d->n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET;
+         t++) {
+        d->hw_grid[d->n_hw] = 1;
+        if (ts->packages > 1)
+            snprintf(d->hw[d->n_hw++], sizeof d->hw[0], "%ds,%dc,%dt", ts->packages, ts->cores / ts->packages, t);
+        else
+            snprintf(d->hw[d->n_hw++], sizeof d->hw[0], "%dc,%dt", ts->cores, t);
+    }
+    return BKM_OK;
+}
+
+/* Record "setting a = setting b at t threads" in the merge notes (one note per pair). */
+static void merge_record(merge_note_t *mn, int *n_mn, int a, int ha, int b, int hb, int threads)
+{
+    int m;
+    size_t l;
+    for (m = 0; m < *n_mn; m++)
+        if (mn[m].a == a && mn[m].h_a == ha && mn[m].b == b && mn[m].h_b == hb)
+            break;
+    if (m == *n_mn) {
+        if (*n_mn >= MAX_NOTES)
+            return;
+        mn[m].a = a, mn[m].h_a = ha, mn[m].b = b, mn[m].h_b = hb;
+        mn[m].threads[0] = '\0';
+        (*n_mn)++;
+    }
+    l = strlen(mn[m].threads);
+    snprintf(mn[m].threads + l, sizeof mn[m].threads - l, "%s%d", l ? "," : "", threads);
+}
+
+/* Plan every (hw subset, affinity) pair at every thread count: drop what the planner rejects or
+ * what oversubscribes the PUs KMP_HW_SUBSET leaves; merge pairs with identical plans into the
+ * first such pair of the grid. */
+static int plans_dedup(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, bkm_err_t *err)
+{
+    int n_pairs = d->n_hw * d->n_aff, n_mn = 0, rc = BKM_OK;
+    merge_note_t *mn = bkm_calloc(MAX_NOTES, sizeof *mn);
+    bkm_aff_plan_t **plans = bkm_calloc((size_t)n_pairs, sizeof *plans);
+    d->rep = bkm_malloc((size_t)d->n_thr * (size_t)n_pairs * sizeof *d->rep);
+    d->eq_def = bkm_calloc((size_t)d->n_thr * (size_t)n_pairs, 1);
+    if (mn == NULL || plans == NULL || d->rep == NULL || d->eq_def == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        goto out;
+    }
+    for (int ti = 0; ti < d->n_thr; ti++) {
+        int t = d->threads[ti];
+        for (int idx = 0; idx < n_pairs; idx++) {
+            int hi = idx / d->n_aff, ai = idx % d->n_aff, *r = &d->rep[ti * n_pairs + idx], allowed;
+            const aff_setting_t *a = &d->aff[ai];
+            bkm_aff_env_t env;
+            bkm_err_t e2 = {0};
+            memset(&env, 0, sizeof env);
+            env.kmp_affinity = a->kmp[0] ? a->kmp : NULL;
+            env.omp_places = a->places[0] ? a->places : NULL;
+            env.omp_proc_bind = a->bind[0] ? a->bind : NULL;
+            env.kmp_hw_subset = d->hw[hi][0] ? d->hw[hi] : NULL;
+            *r = -1;
+            if (bkm_aff_plan_create(topo, &env, t, &plans[idx], &e2) < 0) {
+                sp->dropped++;
+                add_note(sp, "dropped %s%s%s at %d threads: %s", a->label, d->hw[hi][0] ? " KMP_HW_SUBSET=" : "",
+                         d->hw[hi], t, e2.msg);
+                continue;
+            }
+            allowed = bkm_cpuset_count(bkm_aff_plan_allowed(plans[idx]));
+            if (allowed < t) {
+                sp->dropped++;
+                add_note(sp, "dropped %s KMP_HW_SUBSET=%s at %d threads: only %d PUs allowed (oversubscribed)",
+                         a->label, d->hw[hi], t, allowed);
+                bkm_aff_plan_free(plans[idx]);
+                plans[idx] = NULL;
+                continue;
+            }
+            d->eq_def[ti * n_pairs + idx] = idx == 0 || bkm_aff_plan_equal(plans[0], plans[idx]);
+            *r = idx;
+            for (int k = 0; k < idx && *r == idx; k++)
+                if (plans[k] && d->aff_grid[k % d->n_aff] && d->hw_grid[k / d->n_aff] &&
+                    bkm_aff_plan_equal(plans[k], plans[idx]))
+                    *r = k;
+            if (*r != idx) {
+                sp->merged++;
+                merge_record(mn, &n_mn, ai, hi, *r % d->n_aff, *r / d->n_aff, t);
+            }
+        }
+        for (int k = 0; k < n_pairs; k++) {
+            bkm_aff_plan_free(plans[k]);
+            plans[k] = NULL;
+        }
+    }
+    for (int m = 0; m < n_mn; m++) {
+        const aff_setting_t *a = &d->aff[mn[m].a], *b = &d->aff[mn[m].b];
+        const char *ha = d->hw[mn[m].h_a], *hb = d->hw[mn[m].h_b];
+        add_note(sp, "%s%s%s%s \u2261 %s%s%s at %s thread%s on this topology (%s): measured once",
+                 a->kmp[0] ? "KMP_AFFINITY=" : "", a->label, ha[0] ? " KMP_HW_SUBSET=" : "", ha, b->label,
+                 hb[0] ? " KMP_HW_SUBSET=" : "", hb, mn[m].threads, strcmp(mn[m].threads, "1") == 0 ? "" : "s",
+                 d->words);
+    }
+out:
+    bkm_free(plans);
+    bkm_free(mn);
+    return rc;
+}
+
+/* Parameter combination @p pc as coordinates (value index per parameter dimension). */
+static void pcomb_coords(const dims_t *d, size_t pc, int *v)
+{
+    for (int k = 0; k < d->n_pd; k++) {
+        v[k] = (int)(pc % (size_t)d->pd[k].n);
+        pc /= (size_t)d->pd[k].n;
+    }
+}
+
+/* Which parameter combinations the workload accepts together (dropped ones are noted). */
+static int params_validate(dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_space_t *sp, bkm_err_t *err)
+{
+    int v[BKM_TUNE_SPACE_MAX_PARAMS];
+    d->n_pcomb = 1;
+    for (int k = 0; k < d->n_pd; k++)
+        d->n_pcomb *= (size_t)d->pd[k].n;
+    if (d->n_pcomb > SPACE_MAX_CONFIGS)
+        return bkm_err_set(err, BKM_EINVAL, "--param: %zu parameter combinations is too many", d->n_pcomb);
+    d->pvalid = bkm_malloc(d->n_pcomb);
+    if (d->pvalid == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+    for (size_t pc = 0; pc < d->n_pcomb; pc++) {
+        bkm_wl_config_t wc;
+        bkm_err_t e2 = {0};
+        char kv[128];
+        bkm_wl_config_init(&wc);
+        if (o->backend && o->backend[0]) {
+            snprintf(kv, sizeof kv, "backend=%s", o->backend);
+            bkm_wl_config_add(&wc, kv, NULL);
+        }
+        pcomb_coords(d, pc, v);
+        for (int k = 0; k < d->n_pd; k++) {
+            snprintf(kv, sizeof kv, "%s=%s", d->pd[k].key, d->pd[k].value[v[k]]);
+            bkm_wl_config_add(&wc, kv, NULL);
+        }
+        d->pvalid[pc] = bkm_wl_config_check(o->workload, &wc, &e2) == BKM_OK;
+        if (!d->pvalid[pc]) {
+            sp->dropped++;
+            add_note(sp, "dropped parameters: %s", e2.msg);
+        }
+    }
+    return BKM_OK;
+}
+
+static void config_at(const dims_t *d, bkm_tune_config_t *c, const char *backend)
+{
+    config_fill(c, d->threads, d->aff, d->bt, d->hw, d->pd, d->n_pd, backend);
+}
+
+/* The default configuration first, then every grid point that is not a merged duplicate. */
+static int grid_build(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_space_t *sp, bkm_err_t *err)
+{
+    int n_pairs = d->n_hw * d->n_aff, v[BKM_TUNE_SPACE_MAX_PARAMS], rc;
+    bkm_tune_config_t c;
+    memset(&c, 0, sizeof c);
+    c.coord[BKM_TUNE_DIM_THREADS] = d->thr_def;
+    for (int k = 0; k < d->n_pd; k++)
+        c.coord[BKM_TUNE_DIM_PARAM0 + k] = d->pd[k].default_index;
+    config_at(d, &c, o->backend);
+    c.is_default = 1;
+    if ((rc = space_push(sp, &c, err)) < 0)
+        return rc;
+    for (int ti = 0; ti < d->n_thr_grid; ti++)
+        for (int idx = 0; idx < n_pairs; idx++) {
+            int hi = idx / d->n_aff, ai = idx % d->n_aff;
+            if (!d->aff_grid[ai] || !d->hw_grid[hi] || d->rep[ti * n_pairs + idx] != idx)
+                continue;
+            for (int bi = 0; bi < d->n_bt; bi++)
+                for (size_t pc = 0; pc < d->n_pcomb && d->bt_grid[bi]; pc++) {
+                    int is_def = ti == d->thr_def && d->eq_def[ti * n_pairs + idx] && bi == 0, extra = 0;
+                    if (!d->pvalid[pc])
+                        continue;
+                    pcomb_coords(d, pc, v);
+                    memset(&c, 0, sizeof c);
+                    c.coord[BKM_TUNE_DIM_THREADS] = ti;
+                    c.coord[BKM_TUNE_DIM_AFFINITY] = ai;
+                    c.coord[BKM_TUNE_DIM_BLOCKTIME] = bi;
+                    c.coord[BKM_TUNE_DIM_HW_SUBSET] = hi;
+                    for (int k = 0; k < d->n_pd; k++) {
+                        extra |= v[k] >= d->pd[k].n_grid;   /* a value only the default uses */
+                        is_def &= v[k] == d->pd[k].default_index;
+                        c.coord[BKM_TUNE_DIM_PARAM0 + k] = v[k];
+                    }
+                    if (is_def || extra)
+                        continue;   /* the default configuration, already first */
+                    config_at(d, &c, o->backend);
+                    if ((rc = space_push(sp, &c, err)) < 0)
+                        return rc;
+                }
+        }
+    return BKM_OK;
+}
+
 int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, const bkm_node_profile_t *prof,
                           const bkm_tune_space_opts_t *o, bkm_err_t *err)
 {
     bkm_tune_space_t *sp = NULL;
-    aff_setting_t *aff = NULL;
-    param_dim_t *pd = NULL;
-    merge_note_t *mn = NULL;
-    int *rep = NULL, *pvalid = NULL;
-    int threads[BKM_TUNE_SPACE_MAX_THREADS + 1], n_thr = 0, n_thr_grid, thr_def;
-    int bt[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1], n_bt = 0;
-    char hw[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1][32];
-    int n_hw = 0, n_aff = 0, n_pd = 0, n_mn = 0, rc;
-    unsigned char aff_grid[BKM_TUNE_SPACE_MAX_AFFINITY + 1] = {0}, bt_grid[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1] = {0};
-    unsigned char hw_grid[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1] = {0};
-    size_t n_pcomb = 1;
+    dims_t *d = NULL;
     bkm_topo_summary_t ts;
-    char words[128];
-    const bkm_topo_pu_t *pus;
-    int n_pus = 0;
+    int n_pus = 0, rc;
 
     if (space == NULL || topo == NULL || prof == NULL || o == NULL || o->workload == NULL)
         return bkm_err_set(err, BKM_EINVAL, "space_create: NULL argument");
@@ -389,303 +696,30 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     if (o->backend && o->backend[0] && (rc = check_value(o->workload, NULL, "backend", o->backend, err)) < 0)
         return bkm_err_prefix(err, "--backend");
     bkm_topo_summary(topo, &ts);
-    pus = bkm_topo_pus(topo, &n_pus);
-    (void)pus;
-    topo_words(topo, words, sizeof words);
+    bkm_topo_pus(topo, &n_pus);
     sp = bkm_calloc(1, sizeof *sp);
-    aff = bkm_calloc(BKM_TUNE_SPACE_MAX_AFFINITY + 1, sizeof *aff);
-    pd = bkm_calloc(BKM_TUNE_SPACE_MAX_PARAMS, sizeof *pd);
-    mn = bkm_calloc(MAX_NOTES, sizeof *mn);
-    if (sp == NULL || aff == NULL || pd == NULL || mn == NULL) {
+    d = bkm_calloc(1, sizeof *d);
+    if (sp == NULL || d == NULL || (sp->notes = bkm_calloc(MAX_NOTES, sizeof *sp->notes)) == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
         goto out;
     }
     bkm_buf_init(&sp->json);
-    sp->notes = bkm_calloc(MAX_NOTES, sizeof *sp->notes);
-    if (sp->notes == NULL) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+    topo_words(topo, d->words, sizeof d->words);
+    if ((rc = dims_threads(d, o, prof, n_pus, ts.cores > 0 ? ts.cores : 1, err)) < 0 ||
+        (rc = dims_affinity(d, o, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
+        (rc = dims_hw_subset(d, o, &ts, err)) < 0 || (rc = params_build(o, d->pd, &d->n_pd, sp, err)) < 0 ||
+        (rc = params_validate(d, o, sp, err)) < 0 || (rc = plans_dedup(d, topo, sp, err)) < 0 ||
+        (rc = grid_build(d, o, sp, err)) < 0)
         goto out;
-    }
-
-    /* threads: the user's or the profile's; the default (one per core) is always present */
-    thr_def = ts.cores > 0 ? ts.cores : 1;
-    for (int i = 0; i < (o->n_threads ? o->n_threads : prof->n_threads); i++) {
-        int t = o->n_threads ? o->threads[i] : prof->threads[i];
-        int dup = 0;
-        if (t < 1 || t > n_pus) {
-            rc = bkm_err_set(err, BKM_EINVAL, "--threads %d is beyond node '%s' (1..%d PUs: %s)", t, prof->name,
-                             n_pus, words);
-            goto out;
-        }
-        for (int k = 0; k < n_thr; k++)
-            dup |= threads[k] == t;
-        if (!dup && n_thr < BKM_TUNE_SPACE_MAX_THREADS)
-            threads[n_thr++] = t;
-    }
-    n_thr_grid = n_thr;
+    sp->n_dims = BKM_TUNE_DIM_PARAM0 + d->n_pd;
+    sp->dim_size[BKM_TUNE_DIM_THREADS] = d->n_thr;
+    sp->dim_size[BKM_TUNE_DIM_AFFINITY] = d->n_aff;
+    sp->dim_size[BKM_TUNE_DIM_BLOCKTIME] = d->n_bt;
+    sp->dim_size[BKM_TUNE_DIM_HW_SUBSET] = d->n_hw;
+    for (int k = 0; k < d->n_pd; k++)
+        sp->dim_size[BKM_TUNE_DIM_PARAM0 + k] = d->pd[k].n;
     {
-        int k;
-        for (k = 0; k < n_thr && threads[k] != thr_def; k++)
-            ;
-        if (k == n_thr)
-            threads[n_thr++] = thr_def;
-        thr_def = k;   /* now an index */
-    }
-
-    /* affinity settings: "default" is index 0; in the grid unless the user's list omits it */
-    snprintf(aff[n_aff].label, sizeof aff[0].label, "default");
-    aff_grid[n_aff++] = 1;
-    if (o->n_affinity) {
-        aff_grid[0] = 0;
-        for (int i = 0; i < o->n_affinity && i < BKM_TUNE_SPACE_MAX_AFFINITY; i++) {
-            aff_setting_t a;
-            int dup = 0;
-            if ((rc = setting_parse(o->affinity[i], &a, err)) < 0)
-                goto out;
-            if (setting_is_default(&a)) {
-                aff_grid[0] = 1;
-                continue;
-            }
-            for (int k = 1; k < n_aff; k++)
-                dup |= strcmp(aff[k].label, a.label) == 0;
-            if (!dup) {
-                aff[n_aff] = a;
-                aff_grid[n_aff++] = 1;
-            }
-        }
-    } else {
-        n_aff = settings_generate(aff, BKM_TUNE_SPACE_MAX_AFFINITY);
-        for (int k = 0; k < n_aff; k++)
-            aff_grid[k] = 1;
-    }
-
-    /* blocktime: unset first (in the grid unless the user's list omits it); 200 ms is the
-     * runtime default */
-    bt_grid[0] = o->n_blocktime == 0;
-    bt[n_bt++] = BKM_TUNE_BLOCKTIME_UNSET;
-    for (int i = 0; i < (o->n_blocktime ? o->n_blocktime : prof->n_blocktime); i++) {
-        int v = o->n_blocktime ? o->blocktime_ms[i] : prof->blocktime_ms[i];
-        int dup = 0;
-        if (v == INT_MAX || v == -1)
-            v = BKM_TUNE_BLOCKTIME_INFINITE;
-        if (v == 200) {
-            if ((rc = add_note(sp, "KMP_BLOCKTIME=200 \u2261 default (the runtime's default is 200 ms): "
-                               "measured once")) < 0)
-                goto out;
-            sp->merged++;
-            v = BKM_TUNE_BLOCKTIME_UNSET;
-        }
-        for (int k = 0; k < n_bt; k++)
-            if (bt[k] == v)
-                dup = 1, bt_grid[k] = 1;
-        if (!dup && n_bt <= BKM_TUNE_SPACE_MAX_BLOCKTIME) {
-            bt_grid[n_bt] = 1;
-            bt[n_bt++] = v;
-        }
-    }
-
-    /* KMP_HW_SUBSET */
-    hw_grid[0] = o->n_hw_subset == 0;
-    hw[n_hw++][0] = '\0';
-    if (o->n_hw_subset) {
-        for (int i = 0; i < o->n_hw_subset && n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; i++) {
-            bkm_aff_hw_subset_t hs;
-            const char *v = o->hw_subset[i];
-            if (strcmp(v, "none") == 0) {
-                hw_grid[0] = 1;
-                continue;
-            }
-            if (strlen(v) >= sizeof hw[0]) {
-                rc = bkm_err_set(err, BKM_EINVAL, "--hw-subset '%s' is too long", v);
-                goto out;
-            }
-            if ((rc = bkm_aff_hw_subset_parse(v, &hs, err)) < 0) {
-                bkm_err_prefix(err, "--hw-subset '%s'", v);
-                goto out;
-            }
-            hw_grid[n_hw] = 1;
-            snprintf(hw[n_hw++], sizeof hw[0], "%s", v);
-        }
-    } else {
-        /* 1..smt-1 threads of every core (cores are counted per package) */
-        for (int t = 1; t < ts.pus_per_core_max && n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; t++) {
-            hw_grid[n_hw] = 1;
-            if (ts.packages > 1)
-                snprintf(hw[n_hw++], sizeof hw[0], "%ds,%dc,%dt", ts.packages, ts.cores / ts.packages, t);
-            else
-                snprintf(hw[n_hw++], sizeof hw[0], "%dc,%dt", ts.cores, t);
-        }
-    }
-
-    if ((rc = params_build(o, pd, &n_pd, sp, err)) < 0)
-        goto out;
-    for (int k = 0; k < n_pd; k++)
-        n_pcomb *= (size_t)pd[k].n;
-    sp->n_dims = BKM_TUNE_DIM_PARAM0 + n_pd;
-    sp->dim_size[BKM_TUNE_DIM_THREADS] = n_thr;
-    sp->dim_size[BKM_TUNE_DIM_AFFINITY] = n_aff;
-    sp->dim_size[BKM_TUNE_DIM_BLOCKTIME] = n_bt;
-    sp->dim_size[BKM_TUNE_DIM_HW_SUBSET] = n_hw;
-    for (int k = 0; k < n_pd; k++)
-        sp->dim_size[BKM_TUNE_DIM_PARAM0 + k] = pd[k].n;
-    if (n_pcomb > SPACE_MAX_CONFIGS) {
-        rc = bkm_err_set(err, BKM_EINVAL, "--param: %zu parameter combinations is too many", n_pcomb);
-        goto out;
-    }
-
-    /* plan every (hw subset, affinity) at every thread count; rep = index of the kept pair or -1 */
-    rep = bkm_malloc((size_t)n_thr * (size_t)n_hw * (size_t)n_aff * sizeof *rep);
-    pvalid = bkm_malloc(n_pcomb * sizeof *pvalid);
-    if (rep == NULL || pvalid == NULL) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
-        goto out;
-    }
-    for (int ti = 0; ti < n_thr; ti++) {
-        int n_pairs = n_hw * n_aff;
-        bkm_aff_plan_t **plans = bkm_calloc((size_t)n_pairs, sizeof *plans);
-        if (plans == NULL) {
-            rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
-            goto out;
-        }
-        for (int hi = 0; hi < n_hw; hi++)
-            for (int ai = 0; ai < n_aff; ai++) {
-                int idx = hi * n_aff + ai, *r = &rep[(ti * n_hw + hi) * n_aff + ai];
-                bkm_aff_env_t env;
-                bkm_err_t e2 = {0};
-                memset(&env, 0, sizeof env);
-                env.kmp_affinity = aff[ai].kmp[0] ? aff[ai].kmp : NULL;
-                env.omp_places = aff[ai].places[0] ? aff[ai].places : NULL;
-                env.omp_proc_bind = aff[ai].bind[0] ? aff[ai].bind : NULL;
-                env.kmp_hw_subset = hw[hi][0] ? hw[hi] : NULL;
-                *r = -1;
-                if (bkm_aff_plan_create(topo, &env, threads[ti], &plans[idx], &e2) < 0) {
-                    sp->dropped++;
-                    add_note(sp, "dropped %s%s%s at %d threads: %s", aff[ai].label, hw[hi][0] ? " KMP_HW_SUBSET=" : "",
-                             hw[hi], threads[ti], e2.msg);
-                    continue;
-                }
-                if (bkm_cpuset_count(bkm_aff_plan_allowed(plans[idx])) < threads[ti]) {
-                    sp->dropped++;
-                    add_note(sp, "dropped %s KMP_HW_SUBSET=%s at %d threads: only %d PUs allowed (oversubscribed)",
-                             aff[ai].label, hw[hi], threads[ti], bkm_cpuset_count(bkm_aff_plan_allowed(plans[idx])));
-                    bkm_aff_plan_free(plans[idx]);
-                    plans[idx] = NULL;
-                    continue;
-                }
-                *r = idx;
-                for (int k = 0; k < idx; k++) {
-                    if (plans[k] == NULL || !bkm_aff_plan_equal(plans[k], plans[idx]))
-                        continue;
-                    *r = k;
-                    break;
-                }
-                if (*r != idx) {
-                    int kh = *r / n_aff, ka = *r % n_aff, m;
-                    bkm_aff_plan_free(plans[idx]);
-                    plans[idx] = NULL;
-                    sp->merged++;
-                    for (m = 0; m < n_mn; m++)
-                        if (mn[m].a == ai && mn[m].h_a == hi && mn[m].b == ka && mn[m].h_b == kh)
-                            break;
-                    if (m == n_mn && n_mn < MAX_NOTES) {
-                        mn[m].a = ai, mn[m].h_a = hi, mn[m].b = ka, mn[m].h_b = kh;
-                        mn[m].threads[0] = '\0';
-                        n_mn++;
-                    }
-                    if (m < n_mn) {
-                        size_t l = strlen(mn[m].threads);
-                        snprintf(mn[m].threads + l, sizeof mn[m].threads - l, "%s%d", l ? "," : "", threads[ti]);
-                    }
-                }
-            }
-        for (int k = 0; k < n_pairs; k++)
-            bkm_aff_plan_free(plans[k]);
-        bkm_free(plans);
-    }
-    for (int m = 0; m < n_mn; m++) {
-        const aff_setting_t *a = &aff[mn[m].a], *b = &aff[mn[m].b];
-        const char *ha = hw[mn[m].h_a], *hb = hw[mn[m].h_b];
-        add_note(sp, "%s%s%s%s \u2261 %s%s%s at %s thread%s on this topology (%s): measured once",
-                 a->kmp[0] ? "KMP_AFFINITY=" : "", a->label, ha[0] ? " KMP_HW_SUBSET=" : "", ha, b->label,
-                 hb[0] ? " KMP_HW_SUBSET=" : "", hb, mn[m].threads, strchr(mn[m].threads, ',') ? "s" :
-                 (strcmp(mn[m].threads, "1") == 0 ? "" : "s"), words);
-    }
-
-    /* parameter combinations: valid when the workload accepts them together */
-    for (size_t pc = 0; pc < n_pcomb; pc++) {
-        bkm_wl_config_t wc;
-        bkm_err_t e2 = {0};
-        size_t r = pc;
-        char kv[128];
-        bkm_wl_config_init(&wc);
-        if (o->backend && o->backend[0]) {
-            snprintf(kv, sizeof kv, "backend=%s", o->backend);
-            bkm_wl_config_add(&wc, kv, NULL);
-        }
-        for (int k = 0; k < n_pd; k++) {
-            snprintf(kv, sizeof kv, "%s=%s", pd[k].key, pd[k].value[r % (size_t)pd[k].n]);
-            r /= (size_t)pd[k].n;
-            bkm_wl_config_add(&wc, kv, NULL);
-        }
-        pvalid[pc] = bkm_wl_config_check(o->workload, &wc, &e2) == BKM_OK;
-        if (!pvalid[pc]) {
-            sp->dropped++;
-            add_note(sp, "dropped parameters: %s", e2.msg);
-        }
-    }
-
-    /* the default configuration first, then the grid */
-    {
-        bkm_tune_config_t c;
-        memset(&c, 0, sizeof c);
-        c.coord[BKM_TUNE_DIM_THREADS] = thr_def;
-        for (int k = 0; k < n_pd; k++)
-            c.coord[BKM_TUNE_DIM_PARAM0 + k] = pd[k].default_index;
-        config_fill(&c, threads, aff, bt, hw, pd, n_pd, o->backend);
-        c.is_default = 1;
-        if ((rc = space_push(sp, &c, err)) < 0)
-            goto out;
-    }
-    for (int ti = 0; ti < n_thr_grid; ti++)
-        for (int hi = 0; hi < n_hw; hi++)
-            for (int ai = 0; ai < n_aff; ai++) {
-                int idx = hi * n_aff + ai;
-                if (!aff_grid[ai] || !hw_grid[hi])
-                    continue;
-                if (rep[(ti * n_hw + hi) * n_aff + ai] != idx)
-                    continue;
-                for (int bi = 0; bi < n_bt; bi++)
-                    for (size_t pc = 0; pc < n_pcomb && bt_grid[bi]; pc++) {
-                        bkm_tune_config_t c;
-                        size_t r = pc;
-                        int is_def;
-                        if (!pvalid[pc])
-                            continue;
-                        memset(&c, 0, sizeof c);
-                        c.coord[BKM_TUNE_DIM_THREADS] = ti;
-                        c.coord[BKM_TUNE_DIM_AFFINITY] = ai;
-                        c.coord[BKM_TUNE_DIM_BLOCKTIME] = bi;
-                        c.coord[BKM_TUNE_DIM_HW_SUBSET] = hi;
-                        is_def = ti == thr_def && ai == 0 && bi == 0 && hi == 0;
-                        for (int k = 0; k < n_pd; k++) {
-                            int v = (int)(r % (size_t)pd[k].n);
-                            r /= (size_t)pd[k].n;
-                            if (v >= pd[k].n_grid)
-                                goto next_combo;   /* extra value: only the default uses it */
-                            c.coord[BKM_TUNE_DIM_PARAM0 + k] = v;
-                            is_def &= v == pd[k].default_index;
-                        }
-                        if (is_def)
-                            continue;
-                        config_fill(&c, threads, aff, bt, hw, pd, n_pd, o->backend);
-                        if ((rc = space_push(sp, &c, err)) < 0)
-                            goto out;
-                    next_combo:;
-                    }
-            }
-
-    /* canonical description of the space: the sweep key */
-    {
+        /* canonical description of the space: the input of the sweep key */
         bkm_json_w_t w;
         bkm_json_w_init(&w, &sp->json, 0);
         bkm_json_obj_begin(&w);
@@ -702,11 +736,12 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     sp = NULL;
     rc = BKM_OK;
 out:
-    bkm_free(rep);
-    bkm_free(pvalid);
-    bkm_free(aff);
-    bkm_free(pd);
-    bkm_free(mn);
+    if (d) {
+        bkm_free(d->rep);
+        bkm_free(d->eq_def);
+        bkm_free(d->pvalid);
+    }
+    bkm_free(d);
     bkm_tune_space_free(sp);
     return rc;
 }

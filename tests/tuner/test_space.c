@@ -158,6 +158,26 @@ START_TEST(spec_from_config)
 }
 END_TEST
 
+START_TEST(narrowed_setting_equal_to_default_is_kept)
+{
+    /* 'none' plans like the default (unbound), but at 1 thread it is another configuration */
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    opts_init(&o, "gemm");
+    o.threads[0] = 1, o.threads[1] = 2, o.n_threads = 2;
+    o.affinity[0] = "none", o.n_affinity = 1;
+    o.blocktime_ms[0] = 200, o.n_blocktime = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_OK);
+    /* the default (2 threads, nothing set) and 'none' at 1 thread; 'none' at 2 threads is the
+     * default itself */
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 2);
+    ck_assert_int_eq(bkm_tune_space_config(sp, 1)->threads, 1);
+    ck_assert_str_eq(bkm_tune_space_config(sp, 1)->kmp_affinity, "none");
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
 START_TEST(narrowing_params)
 {
     bkm_tune_space_opts_t o;
@@ -321,6 +341,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, config_keys_are_canonical_and_distinct);
     tcase_add_test(tc, spec_from_config);
     tcase_add_test(tc, narrowing_params);
+    tcase_add_test(tc, narrowed_setting_equal_to_default_is_kept);
     tcase_add_test(tc, bad_inputs_named);
     tcase_add_test(tc, tunables_swept_on_request);
     suite_add_tcase(s, tc);
