@@ -231,7 +231,6 @@ static int stopped(const bkm_tune_sweep_cfg_t *cfg)
 
 typedef struct cand {
     size_t config;
-    double search_ms;
     double *ms;
     size_t n;
     int failed;
@@ -251,25 +250,259 @@ static int cand_append(cand_t *c, double *ms, size_t n, bkm_err_t *err)
     return BKM_OK;
 }
 
+/* Find or create the sweep: its key covers the space and the measurement protocol (another
+ * protocol is another sweep), the strategy and its seed, the node and the workload. */
+static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    const char *strategy = cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT;
+    bkm_db_sweep_t info;
+    bkm_db_filter_t filt;
+    bkm_json_w_t w;
+    bkm_buf_t sj;
+    char key[17];
+    int rc;
+    bkm_buf_init(&sj);
+    bkm_json_w_init(&w, &sj, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "space"), bkm_tune_space_to_json(st->space, &w);
+    bkm_json_key(&w, "min_samples"), bkm_json_int(&w, cfg->base.min_samples);
+    bkm_json_key(&w, "max_samples"), bkm_json_int(&w, cfg->base.max_samples);
+    bkm_json_key(&w, "min_time_s"), bkm_json_double(&w, cfg->base.min_time_s);
+    bkm_json_key(&w, "target_ci_rel"), bkm_json_double(&w, cfg->base.target_ci_rel);
+    bkm_json_key(&w, "strategy"), bkm_json_str(&w, strategy);
+    bkm_json_key(&w, "seed"), bkm_json_int(&w, (int64_t)cfg->seed);
+    bkm_json_obj_end(&w);
+    rc = bkm_db_sweep_key(bkm_buf_str(&sj), cfg->node, cfg->workload, key, err);
+    bkm_buf_free(&sj);
+    if (rc < 0)
+        return rc;
+    memset(&info, 0, sizeof info);
+    info.key = key;
+    info.command = cfg->command;
+    info.node = cfg->node;
+    info.workload = cfg->workload;
+    info.strategy = strategy;
+    info.git_revision = cfg->git_revision;
+    info.host_id = cfg->host_id;
+    if ((rc = bkm_db_sweep_open(st->db, &info, cfg->fresh, &st->sweep_id, &res->resumed, err)) < 0)
+        return rc;
+    res->sweep_id = st->sweep_id;
+    memset(&filt, 0, sizeof filt);
+    filt.sweep_id = st->sweep_id;
+    return bkm_db_trials_query(st->db, &filt, &st->stored, err);
+}
+
+/* The search: the strategy asks, the runner measures (or the database answers on resume). */
+static int search_run(sweep_state_t *st, bkm_tune_strategy_t *strat, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    bkm_tune_ask_t ask;
+    int rc;
+    while (!stopped(cfg) && bkm_tune_strategy_next(strat, &ask)) {
+        double v;
+        if (cfg->time_budget_s > 0 && (double)(bkm_now_ns() - st->t0_ns) * 1e-9 >= cfg->time_budget_s) {
+            bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
+            break;
+        }
+        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
+            return rc;
+        bkm_tune_strategy_report(strat, &ask, v);
+    }
+    return BKM_OK;
+}
+
+/* Candidates for the confirmation round: the default first, the strategy's pick, then the
+ * lowest stored medians of this sweep's ok search trials, up to confirm_top besides the default. */
+static int candidates_pick(sweep_state_t *st, size_t strategy_best, cand_t *cand, size_t cap, size_t *n_cand,
+                           bkm_err_t *err)
+{
+    size_t n = bkm_tune_space_size(st->space), nc = 0, want = (size_t)st->cfg->confirm_top + 1;
+    bkm_db_trial_list_t now;
+    bkm_db_filter_t filt;
+    int rc;
+    cand[nc++].config = 0;   /* the default is configuration 0 */
+    if (strategy_best != 0 && want > 1)
+        cand[nc++].config = strategy_best;
+    memset(&filt, 0, sizeof filt);
+    filt.sweep_id = st->sweep_id;
+    if ((rc = bkm_db_trials_query(st->db, &filt, &now, err)) < 0)
+        return rc;
+    while (nc < want && nc < cap) {
+        size_t pick = n;
+        double pv = NAN;
+        for (size_t r = 0; r < now.n; r++) {
+            const bkm_db_trial_row_t *row = &now.rows[r];
+            if (row->status != BKM_DB_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms) ||
+                !(isnan(pv) || row->median_ms < pv))
+                continue;
+            for (size_t i = 0; i < n; i++) {
+                const char *k;
+                int dup = 0;
+                if ((rc = config_key(st, i, &k, err)) < 0)
+                    goto out;
+                if (strcmp(k, row->config_json) != 0)
+                    continue;
+                for (size_t c = 0; c < nc; c++)
+                    dup |= cand[c].config == i;
+                if (!dup)
+                    pick = i, pv = row->median_ms;
+                break;
+            }
+        }
+        if (pick == n)
+            break;
+        cand[nc++].config = pick;
+    }
+    rc = BKM_OK;
+out:
+    bkm_db_trial_list_free(&now);
+    *n_cand = nc;
+    return rc;
+}
+
+/* Confirmation: rounds of default, c1, c2, c3 (interleaved across rounds: ABAB), role "confirm". */
+static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    int rc;
+    st->prog.phase = "confirm";
+    st->prog.total = st->prog.done + (n_cand > 1 ? (size_t)cfg->confirm_rounds * n_cand : 0);
+    for (int r = 1; n_cand > 1 && r <= cfg->confirm_rounds; r++)
+        for (size_t c = 0; c < n_cand; c++) {
+            double v, *ms = NULL;
+            size_t nm = 0;
+            if (stopped(cfg))
+                return BKM_OK;
+            if (cand[c].failed)
+                continue;
+            if ((rc = trial_do(st, cand[c].config, "confirm", r, 1, &v, &ms, &nm, err)) < 0)
+                return rc;
+            if (isnan(v))
+                cand[c].failed = 1;
+            rc = cand_append(&cand[c], ms, nm, err);
+            bkm_free(ms);
+            if (rc < 0)
+                return rc;
+        }
+    return BKM_OK;
+}
+
+/* The fastest candidate that beats the default beyond noise (stats rule), else the default.
+ * *win is the winning candidate's index (0 = the default stands). */
+static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_cand, bkm_tune_sweep_result_t *res,
+                       size_t *win, bkm_tune_faster_t *win_fv, bkm_err_t *err)
+{
+    const bkm_tune_space_t *space = st->space;
+    bkm_tune_stats_t ds;
+    bkm_tune_faster_t fv;
+    double win_med = NAN, best_ratio = NAN;
+    int rc;
+    *win = 0;
+    memset(win_fv, 0, sizeof *win_fv);
+    res->dflt = *bkm_tune_space_config(space, 0);
+    res->best = res->dflt;
+    if (n_cand == 1) {
+        snprintf(res->verdict, sizeof res->verdict, "only the default was measured: it stands");
+        return BKM_OK;
+    }
+    if (cand[0].n == 0 || cand[0].failed || bkm_tune_stats_compute(cand[0].ms, cand[0].n, NULL, &ds, NULL) < 0) {
+        snprintf(res->verdict, sizeof res->verdict, "the default setting failed in the confirmation round");
+        return BKM_OK;
+    }
+    snprintf(res->verdict, sizeof res->verdict, "no setting beats the default beyond noise");
+    res->default_median_ms = res->best_median_ms = ds.median;
+    res->default_ci_lo_ms = res->best_ci_lo_ms = ds.ci_lo;
+    res->default_ci_hi_ms = res->best_ci_hi_ms = ds.ci_hi;
+    res->speedup = 1.0;
+    res->has_best = 1;
+    for (size_t c = 1; c < n_cand; c++) {
+        if (cand[c].failed || cand[c].n == 0)
+            continue;
+        if ((rc = bkm_tune_stats_faster(cand[c].ms, cand[c].n, cand[0].ms, cand[0].n, NULL, &fv, err)) < 0)
+            return rc;
+        if (fv.significant) {
+            if (isnan(win_med) || fv.cand.median < win_med)
+                *win = c, win_med = fv.cand.median, *win_fv = fv;
+        } else if (*win == 0 && (isnan(best_ratio) || fv.ratio > best_ratio)) {
+            char label[160];
+            best_ratio = fv.ratio;
+            bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
+            snprintf(res->verdict, sizeof res->verdict,
+                     "no setting beats the default beyond noise (closest: %s at %.3gx: %s)", label, fv.ratio,
+                     fv.reason);
+        }
+    }
+    if (*win > 0) {
+        res->best = *bkm_tune_space_config(space, cand[*win].config);
+        res->best_median_ms = win_fv->cand.median;
+        res->best_ci_lo_ms = win_fv->cand.ci_lo, res->best_ci_hi_ms = win_fv->cand.ci_hi;
+        res->speedup = win_fv->ratio;
+        res->significant = 1;
+        snprintf(res->verdict, sizeof res->verdict, "faster than the default beyond noise (Mann-Whitney p %s %.2g)",
+                 win_fv->mwu.p > 1e-300 ? "=" : "<", win_fv->mwu.p > 1e-300 ? win_fv->mwu.p : 1e-300);
+    }
+    return BKM_OK;
+}
+
+/* Store the best-known setting with its evidence. */
+static int best_store(const sweep_state_t *st, const cand_t *cand, size_t n_cand, size_t win,
+                      const bkm_tune_faster_t *win_fv, const bkm_tune_sweep_result_t *res, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    bkm_db_best_t b;
+    bkm_buf_t cj, ev;
+    bkm_json_w_t w;
+    int rc;
+    memset(&b, 0, sizeof b);
+    bkm_buf_init(&cj);
+    bkm_buf_init(&ev);
+    bkm_json_w_init(&w, &cj, 0);
+    bkm_tune_config_to_json(&res->best, &w);
+    bkm_json_w_init(&w, &ev, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
+    bkm_json_key(&w, "default_samples"), bkm_json_int(&w, (int64_t)cand[0].n);
+    if (win > 0) {
+        bkm_json_key(&w, "best_samples"), bkm_json_int(&w, (int64_t)cand[win].n);
+        bkm_json_key(&w, "mwu_p"), bkm_json_double(&w, win_fv->mwu.p);
+        bkm_json_key(&w, "ratio_ci95");
+        bkm_json_arr_begin(&w);
+        bkm_json_double(&w, win_fv->ratio_lo), bkm_json_double(&w, win_fv->ratio_hi);
+        bkm_json_arr_end(&w);
+    }
+    bkm_json_key(&w, "confirm_rounds"), bkm_json_int(&w, cfg->confirm_rounds);
+    bkm_json_key(&w, "candidates"), bkm_json_int(&w, (int64_t)n_cand - 1);
+    bkm_json_obj_end(&w);
+    b.node = cfg->node;
+    b.workload = cfg->workload;
+    b.sweep_id = st->sweep_id;
+    b.config_json = bkm_buf_str(&cj);
+    b.median_ms = res->best_median_ms;
+    b.ci_lo_ms = res->best_ci_lo_ms, b.ci_hi_ms = res->best_ci_hi_ms;
+    b.default_median_ms = res->default_median_ms;
+    b.speedup = res->speedup;
+    b.significant = res->significant;
+    b.evidence_json = bkm_buf_str(&ev);
+    rc = bkm_db_best_store(st->db, &b, err);
+    bkm_buf_free(&cj);
+    bkm_buf_free(&ev);
+    return rc;
+}
+
 int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *space, bkm_db_t *db,
                        bkm_tune_sweep_result_t *res, bkm_err_t *err)
 {
     sweep_state_t st;
     bkm_tune_problem_t pb;
     bkm_tune_strategy_t *strat = NULL;
-    int *coord = NULL, rc;
-    size_t n, n_cand = 0, budget;
+    bkm_tune_faster_t win_fv;
     cand_t cand[8];
-    double *best_val = NULL;
-    bkm_buf_t sj;
-    char key[17];
-    bkm_db_sweep_t info;
-    bkm_db_filter_t filt;
-    bkm_tune_ask_t ask;
+    int *coord = NULL, rc;
+    size_t n, n_cand = 0, budget, win = 0;
 
     memset(&st, 0, sizeof st);
     memset(cand, 0, sizeof cand);
-    bkm_buf_init(&sj);
     if (cfg == NULL || space == NULL || db == NULL || res == NULL || cfg->runner == NULL || cfg->workload == NULL ||
         cfg->node == NULL)
         return bkm_err_set(err, BKM_EINVAL, "sweep_run: NULL argument");
@@ -277,250 +510,41 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     res->best_median_ms = res->default_median_ms = res->speedup = NAN;
     n = bkm_tune_space_size(space);
     st.cfg = cfg, st.space = space, st.db = db;
-    st.prog.best_ms = NAN;
-    st.prog.eta_s = NAN;
+    st.prog.best_ms = st.prog.eta_s = NAN;
     st.prog.phase = "search";
     st.t0_ns = bkm_now_ns();
-    st.keys = bkm_calloc(n ? n : 1, sizeof *st.keys);
-    best_val = bkm_malloc((n ? n : 1) * sizeof *best_val);
-    if (st.keys == NULL || best_val == NULL) {
+    if ((st.keys = bkm_calloc(n ? n : 1, sizeof *st.keys)) == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
         goto out;
     }
-    if ((rc = bkm_tune_space_problem(space, &pb, &coord, err)) < 0)
-        goto out;
     budget = bkm_tune_sweep_budget(cfg->strategy, cfg->budget, n);
-    if ((rc = bkm_tune_strategy_create(&strat, cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT, &pb,
-                                       budget, cfg->seed, err)) < 0)
+    if ((rc = bkm_tune_space_problem(space, &pb, &coord, err)) < 0 ||
+        (rc = bkm_tune_strategy_create(&strat, cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT, &pb,
+                                       budget, cfg->seed, err)) < 0 ||
+        (rc = sweep_open(&st, res, err)) < 0)
         goto out;
-
-    /* the sweep key: the space and the measurement protocol (a different protocol is a
-     * different sweep), the node and the workload */
-    {
-        bkm_json_w_t w;
-        bkm_json_w_init(&w, &sj, 0);
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "space"), bkm_tune_space_to_json(space, &w);
-        bkm_json_key(&w, "min_samples"), bkm_json_int(&w, cfg->base.min_samples);
-        bkm_json_key(&w, "max_samples"), bkm_json_int(&w, cfg->base.max_samples);
-        bkm_json_key(&w, "min_time_s"), bkm_json_double(&w, cfg->base.min_time_s);
-        bkm_json_key(&w, "target_ci_rel"), bkm_json_double(&w, cfg->base.target_ci_rel);
-        bkm_json_key(&w, "strategy"), bkm_json_str(&w, cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT);
-        bkm_json_key(&w, "seed"), bkm_json_int(&w, (int64_t)cfg->seed);
-        bkm_json_obj_end(&w);
-    }
-    if ((rc = bkm_db_sweep_key(bkm_buf_str(&sj), cfg->node, cfg->workload, key, err)) < 0)
+    st.prog.total = budget + (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
+    if ((rc = search_run(&st, strat, err)) < 0)
         goto out;
-    memset(&info, 0, sizeof info);
-    info.key = key;
-    info.command = cfg->command;
-    info.node = cfg->node;
-    info.workload = cfg->workload;
-    info.strategy = cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT;
-    info.git_revision = cfg->git_revision;
-    info.host_id = cfg->host_id;
-    if ((rc = bkm_db_sweep_open(db, &info, cfg->fresh, &st.sweep_id, &res->resumed, err)) < 0)
-        goto out;
-    res->sweep_id = st.sweep_id;
-    memset(&filt, 0, sizeof filt);
-    filt.sweep_id = st.sweep_id;
-    if ((rc = bkm_db_trials_query(db, &filt, &st.stored, err)) < 0)
-        goto out;
-
-    st.prog.total = (budget < n ? budget : n) +
-                    (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
-    for (size_t i = 0; i < n; i++)
-        best_val[i] = NAN;
-
-    /* search */
-    while (!stopped(cfg) && bkm_tune_strategy_next(strat, &ask)) {
-        double v;
-        if (cfg->time_budget_s > 0 && (double)(bkm_now_ns() - st.t0_ns) * 1e-9 >= cfg->time_budget_s) {
-            bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
-            break;
-        }
-        if ((rc = trial_do(&st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
+    if (!stopped(cfg)) {
+        if ((rc = candidates_pick(&st, bkm_tune_strategy_best(strat, NULL), cand, sizeof cand / sizeof cand[0],
+                                  &n_cand, err)) < 0 ||
+            (rc = confirm_run(&st, cand, n_cand, err)) < 0)
             goto out;
-        bkm_tune_strategy_report(strat, &ask, v);
-    }
-    if (stopped(cfg))
-        goto interrupted;
-    st.prog.total = st.prog.done + (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
-
-    /* candidates: the best configurations by their search value (highest round first) */
-    {
-        size_t best = bkm_tune_strategy_best(strat, NULL);
-        cand[n_cand].config = pb.default_index;
-        cand[n_cand++].search_ms = NAN;
-        if (best != pb.default_index && cfg->confirm_top > 0) {
-            cand[n_cand].config = best;
-            cand[n_cand++].search_ms = NAN;
-        }
-        /* further candidates: lowest stored medians of this sweep's ok search trials */
-        while (n_cand < (size_t)cfg->confirm_top + 1 && n_cand < sizeof cand / sizeof cand[0]) {
-            size_t pick = n;
-            double pv = NAN;
-            bkm_db_trial_list_t now;
-            if ((rc = bkm_db_trials_query(db, &filt, &now, err)) < 0)
-                goto out;
-            for (size_t r = 0; r < now.n; r++) {
-                const bkm_db_trial_row_t *row = &now.rows[r];
-                if (row->status != BKM_DB_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms))
-                    continue;
-                for (size_t i = 0; i < n; i++) {
-                    const char *k;
-                    int dup = 0;
-                    if ((rc = config_key(&st, i, &k, err)) < 0) {
-                        bkm_db_trial_list_free(&now);
-                        goto out;
-                    }
-                    if (strcmp(k, row->config_json) != 0)
-                        continue;
-                    for (size_t c = 0; c < n_cand; c++)
-                        dup |= cand[c].config == i;
-                    if (!dup && (isnan(pv) || row->median_ms < pv))
-                        pick = i, pv = row->median_ms;
-                    break;
-                }
-            }
-            bkm_db_trial_list_free(&now);
-            if (pick == n)
-                break;
-            cand[n_cand].config = pick;
-            cand[n_cand++].search_ms = pv;
-        }
-    }
-
-    /* confirmation: rounds of default, c1, c2, c3 (interleaved ABAB across rounds) */
-    st.prog.phase = "confirm";
-    st.prog.total = st.prog.done + (n_cand > 1 ? (size_t)cfg->confirm_rounds * n_cand : 0);
-    if (n_cand > 1)
-        for (int r = 1; r <= cfg->confirm_rounds; r++)
-            for (size_t c = 0; c < n_cand; c++) {
-                double v, *ms = NULL;
-                size_t nm = 0;
-                if (stopped(cfg))
-                    goto interrupted;
-                if (cand[c].failed)
-                    continue;
-                if ((rc = trial_do(&st, cand[c].config, "confirm", r, 1, &v, &ms, &nm, err)) < 0)
-                    goto out;
-                if (isnan(v))
-                    cand[c].failed = 1;
-                rc = cand_append(&cand[c], ms, nm, err);
-                bkm_free(ms);
-                if (rc < 0)
-                    goto out;
-            }
-
-    /* derivation: the fastest candidate that beats the default beyond noise, else the default */
-    {
-        const bkm_tune_config_t *dc = bkm_tune_space_config(space, pb.default_index);
-        bkm_tune_stats_t ds;
-        size_t win = 0;
-        double win_med = NAN, best_ratio = NAN;
-        bkm_tune_faster_t fv, win_fv;
-        memset(&win_fv, 0, sizeof win_fv);
-        res->dflt = *dc;
-        res->best = *dc;
-        snprintf(res->verdict, sizeof res->verdict, "no setting beats the default beyond noise");
-        if (cand[0].n > 0 && !cand[0].failed && bkm_tune_stats_compute(cand[0].ms, cand[0].n, NULL, &ds, NULL) == 0) {
-            res->default_median_ms = ds.median;
-            res->default_ci_lo_ms = ds.ci_lo, res->default_ci_hi_ms = ds.ci_hi;
-            res->best_median_ms = ds.median;
-            res->best_ci_lo_ms = ds.ci_lo, res->best_ci_hi_ms = ds.ci_hi;
-            res->speedup = 1.0;
-            for (size_t c = 1; c < n_cand; c++) {
-                if (cand[c].failed || cand[c].n == 0)
-                    continue;
-                if ((rc = bkm_tune_stats_faster(cand[c].ms, cand[c].n, cand[0].ms, cand[0].n, NULL, &fv, err)) < 0)
-                    goto out;
-                if (!fv.significant) {
-                    if (win == 0 && (isnan(best_ratio) || fv.ratio > best_ratio)) {
-                        char label[160];
-                        best_ratio = fv.ratio;
-                        bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
-                        snprintf(res->verdict, sizeof res->verdict,
-                                 "no setting beats the default beyond noise (closest: %s at %.3gx: %s)", label,
-                                 fv.ratio, fv.reason);
-                    }
-                    continue;
-                }
-                if (isnan(win_med) || fv.cand.median < win_med)
-                    win = c, win_med = fv.cand.median, win_fv = fv;
-            }
-            if (win > 0) {
-                res->best = *bkm_tune_space_config(space, cand[win].config);
-                res->best_median_ms = win_fv.cand.median;
-                res->best_ci_lo_ms = win_fv.cand.ci_lo, res->best_ci_hi_ms = win_fv.cand.ci_hi;
-                res->speedup = win_fv.ratio;
-                res->significant = 1;
-                snprintf(res->verdict, sizeof res->verdict, "faster than the default beyond noise (Mann-Whitney p %s %.2g)",
-                         win_fv.mwu.p > 1e-300 ? "=" : "<", win_fv.mwu.p > 1e-300 ? win_fv.mwu.p : 1e-300);
-            }
-            res->has_best = 1;
-        } else if (n_cand == 1) {
-            double v = NAN;
-            size_t b = bkm_tune_strategy_best(strat, &v);
-            (void)b;
-            snprintf(res->verdict, sizeof res->verdict, "only the default was measured: it stands");
-        } else {
-            snprintf(res->verdict, sizeof res->verdict, "the default setting failed in the confirmation round");
-        }
-        if (res->has_best) {
-            bkm_db_best_t b;
-            bkm_buf_t cj, ev;
-            bkm_json_w_t w;
-            memset(&b, 0, sizeof b);
-            bkm_buf_init(&cj);
-            bkm_buf_init(&ev);
-            bkm_json_w_init(&w, &cj, 0);
-            bkm_tune_config_to_json(&res->best, &w);
-            bkm_json_w_init(&w, &ev, 0);
-            bkm_json_obj_begin(&w);
-            bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
-            bkm_json_key(&w, "default_samples"), bkm_json_int(&w, (int64_t)cand[0].n);
-            if (win > 0) {
-                bkm_json_key(&w, "best_samples"), bkm_json_int(&w, (int64_t)cand[win].n);
-                bkm_json_key(&w, "mwu_p"), bkm_json_double(&w, win_fv.mwu.p);
-                bkm_json_key(&w, "ratio_ci95");
-                bkm_json_arr_begin(&w);
-                bkm_json_double(&w, win_fv.ratio_lo), bkm_json_double(&w, win_fv.ratio_hi);
-                bkm_json_arr_end(&w);
-            }
-            bkm_json_key(&w, "confirm_rounds"), bkm_json_int(&w, cfg->confirm_rounds);
-            bkm_json_key(&w, "candidates"), bkm_json_int(&w, (int64_t)n_cand - 1);
-            bkm_json_obj_end(&w);
-            b.node = cfg->node;
-            b.workload = cfg->workload;
-            b.sweep_id = st.sweep_id;
-            b.config_json = bkm_buf_str(&cj);
-            b.median_ms = res->best_median_ms;
-            b.ci_lo_ms = res->best_ci_lo_ms, b.ci_hi_ms = res->best_ci_hi_ms;
-            b.default_median_ms = res->default_median_ms;
-            b.speedup = res->speedup;
-            b.significant = res->significant;
-            b.evidence_json = bkm_buf_str(&ev);
-            rc = bkm_db_best_store(db, &b, err);
-            bkm_buf_free(&cj);
-            bkm_buf_free(&ev);
-            if (rc < 0)
-                goto out;
-        }
     }
     res->trials = st.prog.done;
     res->failed = st.prog.failed;
     res->resumed_trials = st.prog.resumed;
+    if (stopped(cfg)) {
+        /* every stored trial is complete (one transaction each); the same command resumes */
+        res->interrupted = 1;
+        rc = bkm_db_sweep_finish(db, st.sweep_id, "partial", err);
+        goto out;
+    }
+    if ((rc = best_derive(&st, cand, n_cand, res, &win, &win_fv, err)) < 0 ||
+        (res->has_best && (rc = best_store(&st, cand, n_cand, win, &win_fv, res, err)) < 0))
+        goto out;
     rc = bkm_db_sweep_finish(db, st.sweep_id, res->failed ? "partial" : "done", err);
-    goto out;
-
-interrupted:
-    res->interrupted = 1;
-    res->trials = st.prog.done;
-    res->failed = st.prog.failed;
-    res->resumed_trials = st.prog.resumed;
-    /* every stored trial is complete (one transaction each); the sweep resumes on the next run */
-    rc = bkm_db_sweep_finish(db, st.sweep_id, "partial", err);
 out:
     for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++)
         bkm_free(cand[c].ms);
@@ -528,10 +552,8 @@ out:
         for (size_t i = 0; i < n; i++)
             bkm_free(st.keys[i]);
     bkm_free(st.keys);
-    bkm_free(best_val);
     bkm_free(coord);
     bkm_db_trial_list_free(&st.stored);
     bkm_tune_strategy_free(strat);
-    bkm_buf_free(&sj);
     return rc;
 }
