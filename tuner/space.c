@@ -122,11 +122,12 @@ static int setting_is_default(const aff_setting_t *a)
     return a->kmp[0] == '\0' && a->places[0] == '\0' && a->bind[0] == '\0';
 }
 
-/* The generated affinity settings, "default" first. */
-static int settings_generate(aff_setting_t *out, int cap)
+/* The generated affinity settings, "default" first; granularity=tile only where cores are
+ * grouped in tiles (KNL). */
+static int settings_generate(aff_setting_t *out, int cap, int tiles)
 {
     static const char *const types[] = {"compact", "scatter", "balanced"};
-    static const char *const grans[] = {"fine", "core"};
+    static const char *const grans[] = {"fine", "core", "tile"};
     static const char *const places[] = {"threads", "cores"};
     static const char *const binds[] = {"close", "spread"};
     int n = 0;
@@ -135,8 +136,8 @@ static int settings_generate(aff_setting_t *out, int cap)
     snprintf(out[n].label, sizeof out[0].label, "none");
     snprintf(out[n++].kmp, sizeof out[0].kmp, "none");
     for (int t = 0; t < 3; t++)
-        for (int g = 0; g < 2; g++)
-            for (int p = 0; p < 2; p++) {
+        for (int g = 0; g < (tiles ? 3 : 2); g++)
+            for (int p = 0; p < 2 && n < cap - 4; p++) {
                 if (p == 0)
                     snprintf(out[n].kmp, sizeof out[0].kmp, "granularity=%s,%s", grans[g], types[t]);
                 else
@@ -407,11 +408,11 @@ static int dims_threads(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_nod
 }
 
 /* affinity settings: "default" first; in the grid unless the user's list omits it */
-static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, bkm_err_t *err)
+static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, bkm_err_t *err)
 {
     int rc;
     if (o->n_affinity == 0) {
-        d->n_aff = settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY);
+        d->n_aff = settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY, tiles);
         memset(d->aff_grid, 1, (size_t)d->n_aff);
         return BKM_OK;
     }
@@ -706,7 +707,7 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     bkm_buf_init(&sp->json);
     topo_words(topo, d->words, sizeof d->words);
     if ((rc = dims_threads(d, o, prof, n_pus, ts.cores > 0 ? ts.cores : 1, err)) < 0 ||
-        (rc = dims_affinity(d, o, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
+        (rc = dims_affinity(d, o, ts.tiles > 0, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
         (rc = dims_hw_subset(d, o, &ts, err)) < 0 || (rc = params_build(o, d->pd, &d->n_pd, sp, err)) < 0 ||
         (rc = params_validate(d, o, sp, err)) < 0 || (rc = plans_dedup(d, topo, sp, err)) < 0 ||
         (rc = grid_build(d, o, sp, err)) < 0)
