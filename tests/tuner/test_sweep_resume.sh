@@ -42,5 +42,17 @@ grep -q "interrupted" "$tmp/3.out" || fail "SIGTERM: the summary does not say in
 n_term=$(q "$db2" "SELECT count(*) FROM trial")
 "$BKM_TUNE" "${tiny[@]}" --db "$db2" --json > "$tmp/4.out" 2> "$tmp/4.err" || fail "the sweep after SIGTERM did not complete"
 grep -q "\"resumed\": $n_term," "$tmp/4.out" || fail "after SIGTERM: $n_term stored trials not resumed: $(cat "$tmp/4.out")"
+# the adaptive default strategy resumes too: fed the stored medians, it asks for them again first
+db3=$tmp/local.sqlite
+loc=("${tiny[@]}" --strategy local)
+"$BKM_TUNE" "${loc[@]}" --db "$db3" > "$tmp/5.out" 2> "$tmp/5.err" &
+pid=$!
+wait_trials "$db3" 3
+kill -9 "$pid" 2> /dev/null || fail "local: the sweep ended before it could be killed"
+wait "$pid" 2> /dev/null
+n3=$(q "$db3" "SELECT count(*) FROM trial")
+"$BKM_TUNE" "${loc[@]}" --db "$db3" --json > "$tmp/6.out" 2> "$tmp/6.err" || fail "local: the resumed sweep failed"
+grep -q "\"resumed\": $n3," "$tmp/6.out" || fail "local: $n3 stored trials not resumed: $(cat "$tmp/6.out")"
+[ "$(q "$db3" "PRAGMA integrity_check")" = ok ] || fail "local: integrity_check"
 echo "ok: killed after $n1 trials, resumed, $n_search search trials for $n_space configurations, integrity ok;" \
-     "SIGTERM after $n_term trials: exit 143, resumed"
+     "SIGTERM after $n_term trials: exit 143, resumed; local strategy killed after $n3, resumed"
