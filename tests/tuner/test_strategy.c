@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Strategies on synthetic, deterministic objective functions over a 4 x 4 x 4 grid. */
+#define _GNU_SOURCE
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "bkm/results.h"
 #include "bkm/tuner.h"
 
 #define D 3
@@ -213,6 +217,76 @@ START_TEST(unknown_strategy_named)
 }
 END_TEST
 
+/* Replay on a small synthetic database: the oracle keeps each configuration's least disturbed
+ * pass, the pick is judged by its stored median, found_at counts trials. */
+static void store(bkm_db_t *db, int64_t sweep, const char *cfg, double ms)
+{
+    double x[5] = {ms, ms, ms, ms, ms};
+    bkm_db_trial_t t;
+    bkm_err_t err = {0};
+    bkm_db_trial_init(&t);
+    t.sweep_id = sweep;
+    t.config_json = cfg;
+    t.status = BKM_DB_TRIAL_OK;
+    t.samples_ms = x;
+    t.n_samples = 5;
+    t.median_ms = ms;
+    ck_assert_msg(bkm_db_trial_insert(db, &t, NULL, NULL, &err) == BKM_OK, "%s", err.msg);
+}
+
+START_TEST(replay_synthetic_db)
+{
+    char dir[] = "/tmp/bkm_replay_XXXXXX", path[64];
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_sweep_t info;
+    int64_t s1 = 0, s2 = 0;
+    bkm_tune_replay_t r;
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/r.sqlite", dir);
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_CREATE, &err), BKM_OK);
+    memset(&info, 0, sizeof info);
+    info.key = "0123456789abcdef";
+    info.node = "n";
+    info.workload = "w";
+    ck_assert_int_eq(bkm_db_sweep_open(db, &info, 1, &s1, NULL, &err), BKM_OK);
+    store(db, s1, "{\"threads\":2,\"default\":true}", 10);
+    store(db, s1, "{\"threads\":1}", 5);
+    store(db, s1, "{\"threads\":1,\"env\":{\"KMP_BLOCKTIME\":\"0\"}}", 8);
+    store(db, s1, "{\"threads\":2,\"env\":{\"KMP_BLOCKTIME\":\"0\"}}", 12);
+    /* a second pass, disturbed for threads=1: the first pass stays the oracle */
+    ck_assert_int_eq(bkm_db_sweep_open(db, &info, 1, &s2, NULL, &err), BKM_OK);
+    store(db, s2, "{\"threads\":1}", 20);
+    store(db, s2, "{\"threads\":2,\"env\":{\"KMP_BLOCKTIME\":\"0\"}}", 11);
+
+    ck_assert_msg(bkm_tune_replay_run(db, 0, "grid", 4, 3, &r, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.n_configs, 4);
+    ck_assert_double_eq(r.best_ms, 5);
+    ck_assert_uint_eq(r.n_runs, 3);
+    for (size_t i = 0; i < r.n_runs; i++) {
+        ck_assert_double_eq(r.runs[i].rel, 1.0);
+        ck_assert_uint_eq(r.runs[i].found_at, 2);   /* the default, then threads=1 */
+        ck_assert_uint_eq(r.runs[i].spent, 4);
+    }
+    ck_assert_uint_eq(r.n_within, 0);   /* 4 of 4 evaluations is more than 25% */
+    bkm_tune_replay_free(&r);
+    /* one evaluation (25%): only the default, 2x the best */
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "local", 1, 2, &r, &err), BKM_OK);
+    ck_assert_double_eq(r.runs[0].rel, 2.0);
+    ck_assert_uint_eq(r.runs[0].spent, 1);
+    ck_assert_uint_eq(r.n_within, 0);
+    bkm_tune_replay_free(&r);
+    /* one pass alone: the disturbed one */
+    ck_assert_int_eq(bkm_tune_replay_run(db, s2, "grid", 0, 1, &r, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "default"));
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "annealing", 0, 1, &r, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "annealing"));
+    bkm_db_close(db);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *strategy_suite(void)
 {
     Suite *s = suite_create("strategy");
@@ -225,6 +299,9 @@ static Suite *strategy_suite(void)
     tcase_add_test(tc, halving_remeasures_survivors);
     tcase_add_test(tc, failed_trials_never_win);
     tcase_add_test(tc, unknown_strategy_named);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("replay");
+    tcase_add_test(tc, replay_synthetic_db);
     suite_add_tcase(s, tc);
     return s;
 }
