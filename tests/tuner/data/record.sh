@@ -22,7 +22,8 @@ for w in $which; do
           --affinity default --affinity granularity=fine,compact --blocktime 200 --tunables) ;;
   gemm64)  # a 64^3 gemm: too small for 2 threads, and KMP_BLOCKTIME=0 makes 2 threads 8x slower:
            # the default is 13% off the best here (threads x affinity x blocktime: 16)
-    args=(--workload gemm --param m=64 --param n=64 --param k=64 --hw-subset none) ;;
+    # (--min-time 0.01: a 25 us iteration gives ~400 samples, which keeps the file small)
+    args=(--workload gemm --param m=64 --param n=64 --param k=64 --hw-subset none --min-time 0.01) ;;
   conv2d)  # AlexNet conv3 at batch 8, every direction: threads x affinity x blocktime
     args=(--workload conv2d --param shape=alexnet:conv3 --param batch=8 --hw-subset none) ;;
   alexnet) # AlexNet training step at batch 2: threads x {unbound, compact} x blocktime
@@ -33,8 +34,8 @@ for w in $which; do
   rm -f "$here/$w.sqlite" "$here/$w.sqlite-wal" "$here/$w.sqlite-shm"
   for p in $(seq 1 "$passes"); do
     echo "record.sh: $w pass $p of $passes" >&2
-    "$tune" "${args[@]}" "${common[@]}" --seed "$p" --db "$here/$w.sqlite" --json > /dev/null
+    "$tune" "${common[@]}" "${args[@]}" --seed "$p" --db "$here/$w.sqlite" --json > /dev/null
   done
   # fold the WAL into the file so that the committed database is one self-contained file
-  sqlite3 "$here/$w.sqlite" "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE;" > /dev/null
+  sqlite3 "$here/$w.sqlite" "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; VACUUM;" > /dev/null
 done

@@ -494,8 +494,8 @@ typedef struct bkm_tune_strategy bkm_tune_strategy_t;
  *  configurations), conv2d alexnet:conv3 batch 8 and alexnet batch 2 (16 each) are flat there
  *  (every 2-thread setting within 1%, the default among the best): every strategy is 50/50.
  *  gemm 64^3 (16) is not: the default is 13% off, 1 thread wins and KMP_BLOCKTIME=0 costs 8x;
- *  local 50/50 (worst 1.008x), grid 50/50 (its order happens to reach 1 thread second),
- *  random 47/50 (worst 1.12x), halving 38/50. local also starts from the default and has the
+ *  local 50/50 (worst 1.021x), grid 50/50 (its order happens to reach 1 thread second),
+ *  random 38/50 (worst 1.16x), halving 32/50. local also starts from the default and has the
  *  lowest worst case on gemm 512 (1.0020x vs random 1.0074x): it is the default, and
  *  tests/tuner/test_replay.sh holds it to the bar on every recording. */
 #define BKM_TUNE_STRATEGY_DEFAULT "local"
