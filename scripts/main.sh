@@ -14,4 +14,6 @@ tune="$top/build/tune"
 "$tune" --node auto --workload alexnet --param batch=16 --min-time 0.5 "$@"
 "$tune" best --node auto --workload alexnet
 echo
-"$tune" --node knl --workload alexnet --param batch=16 --dry-run | tail -n 12
+# The main job for Cori KNL, planned here (this host is not a KNL node: nothing is run or recorded).
+"$tune" --node knl --workload alexnet --param batch=16 2>&1 | awk 'NR <= 3 { print } { tail[NR % 4] = $0 }
+  END { print "  ..."; for (i = NR - 3; i <= NR; i++) if (i > 3) print tail[i % 4] }'
