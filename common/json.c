@@ -135,6 +135,35 @@ void bkm_json_raw(bkm_json_w_t *w, const char *json)
     bkm_buf_puts(w->out, json);
 }
 
+void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j)
+{
+    switch (j->type) {
+    case BKM_JSON_NULL: bkm_json_null(w); break;
+    case BKM_JSON_BOOL: bkm_json_bool(w, j->boolean); break;
+    case BKM_JSON_STR: bkm_json_str(w, j->str); break;
+    case BKM_JSON_NUM:
+        if (j->num == floor(j->num) && fabs(j->num) < 9e15)
+            bkm_json_int(w, (int64_t)j->num);
+        else
+            bkm_json_double(w, j->num);
+        break;
+    case BKM_JSON_ARR:
+        bkm_json_arr_begin(w);
+        for (const bkm_json_t *c = j->child; c; c = c->next)
+            bkm_json_write_tree(w, c);
+        bkm_json_arr_end(w);
+        break;
+    case BKM_JSON_OBJ:
+        bkm_json_obj_begin(w);
+        for (const bkm_json_t *c = j->child; c; c = c->next) {
+            bkm_json_key(w, c->key);
+            bkm_json_write_tree(w, c);
+        }
+        bkm_json_obj_end(w);
+        break;
+    }
+}
+
 /* ------------------------------------------------------------------ reader */
 
 typedef struct {

@@ -395,36 +395,6 @@ int bkm_tune_trial_result_parse(bkm_tune_trial_result_t *r, const char *json, bk
     return BKM_OK;
 }
 
-/* Re-serialise a parsed JSON value. */
-static void json_tree_write(bkm_json_w_t *w, const bkm_json_t *v)
-{
-    switch (v->type) {
-    case BKM_JSON_NULL: bkm_json_null(w); break;
-    case BKM_JSON_BOOL: bkm_json_bool(w, v->boolean); break;
-    case BKM_JSON_STR: bkm_json_str(w, v->str); break;
-    case BKM_JSON_NUM:
-        if (v->num == floor(v->num) && fabs(v->num) < 9e15)
-            bkm_json_int(w, (int64_t)v->num);
-        else
-            bkm_json_double(w, v->num);
-        break;
-    case BKM_JSON_ARR:
-        bkm_json_arr_begin(w);
-        for (const bkm_json_t *c = v->child; c; c = c->next)
-            json_tree_write(w, c);
-        bkm_json_arr_end(w);
-        break;
-    case BKM_JSON_OBJ:
-        bkm_json_obj_begin(w);
-        for (const bkm_json_t *c = v->child; c; c = c->next) {
-            bkm_json_key(w, c->key);
-            json_tree_write(w, c);
-        }
-        bkm_json_obj_end(w);
-        break;
-    }
-}
-
 void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *r, bkm_json_w_t *w)
 {
     bkm_json_obj_begin(w);
@@ -444,7 +414,7 @@ void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *r, bkm_json_w_
         if (strcmp(m->key, "status") == 0 || strcmp(m->key, "message") == 0)
             continue;
         bkm_json_key(w, m->key);
-        json_tree_write(w, m);
+        bkm_json_write_tree(w, m);
     }
     bkm_json_obj_end(w);
 }

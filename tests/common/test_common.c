@@ -126,6 +126,49 @@ START_TEST(json_pretty_is_valid)
 }
 END_TEST
 
+START_TEST(json_tree_writes_back_what_was_parsed)
+{
+    /* Compact canonical input: writing the parsed tree back must give the same bytes. */
+    static const char *const docs[] = {
+        ("{\"threads\":2,\"plan\":[{\"thread\":0,\"cpus\":[0,1]},{}],\"name\":\"a\\\"b\\\\c\\n\\u0001\","
+         "\"x\":1.5,\"neg\":-3,\"t\":true,\"f\":false,\"n\":null,\"empty\":[],\"big\":1e+20}"),
+        "[]",
+        "\"s\"",
+        "-0.25",
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        bkm_buf_t b;
+        bkm_json_w_t w;
+        bkm_json_t *j = NULL;
+        bkm_err_t err = {0};
+        ck_assert_int_eq(bkm_json_parse(docs[i], &j, &err), BKM_OK);
+        bkm_buf_init(&b);
+        bkm_json_w_init(&w, &b, 0);
+        bkm_json_write_tree(&w, j);
+        ck_assert_str_eq(bkm_buf_str(&b), docs[i]);
+        bkm_json_free(j);
+        bkm_buf_free(&b);
+    }
+    /* Inside a writer scope the tree is one value: commas and keys still placed by the writer. */
+    {
+        bkm_buf_t b;
+        bkm_json_w_t w;
+        bkm_json_t *j = NULL;
+        ck_assert_int_eq(bkm_json_parse("{\"k\":[1,2.5]}", &j, NULL), BKM_OK);
+        bkm_buf_init(&b);
+        bkm_json_w_init(&w, &b, 0);
+        bkm_json_arr_begin(&w);
+        bkm_json_int(&w, 7);
+        bkm_json_write_tree(&w, j);
+        bkm_json_write_tree(&w, bkm_json_get(j, "k"));
+        bkm_json_arr_end(&w);
+        ck_assert_str_eq(bkm_buf_str(&b), "[7,{\"k\":[1,2.5]},[1,2.5]]");
+        bkm_json_free(j);
+        bkm_buf_free(&b);
+    }
+}
+END_TEST
+
 START_TEST(json_reader_rejects_garbage)
 {
     const char *bad[] = {"", "{", "[1,]", "{\"a\" 1}", "{\"a\":1}x", "\"abc", "tru", "[1 2]", "{1:2}", "\"\\q\"", "-"};
@@ -204,6 +247,7 @@ static Suite *common_suite(void)
     tcase_add_test(tc, buf_grows);
     tcase_add_test(tc, json_writer_round_trips);
     tcase_add_test(tc, json_pretty_is_valid);
+    tcase_add_test(tc, json_tree_writes_back_what_was_parsed);
     tcase_add_test(tc, json_reader_rejects_garbage);
     tcase_add_test(tc, cpuset_format_and_parse);
     tcase_add_test(tc, strict_numbers);

@@ -153,6 +153,9 @@ const bkm_json_t *bkm_json_at(const bkm_json_t *j, size_t i);
 /** Convenience: number member or @p dflt; string member or NULL. */
 double bkm_json_get_num(const bkm_json_t *j, const char *key, double dflt);
 const char *bkm_json_get_str(const bkm_json_t *j, const char *key);
+/** Re-serialise the parsed value @p j through @p w as its next value: members in document
+ *  order, integral numbers below 9e15 in magnitude as integers, others as doubles. */
+void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j);
 
 /* ---------------------------------------------------------------------------------------- */
 /** CPU set of OS processor indexes, a plain copyable value. */
