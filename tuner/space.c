@@ -381,6 +381,7 @@ typedef struct dims {
     unsigned char *eq_def;  /* [thread][hw][aff]: same plan as the default setting */
     unsigned char *pvalid;  /* [parameter combination]: the workload accepts it */
     char words[128];        /* "1 package, 2 cores, 1 thread/core" */
+    bkm_aff_plan_opts_t popts;  /* planner options of the target node (KNL: libomp's mic defaults) */
 } dims_t;
 
 /* threads: the user's or the profile's; the default (one per core) is always present */
@@ -543,7 +544,7 @@ static int plans_dedup(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, 
             env.omp_proc_bind = a->bind[0] ? a->bind : NULL;
             env.kmp_hw_subset = d->hw[hi][0] ? d->hw[hi] : NULL;
             *r = -1;
-            if (bkm_aff_plan_create(topo, &env, t, &plans[idx], &e2) < 0) {
+            if (bkm_aff_plan_create_ex(topo, &env, t, &d->popts, &plans[idx], &e2) < 0) {
                 sp->dropped++;
                 add_note(sp, "dropped %s%s%s at %d threads: %s", a->label, d->hw[hi][0] ? " KMP_HW_SUBSET=" : "",
                          d->hw[hi], t, e2.msg);
@@ -681,6 +682,18 @@ static int grid_build(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_
     return BKM_OK;
 }
 
+/* Is the target node a Xeon Phi (KNL)? There libomp 14 starts with its "mic" defaults
+ * (scatter, granularity=fine when neither KMP_AFFINITY nor OMP_PROC_BIND is set), so the
+ * default configuration is bound there, not unbound. The built-in profile "knl", or any profile
+ * whose Slurm constraint asks for knl (a user's KNL profile file). */
+static int profile_is_knl(const bkm_node_profile_t *prof)
+{
+    const char *c = prof->slurm_constraint;
+    if (strcmp(prof->name, "knl") == 0)
+        return 1;
+    return strncmp(c, "knl", 3) == 0 && (c[3] == '\0' || c[3] == ',');
+}
+
 int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, const bkm_node_profile_t *prof,
                           const bkm_tune_space_opts_t *o, bkm_err_t *err)
 {
@@ -706,6 +719,7 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     }
     bkm_buf_init(&sp->json);
     topo_words(topo, d->words, sizeof d->words);
+    d->popts.mic = profile_is_knl(prof);
     if ((rc = dims_threads(d, o, prof, n_pus, ts.cores > 0 ? ts.cores : 1, err)) < 0 ||
         (rc = dims_affinity(d, o, ts.tiles > 0, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
         (rc = dims_hw_subset(d, o, &ts, err)) < 0 || (rc = params_build(o, d->pd, &d->n_pd, sp, err)) < 0 ||

@@ -287,6 +287,45 @@ START_TEST(knl_profile)
 }
 END_TEST
 
+/* KNL: libomp starts with its "mic" defaults (scatter, granularity=fine), so there the default
+ * configuration plans as granularity=fine,scatter and the two merge; a profile of the same
+ * topology that is not a KNL plans the default unbound and keeps both. */
+static size_t knl_fine_scatter_space(const bkm_node_profile_t *p, int *fine_scatter_kept, int *merge_noted)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    size_t n;
+    opts_init(&o, "gemm");
+    o.threads[0] = 68, o.n_threads = 1;
+    o.affinity[0] = "default", o.affinity[1] = "granularity=fine,scatter", o.n_affinity = 2;
+    o.blocktime_ms[0] = 200, o.n_blocktime = 1;
+    o.hw_subset[0] = "none", o.n_hw_subset = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, p, &o, &err) == BKM_OK, "%s", err.msg);
+    n = bkm_tune_space_size(sp);
+    *fine_scatter_kept = 0;
+    for (size_t i = 0; i < n; i++)
+        *fine_scatter_kept += strcmp(bkm_tune_space_config(sp, i)->kmp_affinity, "granularity=fine,scatter") == 0;
+    *merge_noted = has_note(sp, "granularity=fine,scatter \u2261 default", "68 threads");
+    bkm_tune_space_free(sp);
+    return n;
+}
+
+START_TEST(knl_default_plans_as_mic)
+{
+    bkm_node_profile_t not_knl = prof;
+    int kept, noted;
+    knl_fine_scatter_space(&prof, &kept, &noted);
+    ck_assert_int_eq(kept, 0);
+    ck_assert_msg(noted, "granularity=fine,scatter was not merged with the default on knl");
+    snprintf(not_knl.name, sizeof not_knl.name, "phi-lookalike");
+    not_knl.slurm_constraint[0] = '\0';
+    knl_fine_scatter_space(&not_knl, &kept, &noted);
+    ck_assert_int_eq(kept, 1);
+    ck_assert(!noted);
+}
+END_TEST
+
 START_TEST(haswell_scatter_differs_from_compact)
 {
     bkm_tune_space_opts_t o;
@@ -349,6 +388,7 @@ static Suite *space_suite(void)
     tcase_add_checked_fixture(tc, setup_knl, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, knl_profile);
+    tcase_add_test(tc, knl_default_plans_as_mic);
     suite_add_tcase(s, tc);
     tc = tcase_create("haswell");
     tcase_add_checked_fixture(tc, setup_haswell, teardown);
