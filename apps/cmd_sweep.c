@@ -298,16 +298,10 @@ static void on_progress(void *ud, const bkm_tune_progress_t *p)
 }
 
 /* --dry-run, or a host that is not the node: the plan, its merges and drops, and how to run it. */
-static int print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, int host_match,
-                      int argc, char **argv)
+static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, int host_match,
+                       int argc, char **argv)
 {
-    size_t n = bkm_tune_space_size(sp), merged = 0, dropped = 0;
-    const char *strat = o->sw.strategy ? o->sw.strategy : BKM_TUNE_STRATEGY_DEFAULT;
-    size_t budget = bkm_tune_sweep_budget(strat, o->sw.budget, n);
     bkm_buf_t cmd, out;
-    bkm_json_w_t w;
-    char label[512];
-    bkm_tune_space_counts(sp, &merged, &dropped);
     bkm_buf_init(&cmd);
     bkm_buf_init(&out);
     bkm_buf_puts(&cmd, "tune");
@@ -315,112 +309,10 @@ static int print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_nod
         if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0)
             bkm_buf_printf(&cmd, i == 0 ? " %s" : strchr(argv[i], ' ') || strchr(argv[i], ',') ? " '%s'" : " %s",
                            argv[i]);
-    if (o->json) {
-        bkm_json_w_init(&w, &out, 1);
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "node"), bkm_json_str(&w, prof->name);
-        bkm_json_key(&w, "workload"), bkm_json_str(&w, o->sp.workload);
-        bkm_json_key(&w, "host_matches_node"), bkm_json_bool(&w, host_match);
-        bkm_json_key(&w, "will_run"), bkm_json_bool(&w, 0);
-        bkm_json_key(&w, "strategy"), bkm_json_str(&w, strat);
-        bkm_json_key(&w, "budget"), bkm_json_int(&w, (int64_t)budget);
-        bkm_json_key(&w, "merged"), bkm_json_int(&w, (int64_t)merged);
-        bkm_json_key(&w, "dropped"), bkm_json_int(&w, (int64_t)dropped);
-        bkm_json_key(&w, "notes");
-        bkm_json_arr_begin(&w);
-        for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
-            bkm_json_str(&w, bkm_tune_space_note(sp, i));
-        bkm_json_arr_end(&w);
-        bkm_json_key(&w, "configs");
-        bkm_json_arr_begin(&w);
-        for (size_t i = 0; i < n; i++)
-            bkm_tune_config_to_json(bkm_tune_space_config(sp, i), &w);
-        bkm_json_arr_end(&w);
-        bkm_json_key(&w, "run_there"), bkm_json_str(&w, bkm_buf_str(&cmd));
-        bkm_json_obj_end(&w);
-        printf("%s\n", bkm_buf_str(&out));
-    } else {
-        if (!host_match)
-            printf("This host is not a %s node (%s).\ntune will not run these trials here, and never records this "
-                   "host's timings under '%s'.\n\n", prof->name, prof->description, prof->name);
-        printf("Planned sweep of %s on node %s: %zu configurations (%zu settings merged as identical, %zu dropped); "
-               "strategy %s measures up to %zu of them, then re-measures the top %d against the default.\n",
-               o->sp.workload, prof->name, n, merged, dropped, strat, budget, o->sw.confirm_top);
-        for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
-            printf("  note: %s\n", bkm_tune_space_note(sp, i));
-        for (size_t i = 0; i < n; i++) {
-            bkm_tune_config_label(bkm_tune_space_config(sp, i), label, sizeof label);
-            printf("  [%zu] %s\n", i, label);
-        }
-        if (!host_match)
-            printf("\nTo run it on a %s node, run there (e.g. inside `salloc -N 1%s%s`):\n  %s\n"
-                   "(a Slurm batch script for it comes with `tune sbatch`)\n",
-                   prof->name, prof->slurm_constraint[0] ? " -C " : "", prof->slurm_constraint, bkm_buf_str(&cmd));
-        else
-            printf("\nTo run it: %s\n", bkm_buf_str(&cmd));
-    }
+    bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json);
+    fputs(bkm_buf_str(&out), stdout);
     bkm_buf_free(&cmd);
     bkm_buf_free(&out);
-    return 0;
-}
-
-static void print_summary(const bkm_tune_sweep_result_t *r, const char *db, int json)
-{
-    char label[512];
-    if (json) {
-        bkm_buf_t out;
-        bkm_json_w_t w;
-        bkm_buf_init(&out);
-        bkm_json_w_init(&w, &out, 1);
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "best");
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->best, &w);
-        bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->best_median_ms);
-        bkm_json_key(&w, "ci95");
-        bkm_json_arr_begin(&w);
-        bkm_json_double(&w, r->best_ci_lo_ms), bkm_json_double(&w, r->best_ci_hi_ms);
-        bkm_json_arr_end(&w);
-        bkm_json_key(&w, "speedup_vs_default"), bkm_json_double(&w, r->speedup);
-        bkm_json_key(&w, "significant"), bkm_json_bool(&w, r->significant);
-        bkm_json_key(&w, "verdict"), bkm_json_str(&w, r->verdict);
-        bkm_json_obj_end(&w);
-        bkm_json_key(&w, "default");
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->dflt, &w);
-        bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->default_median_ms);
-        bkm_json_key(&w, "ci95");
-        bkm_json_arr_begin(&w);
-        bkm_json_double(&w, r->default_ci_lo_ms), bkm_json_double(&w, r->default_ci_hi_ms);
-        bkm_json_arr_end(&w);
-        bkm_json_obj_end(&w);
-        bkm_json_key(&w, "trials"), bkm_json_int(&w, (int64_t)r->trials);
-        bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)r->failed);
-        bkm_json_key(&w, "resumed"), bkm_json_int(&w, (int64_t)r->resumed_trials);
-        bkm_json_key(&w, "interrupted"), bkm_json_bool(&w, r->interrupted);
-        bkm_json_key(&w, "sweep_id"), bkm_json_int(&w, r->sweep_id);
-        bkm_json_key(&w, "db"), bkm_json_str(&w, db);
-        bkm_json_obj_end(&w);
-        printf("%s\n", bkm_buf_str(&out));
-        bkm_buf_free(&out);
-        return;
-    }
-    if (r->interrupted) {
-        printf("sweep interrupted after %zu trials; every completed trial is stored in %s: run the same command "
-               "again to resume\n", r->trials, db);
-        return;
-    }
-    printf("sweep done: %zu trials (%zu resumed from %s, %zu failed)\n", r->trials, r->resumed_trials, db, r->failed);
-    bkm_tune_config_label(&r->dflt, label, sizeof label);
-    printf("default:    %s: median %.4g ms, 95%% CI [%.4g, %.4g]\n", label, r->default_median_ms, r->default_ci_lo_ms,
-           r->default_ci_hi_ms);
-    if (r->significant) {
-        bkm_tune_config_label(&r->best, label, sizeof label);
-        printf("best-known: %s: median %.4g ms, 95%% CI [%.4g, %.4g], %.3gx faster than the default (%s)\n", label,
-               r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms, r->speedup, r->verdict);
-    } else {
-        printf("best-known: the default: %s\n", r->verdict);
-    }
 }
 
 int bkm_cli_sweep(int argc, char **argv)
@@ -434,7 +326,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_tune_runner_t runner;
     bkm_tune_sweep_result_t res;
     bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
-    bkm_buf_t cmd;
+    bkm_buf_t cmd, out;
     char self[PATH_MAX];
     int rc, host_match;
     bar_t bar = {isatty(2), 0};
@@ -446,6 +338,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_tune_sweep_cfg_defaults(&o.sw);
     o.node = "auto";
     bkm_buf_init(&cmd);
+    bkm_buf_init(&out);
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc > 0 ? 0 : 2;
     if (o.db == NULL)
@@ -472,7 +365,8 @@ int bkm_cli_sweep(int argc, char **argv)
     if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0)
         goto fail;
     if (!host_match || o.dry_run) {
-        rc = print_plan(&o, sp, &prof, host_match, argc, argv);
+        print_plan(&o, sp, &prof, host_match, argc, argv);
+        rc = 0;
         goto done;
     }
     for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
@@ -531,7 +425,8 @@ int bkm_cli_sweep(int argc, char **argv)
         fputc('\n', stderr);
     if (rc < 0)
         goto fail;
-    print_summary(&res, o.db, o.json);
+    bkm_tune_sweep_summary_render(&res, o.db, &out, o.json);
+    fputs(bkm_buf_str(&out), stdout);
     rc = res.interrupted ? 128 + (int)g_stop : res.failed ? 4 : 0;
     goto done;
 fail:
@@ -543,5 +438,6 @@ done:
     bkm_topo_close(node_topo);
     bkm_topo_close(host);
     bkm_buf_free(&cmd);
+    bkm_buf_free(&out);
     return rc;
 }

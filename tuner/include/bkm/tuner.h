@@ -589,6 +589,17 @@ typedef struct bkm_tune_sweep_result {
 int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *space,
                        struct bkm_db *db, bkm_tune_sweep_result_t *res, bkm_err_t *err);
 
+/** Render the planned sweep (what --dry-run and a host that is not the node show) into @p out:
+ *  the space's size, merges, drops and notes, the strategy's budget, every configuration and
+ *  @p run_cmd (the command to run it there); as text, or as one pretty JSON object when @p json.
+ *  @p prof is the node's profile, @p workload the workload's name. Ends with a newline. */
+void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_node_profile *prof,
+                                const bkm_tune_sweep_cfg_t *cfg, const char *workload, int host_match,
+                                const char *run_cmd, bkm_buf_t *out, int json);
+/** Render the outcome of a sweep stored in database @p db (best-known vs default, trial
+ *  counts, or how to resume an interrupted one) into @p out, as text or pretty JSON. */
+void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char *db, bkm_buf_t *out, int json);
+
 /** Build the strategy's view of @p space. @p coord gets n x n_dims ints (bkm_free). */
 int bkm_tune_space_problem(const bkm_tune_space_t *space, bkm_tune_problem_t *pb, int **coord,
                            bkm_err_t *err);

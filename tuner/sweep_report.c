@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/* What `tune sweep` shows: the planned sweep (--dry-run, or a host that is not the node) and
+ * the final summary, as text or pretty JSON, rendered into a buffer (the CLI prints it). */
+#include <string.h>
+
+#include "bkm/affinity.h"
+#include "bkm/tuner.h"
+
+static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, const char *workload,
+                      int host_match, const char *strat, size_t budget, size_t merged, size_t dropped,
+                      const char *run_cmd, bkm_buf_t *out)
+{
+    bkm_json_w_t w;
+    size_t n = bkm_tune_space_size(sp);
+    bkm_json_w_init(&w, out, 1);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "node"), bkm_json_str(&w, prof->name);
+    bkm_json_key(&w, "workload"), bkm_json_str(&w, workload);
+    bkm_json_key(&w, "host_matches_node"), bkm_json_bool(&w, host_match);
+    bkm_json_key(&w, "will_run"), bkm_json_bool(&w, 0);
+    bkm_json_key(&w, "strategy"), bkm_json_str(&w, strat);
+    bkm_json_key(&w, "budget"), bkm_json_int(&w, (int64_t)budget);
+    bkm_json_key(&w, "merged"), bkm_json_int(&w, (int64_t)merged);
+    bkm_json_key(&w, "dropped"), bkm_json_int(&w, (int64_t)dropped);
+    bkm_json_key(&w, "notes");
+    bkm_json_arr_begin(&w);
+    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
+        bkm_json_str(&w, bkm_tune_space_note(sp, i));
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "configs");
+    bkm_json_arr_begin(&w);
+    for (size_t i = 0; i < n; i++)
+        bkm_tune_config_to_json(bkm_tune_space_config(sp, i), &w);
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "run_there"), bkm_json_str(&w, run_cmd);
+    bkm_json_obj_end(&w);
+    bkm_buf_puts(out, "\n");
+}
+
+void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_node_profile *prof,
+                                const bkm_tune_sweep_cfg_t *cfg, const char *workload, int host_match,
+                                const char *run_cmd, bkm_buf_t *out, int json)
+{
+    size_t n = bkm_tune_space_size(sp), merged = 0, dropped = 0;
+    const char *strat = cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT;
+    size_t budget = bkm_tune_sweep_budget(strat, cfg->budget, n);
+    char label[512];
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    if (json) {
+        plan_json(sp, prof, workload, host_match, strat, budget, merged, dropped, run_cmd, out);
+        return;
+    }
+    if (!host_match)
+        bkm_buf_printf(out, "This host is not a %s node (%s).\ntune will not run these trials here, and never records "
+                       "this host's timings under '%s'.\n\n", prof->name, prof->description, prof->name);
+    bkm_buf_printf(out, "Planned sweep of %s on node %s: %zu configurations (%zu settings merged as identical, %zu "
+                   "dropped); strategy %s measures up to %zu of them, then re-measures the top %d against the "
+                   "default.\n", workload, prof->name, n, merged, dropped, strat, budget, cfg->confirm_top);
+    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
+        bkm_buf_printf(out, "  note: %s\n", bkm_tune_space_note(sp, i));
+    for (size_t i = 0; i < n; i++) {
+        bkm_tune_config_label(bkm_tune_space_config(sp, i), label, sizeof label);
+        bkm_buf_printf(out, "  [%zu] %s\n", i, label);
+    }
+    if (!host_match)
+        bkm_buf_printf(out, "\nTo run it on a %s node, run there (e.g. inside `salloc -N 1%s%s`):\n  %s\n"
+                       "(a Slurm batch script for it comes with `tune sbatch`)\n",
+                       prof->name, prof->slurm_constraint[0] ? " -C " : "", prof->slurm_constraint, run_cmd);
+    else
+        bkm_buf_printf(out, "\nTo run it: %s\n", run_cmd);
+}
+
+static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_buf_t *out)
+{
+    bkm_json_w_t w;
+    bkm_json_w_init(&w, out, 1);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "best");
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->best, &w);
+    bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->best_median_ms);
+    bkm_json_key(&w, "ci95");
+    bkm_json_arr_begin(&w);
+    bkm_json_double(&w, r->best_ci_lo_ms), bkm_json_double(&w, r->best_ci_hi_ms);
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "speedup_vs_default"), bkm_json_double(&w, r->speedup);
+    bkm_json_key(&w, "significant"), bkm_json_bool(&w, r->significant);
+    bkm_json_key(&w, "verdict"), bkm_json_str(&w, r->verdict);
+    bkm_json_obj_end(&w);
+    bkm_json_key(&w, "default");
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->dflt, &w);
+    bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->default_median_ms);
+    bkm_json_key(&w, "ci95");
+    bkm_json_arr_begin(&w);
+    bkm_json_double(&w, r->default_ci_lo_ms), bkm_json_double(&w, r->default_ci_hi_ms);
+    bkm_json_arr_end(&w);
+    bkm_json_obj_end(&w);
+    bkm_json_key(&w, "trials"), bkm_json_int(&w, (int64_t)r->trials);
+    bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)r->failed);
+    bkm_json_key(&w, "resumed"), bkm_json_int(&w, (int64_t)r->resumed_trials);
+    bkm_json_key(&w, "interrupted"), bkm_json_bool(&w, r->interrupted);
+    bkm_json_key(&w, "sweep_id"), bkm_json_int(&w, r->sweep_id);
+    bkm_json_key(&w, "db"), bkm_json_str(&w, db);
+    bkm_json_obj_end(&w);
+    bkm_buf_puts(out, "\n");
+}
+
+void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char *db, bkm_buf_t *out, int json)
+{
+    char label[512];
+    if (json) {
+        summary_json(r, db, out);
+        return;
+    }
+    if (r->interrupted) {
+        bkm_buf_printf(out, "sweep interrupted after %zu trials; every completed trial is stored in %s: run the same "
+                       "command again to resume\n", r->trials, db);
+        return;
+    }
+    bkm_buf_printf(out, "sweep done: %zu trials (%zu resumed from %s, %zu failed)\n", r->trials, r->resumed_trials, db,
+                   r->failed);
+    bkm_tune_config_label(&r->dflt, label, sizeof label);
+    bkm_buf_printf(out, "default:    %s: median %.4g ms, 95%% CI [%.4g, %.4g]\n", label, r->default_median_ms,
+                   r->default_ci_lo_ms, r->default_ci_hi_ms);
+    if (r->significant) {
+        bkm_tune_config_label(&r->best, label, sizeof label);
+        bkm_buf_printf(out, "best-known: %s: median %.4g ms, 95%% CI [%.4g, %.4g], %.3gx faster than the default "
+                       "(%s)\n", label, r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms, r->speedup, r->verdict);
+    } else {
+        bkm_buf_printf(out, "best-known: the default: %s\n", r->verdict);
+    }
+}
