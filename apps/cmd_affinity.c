@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bkm/affinity.h"
+#include "cli_common.h"
 
 extern char **environ;
 
@@ -86,15 +87,6 @@ static void usage(FILE *f)
             "setting (the message names the token), 3 environment problem (topology, probe).\n");
 }
 
-static int need_value(int i, int argc, const char *opt)
-{
-    if (i + 1 >= argc) {
-        fprintf(stderr, "tune affinity: option '%s' needs a value\n", opt);
-        return 0;
-    }
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, aff_cfg_t *c)
 {
     int i;
@@ -128,7 +120,7 @@ static int parse_args(int argc, char **argv, aff_cfg_t *c)
         }
         if (strcmp(a, "--threads") == 0) {
             long long v;
-            if (!need_value(i, argc, a))
+            if (!bkm_cli_need_value("affinity", i, argc, a))
                 return 2;
             if (bkm_parse_int(argv[i + 1], 1, 4096, &v) != BKM_OK) {
                 fprintf(stderr, "tune affinity: --threads '%s' is not an integer in 1..4096\n", argv[i + 1]);
@@ -174,7 +166,7 @@ static int parse_args(int argc, char **argv, aff_cfg_t *c)
             c->env.kmp_affinity = a;
             continue;
         }
-        if (!need_value(i, argc, a))
+        if (!bkm_cli_need_value("affinity", i, argc, a))
             return 2;
         *dst = argv[++i];
     }
@@ -190,16 +182,8 @@ static int parse_args(int argc, char **argv, aff_cfg_t *c)
         fprintf(stderr, "tune affinity verify: runs on this host only (drop --node/--profile/--xml/--synthetic/--mask)\n");
         return 2;
     }
-    if (c->from_env) {
-        c->env.kmp_affinity = getenv("KMP_AFFINITY");
-        c->env.kmp_hw_subset = getenv("KMP_HW_SUBSET");
-        c->env.kmp_place_threads = getenv("KMP_PLACE_THREADS");
-        c->env.kmp_blocktime = getenv("KMP_BLOCKTIME");
-        c->env.omp_places = getenv("OMP_PLACES");
-        c->env.omp_proc_bind = getenv("OMP_PROC_BIND");
-        c->env.gomp_cpu_affinity = getenv("GOMP_CPU_AFFINITY");
-        c->env.omp_wait_policy = getenv("OMP_WAIT_POLICY");
-    }
+    if (c->from_env)
+        bkm_cli_aff_env_read(&c->env);
     return 0;
 }
 

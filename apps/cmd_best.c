@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bkm/results.h"
+#include "cli_common.h"
 
 const char bkm_cli_best_summary[] = "show the best-known setting of a node and workload, with its evidence";
 
@@ -117,8 +118,7 @@ int bkm_cli_best(int argc, char **argv)
         fprintf(stderr, "tune best: --node and --workload are required (see tune best --help)\n");
         return 2;
     }
-    if (db_path == NULL)
-        db_path = getenv("BKM_DB") && getenv("BKM_DB")[0] ? getenv("BKM_DB") : BKM_DB_DEFAULT_PATH;
+    db_path = bkm_cli_db_path(db_path);
     if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
         ret = bkm_db_best_get(db, node, workload, &b, &found, &err);
     bkm_db_close(db);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bkm/results.h"
+#include "cli_common.h"
 
 const char bkm_cli_export_summary[] = "print every stored trial as CSV or JSON";
 
@@ -88,8 +89,7 @@ int bkm_cli_export(int argc, char **argv)
         fprintf(stderr, "tune export: --format '%s' is not csv or json\n", format);
         return 2;
     }
-    if (db_path == NULL)
-        db_path = getenv("BKM_DB") && getenv("BKM_DB")[0] ? getenv("BKM_DB") : BKM_DB_DEFAULT_PATH;
+    db_path = bkm_cli_db_path(db_path);
     if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
         ret = bkm_db_export(db, &f, fmt, &out, &err);
     bkm_db_close(db);

@@ -15,6 +15,7 @@
 #include "bkm/affinity.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "cli_common.h"
 
 extern char **environ;
 
@@ -341,8 +342,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_buf_init(&out);
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc > 0 ? 0 : 2;
-    if (o.db == NULL)
-        o.db = getenv("BKM_DB") && getenv("BKM_DB")[0] ? getenv("BKM_DB") : BKM_DB_DEFAULT_PATH;
+    o.db = bkm_cli_db_path(o.db);
     /* the host topology first, before anything could start an OpenMP runtime */
     if ((rc = bkm_topo_open_host(&host, &err)) < 0)
         goto fail;

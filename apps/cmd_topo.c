@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bkm/affinity.h"
+#include "cli_common.h"
 
 const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, profile, XML, synthetic)";
 
@@ -77,10 +78,8 @@ static int parse_args(int argc, char **argv, topo_cfg_t *c)
             fprintf(stderr, "tune topo: unknown option '%s' (see tune topo --help)\n", a);
             return 2;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tune topo: option '%s' needs a value\n", a);
+        if (!bkm_cli_need_value("topo", i, argc, a))
             return 2;
-        }
         *dst = argv[++i];
     }
     if (!!c->node + !!c->profile + !!c->xml + !!c->synthetic > 1) {

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the `tune` commands (apps/cmd_*.c): the only place besides the commands
+ * that reads the environment or the command line. */
+#ifndef BKM_CLI_COMMON_H
+#define BKM_CLI_COMMON_H
+
+#include "bkm/affinity.h"
+
+/** The results database: @p opt (--db) if given, else $BKM_DB if set and not empty, else
+ *  BKM_DB_DEFAULT_PATH. */
+const char *bkm_cli_db_path(const char *opt);
+
+/** Read the OpenMP affinity variables of this process's environment into @p env (unset ones
+ *  are NULL): KMP_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS, KMP_BLOCKTIME, OMP_PLACES,
+ *  OMP_PROC_BIND, GOMP_CPU_AFFINITY, OMP_WAIT_POLICY. */
+void bkm_cli_aff_env_read(bkm_aff_env_t *env);
+
+/** 1 when option argv[i] = @p opt has a value after it; else prints
+ *  "tune CMD: option 'OPT' needs a value" and returns 0. */
+int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt);
+
+#endif
