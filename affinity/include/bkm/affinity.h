@@ -373,6 +373,16 @@ int bkm_aff_plan_to_json(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm
 /** Human-readable table "thread → PUs, core, socket", effective settings and warnings. */
 int bkm_aff_plan_explain(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out,
                          bkm_err_t *err);
+/** Compare @p plan for @p threads threads with @p probe, the parsed output of
+ *  `tune affinity probe --json` run under the plan's settings, and render the comparison into
+ *  @p out: per thread the planned and the actual mask, the team size, threads of a second
+ *  OpenMP runtime; as a text table, or one compact JSON object ({"threads","effective",
+ *  "bound","compare":[{"thread","planned","actual","match"}],"team_size","foreign_threads",
+ *  "second_runtime","match"}) when @p json. Ends with a newline.
+ *  @return BKM_OK when everything matches; BKM_EVERIFY naming the number of mismatches (the
+ *  comparison is rendered too); BKM_EDEP when @p probe has no team (nothing rendered). */
+int bkm_aff_plan_verify(const bkm_aff_plan_t *plan, int threads, const bkm_json_t *probe, bkm_buf_t *out, int json,
+                        bkm_err_t *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* `tune affinity verify`: compare a plan with what the binding probe saw in a process started
+ * with exactly the setting's environment, and render the comparison (text or JSON). */
+#include <string.h>
+
+#include "bkm/affinity.h"
+
+int bkm_aff_plan_verify(const bkm_aff_plan_t *plan, int threads, const bkm_json_t *probe, bkm_buf_t *out, int json,
+                        bkm_err_t *err)
+{
+    const bkm_json_t *team = bkm_json_get(probe, "team");
+    const bkm_json_t *foreign = bkm_json_get(probe, "foreign");
+    int n_team = (int)bkm_json_get_num(probe, "threads", -1), t, mismatches = 0, n_foreign = 0;
+    int libgomp = 0, libiomp = 0;
+    const bkm_json_t *v;
+    bkm_json_w_t w;
+    if (team == NULL || team->type != BKM_JSON_ARR)
+        return bkm_err_set(err, BKM_EDEP, "verify: the probe output has no team");
+    if (foreign != NULL && foreign->type == BKM_JSON_ARR)
+        n_foreign = (int)foreign->n_children;
+    if ((v = bkm_json_get(probe, "libgomp")) != NULL && v->type == BKM_JSON_BOOL)
+        libgomp = v->boolean;
+    if ((v = bkm_json_get(probe, "libiomp5")) != NULL && v->type == BKM_JSON_BOOL)
+        libiomp = v->boolean;
+    bkm_json_w_init(&w, out, 0);
+    if (json) {
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "threads");
+        bkm_json_int(&w, threads);
+        bkm_json_key(&w, "effective");
+        bkm_json_str(&w, bkm_aff_plan_effective(plan));
+        bkm_json_key(&w, "bound");
+        bkm_json_bool(&w, bkm_aff_plan_bound(plan));
+        bkm_json_key(&w, "compare");
+        bkm_json_arr_begin(&w);
+    } else {
+        bkm_buf_printf(out, "effective: KMP_AFFINITY='%s'  (%s)\n", bkm_aff_plan_effective(plan),
+                       bkm_aff_plan_bound(plan) ? "bound" : "not bound: threads keep the whole usable mask");
+        bkm_buf_printf(out, "%-7s  %-20s  %-20s  %s\n", "thread", "planned", "actual", "");
+    }
+    if (n_team != threads)
+        mismatches++;
+    for (t = 0; t < threads; t++) {
+        const bkm_cpuset_t *want = bkm_aff_plan_cpus(plan, t);
+        const bkm_json_t *th = bkm_json_at(team, (size_t)t);
+        const char *mask = th ? bkm_json_get_str(th, "mask") : NULL;
+        bkm_cpuset_t got;
+        bkm_buf_t a, b;
+        int ok = 0;
+        bkm_buf_init(&a);
+        bkm_buf_init(&b);
+        bkm_cpuset_format(want, &a);
+        if (mask != NULL && bkm_cpuset_parse(&got, mask, NULL) == BKM_OK) {
+            ok = bkm_cpuset_equal(&got, want);
+            bkm_cpuset_format(&got, &b);
+        } else {
+            bkm_buf_puts(&b, "(missing)");
+        }
+        if (!ok)
+            mismatches++;
+        if (json) {
+            bkm_json_obj_begin(&w);
+            bkm_json_key(&w, "thread");
+            bkm_json_int(&w, t);
+            bkm_json_key(&w, "planned");
+            bkm_json_str(&w, bkm_buf_str(&a));
+            bkm_json_key(&w, "actual");
+            bkm_json_str(&w, bkm_buf_str(&b));
+            bkm_json_key(&w, "match");
+            bkm_json_bool(&w, ok);
+            bkm_json_obj_end(&w);
+        } else {
+            bkm_buf_printf(out, "%-7d  %-20s  %-20s  %s\n", t, bkm_buf_str(&a), bkm_buf_str(&b),
+                           ok ? "ok" : "MISMATCH");
+        }
+        bkm_buf_free(&a);
+        bkm_buf_free(&b);
+    }
+    /* libomp's own hidden helper threads (8 by default, plus their team's main thread) are not a
+     * problem; threads of another OpenMP runtime are. */
+    if (libgomp || libiomp)
+        mismatches++;
+    if (json) {
+        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "team_size");
+        bkm_json_int(&w, n_team);
+        bkm_json_key(&w, "foreign_threads");
+        bkm_json_int(&w, n_foreign);
+        bkm_json_key(&w, "second_runtime");
+        bkm_json_bool(&w, libgomp || libiomp);
+        bkm_json_key(&w, "match");
+        bkm_json_bool(&w, mismatches == 0);
+        bkm_json_obj_end(&w);
+        bkm_buf_puts(out, "\n");
+    } else {
+        if (n_team != threads)
+            bkm_buf_printf(out, "team size: planned %d, actual %d: MISMATCH\n", threads, n_team);
+        if (libgomp || libiomp)
+            bkm_buf_printf(out, "a second OpenMP runtime is loaded (%s%s): its threads are not placed by libomp: "
+                           "MISMATCH\n", libgomp ? "libgomp" : "", libiomp ? " libiomp5" : "");
+        if (n_foreign > 0)
+            bkm_buf_printf(out, "note: %d other thread%s in the process (libomp hidden helpers or library pools)\n",
+                           n_foreign, n_foreign == 1 ? "" : "s");
+        bkm_buf_printf(out, "%s\n", mismatches == 0 ? "binding matches the plan" : "binding does NOT match the plan");
+    }
+    return mismatches == 0 ? BKM_OK : bkm_err_set(err, BKM_EVERIFY, "verify: %d mismatch%s", mismatches,
+                                                   mismatches == 1 ? "" : "es");
+}
