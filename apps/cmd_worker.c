@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune worker` (internal): run one trial in this process and print its JSON. The trial runner
  * starts it in a fresh process with the trial's environment; people use `tune run`. */
+#define _GNU_SOURCE   /* getppid, pid_t */
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
@@ -23,11 +28,22 @@ static void worker_usage(FILE *f)
             "and prints ONE JSON object on stdout.\n\n"
             "options:\n"
             "  --spec JSON   the trial (workload, threads, env, params, protocol; see tuner.h)\n"
+            "  --parent PID  the tuner's pid: exit at once if it is no longer the parent (it died\n"
+            "                before this worker started); without it, a closed stdout pipe says so\n"
             "  --help        this text\n\n"
             "exit codes: 0 ok, 5 binding mismatch (JSON with plan vs actual still printed),\n"
             "            2 bad spec or parameter, 3 environment problem, 1 other failure\n\n"
             "example (what `tune run --workload gemm --threads 2` starts):\n"
             "  OMP_NUM_THREADS=2 tune worker --spec '{\"workload\":\"gemm\",\"threads\":2}'\n");
+}
+
+/* Without --parent: the runner reads our stdout through a pipe, so a pipe whose reading end is
+ * closed everywhere (poll says POLLERR) means the tuner is gone. pid 1 as the parent proves
+ * nothing: in a container tune itself may be pid 1. */
+static int stdout_reader_gone(void)
+{
+    struct pollfd p = {1, POLLOUT, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
 }
 
 int bkm_cli_worker(int argc, char **argv)
@@ -37,15 +53,32 @@ int bkm_cli_worker(int argc, char **argv)
     bkm_err_t err = {0};
     bkm_buf_t out;
     const char *spec_json = NULL, *nt;
-    long long v;
+    long long v, parent = 0;
     int rc;
 
+    /* The worker runs in its own process group, so a kill -9 of the tuner does not reach it:
+     * die with the parent instead of finishing the trial as an orphan. The parent may have died
+     * before this line, so look at it once more after arming the signal. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc &&
+            bkm_parse_int(argv[i + 1], 1, 0x7fffffff, &parent) != BKM_OK) {
+            fprintf(stderr, "tune worker: --parent '%s' is not a process id\n", argv[i + 1]);
+            return 2;
+        }
+    if (parent > 0 ? getppid() != (pid_t)parent : stdout_reader_gone()) {
+        fprintf(stderr, "tune worker: the tuner that started this worker is gone (parent now pid %lld); "
+                "not running the trial\n", (long long)getppid());
+        return 3;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             worker_usage(stdout);
             return 0;
         } else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) {
             spec_json = argv[++i];
+        } else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
+            i++;   /* checked above */
         } else {
             fprintf(stderr, "tune worker: unknown or incomplete option '%s' (see tune worker --help)\n", argv[i]);
             return 2;

@@ -54,5 +54,21 @@ n3=$(q "$db3" "SELECT count(*) FROM trial")
 "$BKM_TUNE" "${loc[@]}" --db "$db3" --json > "$tmp/6.out" 2> "$tmp/6.err" || fail "local: the resumed sweep failed"
 grep -q "\"resumed\": $n3," "$tmp/6.out" || fail "local: $n3 stored trials not resumed: $(cat "$tmp/6.out")"
 [ "$(q "$db3" "PRAGMA integrity_check")" = ok ] || fail "local: integrity_check"
+# kill -9 of the tuner during a long trial: its worker (in its own process group) dies with it
+# instead of finishing the 20 s trial as an orphan
+db4=$tmp/orphan.sqlite
+"$BKM_TUNE" --workload gemm --param m=64 --param n=64 --param k=64 --threads 1 --affinity default \
+  --blocktime 0 --strategy grid --min-time 20 --min-samples 5 --max-samples 100000 --confirm-top 1 \
+  --db "$db4" > "$tmp/7.out" 2> "$tmp/7.err" &
+pid=$!
+worker=""
+for _ in $(seq 1 200); do worker=$(pgrep -P "$pid" | head -n 1); [ -n "$worker" ] && break; sleep 0.05; done
+[ -n "$worker" ] || fail "orphan: no worker process of the sweep seen in 10 s"
+sleep 0.5
+kill -9 "$pid" 2> /dev/null || fail "orphan: the sweep ended before it could be killed"
+wait "$pid" 2> /dev/null
+alive() { local st; st=$(ps -o stat= -p "$1" 2> /dev/null) && [ "${st#Z}" = "$st" ]; }
+for _ in $(seq 1 60); do alive "$worker" || break; sleep 0.05; done
+alive "$worker" && { kill -9 "$worker"; fail "orphan: worker $worker still runs 3 s after kill -9 of its sweep"; }
 echo "ok: killed after $n1 trials, resumed, $n_search search trials for $n_space configurations, integrity ok;" \
      "SIGTERM after $n_term trials: exit 143, resumed; local strategy killed after $n3, resumed"
