@@ -1,9 +1,124 @@
 /* SPDX-License-Identifier: MIT */
-/* `tune affinity verify`: compare a plan with what the binding probe saw in a process started
- * with exactly the setting's environment, and render the comparison (text or JSON). */
+/* `tune affinity verify`: start the binding probe in a process with exactly the setting's
+ * environment, compare the plan with what it saw, and render the comparison (text or JSON). */
+#include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bkm/affinity.h"
+
+/* Variables that steer the affinity of an OpenMP runtime: removed from the probe's environment
+ * before the setting under test is added. */
+static const char *const aff_vars[] = {
+    "KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_PLACE_THREADS", "KMP_BLOCKTIME", "OMP_PLACES",
+    "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_WAIT_POLICY", "KMP_TOPOLOGY_METHOD", "KMP_CPUINFO_FILE",
+    "OMP_DISPLAY_AFFINITY", "OMP_DISPLAY_ENV", "KMP_SETTINGS", "OMP_NUM_THREADS", "KMP_HIDDEN_HELPER_AFFINITY",
+    NULL};
+
+static int is_aff_var(const char *kv)
+{
+    int i;
+    for (i = 0; aff_vars[i]; i++) {
+        size_t n = strlen(aff_vars[i]);
+        if (strncmp(kv, aff_vars[i], n) == 0 && kv[n] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+static int env_add(char **envp, int *n, const char *name, const char *val)
+{
+    bkm_buf_t b;
+    if (val == NULL)
+        return BKM_OK;
+    bkm_buf_init(&b);
+    bkm_buf_printf(&b, "%s=%s", name, val);
+    if (b.oom)
+        return BKM_ENOMEM;
+    envp[(*n)++] = bkm_buf_take(&b);
+    return BKM_OK;
+}
+
+int bkm_aff_probe_spawn(const char *exe, char *const argv[], char *const *environment, const bkm_aff_env_t *env,
+                        char **out, bkm_err_t *err)
+{
+    char **envp = NULL;
+    int n_env = 0, n_own = 0, i, rc = BKM_OK, pfd[2] = {-1, -1}, status = 0;
+    bkm_buf_t b;
+    pid_t pid;
+    bkm_buf_init(&b);
+    for (i = 0; environment[i]; i++)
+        ;
+    envp = bkm_calloc((size_t)i + 12, sizeof(char *));
+    if (envp == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    for (i = 0; environment[i]; i++)
+        if (!is_aff_var(environment[i]))
+            envp[n_env++] = environment[i];
+    n_own = n_env;
+    {
+        /* In the order the planner assumes (libomp 14 applies the variables in environment order). */
+        const char *names[8], *values[8];
+        int k, n_set = bkm_aff_env_export(env, names, values);
+        for (k = 0; k < n_set; k++) {
+            if (env_add(envp, &n_env, names[k], values[k]) != BKM_OK) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+    }
+    if (pipe(pfd) != 0) {
+        rc = bkm_err_set(err, BKM_EIO, "verify: pipe: %s", strerror(errno));
+        goto out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        rc = bkm_err_set(err, BKM_EIO, "verify: fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        dup2(pfd[1], STDOUT_FILENO);
+        close(pfd[0]);
+        close(pfd[1]);
+        execve(exe, argv, envp);
+        _exit(127);
+    }
+    close(pfd[1]);
+    pfd[1] = -1;
+    for (;;) {
+        char chunk[4096];
+        ssize_t r = read(pfd[0], chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        bkm_buf_append(&b, chunk, (size_t)r);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        rc = bkm_err_set(err, BKM_EDEP, "verify: the probe process failed (%s %d)",
+                         WIFEXITED(status) ? "exit status" : "signal",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        goto out;
+    }
+    if (b.oom) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = bkm_buf_take(&b);
+out:
+    if (pfd[0] >= 0)
+        close(pfd[0]);
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    for (i = n_own; i < n_env; i++)
+        bkm_free(envp[i]);
+    bkm_free(envp);
+    bkm_buf_free(&b);
+    return rc;
+}
 
 int bkm_aff_plan_verify(const bkm_aff_plan_t *plan, int threads, const bkm_json_t *probe, bkm_buf_t *out, int json,
                         bkm_err_t *err)

@@ -26,14 +26,6 @@ typedef struct aff_cfg {
     bkm_aff_env_t env;
 } aff_cfg_t;
 
-/* Variables that steer the affinity of an OpenMP runtime: removed from the probe's environment
- * before the setting under test is added. */
-static const char *const aff_vars[] = {
-    "KMP_AFFINITY", "KMP_HW_SUBSET", "KMP_PLACE_THREADS", "KMP_BLOCKTIME", "OMP_PLACES",
-    "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_WAIT_POLICY", "KMP_TOPOLOGY_METHOD", "KMP_CPUINFO_FILE",
-    "OMP_DISPLAY_AFFINITY", "OMP_DISPLAY_ENV", "KMP_SETTINGS", "OMP_NUM_THREADS", "KMP_HIDDEN_HELPER_AFFINITY",
-    NULL};
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -220,60 +212,12 @@ static int open_topo(const aff_cfg_t *c, bkm_topo_t **t, bkm_err_t *err)
 /* ---------------------------------------------------------------------------------------- */
 /* verify: run `tune affinity probe` in a child with exactly the setting's environment.       */
 
-static int is_aff_var(const char *kv)
-{
-    int i;
-    for (i = 0; aff_vars[i]; i++) {
-        size_t n = strlen(aff_vars[i]);
-        if (strncmp(kv, aff_vars[i], n) == 0 && kv[n] == '=')
-            return 1;
-    }
-    return 0;
-}
-
-static int env_add(char **envp, int *n, const char *name, const char *val)
-{
-    bkm_buf_t b;
-    if (val == NULL)
-        return BKM_OK;
-    bkm_buf_init(&b);
-    bkm_buf_printf(&b, "%s=%s", name, val);
-    if (b.oom)
-        return BKM_ENOMEM;
-    envp[(*n)++] = bkm_buf_take(&b);
-    return BKM_OK;
-}
-
-/* Runs the probe child; *out gets its stdout. */
+/* Runs `tune affinity probe --threads N --json` in a child with exactly the setting's
+ * environment; *out gets its stdout. */
 static int run_probe(const aff_cfg_t *c, char **out, bkm_err_t *err)
 {
-    char **envp = NULL;
-    int n_env = 0, n_own = 0, i, rc = BKM_OK, pfd[2] = {-1, -1}, status = 0;
     char threads[16];
     char *args[7];
-    bkm_buf_t b;
-    pid_t pid;
-    bkm_buf_init(&b);
-    for (i = 0; environ[i]; i++)
-        ;
-    envp = bkm_calloc((size_t)i + 12, sizeof(char *));
-    if (envp == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
-    for (i = 0; environ[i]; i++)
-        if (!is_aff_var(environ[i]))
-            envp[n_env++] = environ[i];
-    n_own = n_env;
-    {
-        /* In the order the planner assumes (libomp 14 applies the variables in environment order). */
-        const char *names[8], *values[8];
-        int k, n_set = bkm_aff_env_export(&c->env, names, values);
-        for (k = 0; k < n_set; k++) {
-            if (env_add(envp, &n_env, names[k], values[k]) != BKM_OK) {
-                rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
-                goto out;
-            }
-        }
-    }
     snprintf(threads, sizeof(threads), "%d", c->threads);
     args[0] = (char *)"tune";
     args[1] = (char *)"affinity";
@@ -282,58 +226,9 @@ static int run_probe(const aff_cfg_t *c, char **out, bkm_err_t *err)
     args[4] = threads;
     args[5] = (char *)"--json";
     args[6] = NULL;
-    if (pipe(pfd) != 0) {
-        rc = bkm_err_set(err, BKM_EIO, "verify: pipe: %s", strerror(errno));
-        goto out;
-    }
     fflush(stdout);
     fflush(stderr);
-    pid = fork();
-    if (pid < 0) {
-        rc = bkm_err_set(err, BKM_EIO, "verify: fork: %s", strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], STDOUT_FILENO);
-        close(pfd[0]);
-        close(pfd[1]);
-        execve("/proc/self/exe", args, envp);
-        _exit(127);
-    }
-    close(pfd[1]);
-    pfd[1] = -1;
-    for (;;) {
-        char chunk[4096];
-        ssize_t r = read(pfd[0], chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        bkm_buf_append(&b, chunk, (size_t)r);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        rc = bkm_err_set(err, BKM_EDEP, "verify: the probe process failed (%s %d)",
-                         WIFEXITED(status) ? "exit status" : "signal",
-                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-        goto out;
-    }
-    if (b.oom) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
-        goto out;
-    }
-    *out = bkm_buf_take(&b);
-out:
-    if (pfd[0] >= 0)
-        close(pfd[0]);
-    if (pfd[1] >= 0)
-        close(pfd[1]);
-    for (i = n_own; i < n_env; i++)
-        bkm_free(envp[i]);
-    bkm_free(envp);
-    bkm_buf_free(&b);
-    return rc;
+    return bkm_aff_probe_spawn("/proc/self/exe", args, environ, &c->env, out, err);
 }
 
 static int cmd_probe(const aff_cfg_t *c, bkm_err_t *err)

@@ -373,6 +373,18 @@ int bkm_aff_plan_to_json(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm
 /** Human-readable table "thread → PUs, core, socket", effective settings and warnings. */
 int bkm_aff_plan_explain(const bkm_aff_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out,
                          bkm_err_t *err);
+/** Run @p exe with @p argv (a command that prints the probe's JSON, e.g. `tune affinity probe
+ *  --threads N --json`) in a child whose environment is @p environment without the variables
+ *  that steer an OpenMP runtime's affinity (KMP_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS,
+ *  KMP_BLOCKTIME, OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY, OMP_WAIT_POLICY,
+ *  KMP_TOPOLOGY_METHOD, KMP_CPUINFO_FILE, OMP_DISPLAY_AFFINITY, OMP_DISPLAY_ENV, KMP_SETTINGS,
+ *  OMP_NUM_THREADS, KMP_HIDDEN_HELPER_AFFINITY), plus the settings of @p env in the order
+ *  libomp 14 applies them (bkm_aff_env_export).
+ *  *out gets the child's stdout (bkm_free). Callers flush their stdio buffers first.
+ *  @return BKM_OK; BKM_EDEP when the child fails (exit status or signal named); BKM_EIO
+ *  (pipe, fork); BKM_ENOMEM. */
+int bkm_aff_probe_spawn(const char *exe, char *const argv[], char *const *environment, const bkm_aff_env_t *env,
+                        char **out, bkm_err_t *err);
 /** Compare @p plan for @p threads threads with @p probe, the parsed output of
  *  `tune affinity probe --json` run under the plan's settings, and render the comparison into
  *  @p out: per thread the planned and the actual mask, the team size, threads of a second
