@@ -9,6 +9,7 @@
 
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "tuner_int.h"
 
 typedef struct oracle {
     size_t n;
@@ -231,16 +232,6 @@ out:
     return rc;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
 int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, size_t budget, size_t seeds,
                         bkm_tune_replay_t *out, bkm_err_t *err)
 {
@@ -326,7 +317,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
                 scratch = ns, scratch_n = m;
             }
             for (size_t k = 0; k < m; k++)
-                scratch[k] = o.ms[ask.config][rng_next(&rng) % o.n_ms[ask.config]];
+                scratch[k] = o.ms[ask.config][bkm_tune_rng_next(&rng) % o.n_ms[ask.config]];
             bkm_tune_strategy_report(st, &ask, bkm_tune_stats_median(scratch, m));
             if (first_at[ask.config] == 0)
                 first_at[ask.config] = bkm_tune_strategy_spent(st);

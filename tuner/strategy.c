@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bkm/tuner.h"
+#include "tuner_int.h"
 
 enum { S_GRID, S_RANDOM, S_HALVING, S_LOCAL };
 
@@ -38,20 +39,9 @@ const char *const *bkm_tune_strategy_names(void)
     return strategy_names;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    /* xorshift64* */
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
 static size_t rng_below(uint64_t *s, size_t n)
 {
-    return n ? (size_t)(rng_next(s) % n) : 0;
+    return n ? (size_t)(bkm_tune_rng_next(s) % n) : 0;
 }
 
 static void shuffle(size_t *v, size_t n, uint64_t *s)

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to bkm::tuner: helpers shared by several of its source files. */
+#ifndef BKM_TUNER_INT_H
+#define BKM_TUNER_INT_H
+
+#include <stdint.h>
+
+/* xorshift64*: the reproducible random numbers of the strategies and the replay (a state of 0 stays 0). */
+static inline uint64_t bkm_tune_rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+#endif
