@@ -373,29 +373,8 @@ int bkm_cli_sweep(int argc, char **argv)
         bkm_log(&log, BKM_LOG_INFO, "%s", bkm_tune_space_note(sp, i));
     if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
         goto fail;
-    {
-        /* the host the trials run on, stored with the sweep */
-        bkm_db_host_t h;
-        bkm_topo_summary_t ts;
-        bkm_buf_t tj;
-        bkm_json_w_t w;
-        char hostname[256] = "unknown", fp[128];
-        gethostname(hostname, sizeof hostname - 1);
-        bkm_topo_summary(node_topo, &ts);
-        snprintf(fp, sizeof fp, "%dp/%dn/%dc/%dt/%s", ts.packages, ts.numa_nodes, ts.cores, ts.pus, ts.isa);
-        bkm_buf_init(&tj);
-        bkm_json_w_init(&w, &tj, 0);
-        rc = bkm_topo_to_json(node_topo, &w, &err);
-        memset(&h, 0, sizeof h);
-        h.hostname = hostname;
-        h.cpu_model = ts.cpu_model;
-        h.topology_json = rc == BKM_OK ? bkm_buf_str(&tj) : NULL;
-        h.fingerprint = fp;
-        rc = bkm_db_host_upsert(db, &h, &o.sw.host_id, &err);
-        bkm_buf_free(&tj);
-        if (rc < 0)
-            goto fail;
-    }
+    if ((rc = bkm_tune_sweep_host_store(db, node_topo, &o.sw.host_id, &err)) < 0)
+        goto fail;
     ln = readlink("/proc/self/exe", self, sizeof self - 1);
     if (ln <= 0) {
         rc = bkm_err_set(&err, BKM_EDEP, "cannot find the tune executable (/proc/self/exe): %s", strerror(errno));

@@ -589,6 +589,10 @@ typedef struct bkm_tune_sweep_result {
 int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *space,
                        struct bkm_db *db, bkm_tune_sweep_result_t *res, bkm_err_t *err);
 
+/** Store this host (hostname, CPU model, @p topo as JSON, a "packages p/NUMA nodes n/cores c/
+ *  PUs t/ISA" fingerprint) in @p db for bkm_tune_sweep_cfg_t.host_id.
+ *  @return BKM_OK; the database's error otherwise. */
+int bkm_tune_sweep_host_store(struct bkm_db *db, const struct bkm_topo *topo, int64_t *host_id, bkm_err_t *err);
 /** Render the planned sweep (what --dry-run and a host that is not the node show) into @p out:
  *  the space's size, merges, drops and notes, the strategy's budget, every configuration and
  *  @p run_cmd (the command to run it there); as text, or as one pretty JSON object when @p json.
