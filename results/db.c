@@ -56,6 +56,22 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "  speedup REAL, significant INTEGER NOT NULL, evidence_json TEXT, created_at TEXT NOT NULL);"
     "CREATE INDEX best_by_node ON best(node, workload, id);"
     "CREATE INDEX trial_by_sweep_status ON trial(sweep_id, status);",
+    /* 2 -> 3: sweep status 'interrupted' (stopped by SIGINT/SIGTERM; the same command resumes
+     * it). SQLite cannot alter a CHECK constraint: the table is rebuilt (new table, copy, drop,
+     * rename) with foreign keys off, and foreign_key_check runs before the commit. */
+    "CREATE TABLE sweep_v3(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, key TEXT NOT NULL,"
+    "  command TEXT, label TEXT, node TEXT NOT NULL, workload TEXT NOT NULL, strategy TEXT,"
+    "  git_revision TEXT NOT NULL DEFAULT 'unknown', host_id INTEGER REFERENCES host(id),"
+    "  started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL DEFAULT 'running'"
+    "  CHECK(status IN ('running', 'done', 'partial', 'interrupted', 'failed')),"
+    "  source_file TEXT, merged_at TEXT);"
+    "INSERT INTO sweep_v3(id, uuid, key, command, label, node, workload, strategy, git_revision, host_id,"
+    "  started_at, finished_at, status, source_file, merged_at)"
+    "  SELECT id, uuid, key, command, label, node, workload, strategy, git_revision, host_id,"
+    "  started_at, finished_at, status, source_file, merged_at FROM sweep;"
+    "DROP TABLE sweep;"
+    "ALTER TABLE sweep_v3 RENAME TO sweep;"
+    "CREATE INDEX sweep_by_key ON sweep(key, id);",
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -258,23 +274,45 @@ static int user_version(bkm_db_t *db, int *v, bkm_err_t *err)
     return ret;
 }
 
+/* Does any row break a foreign key (PRAGMA foreign_key_check)? BKM_ECORRUPT naming the table. */
+static int foreign_keys_check(bkm_db_t *db, bkm_err_t *err)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = bkm__db_prepare(db, "PRAGMA foreign_key_check", &st, err), rc;
+    if (ret < 0)
+        return ret;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        ret = bkm_err_set(err, BKM_ECORRUPT, "%s: table %s has a row (rowid %lld) whose %s is missing", db->path,
+                          (const char *)sqlite3_column_text(st, 0), (long long)sqlite3_column_int64(st, 1),
+                          (const char *)sqlite3_column_text(st, 2));
+    else if (rc != SQLITE_DONE)
+        ret = bkm__db_err(db, rc, "foreign_key_check", err);
+    sqlite3_finalize(st);
+    return ret;
+}
+
 /* Apply migrations above the current version, one transaction each. The version is read again
- * inside the write transaction, so two processes opening an old database migrate it once. */
+ * inside the write transaction, so two processes opening an old database migrate it once.
+ * Foreign keys are off while migrating (a table rebuild drops the referenced table, which would
+ * otherwise cascade) and checked before each commit. */
 static int migrate(bkm_db_t *db, int target, bkm_err_t *err)
 {
     int ret = BKM_OK;
+    if ((ret = bkm__db_exec(db, "PRAGMA foreign_keys = OFF", err)) < 0)
+        return ret;
     for (;;) {
         int v = 0;
         char sql[64];
         if ((ret = bkm__db_begin(db, err)) < 0)
-            return ret;
+            goto out;
         if ((ret = user_version(db, &v, err)) < 0)
             goto fail;
         if (v >= target) {
             bkm__db_rollback(db);
-            return BKM_OK;
+            break;
         }
-        if ((ret = bkm__db_exec(db, migrations[v], err)) < 0) {
+        if ((ret = bkm__db_exec(db, migrations[v], err)) < 0 || (ret = foreign_keys_check(db, err)) < 0) {
             bkm_err_prefix(err, "migrating %s from schema version %d to %d", db->path, v, v + 1);
             goto fail;
         }
@@ -282,8 +320,14 @@ static int migrate(bkm_db_t *db, int target, bkm_err_t *err)
         if ((ret = bkm__db_exec(db, sql, err)) < 0 || (ret = bkm__db_commit(db, err)) < 0)
             goto fail;
     }
+    goto out;
 fail:
     bkm__db_rollback(db);
+out:
+    /* on for every open handle (open_existing); a fresh database's build handle is closed next */
+    if (ret == BKM_OK)
+        return bkm__db_exec(db, "PRAGMA foreign_keys = ON", err);
+    sqlite3_exec(db->h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);   /* keep the first error */
     return ret;
 }
 
@@ -420,6 +464,8 @@ static int open_existing(bkm_db_t *db, int target, bkm_err_t *err)
         return bkm_err_set(err, BKM_ENOTSUP, "%s has schema version %d; this tune knows versions up to %d",
                            db->path, v, BKM_DB_SCHEMA_VERSION);
     if (v < target) {
+        if (db->readonly && v >= BKM_DB_SCHEMA_READ_MIN)
+            return BKM_OK;   /* readable as it is */
         if (db->readonly)
             return bkm_err_set(err, BKM_ENOTSUP, "%s has schema version %d, not %d: open it once read-write "
                                "(e.g. tune export --db %s) to migrate it", db->path, v, target, db->path);

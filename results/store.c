@@ -242,8 +242,10 @@ int bkm_db_sweep_finish(bkm_db_t *db, int64_t sweep_id, const char *status, bkm_
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
-    if (status == NULL || (strcmp(status, "done") && strcmp(status, "partial") && strcmp(status, "failed")))
-        return bkm_err_set(err, BKM_EINVAL, "sweep status '%s' is not done, partial or failed", status ? status : "");
+    if (status == NULL || (strcmp(status, "done") && strcmp(status, "partial") && strcmp(status, "interrupted") &&
+                           strcmp(status, "failed")))
+        return bkm_err_set(err, BKM_EINVAL, "sweep status '%s' is not done, partial, interrupted or failed",
+                           status ? status : "");
     if ((ret = bkm__db_prepare(db, "UPDATE sweep SET status = ?1, finished_at = " NOW_SQL " WHERE id = ?2", &st,
                                err)) < 0)
         return ret;

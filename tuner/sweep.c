@@ -538,7 +538,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     if (stopped(cfg)) {
         /* every stored trial is complete (one transaction each); the same command resumes */
         res->interrupted = 1;
-        rc = bkm_db_sweep_finish(db, st.sweep_id, "partial", err);
+        rc = bkm_db_sweep_finish(db, st.sweep_id, "interrupted", err);
         goto out;
     }
     if ((rc = best_derive(&st, cand, n_cand, res, &win, &win_fv, err)) < 0 ||

@@ -153,6 +153,26 @@ START_TEST(create_and_reopen)
 }
 END_TEST
 
+/* Tables of the older-schema fixtures that versions 1 and 2 share (as those versions created
+ * them): the marker and host table before the sweep table; trial, sample and counter after it. */
+#define FIXTURE_HEAD                                                                                      \
+    "PRAGMA application_id = 1651207457;" /* 0x626b6d21 */                                               \
+    "CREATE TABLE bkm_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"                                   \
+    "INSERT INTO bkm_meta VALUES('application', 'bkm results database');"                                 \
+    "CREATE TABLE host(id INTEGER PRIMARY KEY, hostname TEXT NOT NULL, cpu_model TEXT, topology_json TEXT," \
+    " fingerprint TEXT NOT NULL DEFAULT '', first_seen TEXT NOT NULL DEFAULT '', UNIQUE(hostname, fingerprint));"
+#define FIXTURE_TRIAL_TABLES                                                                              \
+    "CREATE TABLE trial(id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweep(id) ON DELETE" \
+    " CASCADE, config_key TEXT NOT NULL, config_json TEXT NOT NULL, status TEXT NOT NULL, error TEXT,"    \
+    " stderr_tail TEXT, exit_info TEXT, started_at TEXT, finished_at TEXT, n_samples INTEGER NOT NULL"   \
+    " DEFAULT 0, median_ms REAL, min_ms REAL, mad_ms REAL, ci_lo_ms REAL, ci_hi_ms REAL, gflops REAL,"   \
+    " check_json TEXT, binding_json TEXT, effective_json TEXT, impl TEXT, role TEXT NOT NULL DEFAULT"    \
+    " 'search', round INTEGER NOT NULL DEFAULT 0, UNIQUE(sweep_id, role, round, config_key));"          \
+    "CREATE TABLE sample(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, idx INTEGER NOT" \
+    " NULL, ms REAL NOT NULL, PRIMARY KEY(trial_id, idx)) WITHOUT ROWID;"                                \
+    "CREATE TABLE counter(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, name TEXT NOT" \
+    " NULL, value REAL, unavailable TEXT, PRIMARY KEY(trial_id, name)) WITHOUT ROWID;"
+
 START_TEST(migrates_version_1)
 {
     const char *p = pth("old.sqlite");
@@ -162,26 +182,13 @@ START_TEST(migrates_version_1)
     int v = 0, found = -1;
     bkm_db_best_t b;
     /* A database as bkm schema version 1 wrote it, with one sweep and one trial. */
-    raw_sql(p, "PRAGMA application_id = 1651207457;" /* 0x626b6d21 */
-               "CREATE TABLE bkm_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-               "INSERT INTO bkm_meta VALUES('application', 'bkm results database');"
-               "CREATE TABLE host(id INTEGER PRIMARY KEY, hostname TEXT NOT NULL, cpu_model TEXT, topology_json TEXT,"
-               " fingerprint TEXT NOT NULL DEFAULT '', first_seen TEXT NOT NULL DEFAULT '', UNIQUE(hostname, fingerprint));"
+    raw_sql(p, FIXTURE_HEAD
                "CREATE TABLE sweep(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, key TEXT NOT NULL, command TEXT,"
                " label TEXT, node TEXT NOT NULL, workload TEXT NOT NULL, strategy TEXT, git_revision TEXT NOT NULL"
                " DEFAULT 'unknown', host_id INTEGER REFERENCES host(id), started_at TEXT NOT NULL, finished_at TEXT,"
                " status TEXT NOT NULL DEFAULT 'running');"
                "CREATE INDEX sweep_by_key ON sweep(key, id);"
-               "CREATE TABLE trial(id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweep(id) ON DELETE"
-               " CASCADE, config_key TEXT NOT NULL, config_json TEXT NOT NULL, status TEXT NOT NULL, error TEXT,"
-               " stderr_tail TEXT, exit_info TEXT, started_at TEXT, finished_at TEXT, n_samples INTEGER NOT NULL"
-               " DEFAULT 0, median_ms REAL, min_ms REAL, mad_ms REAL, ci_lo_ms REAL, ci_hi_ms REAL, gflops REAL,"
-               " check_json TEXT, binding_json TEXT, effective_json TEXT, impl TEXT, role TEXT NOT NULL DEFAULT"
-               " 'search', round INTEGER NOT NULL DEFAULT 0, UNIQUE(sweep_id, role, round, config_key));"
-               "CREATE TABLE sample(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, idx INTEGER NOT"
-               " NULL, ms REAL NOT NULL, PRIMARY KEY(trial_id, idx)) WITHOUT ROWID;"
-               "CREATE TABLE counter(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, name TEXT NOT"
-               " NULL, value REAL, unavailable TEXT, PRIMARY KEY(trial_id, name)) WITHOUT ROWID;"
+               FIXTURE_TRIAL_TABLES
                "INSERT INTO sweep(uuid, key, node, workload, started_at) VALUES('u1', 'k1', 'knl', 'gemm', 'x');"
                "INSERT INTO trial(sweep_id, config_key, config_json, status, n_samples, median_ms)"
                " VALUES(1, '{\"t\":1}', '{\"t\":1}', 'ok', 1, 2.5);"
@@ -189,7 +196,7 @@ START_TEST(migrates_version_1)
                "PRAGMA user_version = 1;");
     ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
     ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
-    ck_assert_int_eq(v, 2);
+    ck_assert_int_eq(v, BKM_DB_SCHEMA_VERSION);
     ck_assert_int_eq(bkm_db_trials_query(db, NULL, &l, &err), BKM_OK);
     ck_assert_uint_eq(l.n, 1);
     ck_assert_double_eq(l.rows[0].median_ms, 2.5);
@@ -200,6 +207,92 @@ START_TEST(migrates_version_1)
     ck_assert_int_eq(found, 0);
     ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
     bkm_db_close(db);
+}
+END_TEST
+
+/* The first column of the first row of @p sql on @p path, as text ("" when none). */
+static void raw_text(const char *path, const char *sql, char *out, size_t n)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(h));
+    out[0] = '\0';
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+
+START_TEST(migrates_version_2)
+{
+    const char *p = pth("v2.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_list_t l;
+    bkm_db_best_t b;
+    int v = 0, found = 0;
+    char txt[64];
+    /* A database as bkm schema version 2 wrote it (sweep status CHECK without 'interrupted'):
+     * a finished sweep with a trial, its samples and a best-known setting that points at it. */
+    raw_sql(p, FIXTURE_HEAD
+               "CREATE TABLE sweep(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, key TEXT NOT NULL, command TEXT,"
+               " label TEXT, node TEXT NOT NULL, workload TEXT NOT NULL, strategy TEXT, git_revision TEXT NOT NULL"
+               " DEFAULT 'unknown', host_id INTEGER REFERENCES host(id), started_at TEXT NOT NULL, finished_at TEXT,"
+               " status TEXT NOT NULL DEFAULT 'running' CHECK(status IN ('running', 'done', 'partial', 'failed')));"
+               "CREATE INDEX sweep_by_key ON sweep(key, id);"
+               FIXTURE_TRIAL_TABLES
+               "ALTER TABLE sweep ADD COLUMN source_file TEXT; ALTER TABLE sweep ADD COLUMN merged_at TEXT;"
+               "CREATE TABLE best(id INTEGER PRIMARY KEY, node TEXT NOT NULL, workload TEXT NOT NULL,"
+               " sweep_id INTEGER REFERENCES sweep(id) ON DELETE SET NULL, config_json TEXT NOT NULL,"
+               " median_ms REAL NOT NULL, ci_lo_ms REAL, ci_hi_ms REAL, default_median_ms REAL,"
+               " speedup REAL, significant INTEGER NOT NULL, evidence_json TEXT, created_at TEXT NOT NULL);"
+               "CREATE INDEX best_by_node ON best(node, workload, id);"
+               "CREATE INDEX trial_by_sweep_status ON trial(sweep_id, status);"
+               "INSERT INTO sweep(uuid, key, node, workload, started_at, status, source_file)"
+               " VALUES('u2', 'k2', 'knl', 'gemm', 'x', 'done', 'a.sqlite');"
+               "INSERT INTO trial(sweep_id, config_key, config_json, status, n_samples, median_ms)"
+               " VALUES(1, '{\"t\":1}', '{\"t\":1}', 'ok', 1, 2.5);"
+               "INSERT INTO sample VALUES(1, 0, 2.5);"
+               "INSERT INTO best(node, workload, sweep_id, config_json, median_ms, significant, created_at)"
+               " VALUES('knl', 'gemm', 1, '{\"t\":1}', 2.5, 0, 'x');"
+               "PRAGMA user_version = 2;");
+    /* read-only: read as it is (recordings of version 2 replay without a migration) */
+    ck_assert_msg(bkm_db_open(&db, p, BKM_DB_READONLY, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
+    ck_assert_int_eq(v, 2);
+    bkm_db_close(db);
+    ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
+    ck_assert_int_eq(v, 3);
+    /* the rebuilt sweep table kept its row, id and columns; nothing cascaded */
+    ck_assert_int_eq(bkm_db_trials_query(db, NULL, &l, &err), BKM_OK);
+    ck_assert_uint_eq(l.n, 1);
+    ck_assert_str_eq(l.rows[0].sweep_uuid, "u2");
+    bkm_db_trial_list_free(&l);
+    ck_assert_int_eq(bkm_db_best_get(db, "knl", "gemm", &b, &found, &err), BKM_OK);
+    ck_assert_int_eq(found, 1);
+    ck_assert_int_eq(b.sweep_id, 1);
+    bkm_db_best_clear(&b);
+    /* 'interrupted' is accepted now, anything else still refused */
+    ck_assert_msg(bkm_db_sweep_finish(db, 1, "interrupted", &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_sweep_finish(db, 1, "stopped", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'stopped'"));
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    bkm_db_close(db);
+    raw_text(p, "SELECT status || ' ' || source_file FROM sweep WHERE id = 1", txt, sizeof txt);
+    ck_assert_str_eq(txt, "interrupted a.sqlite");
+    raw_text(p, "SELECT count(*) FROM pragma_foreign_key_check", txt, sizeof txt);
+    ck_assert_str_eq(txt, "0");
+    raw_text(p, "SELECT count(*) FROM sqlite_schema WHERE name IN ('sweep_by_key', 'sweep_v3')", txt, sizeof txt);
+    ck_assert_str_eq(txt, "1");
+    /* the CHECK constraint is still there */
+    {
+        sqlite3 *h = NULL;
+        ck_assert_int_eq(sqlite3_open(p, &h), SQLITE_OK);
+        ck_assert_int_ne(sqlite3_exec(h, "UPDATE sweep SET status = 'bogus'", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(h);
+    }
 }
 END_TEST
 
@@ -669,6 +762,7 @@ static Suite *results_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, create_and_reopen);
     tcase_add_test(tc, migrates_version_1);
+    tcase_add_test(tc, migrates_version_2);
     tcase_add_test(tc, refuses_foreign_and_damaged_files);
     tcase_add_test(tc, resume_and_duplicates);
     tcase_add_test(tc, trial_is_one_transaction);

@@ -38,10 +38,12 @@ wait "$pid"
 rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM: exit $rc, expected 143"
 grep -q "interrupted" "$tmp/3.out" || fail "SIGTERM: the summary does not say interrupted: $(cat "$tmp/3.out")"
+[ "$(q "$db2" "SELECT status FROM sweep")" = interrupted ] || fail "SIGTERM: sweep stored as $(q "$db2" "SELECT status FROM sweep"), not interrupted"
 [ "$(q "$db2" "PRAGMA integrity_check")" = ok ] || fail "SIGTERM: integrity_check"
 n_term=$(q "$db2" "SELECT count(*) FROM trial")
 "$BKM_TUNE" "${tiny[@]}" --db "$db2" --json > "$tmp/4.out" 2> "$tmp/4.err" || fail "the sweep after SIGTERM did not complete"
 grep -q "\"resumed\": $n_term," "$tmp/4.out" || fail "after SIGTERM: $n_term stored trials not resumed: $(cat "$tmp/4.out")"
+[ "$(q "$db2" "SELECT status FROM sweep")" = done ] || fail "after SIGTERM: the resumed sweep is $(q "$db2" "SELECT status FROM sweep"), not done"
 # the adaptive default strategy resumes too: fed the stored medians, it asks for them again first
 db3=$tmp/local.sqlite
 loc=("${tiny[@]}" --strategy local)

@@ -33,7 +33,10 @@ extern "C" {
 #endif
 
 /** Current schema version (PRAGMA user_version). Older databases are migrated on open. */
-#define BKM_DB_SCHEMA_VERSION 2
+#define BKM_DB_SCHEMA_VERSION 3
+/** Oldest schema a read-only open reads as it is (version 3 only widened the sweep status
+ *  CHECK to 'interrupted'); an older one must be migrated by a read-write open first. */
+#define BKM_DB_SCHEMA_READ_MIN 2
 /** PRAGMA application_id of every bkm database: "bkm!" (0x626b6d21). */
 #define BKM_DB_APPLICATION_ID 0x626b6d21
 /** Default database path, relative to the current directory. */
@@ -46,7 +49,8 @@ typedef struct bkm_db bkm_db_t;
 /** bkm_db_open flags. */
 enum {
     BKM_DB_CREATE = 1u << 0,   /**< create the file (and its parent folder) when missing        */
-    BKM_DB_READONLY = 1u << 1  /**< open read-only; no migration (an older schema: BKM_ENOTSUP) */
+    BKM_DB_READONLY = 1u << 1  /**< open read-only; no migration (a schema older than
+                                    BKM_DB_SCHEMA_READ_MIN: BKM_ENOTSUP) */
 };
 
 /** Open (and with BKM_DB_CREATE create) the database at @p path.
@@ -103,7 +107,8 @@ typedef struct bkm_db_sweep {
  *  A resumed sweep is marked running again. *resumed (may be NULL) is 1 when resumed. */
 int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64_t *sweep_id,
                       int *resumed, bkm_err_t *err);
-/** Mark the sweep finished now with @p status: "done", "partial" or "failed". */
+/** Mark the sweep finished now with @p status: "done", "partial" (some trials failed),
+ *  "interrupted" (stopped by SIGINT/SIGTERM; the same command resumes it) or "failed". */
 int bkm_db_sweep_finish(bkm_db_t *db, int64_t sweep_id, const char *status, bkm_err_t *err);
 
 /** A list of owned strings. */
