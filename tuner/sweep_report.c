@@ -70,31 +70,31 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
         bkm_buf_printf(out, "\nTo run it: %s\n", run_cmd);
 }
 
+/* Opens member @p key: {"config": ..., "median_ms": m, "ci95": [lo, hi]; the caller closes it. */
+static void config_json(bkm_json_w_t *w, const char *key, const bkm_tune_config_t *c, double median_ms, double lo,
+                        double hi)
+{
+    bkm_json_key(w, key);
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "config"), bkm_tune_config_to_json(c, w);
+    bkm_json_key(w, "median_ms"), bkm_json_double(w, median_ms);
+    bkm_json_key(w, "ci95");
+    bkm_json_arr_begin(w);
+    bkm_json_double(w, lo), bkm_json_double(w, hi);
+    bkm_json_arr_end(w);
+}
+
 static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_buf_t *out)
 {
     bkm_json_w_t w;
     bkm_json_w_init(&w, out, 1);
     bkm_json_obj_begin(&w);
-    bkm_json_key(&w, "best");
-    bkm_json_obj_begin(&w);
-    bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->best, &w);
-    bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->best_median_ms);
-    bkm_json_key(&w, "ci95");
-    bkm_json_arr_begin(&w);
-    bkm_json_double(&w, r->best_ci_lo_ms), bkm_json_double(&w, r->best_ci_hi_ms);
-    bkm_json_arr_end(&w);
+    config_json(&w, "best", &r->best, r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms);
     bkm_json_key(&w, "speedup_vs_default"), bkm_json_double(&w, r->speedup);
     bkm_json_key(&w, "significant"), bkm_json_bool(&w, r->significant);
     bkm_json_key(&w, "verdict"), bkm_json_str(&w, r->verdict);
     bkm_json_obj_end(&w);
-    bkm_json_key(&w, "default");
-    bkm_json_obj_begin(&w);
-    bkm_json_key(&w, "config"), bkm_tune_config_to_json(&r->dflt, &w);
-    bkm_json_key(&w, "median_ms"), bkm_json_double(&w, r->default_median_ms);
-    bkm_json_key(&w, "ci95");
-    bkm_json_arr_begin(&w);
-    bkm_json_double(&w, r->default_ci_lo_ms), bkm_json_double(&w, r->default_ci_hi_ms);
-    bkm_json_arr_end(&w);
+    config_json(&w, "default", &r->dflt, r->default_median_ms, r->default_ci_lo_ms, r->default_ci_hi_ms);
     bkm_json_obj_end(&w);
     bkm_json_key(&w, "trials"), bkm_json_int(&w, (int64_t)r->trials);
     bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)r->failed);
