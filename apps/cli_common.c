@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the `tune` commands: database path, affinity environment, option values. */
+#define _GNU_SOURCE
 #include "cli_common.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bkm/results.h"
+#include "bkm/tuner.h"
 
 const char *bkm_cli_db_path(const char *opt)
 {
@@ -34,4 +39,49 @@ int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt)
         return 0;
     }
     return 1;
+}
+
+int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime)
+{
+    char buf[512], *save = NULL, *tok;
+    long long v;
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (blocktime && (strcmp(tok, "infinite") == 0 || strcmp(tok, "infinity") == 0))
+            v = BKM_TUNE_BLOCKTIME_INFINITE;
+        else if (bkm_parse_int(tok, blocktime ? 0 : 1, blocktime ? INT_MAX - 1 : 1 << 20, &v) < 0) {
+            fprintf(stderr, "tune: %s '%s': '%s' is not a valid value\n", what, s, tok);
+            return -1;
+        }
+        if (*n >= cap) {
+            fprintf(stderr, "tune: %s '%s': more than %d values\n", what, s, cap);
+            return -1;
+        }
+        out[(*n)++] = (int)v;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "tune: %s '%s': no value\n", what, s);
+        return -1;
+    }
+    return 0;
+}
+
+int bkm_cli_parse_duration(const char *s, double *sec)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !(v > 0))
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        *sec = v;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        *sec = v * 60;
+    else if (strcmp(end, "h") == 0)
+        *sec = v * 3600;
+    else
+        return -1;
+    return 0;
 }

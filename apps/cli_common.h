@@ -19,4 +19,13 @@ void bkm_cli_aff_env_read(bkm_aff_env_t *env);
  *  "tune CMD: option 'OPT' needs a value" and returns 0. */
 int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt);
 
+/** Parse the comma-separated integers of option @p what = @p s into out[0..cap) (*n of them):
+ *  thread counts (1..2^20), or with @p blocktime milliseconds (0..INT_MAX-1, "infinite").
+ *  On a bad value prints "tune: WHAT 'S': ..." naming it and returns -1; else 0. */
+int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime);
+
+/** Parse a positive duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
+ *  Returns 0 with *sec set, or -1 (nothing printed). */
+int bkm_cli_parse_duration(const char *s, double *sec);
+
 #endif

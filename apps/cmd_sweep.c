@@ -85,51 +85,6 @@ typedef struct opts {
     int json, dry_run;
 } opts_t;
 
-static int parse_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime)
-{
-    char buf[512], *save = NULL, *tok;
-    long long v;
-    snprintf(buf, sizeof buf, "%s", s);
-    *n = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (blocktime && (strcmp(tok, "infinite") == 0 || strcmp(tok, "infinity") == 0))
-            v = BKM_TUNE_BLOCKTIME_INFINITE;
-        else if (bkm_parse_int(tok, blocktime ? 0 : 1, blocktime ? INT_MAX - 1 : 1 << 20, &v) < 0) {
-            fprintf(stderr, "tune: %s '%s': '%s' is not a valid value\n", what, s, tok);
-            return -1;
-        }
-        if (*n >= cap) {
-            fprintf(stderr, "tune: %s '%s': more than %d values\n", what, s, cap);
-            return -1;
-        }
-        out[(*n)++] = (int)v;
-    }
-    if (*n == 0) {
-        fprintf(stderr, "tune: %s '%s': no value\n", what, s);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_duration(const char *s, double *sec)
-{
-    char *end;
-    double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
-        return -1;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        *sec = v;
-    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-        *sec = v * 60;
-    else if (strcmp(end, "h") == 0)
-        *sec = v * 3600;
-    else
-        return -1;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     for (int i = 1; i < argc; i++) {
@@ -161,10 +116,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
         } else if (strcmp(a, "--strategy") == 0) {
             o->sw.strategy = v;
         } else if (strcmp(a, "--threads") == 0) {
-            if (parse_list("--threads", v, o->sp.threads, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_threads, 0) < 0)
+            if (bkm_cli_parse_int_list("--threads", v, o->sp.threads, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_threads, 0) < 0)
                 return -1;
         } else if (strcmp(a, "--blocktime") == 0) {
-            if (parse_list("--blocktime", v, o->sp.blocktime_ms, BKM_TUNE_SPACE_MAX_BLOCKTIME, &o->sp.n_blocktime,
+            if (bkm_cli_parse_int_list("--blocktime", v, o->sp.blocktime_ms, BKM_TUNE_SPACE_MAX_BLOCKTIME, &o->sp.n_blocktime,
                            1) < 0)
                 return -1;
         } else if (strcmp(a, "--affinity") == 0 || strcmp(a, "--hw-subset") == 0 || strcmp(a, "--param") == 0) {
@@ -195,7 +150,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
             else
                 o->sw.confirm_top = (int)n;
         } else if (strcmp(a, "--min-time") == 0 || strcmp(a, "--trial-timeout") == 0 || strcmp(a, "--time") == 0) {
-            if (parse_duration(v, &d) < 0 && !(strcmp(a, "--min-time") == 0 && bkm_parse_double(v, &d) == 0 && d == 0)) {
+            if (bkm_cli_parse_duration(v, &d) < 0 && !(strcmp(a, "--min-time") == 0 && bkm_parse_double(v, &d) == 0 && d == 0)) {
                 fprintf(stderr, "tune: %s '%s' is not a valid duration (e.g. 0.5, 90s, 5m)\n", a, v);
                 return -1;
             }
