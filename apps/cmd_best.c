@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bkm/results.h"
+#include "bkm/tuner.h"
 #include "cli_common.h"
 
 const char bkm_cli_best_summary[] = "show the best-known setting of a node and workload, with its evidence";
@@ -88,6 +89,7 @@ int bkm_cli_best(int argc, char **argv)
 {
     const char *db_path = NULL, *node = NULL, *workload = NULL;
     const char **slot;
+    char node_name[64];
     int json = 0, found = 0, ret;
     bkm_db_t *db = NULL;
     bkm_db_best_t b;
@@ -118,6 +120,12 @@ int bkm_cli_best(int argc, char **argv)
         fprintf(stderr, "tune best: --node and --workload are required (see tune best --help)\n");
         return 2;
     }
+    /* auto: this host's name, as the sweep stored it */
+    if ((ret = bkm_tune_node_resolve(node, node_name, sizeof node_name, &err)) < 0) {
+        fprintf(stderr, "tune best: --node: %s\n", err.msg);
+        return bkm_status_exit_code(ret);
+    }
+    node = node_name;
     db_path = bkm_cli_db_path(db_path);
     if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
         ret = bkm_db_best_get(db, node, workload, &b, &found, &err);

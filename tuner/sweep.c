@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm/affinity.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 
@@ -31,6 +32,50 @@ size_t bkm_tune_sweep_budget(const char *strategy, size_t budget, size_t n)
     return budget < n ? budget : n;
 }
 
+int bkm_tune_node_resolve_topo(const char *node, const bkm_topo_t *host, char *out, size_t n, bkm_err_t *err)
+{
+    const char *const *names = bkm_profile_builtin_names();
+    bkm_node_profile_t prof;
+    bkm_topo_summary_t ts;
+    int len;
+    if (node == NULL || node[0] == '\0' || out == NULL || n == 0)
+        return bkm_err_set(err, BKM_EINVAL, "node name: empty");
+    if (strcmp(node, "auto") != 0) {
+        len = snprintf(out, n, "%s", node);
+        if (len < 0 || (size_t)len >= n)
+            return bkm_err_set(err, BKM_EINVAL, "node name '%s' is longer than %zu characters", node, n - 1);
+        return BKM_OK;
+    }
+    if (host == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "node auto: no host topology to resolve it with");
+    for (size_t i = 0; names[i] != NULL; i++) {
+        if (strcmp(names[i], "auto") == 0 || bkm_profile_builtin(names[i], &prof, NULL) < 0 ||
+            !bkm_profile_matches_host(&prof, host))
+            continue;
+        len = snprintf(out, n, "%s", names[i]);
+        if (len < 0 || (size_t)len >= n)
+            return bkm_err_set(err, BKM_EINVAL, "node name '%s' is longer than %zu characters", names[i], n - 1);
+        return BKM_OK;
+    }
+    bkm_topo_summary(host, &ts);
+    len = snprintf(out, n, "host-%dx%dx%d-%s", ts.packages, ts.packages > 0 ? ts.cores / ts.packages : ts.cores,
+                   ts.cores > 0 ? ts.pus / ts.cores : 1, ts.isa[0] ? ts.isa : "unknown");
+    if (len < 0 || (size_t)len >= n)
+        return bkm_err_set(err, BKM_EINVAL, "node fingerprint of this host is longer than %zu characters", n - 1);
+    return BKM_OK;
+}
+
+int bkm_tune_node_resolve(const char *node, char *out, size_t n, bkm_err_t *err)
+{
+    bkm_topo_t *host = NULL;
+    int rc;
+    if (node != NULL && strcmp(node, "auto") == 0 && (rc = bkm_topo_open_host(&host, err)) < 0)
+        return bkm_err_prefix(err, "resolving node auto");
+    rc = bkm_tune_node_resolve_topo(node, host, out, n, err);
+    bkm_topo_close(host);
+    return rc;
+}
+
 typedef struct sweep_state {
     const bkm_tune_sweep_cfg_t *cfg;
     const bkm_tune_space_t *space;
@@ -42,6 +87,7 @@ typedef struct sweep_state {
     uint64_t t0_ns;
     size_t run_here;             /* trials run by this process */
     int trial_no;                /* 1-based, for fault injection */
+    const char *node;            /* cfg->node resolved (res->node): stored with the results */
 } sweep_state_t;
 
 static int config_key(sweep_state_t *st, size_t i, const char **key, bkm_err_t *err)
@@ -273,14 +319,14 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     bkm_json_key(&w, "strategy"), bkm_json_str(&w, strategy);
     bkm_json_key(&w, "seed"), bkm_json_int(&w, (int64_t)cfg->seed);
     bkm_json_obj_end(&w);
-    rc = bkm_db_sweep_key(bkm_buf_str(&sj), cfg->node, cfg->workload, key, err);
+    rc = bkm_db_sweep_key(bkm_buf_str(&sj), st->node, cfg->workload, key, err);
     bkm_buf_free(&sj);
     if (rc < 0)
         return rc;
     memset(&info, 0, sizeof info);
     info.key = key;
     info.command = cfg->command;
-    info.node = cfg->node;
+    info.node = st->node;
     info.workload = cfg->workload;
     info.strategy = strategy;
     info.git_revision = cfg->git_revision;
@@ -474,7 +520,7 @@ static int best_store(const sweep_state_t *st, const cand_t *cand, size_t n_cand
     bkm_json_key(&w, "confirm_rounds"), bkm_json_int(&w, cfg->confirm_rounds);
     bkm_json_key(&w, "candidates"), bkm_json_int(&w, (int64_t)n_cand - 1);
     bkm_json_obj_end(&w);
-    b.node = cfg->node;
+    b.node = st->node;
     b.workload = cfg->workload;
     b.sweep_id = st->sweep_id;
     b.config_json = bkm_buf_str(&cj);
@@ -513,6 +559,11 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     st.prog.best_ms = st.prog.eta_s = NAN;
     st.prog.phase = "search";
     st.t0_ns = bkm_now_ns();
+    if ((rc = bkm_tune_node_resolve(cfg->node, res->node, sizeof res->node, err)) < 0)
+        goto out;
+    st.node = res->node;
+    if (strcmp(cfg->node, res->node) != 0)
+        bkm_log(cfg->log, BKM_LOG_INFO, "node %s is %s: results are stored under that name", cfg->node, res->node);
     if ((st.keys = bkm_calloc(n ? n : 1, sizeof *st.keys)) == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
         goto out;

@@ -371,6 +371,56 @@ START_TEST(this_host)
 }
 END_TEST
 
+/* Node names: auto resolves to the built-in profile the host matches, else to a fingerprint. */
+static void resolve_synthetic(const char *synthetic, const char *want)
+{
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    char out[64];
+    ck_assert_int_eq(bkm_topo_open_synthetic(&t, synthetic, &err), BKM_OK);
+    ck_assert_msg(bkm_tune_node_resolve_topo("auto", t, out, sizeof out, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_str_eq(out, want);
+    bkm_topo_close(t);
+}
+
+START_TEST(node_auto_resolves)
+{
+    static const char *const builtin[] = {"knl", "haswell"};
+    bkm_err_t err = {0};
+    char out[64], again[64], tiny[4];
+    bkm_topo_t *host = NULL;
+    /* a topology that is a built-in profile's node resolves to that profile */
+    for (int i = 0; i < 2; i++) {
+        bkm_node_profile_t p;
+        bkm_topo_t *t = NULL;
+        ck_assert_int_eq(bkm_profile_builtin(builtin[i], &p, &err), BKM_OK);
+        ck_assert_int_eq(bkm_topo_open_profile(&t, &p, &err), BKM_OK);
+        ck_assert_msg(bkm_tune_node_resolve_topo("auto", t, out, sizeof out, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_str_eq(out, builtin[i]);
+        bkm_topo_close(t);
+    }
+    /* anything else: packages x cores per package x threads per core - ISA */
+    resolve_synthetic("pack:1 core:2 pu:1", "host-1x2x1-unknown");
+    resolve_synthetic("pack:2 core:8 pu:2", "host-2x8x2-unknown");
+    /* other names pass through; bad ones are named */
+    ck_assert_int_eq(bkm_tune_node_resolve("knl", out, sizeof out, &err), BKM_OK);
+    ck_assert_str_eq(out, "knl");
+    ck_assert_int_eq(bkm_tune_node_resolve("haswell", tiny, sizeof tiny, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'haswell'"));
+    ck_assert_int_eq(bkm_tune_node_resolve("", out, sizeof out, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_tune_node_resolve(NULL, out, sizeof out, &err), BKM_EINVAL);
+    /* this host: stable, and the same as resolving its topology */
+    ck_assert_msg(bkm_tune_node_resolve("auto", out, sizeof out, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_tune_node_resolve("auto", again, sizeof again, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_str_eq(out, again);
+    ck_assert_str_ne(out, "auto");
+    ck_assert_int_eq(bkm_topo_open_host(&host, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_node_resolve_topo("auto", host, again, sizeof again, &err), BKM_OK);
+    ck_assert_str_eq(out, again);
+    bkm_topo_close(host);
+}
+END_TEST
+
 static Suite *space_suite(void)
 {
     Suite *s = suite_create("space");
@@ -396,6 +446,7 @@ static Suite *space_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("host");
     tcase_add_test(tc, this_host);
+    tcase_add_test(tc, node_auto_resolves);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -28,6 +28,12 @@ n_keys=$(q "$db" "SELECT count(DISTINCT config_key) FROM trial WHERE role = 'sea
 [ "$(q "$db" "SELECT count(*) FROM sweep")" -eq 1 ] || fail "the rerun created a second sweep instead of resuming"
 [ "$(q "$db" "PRAGMA integrity_check")" = ok ] || fail "integrity_check: $(q "$db" "PRAGMA integrity_check")"
 [ "$(q "$db" "SELECT count(*) FROM best")" -eq 1 ] || fail "no best-known setting stored"
+# --node auto (the default) is stored under this host's resolved name, and tune best finds it
+node=$(q "$db" "SELECT node FROM sweep")
+[ -n "$node" ] && [ "$node" != auto ] || fail "node stored as '$node', not resolved"
+[ "$(q "$db" "SELECT node FROM best")" = "$node" ] || fail "best stored under another node than the sweep"
+"$BKM_TUNE" best --node auto --workload gemm --db "$db" > "$tmp/best.out" 2>&1 || fail "tune best --node auto: $(cat "$tmp/best.out")"
+grep -q "node $node," "$tmp/best.out" || fail "tune best --node auto does not show node $node: $(cat "$tmp/best.out")"
 # SIGTERM: the sweep stops after the running trial, says so, exits 143, and resumes later
 db2=$tmp/term.sqlite
 "$BKM_TUNE" "${tiny[@]}" --db "$db2" > "$tmp/3.out" 2> "$tmp/3.err" &

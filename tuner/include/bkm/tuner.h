@@ -538,7 +538,8 @@ typedef struct bkm_tune_progress {
 
 /** Everything a sweep needs (the CLI fills it; nothing here reads the environment). */
 typedef struct bkm_tune_sweep_cfg {
-    const char *node;                  /**< profile name stored with the results */
+    const char *node;                  /**< profile name; "auto" is stored resolved
+                                            (bkm_tune_node_resolve) */
     const char *workload;
     const char *strategy;              /**< NULL = BKM_TUNE_STRATEGY_DEFAULT */
     size_t budget;                     /**< search trials; 0 = the whole space for grid, else a
@@ -578,7 +579,19 @@ typedef struct bkm_tune_sweep_result {
     double speedup;                    /**< default median / best median (confirmation round) */
     int significant;                   /**< best beats the default beyond noise */
     char verdict[256];                 /**< "faster", or why the default stands */
+    char node[64];                     /**< the node name stored (cfg->node resolved) */
 } bkm_tune_sweep_result_t;
+
+/** The node name results are stored and looked up under. "auto" (this host) becomes the name of
+ *  the built-in profile @p host matches (bkm_profile_matches_host), else a fingerprint
+ *  host-<packages>x<cores per package>x<threads per core>-<isa>, e.g. "host-1x2x1-avx512", so
+ *  best-known settings of different hosts do not collide; any other name is copied as it is.
+ *  @return BKM_OK; BKM_EINVAL NULL or empty @p node, or a name longer than @p n - 1. */
+int bkm_tune_node_resolve_topo(const char *node, const struct bkm_topo *host, char *out, size_t n,
+                               bkm_err_t *err);
+/** bkm_tune_node_resolve_topo for this host (its topology is opened only for "auto").
+ *  @return as above; BKM_EDEP when the host topology cannot be read. */
+int bkm_tune_node_resolve(const char *node, char *out, size_t n, bkm_err_t *err);
 
 /** Run the sweep: resume or create it in @p db, ask the strategy for trials, run each through
  *  the trial runner and store it in its own transaction, then the confirmation round (top
