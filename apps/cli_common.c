@@ -41,6 +41,28 @@ int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt)
     return 1;
 }
 
+const char **bkm_cli_topo_src_slot(bkm_cli_topo_src_t *src, const char *opt)
+{
+    if (strcmp(opt, "--node") == 0)
+        return &src->node;
+    if (strcmp(opt, "--profile") == 0)
+        return &src->profile;
+    if (strcmp(opt, "--xml") == 0)
+        return &src->xml;
+    if (strcmp(opt, "--synthetic") == 0)
+        return &src->synthetic;
+    return NULL;
+}
+
+int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src)
+{
+    if (!!src->node + !!src->profile + !!src->xml + !!src->synthetic > 1) {
+        fprintf(stderr, "tune %s: give at most one of --node, --profile, --xml, --synthetic\n", cmd);
+        return 0;
+    }
+    return 1;
+}
+
 int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime)
 {
     char buf[512], *save = NULL, *tok;

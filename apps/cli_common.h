@@ -19,6 +19,16 @@ void bkm_cli_aff_env_read(bkm_aff_env_t *env);
  *  "tune CMD: option 'OPT' needs a value" and returns 0. */
 int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt);
 
+/** Where the topology comes from: at most one of these options is given (none: this host). */
+typedef struct bkm_cli_topo_src {
+    const char *node, *profile, *xml, *synthetic; /**< --node, --profile, --xml, --synthetic */
+} bkm_cli_topo_src_t;
+/** The member of @p src that option @p opt sets, or NULL when @p opt is none of the four. */
+const char **bkm_cli_topo_src_slot(bkm_cli_topo_src_t *src, const char *opt);
+/** 1 when at most one source is set; else prints "tune CMD: give at most one of --node,
+ *  --profile, --xml, --synthetic" and returns 0. */
+int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src);
+
 /** Parse the comma-separated integers of option @p what = @p s into out[0..cap) (*n of them):
  *  thread counts (1..2^20), or with @p blocktime milliseconds (0..INT_MAX-1, "infinite").
  *  On a bad value prints "tune: WHAT 'S': ..." naming it and returns -1; else 0. */

@@ -17,7 +17,8 @@ const char bkm_cli_affinity_summary[] = "explain or verify an OpenMP affinity se
 
 typedef struct aff_cfg {
     const char *cmd;                       /* "explain", "verify", "probe" */
-    const char *node, *profile, *xml, *synthetic, *mask;
+    bkm_cli_topo_src_t src;
+    const char *mask;
     int threads;
     int json, tiles, mic, from_env;
     bkm_aff_env_t env;
@@ -119,15 +120,8 @@ static int parse_args(int argc, char **argv, aff_cfg_t *c)
             i++;
             continue;
         }
-        if (strcmp(a, "--node") == 0)
-            dst = &c->node;
-        else if (strcmp(a, "--profile") == 0)
-            dst = &c->profile;
-        else if (strcmp(a, "--xml") == 0)
-            dst = &c->xml;
-        else if (strcmp(a, "--synthetic") == 0)
-            dst = &c->synthetic;
-        else if (strcmp(a, "--mask") == 0)
+        dst = bkm_cli_topo_src_slot(&c->src, a);
+        if (strcmp(a, "--mask") == 0)
             dst = &c->mask;
         else if (strcmp(a, "--kmp-affinity") == 0)
             dst = &c->env.kmp_affinity;
@@ -163,11 +157,10 @@ static int parse_args(int argc, char **argv, aff_cfg_t *c)
         fprintf(stderr, "tune affinity %s: --threads N is required\n", c->cmd);
         return 2;
     }
-    if (!!c->node + !!c->profile + !!c->xml + !!c->synthetic > 1) {
-        fprintf(stderr, "tune affinity: give at most one of --node, --profile, --xml, --synthetic\n");
+    if (!bkm_cli_topo_src_check("affinity", &c->src))
         return 2;
-    }
-    if (strcmp(c->cmd, "verify") == 0 && (c->node || c->profile || c->xml || c->synthetic || c->mask)) {
+    if (strcmp(c->cmd, "verify") == 0 &&
+        (c->src.node || c->src.profile || c->src.xml || c->src.synthetic || c->mask)) {
         fprintf(stderr, "tune affinity verify: runs on this host only (drop --node/--profile/--xml/--synthetic/--mask)\n");
         return 2;
     }
@@ -180,17 +173,17 @@ static int open_topo(const aff_cfg_t *c, bkm_topo_t **t, bkm_err_t *err)
 {
     bkm_node_profile_t *p;
     int rc;
-    if (c->xml)
-        rc = bkm_topo_open_xml(t, c->xml, err);
-    else if (c->synthetic)
-        rc = bkm_topo_open_synthetic(t, c->synthetic, err);
-    else if (c->node == NULL && c->profile == NULL)
+    if (c->src.xml)
+        rc = bkm_topo_open_xml(t, c->src.xml, err);
+    else if (c->src.synthetic)
+        rc = bkm_topo_open_synthetic(t, c->src.synthetic, err);
+    else if (c->src.node == NULL && c->src.profile == NULL)
         rc = bkm_topo_open_host(t, err);
     else {
         p = bkm_calloc(1, sizeof(*p));
         if (p == NULL)
             return bkm_err_set(err, BKM_ENOMEM, "out of memory");
-        rc = c->profile ? bkm_profile_load_file(c->profile, p, err) : bkm_profile_builtin(c->node, p, err);
+        rc = c->src.profile ? bkm_profile_load_file(c->src.profile, p, err) : bkm_profile_builtin(c->src.node, p, err);
         if (rc == BKM_OK)
             rc = bkm_topo_open_profile(t, p, err);
         bkm_free(p);

@@ -10,7 +10,8 @@
 const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, profile, XML, synthetic)";
 
 typedef struct topo_cfg {
-    const char *node, *profile, *xml, *synthetic, *allowed;
+    bkm_cli_topo_src_t src;
+    const char *allowed;
     int json;
 } topo_cfg_t;
 
@@ -64,15 +65,8 @@ static int parse_args(int argc, char **argv, topo_cfg_t *c)
             c->json = 1;
             continue;
         }
-        if (strcmp(a, "--node") == 0)
-            dst = &c->node;
-        else if (strcmp(a, "--profile") == 0)
-            dst = &c->profile;
-        else if (strcmp(a, "--xml") == 0)
-            dst = &c->xml;
-        else if (strcmp(a, "--synthetic") == 0)
-            dst = &c->synthetic;
-        else if (strcmp(a, "--allowed") == 0)
+        dst = bkm_cli_topo_src_slot(&c->src, a);
+        if (strcmp(a, "--allowed") == 0)
             dst = &c->allowed;
         if (!dst) {
             fprintf(stderr, "tune topo: unknown option '%s' (see tune topo --help)\n", a);
@@ -82,10 +76,8 @@ static int parse_args(int argc, char **argv, topo_cfg_t *c)
             return 2;
         *dst = argv[++i];
     }
-    if (!!c->node + !!c->profile + !!c->xml + !!c->synthetic > 1) {
-        fprintf(stderr, "tune topo: give at most one of --node, --profile, --xml, --synthetic\n");
+    if (!bkm_cli_topo_src_check("topo", &c->src))
         return 2;
-    }
     return 0;
 }
 
@@ -94,14 +86,14 @@ static int open_topo(const topo_cfg_t *c, bkm_node_profile_t *p, bkm_topo_t **t,
 {
     int rc;
     p->name[0] = '\0';
-    if (c->xml)
-        return bkm_topo_open_xml(t, c->xml, err);
-    if (c->synthetic)
-        return bkm_topo_open_synthetic(t, c->synthetic, err);
-    if (c->profile)
-        rc = bkm_profile_load_file(c->profile, p, err);
+    if (c->src.xml)
+        return bkm_topo_open_xml(t, c->src.xml, err);
+    if (c->src.synthetic)
+        return bkm_topo_open_synthetic(t, c->src.synthetic, err);
+    if (c->src.profile)
+        rc = bkm_profile_load_file(c->src.profile, p, err);
     else
-        rc = bkm_profile_builtin(c->node ? c->node : "auto", p, err);
+        rc = bkm_profile_builtin(c->src.node ? c->src.node : "auto", p, err);
     if (rc == BKM_OK)
         rc = bkm_topo_open_profile(t, p, err);
     return rc;
