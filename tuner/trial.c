@@ -711,7 +711,8 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     posix_spawnattr_t attr;
     sigset_t dflt;
     char **envp = NULL;
-    char *argv[5] = {NULL, NULL, NULL, NULL, NULL};
+    char *argv[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    char parent_pid[24];
     bkm_buf_t spec_json, out;
     bkm_json_w_t w;
     pid_t pid = -1;
@@ -741,6 +742,11 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     argv[1] = (char *)(rn->worker_cmd ? rn->worker_cmd : "worker");
     argv[2] = (char *)"--spec";
     argv[3] = spec_json.data;
+    /* The worker dies with the tuner (PR_SET_PDEATHSIG) and checks this pid to close the race
+     * of a tuner killed before the worker armed it. */
+    snprintf(parent_pid, sizeof parent_pid, "%ld", (long)getpid());
+    argv[4] = (char *)"--parent";
+    argv[5] = parent_pid;
 
     if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0) {
         rc = bkm_err_set(err, BKM_EIO, "pipe for the worker: %s", strerror(errno));

@@ -37,8 +37,9 @@ int main(int argc, char **argv)
     bkm_tune_trial_spec_t spec;
     bkm_err_t err = {0};
     const char *inj;
-    if (argc != 4 || strcmp(argv[1], "worker") != 0 || strcmp(argv[2], "--spec") != 0) {
-        fprintf(stderr, "fake_worker: usage: fake_worker worker --spec JSON\n");
+    if ((argc != 4 && !(argc == 6 && strcmp(argv[4], "--parent") == 0 && atol(argv[5]) == (long)getppid())) ||
+        strcmp(argv[1], "worker") != 0 || strcmp(argv[2], "--spec") != 0) {
+        fprintf(stderr, "fake_worker: usage: fake_worker worker --spec JSON [--parent PPID]\n");
         return 2;
     }
     if (bkm_tune_trial_spec_from_json(argv[3], &spec, &err) < 0) {
