@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bkm/results.h"
+#include "bkm/tuner.h"
 #include "cli_common.h"
 
 const char bkm_cli_export_summary[] = "print every stored trial as CSV or JSON";
@@ -23,7 +24,7 @@ static void usage(FILE *f)
             "                     median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}\n"
             "  --db PATH          results database (default: $BKM_DB, else %s)\n"
             "  --sweep ID         only the trials of the sweep with this numeric id\n"
-            "  --node NODE        only sweeps for this node profile (knl, haswell, auto, ...)\n"
+            "  --node NODE        only sweeps for this node (knl, haswell, auto = this host's name, ...)\n"
             "  --workload WL      only sweeps of this workload (gemm, alexnet, ...)\n"
             "  -h, --help         this help\n\n"
             "example:\n"
@@ -53,6 +54,7 @@ int bkm_cli_export(int argc, char **argv)
     bkm_db_t *db = NULL;
     bkm_err_t err = {0};
     bkm_buf_t out;
+    char node_name[64];
     long long id;
     int ret;
     bkm_buf_init(&out);
@@ -88,6 +90,14 @@ int bkm_cli_export(int argc, char **argv)
     else if (strcmp(format, "csv") != 0) {
         fprintf(stderr, "tune export: --format '%s' is not csv or json\n", format);
         return 2;
+    }
+    /* auto: this host's name, as the sweep stored it */
+    if (f.node != NULL) {
+        if ((ret = bkm_tune_node_resolve(f.node, node_name, sizeof node_name, &err)) < 0) {
+            fprintf(stderr, "tune export: --node: %s\n", err.msg);
+            return bkm_status_exit_code(ret);
+        }
+        f.node = node_name;
     }
     db_path = bkm_cli_db_path(db_path);
     if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)

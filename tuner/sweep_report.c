@@ -64,7 +64,7 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
     }
     if (!host_match)
         bkm_buf_printf(out, "\nTo run it on a %s node, run there (e.g. inside `salloc -N 1%s%s`):\n  %s\n"
-                       "(a Slurm batch script for it comes with `tune sbatch`)\n",
+                       "(bkm does not write Slurm batch scripts yet)\n",
                        prof->name, prof->slurm_constraint[0] ? " -C " : "", prof->slurm_constraint, run_cmd);
     else
         bkm_buf_printf(out, "\nTo run it: %s\n", run_cmd);
@@ -101,6 +101,7 @@ static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_b
     bkm_json_key(&w, "resumed"), bkm_json_int(&w, (int64_t)r->resumed_trials);
     bkm_json_key(&w, "interrupted"), bkm_json_bool(&w, r->interrupted);
     bkm_json_key(&w, "sweep_id"), bkm_json_int(&w, r->sweep_id);
+    bkm_json_key(&w, "node"), bkm_json_str(&w, r->node);
     bkm_json_key(&w, "db"), bkm_json_str(&w, db);
     bkm_json_obj_end(&w);
     bkm_buf_puts(out, "\n");
@@ -118,8 +119,8 @@ void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char 
                        "command again to resume\n", r->trials, db);
         return;
     }
-    bkm_buf_printf(out, "sweep done: %zu trials (%zu resumed from %s, %zu failed)\n", r->trials, r->resumed_trials, db,
-                   r->failed);
+    bkm_buf_printf(out, "sweep done: %zu trials on node %s (%zu resumed from %s, %zu failed)\n", r->trials, r->node,
+                   r->resumed_trials, db, r->failed);
     bkm_tune_config_label(&r->dflt, label, sizeof label);
     bkm_buf_printf(out, "default:    %s: median %.4g ms, 95%% CI [%.4g, %.4g]\n", label, r->default_median_ms,
                    r->default_ci_lo_ms, r->default_ci_hi_ms);
