@@ -64,6 +64,9 @@ static void usage(FILE *f)
             "  --max-samples N      adaptive cap (default 50)\n"
             "  --trial-timeout S    a trial running longer is killed and stored as timeout (default 600)\n"
             "  --confirm-top K      candidates re-measured against the default (default 3)\n"
+            "  --counters LIST      PAPI events per trial, comma-separated; 'none' disables (default:\n"
+            "                       cycles, instructions, cache misses, FP ops and the perf:: software\n"
+            "                       events; unavailable ones are stored with PAPI's reason)\n"
             "  --fresh              start a new sweep instead of resuming the same command's\n"
             "  --db PATH            results database (default: $BKM_DB, else %s)\n"
             "  --dry-run            list the planned configurations, merges and drops; run nothing\n"
@@ -160,6 +163,19 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 o->sw.base.timeout_s = d;
             else
                 o->sw.time_budget_s = d;
+        } else if (strcmp(a, "--counters") == 0) {
+            char names[64][64];
+            int nn = 0;
+            bkm_err_t e = {0};
+            if (strlen(v) >= sizeof o->sw.base.counters) {
+                fprintf(stderr, "tune: --counters '%s' is too long\n", v);
+                return -1;
+            }
+            if (strcmp(v, "none") != 0 && bkm_tune_counters_parse(v, names, 64, &nn, &e) < 0) {
+                fprintf(stderr, "tune: --counters '%s': %s\n", v, e.msg);
+                return -1;
+            }
+            snprintf(o->sw.base.counters, sizeof o->sw.base.counters, "%s", v);
         } else if (strcmp(a, "--inject") == 0) {
             const char *at = strchr(v, '@');
             if (at == NULL || at == v || (size_t)(at - v) >= sizeof o->sw.inject ||

@@ -43,6 +43,7 @@ expect 2 "abc" "$BKM_TUNE" --workload gemm --threads 1,abc --db bad.sqlite
 expect 2 "annealing" "$BKM_TUNE" --workload gemm --strategy annealing --db bad.sqlite
 expect 2 "--budget" "$BKM_TUNE" --workload gemm --budget -3 --db bad.sqlite
 expect 2 "kc" "$BKM_TUNE" --workload gemm --param kc=banana --db bad.sqlite
+expect 2 "a,,b" "$BKM_TUNE" --workload gemm --counters a,,b --db bad.sqlite
 [ ! -e bad.sqlite ] || fail "bad input wrote a database"
 expect 0 "usage: tune \[sweep\]" "$BKM_TUNE" sweep --help
 echo "ok: foreign db refused and unchanged, knl planned not run, bad input named with exit 2"
