@@ -12,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tune=${1:-$here/../../../build}/tune
 shift || true
-which=${*:-gemm gemm64 conv2d alexnet}
+which=${*:-gemm gemm64 conv2d alexnet convtun}
 passes=${PASSES:-3}
 common=(--strategy random --confirm-top 0 --fresh --min-time 0.1 --max-samples 50)
 for w in $which; do
@@ -29,7 +29,16 @@ for w in $which; do
   alexnet) # AlexNet training step at batch 2: threads x {unbound, compact} x blocktime
     args=(--workload alexnet --param batch=2 --affinity default --affinity granularity=fine,compact
           --hw-subset none) ;;
-  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet)" >&2; exit 2 ;;
+  convtun) # AlexNet conv4 at batch 1, the kernel tunables that change the speed: algo (1 batch-
+           # parallel, 2 parallel GEMM, 3 packed) x ptile x kc x threads x {unbound, compact}: 109.
+           # At batch 1 the default (algo 0 = auto: 2) is ~25% off the best (algo 3, 2 threads);
+           # the worst settings are ~4x off. (--min-time 0.05: a ~4 ms iteration, a small file)
+    args=(--workload conv2d --param shape=alexnet:conv4 --param batch=1 --param algo=1,2,3
+          --param ptile=0,32,512 --param kc=0,64,512 --threads 1,2
+          --affinity default --affinity granularity=fine,compact --blocktime 200 --hw-subset none
+          --min-time 0.05 --max-samples 30
+          --budget 100000) ;;  # every configuration: the default budget of random is a quarter
+  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet, convtun)" >&2; exit 2 ;;
   esac
   rm -f "$here/$w.sqlite" "$here/$w.sqlite-wal" "$here/$w.sqlite-shm"
   for p in $(seq 1 "$passes"); do
