@@ -14,7 +14,8 @@ tune=${1:-$here/../../../build}/tune
 shift || true
 which=${*:-gemm gemm64 conv2d alexnet convtun}
 passes=${PASSES:-3}
-common=(--strategy random --confirm-top 0 --fresh --min-time 0.1 --max-samples 50)
+# --budget 100000: every configuration (the default budget of random is a quarter of the space)
+common=(--strategy random --budget 100000 --confirm-top 0 --fresh --min-time 0.1 --max-samples 50)
 for w in $which; do
   case $w in
   gemm)    # 2 thread counts x {unbound, compact} x mc, kc, nc at {def/2, def, 2 def}: 108 configurations
@@ -36,8 +37,7 @@ for w in $which; do
     args=(--workload conv2d --param shape=alexnet:conv4 --param batch=1 --param algo=1,2,3
           --param ptile=0,32,512 --param kc=0,64,512 --threads 1,2
           --affinity default --affinity granularity=fine,compact --blocktime 200 --hw-subset none
-          --min-time 0.05 --max-samples 30
-          --budget 100000) ;;  # every configuration: the default budget of random is a quarter
+          --min-time 0.05 --max-samples 30) ;;
   *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet, convtun)" >&2; exit 2 ;;
   esac
   rm -f "$here/$w.sqlite" "$here/$w.sqlite-wal" "$here/$w.sqlite-shm"
