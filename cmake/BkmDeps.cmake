@@ -29,9 +29,18 @@ if(NOT SQLite3_FOUND)
   message(FATAL_ERROR "SQLite3 not found: apt-get install libsqlite3-dev")
 endif()
 
-find_package(dnnl CONFIG QUIET)
-if(NOT dnnl_FOUND)
-  message(FATAL_ERROR "oneDNN (dnnl) not found: apt-get install libdnnl-dev")
+# oneDNN is found by its header and library, not by Debian's dnnl-config.cmake: that file
+# find_package()s OpenCL as REQUIRED although libdnnl-dev only Recommends ocl-icd-opencl-dev, so
+# on a machine installed with --no-install-recommends the config fails for a piece bkm never uses.
+find_path(BKM_DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.h)
+find_library(BKM_DNNL_LIBRARY NAMES dnnl)
+if(NOT BKM_DNNL_INCLUDE_DIR OR NOT BKM_DNNL_LIBRARY)
+  message(FATAL_ERROR "oneDNN (oneapi/dnnl/dnnl.h, libdnnl.so) not found: apt-get install libdnnl-dev")
+endif()
+if(NOT TARGET DNNL::dnnl)
+  add_library(DNNL::dnnl UNKNOWN IMPORTED)
+  set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION "${BKM_DNNL_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${BKM_DNNL_INCLUDE_DIR}")
 endif()
 
 find_package(MPI COMPONENTS C QUIET)
@@ -48,4 +57,7 @@ get_filename_component(BKM_LIBOMP_REAL "${BKM_LIBOMP}" REALPATH)
 
 if(BUILD_TESTING OR NOT DEFINED BUILD_TESTING)
   pkg_check_modules(CHECK IMPORTED_TARGET check)
+  if(NOT CHECK_FOUND)
+    message(FATAL_ERROR "check (unit-test framework) not found (pkg-config): apt-get install check")
+  endif()
 endif()
