@@ -21,7 +21,7 @@ static void run_usage(FILE *f)
             "                [--blocktime B] [--param key=value ...] [--warmup N] [--iters N]\n"
             "                [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
             "                [--counters LIST]"
-            " [--trial-timeout SEC] [--json]\n\n"
+            " [--trial-timeout SEC] [--dry-run] [--json]\n\n"
             "Runs ONE trial: a fresh worker process gets KMP_AFFINITY, KMP_BLOCKTIME and\n"
             "OMP_NUM_THREADS from the options (every other OMP_*/KMP_*/GOMP_* variable of this shell is\n"
             "removed), verifies that each OpenMP thread is bound as the affinity planner predicts,\n"
@@ -47,6 +47,8 @@ static void run_usage(FILE *f)
             "                      instructions, cache misses, FP ops and the perf:: software events;\n"
             "                      unavailable ones are listed with PAPI's reason)\n"
             "  --trial-timeout SEC kill the worker after SEC seconds (default 600)\n"
+            "  --dry-run           check everything (workload, parameters, settings against this\n"
+            "                      node) and print the worker's trial spec as JSON; start nothing\n"
             "  --json              print one JSON object (status, samples_ms, median_ms, min_ms, gflops,\n"
             "                      flops_per_iter, binding, check, counters, ...) instead of text\n"
             "  --inject FAULT      TESTS ONLY: the worker misbehaves on purpose (segv, abort, hang, fail,\n"
@@ -76,7 +78,7 @@ static int run_double(const char *opt, const char *s, double lo, double hi, doub
 }
 
 /* Parse the options into @p spec; returns 0 to go on, 1 after --help, or a negative status. */
-static int run_parse(int argc, char **argv, bkm_tune_trial_spec_t *spec, int *json)
+static int run_parse(int argc, char **argv, bkm_tune_trial_spec_t *spec, int *json, int *dry_run)
 {
     bkm_err_t err = {0};
     long long v;
@@ -89,6 +91,10 @@ static int run_parse(int argc, char **argv, bkm_tune_trial_spec_t *spec, int *js
         }
         if (strcmp(o, "--json") == 0) {
             *json = 1;
+            continue;
+        }
+        if (strcmp(o, "--dry-run") == 0) {
+            *dry_run = 1;
             continue;
         }
         if (a == NULL || strncmp(o, "--", 2) != 0) {
@@ -200,15 +206,26 @@ int bkm_cli_run(int argc, char **argv)
     bkm_topo_t *topo = NULL;
     bkm_err_t err = {0};
     char self[PATH_MAX];
-    int json = 0, rc, code;
+    int json = 0, dry_run = 0, rc, code;
 
     bkm_tune_trial_spec_defaults(&spec);
-    rc = run_parse(argc, argv, &spec, &json);
+    rc = run_parse(argc, argv, &spec, &json, &dry_run);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     if ((rc = bkm_topo_open_host(&topo, &err)) < 0 || (rc = bkm_tune_trial_check(&spec, topo, &err)) < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
         code = bkm_status_exit_code(rc);
+        goto out;
+    }
+    if (dry_run) {
+        bkm_buf_t b;
+        bkm_json_w_t w;
+        bkm_buf_init(&b);
+        bkm_json_w_init(&w, &b, 0);
+        bkm_tune_trial_spec_to_json(&spec, &w);
+        puts(bkm_buf_str(&b));
+        bkm_buf_free(&b);
+        code = 0;
         goto out;
     }
     if (realpath("/proc/self/exe", self) == NULL) {
