@@ -74,6 +74,47 @@ $want"
   [ "$(not_ok "$tmp/$db.sqlite")" -eq 0 ] || fail "$db: a trial is not ok after the resume"
 done
 
+# Ctrl-C stops the running trial at once (not after its 20 s); a second Ctrl-C exits at once even
+# while the tuner waits (here for a database lock held by another process) to mark the sweep.
+db=$tmp/int.sqlite
+alive() { local st; st=$(ps -o stat= -p "$1" 2> /dev/null) && [ "${st#Z}" = "$st" ]; }
+"$BKM_TUNE" --workload gemm --param m=64 --param n=64 --param k=64 --threads 1 --affinity default --blocktime 0 \
+  --strategy grid --min-time 20 --min-samples 5 --max-samples 100000 --confirm-top 1 --db "$db" \
+  > "$tmp/int.out" 2> "$tmp/int.err" &
+pid=$!
+worker=""
+for _ in $(seq 1 600); do worker=$(pgrep -P "$pid" -f ' worker ' | head -n 1); [ -n "$worker" ] && break; sleep 0.05; done
+[ -n "$worker" ] || fail "Ctrl-C: no worker seen"
+python3 - "$db" "$tmp/locked" "$tmp/unlock" << 'PY' &
+import os, sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+t = time.time()
+while not os.path.exists(sys.argv[3]) and time.time() - t < 25:
+    time.sleep(0.05)
+c.execute("ROLLBACK")
+PY
+locker=$!
+for _ in $(seq 1 600); do [ -e "$tmp/locked" ] && break; sleep 0.05; done
+[ -e "$tmp/locked" ] || fail "Ctrl-C: could not lock the database"
+kill -INT "$pid"
+for _ in $(seq 1 100); do alive "$worker" || break; sleep 0.05; done
+alive "$worker" && fail "Ctrl-C: the running trial's worker still runs 5 s after SIGINT"
+alive "$pid" || fail "Ctrl-C: the tuner exited although the database was locked (nothing left to wait for)"
+t0=$(date +%s%N)
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+took=$(( ($(date +%s%N) - t0) / 1000000 ))
+touch "$tmp/unlock"
+wait "$locker"
+[ $rc -eq 130 ] || fail "second Ctrl-C: exit $rc, expected 130"
+[ "$took" -lt 5000 ] || fail "second Ctrl-C: the tuner took $took ms to exit"
+[ "$(q "$db" "SELECT status FROM sweep")" = running ] ||
+  fail "second Ctrl-C: sweep marked '$(q "$db" "SELECT status FROM sweep")': the first signal was not still winding down"
+[ "$(q "$db" "SELECT count(*) FROM trial")" -eq 0 ] || fail "Ctrl-C: the cut-short trial was stored"
+
 # SIGCHLD ignored by the parent (inherited through exec): the workers are still waited for.
 ign=(perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV or die "exec: $!"')
 mask=$("${ign[@]}" awk '/^SigIgn/ { print $2 }' /proc/self/status)
@@ -105,4 +146,5 @@ grep -q 'HWLOC_' "$tmp/hw2.err" || fail "HWLOC_*: the sweep did not name the var
 HWLOC_SYNTHETIC="pack:1 core:2 pu:1" "$BKM_TUNE" "${cmd[@]}" --dry-run > "$tmp/hw3.out" 2>&1 ||
   fail "HWLOC_SYNTHETIC: --dry-run (planning only) was refused: $(cat "$tmp/hw3.out")"
 echo "ok: SIGTERM to the process group and to the job mid-trial: exit 143, interrupted, nothing crashed; resumed" \
-     "to the uninterrupted sweep's $n_space search trials; SIGCHLD ignored works; ONEDNN_VERBOSE=1 ok; HWLOC_* refused"
+     "to the uninterrupted sweep's $n_space search trials; Ctrl-C stops the trial, a second exits at once ($took ms);" \
+     "SIGCHLD ignored works; ONEDNN_VERBOSE=1 ok; HWLOC_* refused"
