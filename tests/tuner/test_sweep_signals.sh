@@ -132,6 +132,19 @@ ONEDNN_VERBOSE=1 "$BKM_TUNE" run --workload conv2d --backend onednn --param shap
 grep -q '^{"status":"ok"' "$tmp/dnn.out" || fail "ONEDNN_VERBOSE=1: the trial is not ok: $(head -c 400 "$tmp/dnn.out")"
 grep -q 'onednn_verbose' "$tmp/dnn.out" || fail "ONEDNN_VERBOSE=1: oneDNN printed nothing (the stderr tail has no onednn_verbose line): the test proves nothing"
 
+# LD_PRELOAD passes to the worker: a second OpenMP runtime preloaded that way fails the trial's
+# single-runtime check (binding mismatch, exit 1) instead of being measured.
+gomp=$(ldconfig -p 2> /dev/null | awk '/libgomp\.so\.1 .*x86-64|libgomp\.so\.1 / { print $NF; exit }')
+if [ -n "$gomp" ] && [ -e "$gomp" ]; then
+  LD_PRELOAD=$gomp "$BKM_TUNE" run --workload gemm --param m=32 --param n=32 --param k=32 --threads 1 --min-time 0.01 \
+    > "$tmp/gomp.out" 2> "$tmp/gomp.err"
+  rc=$?
+  [ $rc -eq 1 ] || fail "LD_PRELOAD=$gomp: tune run exited $rc, expected 1 (binding mismatch)"
+  grep -q 'libgomp' "$tmp/gomp.out" "$tmp/gomp.err" || fail "LD_PRELOAD=$gomp: libgomp not named"
+else
+  echo "note: libgomp.so.1 not found; the LD_PRELOAD case is not checked"
+fi
+
 # hwloc told to describe another machine: measuring is refused (exit 3, named), planning is not.
 HWLOC_SYNTHETIC="pack:2 core:4 pu:2" "$BKM_TUNE" run --workload gemm --min-time 0.01 > "$tmp/hw.out" 2> "$tmp/hw.err"
 rc=$?

@@ -597,7 +597,9 @@ typedef struct bkm_tune_sweep_cfg {
     int64_t host_id;                   /**< bkm_db_host_upsert id of this host; 0 = none */
     const char *git_revision;
     const bkm_tune_runner_t *runner;
-    const volatile sig_atomic_t *stop; /**< set non-zero (signal handler) to stop after this trial */
+    const volatile sig_atomic_t *stop; /**< set non-zero (signal handler) to stop: the running trial
+                                            is killed and not stored (the runner's stop too, unless
+                                            runner->stop is set); the sweep ends interrupted */
     void (*progress)(void *ud, const bkm_tune_progress_t *p);
     void *progress_ud;
     const bkm_log_t *log;              /**< notes (merged/dropped settings, faults) */
