@@ -129,6 +129,7 @@ const volatile sig_atomic_t *bkm_cli_stop_signals_catch(void)
 {
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa, old;
+    sigset_t unblock;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;   /* no SA_RESTART: poll and waits return EINTR at once */
     sigemptyset(&sa.sa_mask);
@@ -139,6 +140,11 @@ const volatile sig_atomic_t *bkm_cli_stop_signals_catch(void)
             continue;
         sigaction(sigs[i], &sa, NULL);
     }
+    /* a parent may have left them blocked (the mask survives exec): a stop must get through */
+    sigemptyset(&unblock);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&unblock, sigs[i]);
+    sigprocmask(SIG_UNBLOCK, &unblock, NULL);
     return &g_stop;
 }
 

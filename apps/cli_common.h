@@ -45,7 +45,7 @@ int bkm_cli_parse_duration(const char *s, double *sec);
  *  sweep and the trial runner: the running worker's process group is killed at once and the
  *  command winds down, keeping what is complete); a second one terminates the process at once,
  *  by that signal (the worker dies with it: PR_SET_PDEATHSIG). The flag is the one global of
- *  the CLI (set only by the handler). */
+ *  the CLI (set only by the handler). The three are unblocked, whatever mask was inherited. */
 const volatile sig_atomic_t *bkm_cli_stop_signals_catch(void);
 
 /** Put SIGCHLD back to SIG_DFL (a parent may have left it ignored, which would make the kernel

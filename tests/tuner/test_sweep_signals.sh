@@ -20,11 +20,14 @@ search_set() { q "$1" "SELECT config_key || ' ' || status FROM trial WHERE role 
 not_ok() { q "$1" "SELECT count(*) FROM trial WHERE status != 'ok'"; }
 
 # interrupt NAME HOW: start the sweep in a process group of its own (as a batch job), wait until
-# it has stored a trial and runs a worker, then SIGTERM the group (HOW=group) or the worker and
-# then the group, in one kill (HOW=job: what slurmstepd does to every process of the job).
+# it has stored a trial and runs a worker, then SIGTERM the group (HOW=group; the sweep is
+# started with SIGTERM blocked, as a parent may leave it) or the worker and then the group, in
+# one kill (HOW=job: what slurmstepd does to every process of the job).
+blocked=(perl -MPOSIX -e 'sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGTERM)) or die; exec @ARGV or die "exec: $!"')
 interrupt() {
-  local db=$tmp/$1.sqlite how=$2 pid pgid worker rc
-  setsid "$BKM_TUNE" "${cmd[@]}" --db "$db" > "$tmp/$1.1.out" 2> "$tmp/$1.1.err" &
+  local db=$tmp/$1.sqlite how=$2 pid pgid worker rc pre=()
+  [ "$how" = group ] && pre=("${blocked[@]}")
+  setsid "${pre[@]}" "$BKM_TUNE" "${cmd[@]}" --db "$db" > "$tmp/$1.1.out" 2> "$tmp/$1.1.err" &
   pid=$!
   wait_trials "$db" 1 || fail "$1: no trial stored in 30 s"
   worker=""
