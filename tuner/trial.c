@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -659,11 +660,12 @@ typedef struct runner_io {
     int overflow;              /* the JSON went past json_max */
 } runner_io_t;
 
-/* Read what @p io->fd[i] holds now (non-blocking) into the JSON buffer or the tail. */
-static int runner_read(runner_io_t *io, int i, bkm_tune_trial_result_t *r, bkm_err_t *err)
+/* Read what @p io->fd[i] holds now (non-blocking; at most @p max_chunks reads, so that a worker
+ * writing without pause cannot hold the watch) into the JSON buffer or the tail. */
+static int runner_read(runner_io_t *io, int i, size_t max_chunks, bkm_tune_trial_result_t *r, bkm_err_t *err)
 {
     char chunk[8192];
-    for (;;) {
+    for (size_t c = 0; c < max_chunks; c++) {
         ssize_t got = read(io->fd[i], chunk, sizeof chunk);
         if (got < 0 && errno == EINTR)
             continue;
@@ -687,6 +689,7 @@ static int runner_read(runner_io_t *io, int i, bkm_tune_trial_result_t *r, bkm_e
         if (io->json->oom)
             return bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's output");
     }
+    return BKM_OK;
 }
 
 /* Has @p pid exited? (observed with WNOWAIT: it stays a zombie, so its process group id cannot
@@ -753,7 +756,7 @@ static int runner_watch(const bkm_tune_runner_t *rn, pid_t pid, int pidfd, uint6
             return bkm_err_set(err, BKM_EIO, "poll on the worker's pipes: %s", strerror(errno));
         }
         for (int j = 0; j < np; j++)
-            if (idx[j] >= 0 && p[j].revents != 0 && (rc = runner_read(io, idx[j], r, err)) < 0)
+            if (idx[j] >= 0 && p[j].revents != 0 && (rc = runner_read(io, idx[j], 64, r, err)) < 0)
                 return rc;
     }
 }
@@ -1007,7 +1010,7 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
      * EOF that a grandchild holding the pipes would withhold (the group is dead now anyway). */
     for (int i = 0; rc == BKM_OK && i < 2; i++)
         if (io.fd[i] >= 0)
-            rc = runner_read(&io, i, r, err);
+            rc = runner_read(&io, i, SIZE_MAX, r, err);
     res_pipe[0] = io.fd[0];   /* -1 where closed at EOF; the rest is closed below */
     out_pipe[0] = io.fd[1];
     r->wall_s = (double)(bkm_now_ns() - t0) * 1e-9;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A stand-in for `tune worker` in the runner's tests: reads the spec like the worker does and
  * behaves as its parameter mode=... says (crash, hang, fail, bad JSON, binding mismatch, noise on
- * stdout, a grandchild holding the pipes, an over-long result, death by SIGTERM, or a small valid
+ * stdout, endless stderr, a grandchild holding the pipes, an over-long result, death by SIGTERM, or a small valid
  * result that echoes its environment). The JSON goes to --result-fd N like the worker's. */
 #define _GNU_SOURCE   /* fdopen, pid_t */
 #include <errno.h>
@@ -124,6 +124,14 @@ int main(int argc, char **argv)
         }
         print_ok(res, &spec, (long)g);
         return 0;
+    } else if (strcmp(inj, "spew") == 0) {
+        /* stderr without a pause, forever: the watch must still see the timeout */
+        static char line[1 << 16];
+        memset(line, 's', sizeof line - 1);
+        line[sizeof line - 2] = '\n';
+        for (;;)
+            if (write(2, line, sizeof line - 1) < 0)
+                return 1;
     } else if (strcmp(inj, "bigout") == 0) {
         /* 4 MiB of JSON (a string of 'x'), then hang: the cap must end it, not the timeout */
         static char blob[1 << 16];

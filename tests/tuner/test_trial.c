@@ -413,6 +413,20 @@ START_TEST(overlong_result_fails_the_trial)
 }
 END_TEST
 
+/* A worker writing stderr without a pause still times out on time; only the tail is kept. */
+START_TEST(endless_output_still_times_out)
+{
+    bkm_tune_trial_result_t r = {0};
+    uint64_t t0 = bkm_now_ns();
+    run_fake("spew", 1.0, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_TIMEOUT);
+    ck_assert_msg(seconds_since(t0) < 10.0, "took %g s", seconds_since(t0));
+    ck_assert_uint_eq(strlen(r.stderr_tail), BKM_TUNE_STDERR_TAIL);
+    ck_assert_ptr_nonnull(strstr(r.stderr_tail, "sss\n"));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
 /* A stop (SIGINT/SIGTERM to the tuner) kills the running trial at once: interrupted. */
 START_TEST(stop_interrupts_the_running_trial)
 {
@@ -585,6 +599,7 @@ static Suite *trial_suite(void)
     tcase_add_test(run, stdout_noise_leaves_the_result_alone);
     tcase_add_test(run, worker_exit_ends_the_trial_despite_a_grandchild);
     tcase_add_test(run, overlong_result_fails_the_trial);
+    tcase_add_test(run, endless_output_still_times_out);
     tcase_add_test(run, stop_interrupts_the_running_trial);
     tcase_add_test(run, sigterm_death_is_interrupted_when_the_stop_follows);
     tcase_add_test(run, ignored_sigchld_is_refused);
