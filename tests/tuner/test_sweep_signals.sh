@@ -118,6 +118,24 @@ wait "$locker"
   fail "second Ctrl-C: sweep marked '$(q "$db" "SELECT status FROM sweep")': the first signal was not still winding down"
 [ "$(q "$db" "SELECT count(*) FROM trial")" -eq 0 ] || fail "Ctrl-C: the cut-short trial was stored"
 
+# tune run: SIGTERM kills its worker at once and exits 143.
+"$BKM_TUNE" run --workload gemm --param m=64 --param n=64 --param k=64 --min-time 20 --max-samples 100000 \
+  > "$tmp/run.out" 2> "$tmp/run.err" &
+pid=$!
+worker=""
+for _ in $(seq 1 600); do worker=$(pgrep -P "$pid" -f ' worker ' | head -n 1); [ -n "$worker" ] && break; sleep 0.05; done
+[ -n "$worker" ] || fail "tune run: no worker seen"
+t0=$(date +%s%N)
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+took_run=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $rc -eq 143 ] || fail "tune run: exit $rc after SIGTERM, expected 143"
+[ "$took_run" -lt 5000 ] || fail "tune run: $took_run ms to stop its 20 s trial"
+grep -q interrupted "$tmp/run.err" || fail "tune run: does not say interrupted: $(cat "$tmp/run.err")"
+for _ in $(seq 1 100); do alive "$worker" || break; sleep 0.05; done
+alive "$worker" && fail "tune run: its worker still runs after SIGTERM"
+
 # SIGCHLD ignored by the parent (inherited through exec): the workers are still waited for.
 ign=(perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV or die "exec: $!"')
 mask=$("${ign[@]}" awk '/^SigIgn/ { print $2 }' /proc/self/status)
