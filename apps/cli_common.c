@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +107,52 @@ int bkm_cli_parse_duration(const char *s, double *sec)
     else
         return -1;
     return 0;
+}
+
+/* The only global of the CLI: set by the first SIGINT/SIGTERM/SIGHUP, read by the sweep and the
+ * trial runner through the pointer bkm_cli_stop_signals_catch returns. */
+static volatile sig_atomic_t g_stop;
+
+static void on_stop_signal(int sig)
+{
+    if (g_stop != 0) {
+        /* the second one: exit at once, by this signal (blocked in the handler, so it is
+         * delivered with the default action as the handler returns) */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    g_stop = sig;
+}
+
+const volatile sig_atomic_t *bkm_cli_stop_signals_catch(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+    sigset_t unblock;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;   /* no SA_RESTART: poll and waits return EINTR at once */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&sa.sa_mask, sigs[i]);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        if (sigs[i] == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+    /* a parent may have left them blocked (the mask survives exec): a stop must get through */
+    sigemptyset(&unblock);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&unblock, sigs[i]);
+    sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+    return &g_stop;
+}
+
+void bkm_cli_sigchld_reset(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;   /* and no SA_NOCLDWAIT */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
 }

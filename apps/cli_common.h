@@ -4,6 +4,8 @@
 #ifndef BKM_CLI_COMMON_H
 #define BKM_CLI_COMMON_H
 
+#include <signal.h>
+
 #include "bkm/affinity.h"
 
 /** The results database: @p opt (--db) if given, else $BKM_DB if set and not empty, else
@@ -37,5 +39,17 @@ int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, i
 /** Parse a positive duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
  *  Returns 0 with *sec set, or -1 (nothing printed). */
 int bkm_cli_parse_duration(const char *s, double *sec);
+
+/** Catch SIGINT, SIGTERM and SIGHUP (SIGHUP only when not ignored, as under nohup) for a
+ *  command that runs trials: the first one sets the returned flag to its number (pass it to the
+ *  sweep and the trial runner: the running worker's process group is killed at once and the
+ *  command winds down, keeping what is complete); a second one terminates the process at once,
+ *  by that signal (the worker dies with it: PR_SET_PDEATHSIG). The flag is the one global of
+ *  the CLI (set only by the handler). The three are unblocked, whatever mask was inherited. */
+const volatile sig_atomic_t *bkm_cli_stop_signals_catch(void);
+
+/** Put SIGCHLD back to SIG_DFL (a parent may have left it ignored, which would make the kernel
+ *  reap the workers and lose their exit status). Called first thing by main(). */
+void bkm_cli_sigchld_reset(void);
 
 #endif

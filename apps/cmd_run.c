@@ -9,6 +9,7 @@
 
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
+#include "cli_common.h"
 
 extern char **environ;
 
@@ -54,8 +55,13 @@ static void run_usage(FILE *f)
             "  --inject FAULT      TESTS ONLY: the worker misbehaves on purpose (segv, abort, hang, fail,\n"
             "                      badjson, mismatch) to check how faults are recorded\n"
             "  --help              this text\n\n"
+            "environment: the worker inherits this shell's environment except every OMP_*, KMP_*,\n"
+            "GOMP_* and HWLOC_* variable; ONEDNN_*, DNNL_*, LD_PRELOAD, ... pass unchanged (its JSON\n"
+            "has a descriptor of its own, so ONEDNN_VERBOSE=1 is harmless). HWLOC_XMLFILE,\n"
+            "HWLOC_SYNTHETIC, HWLOC_FSROOT and the like are refused (exit 3): they describe another\n"
+            "machine than the one the trial runs on. SIGINT/SIGTERM kill the worker at once.\n\n"
             "exit codes: 0 ok, 1 binding mismatch, 2 bad input (named), 3 the worker crashed, timed out\n"
-            "            or failed, or another environment problem\n\n"
+            "            or failed, or another environment problem, 128+N stopped by signal N\n\n"
             "example:\n"
             "  tune run --workload gemm --param m=256 --param n=256 --param k=256 --threads 2 \\\n"
             "           --affinity granularity=fine,compact --json\n");
@@ -202,7 +208,7 @@ int bkm_cli_run(int argc, char **argv)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t res = {0};
-    bkm_tune_runner_t rn = {NULL, "worker", environ};
+    bkm_tune_runner_t rn = {NULL, "worker", environ, NULL, 0};
     bkm_topo_t *topo = NULL;
     bkm_err_t err = {0};
     char self[PATH_MAX];
@@ -234,10 +240,21 @@ int bkm_cli_run(int argc, char **argv)
         goto out;
     }
     rn.worker_path = self;
+    if ((rc = bkm_tune_env_check(environ, &err)) < 0) {
+        fprintf(stderr, "tune run: %s\n", err.msg);
+        code = bkm_status_exit_code(rc);
+        goto out;
+    }
+    rn.stop = bkm_cli_stop_signals_catch();
     rc = bkm_tune_trial_run(&rn, &spec, &res, &err);
     if (rc < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
         code = bkm_status_exit_code(rc);
+        goto out;
+    }
+    if (res.status == BKM_TRIAL_INTERRUPTED) {
+        fprintf(stderr, "tune run: %s\n", res.message);
+        code = 128 + (int)*rn.stop;
         goto out;
     }
     if (json)

@@ -22,14 +22,6 @@ extern char **environ;
 const char bkm_cli_sweep_summary[] = "the main job: sweep the settings of a workload on a node, store every trial, "
                                      "derive the best-known setting";
 
-/* The only global: set by SIGINT/SIGTERM, read by the sweep between trials. */
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    g_stop = sig;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -76,8 +68,15 @@ static void usage(FILE *f)
             "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
             "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"
+            "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit, scancel) or SIGHUP stop the running trial at\n"
+            "once (its worker's process group is killed; nothing is stored for it), mark the sweep\n"
+            "interrupted and exit; the same command resumes it. A second signal exits at once.\n"
+            "HWLOC_XMLFILE, HWLOC_SYNTHETIC and the like must not be set (they would plan for\n"
+            "another machine); no HWLOC_*, OMP_*, KMP_* or GOMP_* variable reaches a worker\n"
+            "(see tune worker --help).\n\n"
             "exit codes: 0 done, 2 bad usage or input, 3 environment (database, worker), 4 some trials\n"
-            "            failed (stored; the rest completed), 130/143 interrupted (completed trials kept)\n",
+            "            failed (stored; the rest completed), 130/143/129 interrupted by SIGINT/SIGTERM/\n"
+            "            SIGHUP (completed trials kept)\n",
             BKM_TUNE_STRATEGY_DEFAULT, BKM_DB_DEFAULT_PATH);
 }
 
@@ -304,7 +303,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bar_t bar = {isatty(2), 0};
 
     ssize_t ln;
-    struct sigaction sa;
+    const volatile sig_atomic_t *stop;
 
     memset(&o, 0, sizeof o);
     bkm_tune_sweep_cfg_defaults(&o.sw);
@@ -340,6 +339,8 @@ int bkm_cli_sweep(int argc, char **argv)
         rc = 0;
         goto done;
     }
+    if ((rc = bkm_tune_env_check(environ, &err)) < 0)
+        goto fail;
     for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
         bkm_log(&log, BKM_LOG_INFO, "%s", bkm_tune_space_note(sp, i));
     if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
@@ -352,6 +353,7 @@ int bkm_cli_sweep(int argc, char **argv)
         goto fail;
     }
     self[ln] = '\0';
+    memset(&runner, 0, sizeof runner);
     runner.worker_path = self;
     runner.worker_cmd = "worker";
     runner.environ = environ;
@@ -361,15 +363,13 @@ int bkm_cli_sweep(int argc, char **argv)
     o.sw.node = prof.name;
     o.sw.command = bkm_buf_str(&cmd);
     o.sw.runner = &runner;
-    o.sw.stop = &g_stop;
+    stop = bkm_cli_stop_signals_catch();
+    runner.stop = stop;
+    o.sw.stop = stop;
     o.sw.progress = on_progress;
     o.sw.progress_ud = &bar;
     log.ud = &bar;
     o.sw.log = &log;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     rc = bkm_tune_sweep_run(&o.sw, sp, db, &res, &err);
     if (bar.open)
         fputc('\n', stderr);
@@ -377,7 +377,7 @@ int bkm_cli_sweep(int argc, char **argv)
         goto fail;
     bkm_tune_sweep_summary_render(&res, o.db, &out, o.json);
     fputs(bkm_buf_str(&out), stdout);
-    rc = res.interrupted ? 128 + (int)g_stop : res.failed ? 4 : 0;
+    rc = res.interrupted ? 128 + (int)*stop : res.failed ? 4 : 0;
     goto done;
 fail:
     fprintf(stderr, "tune: %s\n", err.msg);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* `tune worker` (internal): run one trial in this process and print its JSON. The trial runner
- * starts it in a fresh process with the trial's environment; people use `tune run`. */
+/* `tune worker` (internal): run one trial in this process and write its JSON (to --result-fd, else
+ * stdout). The trial runner starts it in a fresh process with the trial's environment; people use
+ * `tune run`. */
 #define _GNU_SOURCE   /* getppid, pid_t */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,32 +21,54 @@ const char bkm_cli_worker_summary[] = "(internal) one trial in this process; sta
 static void worker_usage(FILE *f)
 {
     fprintf(f,
-            "usage: tune worker --spec JSON\n\n"
+            "usage: tune worker --spec JSON [--parent PID] [--result-fd N]\n\n"
             "INTERNAL: the trial worker. `tune run` and the sweep start it in a fresh process, one per\n"
             "trial, with the trial's OpenMP/affinity variables and OMP_NUM_THREADS in its environment;\n"
             "use `tune run` instead.\n\n"
             "It plans the binding from its environment (KMP_AFFINITY, KMP_HW_SUBSET, KMP_BLOCKTIME,\n"
             "OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) before OpenMP starts, verifies every thread's\n"
             "mask against the plan, builds the workload, warms up, times samples, reads PAPI counters\n"
-            "and prints ONE JSON object on stdout.\n\n"
+            "and writes ONE JSON object to the result descriptor (stdout without --result-fd).\n\n"
             "options:\n"
-            "  --spec JSON   the trial (workload, threads, env, params, protocol; see tuner.h)\n"
-            "  --parent PID  the tuner's pid: exit at once if it is no longer the parent (it died\n"
-            "                before this worker started); without it, a closed stdout pipe says so\n"
-            "  --help        this text\n\n"
+            "  --spec JSON     the trial (workload, threads, env, params, protocol; see tuner.h)\n"
+            "  --parent PID    the tuner's pid: exit at once if it is no longer the parent (it died\n"
+            "                  before this worker started); without it, a closed result pipe says so\n"
+            "  --result-fd N   write the JSON to open descriptor N, not stdout: whatever a library\n"
+            "                  prints on stdout (ONEDNN_VERBOSE=1, ...) cannot corrupt it; the runner\n"
+            "                  passes 3 and sends stdout and stderr to its stderr capture\n"
+            "  --help          this text\n\n"
+            "environment (what the runner passes; tune run --help): the trial's OMP_*/KMP_*/GOMP_*\n"
+            "variables exactly (none inherited), no HWLOC_* variable (they would change the topology\n"
+            "the binding is planned on), everything else (ONEDNN_*, DNNL_*, LD_PRELOAD, ...) as the\n"
+            "tuner got it.\n\n"
             "exit codes: 0 ok, 5 binding mismatch (JSON with plan vs actual still printed),\n"
             "            2 bad spec or parameter, 3 environment problem, 1 other failure\n\n"
             "example (what `tune run --workload gemm --threads 2` starts):\n"
             "  OMP_NUM_THREADS=2 tune worker --spec '{\"workload\":\"gemm\",\"threads\":2}'\n");
 }
 
-/* Without --parent: the runner reads our stdout through a pipe, so a pipe whose reading end is
- * closed everywhere (poll says POLLERR) means the tuner is gone. pid 1 as the parent proves
- * nothing: in a container tune itself may be pid 1. */
-static int stdout_reader_gone(void)
+/* Without --parent: the runner reads our result descriptor through a pipe, so a pipe whose
+ * reading end is closed everywhere (poll says POLLERR) means the tuner is gone. pid 1 as the
+ * parent proves nothing: in a container tune itself may be pid 1. */
+static int result_reader_gone(int fd)
 {
-    struct pollfd p = {1, POLLOUT, 0};
+    struct pollfd p = {fd, POLLOUT, 0};
     return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
+/* All @p n bytes of @p s to @p fd. 0, or -1 (errno). */
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
 
 int bkm_cli_worker(int argc, char **argv)
@@ -53,7 +78,7 @@ int bkm_cli_worker(int argc, char **argv)
     bkm_err_t err = {0};
     bkm_buf_t out;
     const char *spec_json = NULL, *nt;
-    long long v, parent = 0;
+    long long v, parent = 0, result_fd = 1;
     int rc;
 
     /* The worker runs in its own process group, so a kill -9 of the tuner does not reach it:
@@ -66,7 +91,14 @@ int bkm_cli_worker(int argc, char **argv)
             fprintf(stderr, "tune worker: --parent '%s' is not a process id\n", argv[i + 1]);
             return 2;
         }
-    if (parent > 0 ? getppid() != (pid_t)parent : stdout_reader_gone()) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--result-fd") == 0 && i + 1 < argc &&
+            (bkm_parse_int(argv[i + 1], 0, 1 << 20, &result_fd) != BKM_OK ||
+             fcntl((int)result_fd, F_SETFD, FD_CLOEXEC) < 0)) {
+            fprintf(stderr, "tune worker: --result-fd '%s' is not an open descriptor\n", argv[i + 1]);
+            return 2;
+        }
+    if (parent > 0 ? getppid() != (pid_t)parent : result_reader_gone((int)result_fd)) {
         fprintf(stderr, "tune worker: the tuner that started this worker is gone (parent now pid %lld); "
                 "not running the trial\n", (long long)getppid());
         return 3;
@@ -77,7 +109,7 @@ int bkm_cli_worker(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) {
             spec_json = argv[++i];
-        } else if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
+        } else if ((strcmp(argv[i], "--parent") == 0 || strcmp(argv[i], "--result-fd") == 0) && i + 1 < argc) {
             i++;   /* checked above */
         } else {
             fprintf(stderr, "tune worker: unknown or incomplete option '%s' (see tune worker --help)\n", argv[i]);
@@ -110,9 +142,14 @@ int bkm_cli_worker(int argc, char **argv)
     bkm_buf_init(&out);
     rc = bkm_tune_worker_run(&cfg, &out, &err);
     if (out.len > 0 && (rc == BKM_OK || rc == BKM_EVERIFY)) {
-        fputs(bkm_buf_str(&out), stdout);
-        fputc('\n', stdout);
-        fflush(stdout);
+        bkm_buf_puts(&out, "\n");
+        fflush(stdout);   /* a library's pending output, if the result goes to stdout too */
+        if (out.oom || write_all((int)result_fd, out.data, out.len) < 0) {
+            fprintf(stderr, "tune worker: cannot write the result to descriptor %lld: %s\n", result_fd,
+                    out.oom ? "out of memory" : strerror(errno));
+            bkm_buf_free(&out);
+            return 3;
+        }
     }
     bkm_buf_free(&out);
     if (rc == BKM_OK)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_common.h"
 #include "commands.h"
 
 static void usage(FILE *f)
@@ -30,6 +31,7 @@ static const bkm_cli_cmd_t *find(const char *name)
 int main(int argc, char **argv)
 {
     const bkm_cli_cmd_t *c;
+    bkm_cli_sigchld_reset();   /* a parent may have left SIGCHLD ignored: the workers' status */
     if (argc < 2) {
         usage(stderr);
         return 2;

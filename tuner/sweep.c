@@ -181,8 +181,19 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     st->trial_no++;
     if (cfg->inject[0] && cfg->inject_at == st->trial_no)
         snprintf(spec.inject, sizeof spec.inject, "%s", cfg->inject);
-    if ((rc = bkm_tune_trial_run(cfg->runner, &spec, &res, err)) < 0)
+    {
+        /* the runner kills the worker at once when the sweep is stopped */
+        bkm_tune_runner_t rn = *cfg->runner;
+        if (rn.stop == NULL)
+            rn.stop = cfg->stop;
+        if ((rc = bkm_tune_trial_run(&rn, &spec, &res, err)) < 0)
+            goto out;
+    }
+    if (res.status == BKM_TRIAL_INTERRUPTED) {
+        /* cut short by the stop: not a result; nothing is stored, the resumed sweep measures it */
+        rc = BKM_OK;
         goto out;
+    }
     st->run_here++;
 
     bkm_db_trial_init(&t);
@@ -353,6 +364,8 @@ static int search_run(sweep_state_t *st, bkm_tune_strategy_t *strat, bkm_err_t *
         }
         if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
             return rc;
+        if (stopped(cfg))
+            break;   /* the trial may have been cut short: nothing to report */
         bkm_tune_strategy_report(strat, &ask, v);
     }
     return BKM_OK;
@@ -424,6 +437,10 @@ static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, bkm_err_t
                 continue;
             if ((rc = trial_do(st, cand[c].config, "confirm", r, 1, &v, &ms, &nm, err)) < 0)
                 return rc;
+            if (stopped(cfg)) {
+                bkm_free(ms);
+                return BKM_OK;   /* the trial may have been cut short */
+            }
             if (isnan(v))
                 cand[c].failed = 1;
             rc = cand_append(&cand[c], ms, nm, err);

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* Trial spec and trial runner: one fresh worker process per trial (posix_spawn), with a cleaned
- * environment, JSON on a stdout pipe, the stderr tail kept, a timeout, and every way a worker
- * can end mapped to a trial status. */
+ * environment, JSON on a pipe of its own, the tail of stdout+stderr kept, a timeout, a prompt
+ * stop, and every way a worker can end mapped to a trial status. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
@@ -284,6 +287,33 @@ int bkm_tune_env_is_openmp(const char *name)
     return strncmp(name, "OMP_", 4) == 0 || strncmp(name, "KMP_", 4) == 0 || strncmp(name, "GOMP_", 5) == 0;
 }
 
+int bkm_tune_env_is_hwloc(const char *name)
+{
+    return strncmp(name, "HWLOC_", 6) == 0;
+}
+
+int bkm_tune_env_check(char *const *env, bkm_err_t *err)
+{
+    /* hwloc 2 reads these in hwloc_topology_load: each replaces or widens what it discovers */
+    static const char *const refused[] = {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT", "HWLOC_CPUID_PATH",
+                                          "HWLOC_COMPONENTS", "HWLOC_ALLOW", "HWLOC_THISSYSTEM",
+                                          "HWLOC_THISSYSTEM_ALLOWED_RESOURCES"};
+    for (char *const *e = env; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (eq == NULL || eq[1] == '\0')
+            continue;
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+            if (strlen(refused[i]) == len && strncmp(*e, refused[i], len) == 0)
+                return bkm_err_set(err, BKM_EDEP,
+                                   "%s='%.200s' is set: hwloc would describe another machine than this host, and "
+                                   "bkm would plan for it while its workers run here; unset it (to plan for "
+                                   "another node use --node or a profile; tune topo --xml/--synthetic shows one)",
+                                   refused[i], eq + 1);
+    }
+    return BKM_OK;
+}
+
 const char *bkm_tune_trial_status_name(int status)
 {
     switch (status) {
@@ -292,6 +322,7 @@ const char *bkm_tune_trial_status_name(int status)
     case BKM_TRIAL_TIMEOUT: return "timeout";
     case BKM_TRIAL_FAILED: return "failed";
     case BKM_TRIAL_BINDING_MISMATCH: return "binding-mismatch";
+    case BKM_TRIAL_INTERRUPTED: return "interrupted";
     default: return "unknown";
     }
 }
@@ -422,7 +453,32 @@ void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *r, bkm_json_w_
 /* ---------------------------------------------------------------------------------------- */
 /* Runner                                                                                    */
 
-/* The child's environment: inherited minus OpenMP/affinity variables, plus the trial's. */
+/* Design note: what reaches the worker, and how a trial ends.
+ *
+ * Environment. The worker inherits the tuner's environment except (1) OMP_*, KMP_*, GOMP_*:
+ * the trial's own settings are exported exactly, in the planner's order, with OMP_NUM_THREADS;
+ * and (2) HWLOC_*: hwloc honours HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT, ... when it
+ * discovers "this host", so the worker would plan its binding on another topology than the one
+ * libomp binds on. The tuner itself refuses to measure under those (bkm_tune_env_check).
+ * Everything else is inherited unchanged: ONEDNN_* / DNNL_* (the user's diagnostics or ISA
+ * caps), LD_PRELOAD / LD_LIBRARY_PATH (a second OpenMP runtime fails the worker's
+ * single-runtime check, status binding-mismatch), PATH, PAPI_*, ...
+ *
+ * Descriptors. stdin is /dev/null; the JSON goes to a pipe of its own (descriptor 3, named by
+ * --result-fd), so a library printing on stdout (ONEDNN_VERBOSE=1) cannot corrupt it; stdout
+ * and stderr share the second pipe, of which the last BKM_TUNE_STDERR_TAIL bytes are kept.
+ *
+ * End of a trial. The worker's exit is watched directly (a pidfd, else waitid every 50 ms), not
+ * only EOF on the pipes: a grandchild may keep them open. The exit is observed with WNOWAIT, so
+ * the worker stays a zombie, its pid and process group cannot be reused, and the whole group is
+ * SIGKILLed before the worker is reaped. A stop of the tuner (SIGINT/SIGTERM, seen through
+ * runner->stop) kills the group at once and the trial is "interrupted": it is not a result. A
+ * batch system (Slurm's time limit, scancel) signals every process of the job at once, so the
+ * worker may die of SIGTERM before the tuner's handler has run: a worker killed by SIGTERM,
+ * SIGINT or SIGHUP is called crashed only when no stop follows within STOP_GRACE_NS. */
+
+#define STOP_GRACE_NS 2000000000ull   /* see the note: a signal to the tuner that trails the worker's */
+#define POLL_SLICE_MS 50              /* upper bound on noticing a stop that raced with poll() */
 
 /* Position of @p key in the order the planner assumes libomp reads the affinity variables
  * (bkm_aff_env_export): 1..8, or 0 for any other variable. */
@@ -461,7 +517,7 @@ static int runner_build_env(const bkm_tune_runner_t *rn, const bkm_tune_trial_sp
             len = sizeof name - 1;
         memcpy(name, s, len);
         name[len] = '\0';
-        if (bkm_tune_env_is_openmp(name))
+        if (bkm_tune_env_is_openmp(name) || bkm_tune_env_is_hwloc(name))
             continue;
         if ((env[k++] = bkm_strdup(s)) == NULL)
             goto oom;
@@ -557,62 +613,152 @@ static void close_fd(int *fd)
     }
 }
 
-/* Drain both pipes (fds[0] stdout, fds[1] stderr; each set to -1 once closed at EOF) until EOF
- * or the deadline; the worker's stdout may be large. */
-static int runner_pump(int *fds, uint64_t deadline_ns, bkm_buf_t *out, bkm_tune_trial_result_t *r,
-                       int *timed_out, bkm_err_t *err)
+static int stop_requested(const bkm_tune_runner_t *rn)
+{
+    return rn->stop != NULL && *rn->stop != 0;
+}
+
+/* SIGCHLD set to SIG_IGN (or SA_NOCLDWAIT) has the kernel reap children itself: the worker's
+ * exit status would be lost. */
+static int sigchld_ignored(void)
+{
+    struct sigaction sa;
+    if (sigaction(SIGCHLD, NULL, &sa) != 0)
+        return 0;
+    return (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_IGN) || (sa.sa_flags & SA_NOCLDWAIT) != 0;
+}
+
+/* A close-on-exec pipe whose ends are above the three standard descriptors and the result
+ * descriptor (a tuner started with 0-2 closed would otherwise get them, and dup2 onto the same
+ * number keeps close-on-exec). The reading end is non-blocking. */
+static int pipe_make(int p[2], bkm_err_t *err)
+{
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return bkm_err_set(err, BKM_EIO, "pipe for the worker: %s", strerror(errno));
+    for (int i = 0; i < 2; i++) {
+        if (p[i] <= BKM_WORKER_RESULT_FD) {
+            int hi = fcntl(p[i], F_DUPFD_CLOEXEC, BKM_WORKER_RESULT_FD + 1);
+            if (hi < 0)
+                return bkm_err_set(err, BKM_EIO, "pipe for the worker: %s", strerror(errno));
+            close(p[i]);
+            p[i] = hi;
+        }
+    }
+    if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
+        return bkm_err_set(err, BKM_EIO, "pipe for the worker: %s", strerror(errno));
+    return BKM_OK;
+}
+
+/* How the watch over a running worker ended. */
+enum { END_EXIT, END_TIMEOUT, END_STOP, END_OVERFLOW };
+
+typedef struct runner_io {
+    int fd[2];                 /* [0] the JSON pipe, [1] stdout+stderr; -1 once at EOF */
+    bkm_buf_t *json;
+    size_t json_max;
+    size_t tail_len;
+    int overflow;              /* the JSON went past json_max */
+} runner_io_t;
+
+/* Read what @p io->fd[i] holds now (non-blocking; at most @p max_chunks reads, so that a worker
+ * writing without pause cannot hold the watch) into the JSON buffer or the tail. */
+static int runner_read(runner_io_t *io, int i, size_t max_chunks, bkm_tune_trial_result_t *r, bkm_err_t *err)
 {
     char chunk[8192];
-    size_t tail_len = 0;
-    *timed_out = 0;
-    while (fds[0] >= 0 || fds[1] >= 0) {
-        struct pollfd p[2];
-        int np = 0, idx[2];
-        uint64_t now = bkm_now_ns();
-        int ms, prc;
+    for (size_t c = 0; c < max_chunks; c++) {
+        ssize_t got = read(io->fd[i], chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return BKM_OK;
+        if (got <= 0) {
+            close_fd(&io->fd[i]);
+            return BKM_OK;
+        }
+        if (i == 1) {
+            tail_append(r->stderr_tail, &io->tail_len, chunk, (size_t)got);
+            continue;
+        }
+        if (io->overflow)
+            continue;
+        if (io->json->len + (size_t)got > io->json_max) {
+            io->overflow = 1;
+            return BKM_OK;
+        }
+        bkm_buf_append(io->json, chunk, (size_t)got);
+        if (io->json->oom)
+            return bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's output");
+    }
+    return BKM_OK;
+}
+
+/* Has @p pid exited? (observed with WNOWAIT: it stays a zombie, so its process group id cannot
+ * be reused before the group is killed). 1 yes, 0 no, -1 error (errno). */
+static int child_exited(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+        if (errno != EINTR)
+            return -1;
+    return si.si_pid == pid;
+}
+
+/* Watch the worker until it exits, the deadline passes, a stop is requested or its JSON grows
+ * past the cap, reading both pipes meanwhile. *how is one of END_*. */
+static int runner_watch(const bkm_tune_runner_t *rn, pid_t pid, int pidfd, uint64_t deadline_ns, runner_io_t *io,
+                        bkm_tune_trial_result_t *r, int *how, bkm_err_t *err)
+{
+    int rc;
+    for (;;) {
+        struct pollfd p[3];
+        int np = 0, idx[3], ex, ms;
+        uint64_t now;
+        if (stop_requested(rn)) {
+            *how = END_STOP;
+            return BKM_OK;
+        }
+        if (io->overflow) {
+            *how = END_OVERFLOW;
+            return BKM_OK;
+        }
+        if ((ex = child_exited(pid)) < 0)
+            return bkm_err_set(err, BKM_EIO, "waitid on the worker: %s", strerror(errno));
+        if (ex) {
+            *how = END_EXIT;
+            return BKM_OK;
+        }
+        now = bkm_now_ns();
         if (now >= deadline_ns) {
-            *timed_out = 1;
+            *how = END_TIMEOUT;
             return BKM_OK;
         }
         ms = (int)((deadline_ns - now) / 1000000ull) + 1;
+        if (ms > POLL_SLICE_MS)
+            ms = POLL_SLICE_MS;
         for (int i = 0; i < 2; i++) {
-            if (fds[i] >= 0) {
-                p[np].fd = fds[i];
+            if (io->fd[i] >= 0) {
+                p[np].fd = io->fd[i];
                 p[np].events = POLLIN;
                 p[np].revents = 0;
                 idx[np++] = i;
             }
         }
-        prc = poll(p, (nfds_t)np, ms);
-        if (prc < 0) {
+        if (pidfd >= 0) {
+            p[np].fd = pidfd;
+            p[np].events = POLLIN;
+            p[np].revents = 0;
+            idx[np++] = -1;
+        }
+        if (poll(p, (nfds_t)np, ms) < 0) {
             if (errno == EINTR)
                 continue;
             return bkm_err_set(err, BKM_EIO, "poll on the worker's pipes: %s", strerror(errno));
         }
-        for (int j = 0; j < np; j++) {
-            ssize_t got;
-            int i = idx[j];
-            if (p[j].revents == 0)
-                continue;
-            got = read(fds[i], chunk, sizeof chunk);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN))
-                continue;
-            if (got <= 0) {
-                close_fd(&fds[i]);
-                continue;
-            }
-            if (i == 0) {
-                if (out->len + (size_t)got > (size_t)256 << 20)
-                    return bkm_err_set(err, BKM_EIO, "worker wrote more than 256 MiB to stdout");
-                bkm_buf_append(out, chunk, (size_t)got);
-                if (out->oom)
-                    return bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's output");
-            } else {
-                tail_append(r->stderr_tail, &tail_len, chunk, (size_t)got);
-            }
-        }
+        for (int j = 0; j < np; j++)
+            if (idx[j] >= 0 && p[j].revents != 0 && (rc = runner_read(io, idx[j], 64, r, err)) < 0)
+                return rc;
     }
-    return BKM_OK;
 }
 
 /* waitpid that retries on EINTR; returns the pid or -1. */
@@ -623,6 +769,14 @@ static pid_t wait_child(pid_t pid, int *status)
         w = waitpid(pid, status, 0);
     } while (w < 0 && errno == EINTR);
     return w;
+}
+
+/* Kill the worker's whole process group, then reap the worker (the group id stays ours until
+ * then). */
+static pid_t kill_and_reap(pid_t pid, int *wstatus)
+{
+    kill(-pid, SIGKILL);
+    return wait_child(pid, wstatus);
 }
 
 /* Last non-empty line of @p text into @p buf (the worker's final complaint). */
@@ -689,7 +843,7 @@ static void runner_classify(bkm_tune_trial_result_t *r, int wstatus, int timed_o
     if (parsed != BKM_OK) {
         r->status = BKM_TRIAL_FAILED;
         snprintf(r->message, sizeof r->message, "worker result unusable: %s",
-                 have_output ? jerr.msg : "no output on stdout");
+                 have_output ? jerr.msg : "no JSON on its result descriptor");
         return;
     }
     if (r->n_samples == 0) {
@@ -701,25 +855,54 @@ static void runner_classify(bkm_tune_trial_result_t *r, int wstatus, int timed_o
     (void)perr;
 }
 
+/* A worker killed by SIGTERM/SIGINT/SIGHUP: wait up to STOP_GRACE_NS for the stop that a batch
+ * system's signal to the whole job brings to the tuner too. 1 if it came. */
+static int stop_follows(const bkm_tune_runner_t *rn, int wstatus)
+{
+    uint64_t t0 = bkm_now_ns();
+    int sig;
+    if (rn->stop == NULL || !WIFSIGNALED(wstatus))
+        return 0;
+    sig = WTERMSIG(wstatus);
+    if (sig != SIGTERM && sig != SIGINT && sig != SIGHUP)
+        return 0;
+    while (!stop_requested(rn) && bkm_now_ns() - t0 < STOP_GRACE_NS) {
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);   /* the signal itself cuts it short */
+    }
+    return stop_requested(rn);
+}
+
+static void result_interrupted(bkm_tune_trial_result_t *r, const bkm_tune_runner_t *rn)
+{
+    r->status = BKM_TRIAL_INTERRUPTED;
+    r->exit_code = -1;
+    r->signal = 0;
+    r->signal_name[0] = '\0';
+    snprintf(r->message, sizeof r->message, "trial interrupted: the tuner was stopped (signal %d); not a result",
+             rn->stop ? (int)*rn->stop : 0);
+}
+
 int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec,
                        bkm_tune_trial_result_t *r, bkm_err_t *err)
 {
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-    int rc, src, timed_out = 0, wstatus = 0;
+    int out_pipe[2] = {-1, -1}, res_pipe[2] = {-1, -1};
+    int rc, src, wstatus = 0, how = END_EXIT, pidfd = -1;
     int fa_init = 0, attr_init = 0;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     sigset_t dflt;
     char **envp = NULL;
-    char *argv[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    char parent_pid[24];
-    bkm_buf_t spec_json, out;
+    char *argv[9] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    char parent_pid[24], result_fd[8];
+    bkm_buf_t spec_json, json;
+    runner_io_t io;
     bkm_json_w_t w;
     pid_t pid = -1;
     uint64_t t0;
 
     bkm_buf_init(&spec_json);
-    bkm_buf_init(&out);
+    bkm_buf_init(&json);
     bkm_tune_trial_result_free(r);
     result_reset_numbers(r);
     rc = bkm_tune_trial_spec_validate(spec, err);
@@ -727,6 +910,15 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
         goto out;
     if (rn == NULL || rn->worker_path == NULL || rn->worker_path[0] == '\0') {
         rc = bkm_err_set(err, BKM_EINVAL, "trial runner: no worker executable given");
+        goto out;
+    }
+    if (sigchld_ignored()) {
+        rc = bkm_err_set(err, BKM_EDEP, "trial runner: SIGCHLD is ignored in this process, so the worker's exit "
+                         "status would be lost; set it to SIG_DFL before running trials");
+        goto out;
+    }
+    if (stop_requested(rn)) {
+        result_interrupted(r, rn);
         goto out;
     }
     rc = runner_build_env(rn, spec, &envp, err);
@@ -747,20 +939,23 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     snprintf(parent_pid, sizeof parent_pid, "%ld", (long)getpid());
     argv[4] = (char *)"--parent";
     argv[5] = parent_pid;
+    snprintf(result_fd, sizeof result_fd, "%d", BKM_WORKER_RESULT_FD);
+    argv[6] = (char *)"--result-fd";
+    argv[7] = result_fd;
 
-    if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0) {
-        rc = bkm_err_set(err, BKM_EIO, "pipe for the worker: %s", strerror(errno));
+    if ((rc = pipe_make(out_pipe, err)) < 0 || (rc = pipe_make(res_pipe, err)) < 0)
         goto out;
-    }
     if ((src = posix_spawn_file_actions_init(&fa)) != 0) {
         rc = bkm_err_set(err, BKM_ENOMEM, "posix_spawn_file_actions_init: %s", strerror(src));
         goto out;
     }
     fa_init = 1;
-    /* dup2 clears O_CLOEXEC on the new descriptors; the pipe ends themselves close on exec. */
+    /* dup2 clears O_CLOEXEC on the new descriptors (all above 3: pipe_make); the pipe ends
+     * themselves close on exec. */
     if ((src = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
         (src = posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1)) != 0 ||
-        (src = posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2)) != 0) {
+        (src = posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 2)) != 0 ||
+        (src = posix_spawn_file_actions_adddup2(&fa, res_pipe[1], BKM_WORKER_RESULT_FD)) != 0) {
         rc = bkm_err_set(err, BKM_ENOMEM, "posix_spawn file actions: %s", strerror(src));
         goto out;
     }
@@ -769,8 +964,8 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
         goto out;
     }
     attr_init = 1;
-    /* Own process group (the whole group is killed on timeout); default signal dispositions and
-     * an empty mask, whatever the parent has set. */
+    /* Own process group (the whole group is killed at the end of every trial); default signal
+     * dispositions and an empty mask, whatever the parent has set. */
     sigfillset(&dflt);
     sigdelset(&dflt, SIGKILL);
     sigdelset(&dflt, SIGSTOP);
@@ -791,53 +986,73 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
         goto out;
     }
     close_fd(&out_pipe[1]);
-    close_fd(&err_pipe[1]);
+    close_fd(&res_pipe[1]);
+#ifdef SYS_pidfd_open
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);   /* -1 before Linux 5.3: waitid every slice */
+    if (pidfd >= 0)
+        fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+#endif
 
-    {
-        int fds[2] = {out_pipe[0], err_pipe[0]};
-        rc = runner_pump(fds, t0 + (uint64_t)(spec->timeout_s * 1e9), &out, r, &timed_out, err);
-        out_pipe[0] = fds[0];   /* -1 where closed at EOF; the rest is closed below */
-        err_pipe[0] = fds[1];
-    }
-    if (rc < 0 || timed_out)
-        kill(-pid, SIGKILL);
-    if (wait_child(pid, &wstatus) < 0) {
+    io.fd[0] = res_pipe[0];
+    io.fd[1] = out_pipe[0];
+    io.json = &json;
+    io.json_max = rn->max_result_bytes ? rn->max_result_bytes : BKM_TUNE_RESULT_MAX;
+    io.tail_len = 0;
+    io.overflow = 0;
+    rc = runner_watch(rn, pid, pidfd, t0 + (uint64_t)(spec->timeout_s * 1e9), &io, r, &how, err);
+    if (kill_and_reap(pid, &wstatus) < 0) {
         pid = -1;
         if (rc == BKM_OK)
             rc = bkm_err_set(err, BKM_EIO, "waitpid on the worker: %s", strerror(errno));
-        goto out;
     }
-    if (!timed_out)
-        kill(-pid, SIGKILL);   /* grandchildren left behind by the worker, if any */
     pid = -1;
+    /* What the worker wrote before it ended is in the pipes: take it, without waiting for an
+     * EOF that a grandchild holding the pipes would withhold (the group is dead now anyway). */
+    for (int i = 0; rc == BKM_OK && i < 2; i++)
+        if (io.fd[i] >= 0)
+            rc = runner_read(&io, i, SIZE_MAX, r, err);
+    res_pipe[0] = io.fd[0];   /* -1 where closed at EOF; the rest is closed below */
+    out_pipe[0] = io.fd[1];
     r->wall_s = (double)(bkm_now_ns() - t0) * 1e-9;
     if (rc < 0)
         goto out;
-    if (out.len > 0) {
-        r->json = bkm_buf_take(&out);
+    if (how == END_STOP || stop_requested(rn) || stop_follows(rn, wstatus)) {
+        result_interrupted(r, rn);
+        goto out;
+    }
+    if (how == END_OVERFLOW) {
+        r->status = BKM_TRIAL_FAILED;
+        r->exit_code = -1;
+        r->signal = SIGKILL;
+        snprintf(r->signal_name, sizeof r->signal_name, "SIGKILL");
+        snprintf(r->message, sizeof r->message, "worker wrote more than %zu bytes of JSON; killed", io.json_max);
+        goto out;
+    }
+    if (json.len > 0) {
+        r->json = bkm_buf_take(&json);
         if (r->json == NULL) {
             rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's output");
             goto out;
         }
     }
-    runner_classify(r, wstatus, timed_out, r->json, err);
-    if (timed_out)
+    runner_classify(r, wstatus, how == END_TIMEOUT, r->json, err);
+    if (how == END_TIMEOUT)
         snprintf(r->message, sizeof r->message, "worker exceeded the trial timeout of %g s; killed", spec->timeout_s);
 out:
-    if (pid > 0) {
-        kill(-pid, SIGKILL);
-        wait_child(pid, &wstatus);
-    }
+    if (pid > 0)
+        kill_and_reap(pid, &wstatus);
+    if (pidfd >= 0)
+        close(pidfd);
     close_fd(&out_pipe[0]);
     close_fd(&out_pipe[1]);
-    close_fd(&err_pipe[0]);
-    close_fd(&err_pipe[1]);
+    close_fd(&res_pipe[0]);
+    close_fd(&res_pipe[1]);
     if (fa_init)
         posix_spawn_file_actions_destroy(&fa);
     if (attr_init)
         posix_spawnattr_destroy(&attr);
     strv_free(envp);
     bkm_buf_free(&spec_json);
-    bkm_buf_free(&out);
+    bkm_buf_free(&json);
     return rc;
 }

@@ -5,9 +5,11 @@
 #include <check.h>
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,14 +23,40 @@
  * worker must die of its SIGSEGV, not have AddressSanitizer turn it into exit(1). */
 static char *parent_env[] = {"PATH=/usr/bin:/bin", "KMP_AFFINITY=compact", "OMP_PLACES=cores",
                              "OMP_NUM_THREADS=7", "GOMP_CPU_AFFINITY=0-1", "BKM_TEST_KEEP=yes",
+                             "HWLOC_XMLFILE=/nonexistent/other-machine.xml", "ONEDNN_VERBOSE=1",
                              "ASAN_OPTIONS=handle_segv=0:detect_leaks=0", NULL};
 
+/* The stop flag a sweep's signal handler sets; here a timer (arm_stop) sets it. */
+static volatile sig_atomic_t g_stop;
+static void on_alarm(int sig)
+{
+    g_stop = SIGTERM;
+    (void)sig;
+}
+
+/* Set g_stop to SIGTERM @p ms milliseconds from now (as a SIGTERM to the tuner would). */
+static void arm_stop(int ms)
+{
+    struct sigaction sa;
+    struct itimerval it;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    memset(&it, 0, sizeof it);
+    it.it_value.tv_sec = ms / 1000;
+    it.it_value.tv_usec = (ms % 1000) * 1000;
+    g_stop = 0;
+    ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+}
+
 /* The fake worker's behaviour is chosen by the parameter mode=... (see fake_worker.c). */
-static void run_fake(const char *mode, double timeout_s, bkm_tune_trial_result_t *r)
+static void run_fake_with(const char *mode, double timeout_s, const volatile sig_atomic_t *stop, size_t max_result,
+                          bkm_tune_trial_result_t *r)
 {
     char kv[64];
     bkm_tune_trial_spec_t spec;
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -37,6 +65,35 @@ static void run_fake(const char *mode, double timeout_s, bkm_tune_trial_result_t
     spec.threads = 2;
     spec.timeout_s = timeout_s;
     ck_assert_msg(bkm_tune_trial_run(&rn, &spec, r, &err) == BKM_OK, "runner: %s", err.msg);
+}
+
+static void run_fake(const char *mode, double timeout_s, bkm_tune_trial_result_t *r)
+{
+    run_fake_with(mode, timeout_s, NULL, 0, r);
+}
+
+/* 1 while process @p pid exists and is not a zombie. */
+static int process_alive(long pid)
+{
+    char path[64], st[512];
+    FILE *f;
+    size_t n;
+    char *rp;
+    if (pid <= 0 || kill((pid_t)pid, 0) != 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    n = fread(st, 1, sizeof st - 1, f);
+    fclose(f);
+    st[n] = '\0';
+    rp = strrchr(st, ')');   /* "pid (comm) S ..." */
+    return rp != NULL && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+static double seconds_since(uint64_t t0)
+{
+    return (double)(bkm_now_ns() - t0) * 1e-9;
 }
 
 static int count_open_fds(void)
@@ -104,6 +161,27 @@ START_TEST(spec_roundtrip_and_validation)
 }
 END_TEST
 
+START_TEST(env_check_refuses_another_topology)
+{
+    char *ok[] = {"PATH=/bin", "HWLOC_HIDE_ERRORS=1", "HWLOC_XMLFILE=", "ONEDNN_VERBOSE=1", "LD_PRELOAD=x.so", NULL};
+    char *xml[] = {"PATH=/bin", "HWLOC_XMLFILE=/tmp/knl.xml", NULL};
+    char *syn[] = {"HWLOC_SYNTHETIC=pack:2 core:4 pu:2", NULL};
+    char *fsroot[] = {"HWLOC_FSROOT=/tmp/dump", NULL};
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_tune_env_check(ok, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_env_check(NULL, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_env_check(xml, &err), BKM_EDEP);
+    ck_assert_msg(strstr(err.msg, "HWLOC_XMLFILE='/tmp/knl.xml'") != NULL, "%s", err.msg);
+    ck_assert_int_eq(bkm_tune_env_check(syn, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "HWLOC_SYNTHETIC"));
+    ck_assert_int_eq(bkm_tune_env_check(fsroot, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "HWLOC_FSROOT"));
+    ck_assert(bkm_tune_env_is_hwloc("HWLOC_COMPONENTS"));
+    ck_assert(!bkm_tune_env_is_hwloc("HWLOCX"));
+    ck_assert_str_eq(bkm_tune_trial_status_name(BKM_TRIAL_INTERRUPTED), "interrupted");
+}
+END_TEST
+
 START_TEST(env_names)
 {
     ck_assert(bkm_tune_env_is_openmp("OMP_NUM_THREADS"));
@@ -138,6 +216,9 @@ START_TEST(ok_result_is_parsed_and_env_is_clean)
     ck_assert_str_eq(bkm_json_get_str(env, "OMP_PLACES"), "(unset)");
     ck_assert_str_eq(bkm_json_get_str(env, "OMP_NUM_THREADS"), "2");
     ck_assert_str_eq(bkm_json_get_str(env, "BKM_TEST_KEEP"), "yes");
+    /* hwloc's variables never reach the worker; the user's oneDNN ones do */
+    ck_assert_str_eq(bkm_json_get_str(env, "HWLOC_XMLFILE"), "(unset)");
+    ck_assert_str_eq(bkm_json_get_str(env, "ONEDNN_VERBOSE"), "1");
     ck_assert(r.wall_s > 0);
     bkm_tune_trial_result_free(&r);
 }
@@ -147,7 +228,7 @@ START_TEST(trial_env_is_set)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -168,7 +249,7 @@ START_TEST(trial_env_follows_planner_order)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -270,7 +351,7 @@ START_TEST(missing_worker_is_an_environment_error)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env};
+    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -278,6 +359,135 @@ START_TEST(missing_worker_is_an_environment_error)
     ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/tune"));
     spec.threads = 0;
     ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_EINVAL);
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+/* What a library prints on stdout (ONEDNN_VERBOSE=1) lands in the tail, never in the JSON. */
+START_TEST(stdout_noise_leaves_the_result_alone)
+{
+    bkm_tune_trial_result_t r = {0};
+    run_fake("stdout-noise", 30, &r);
+    ck_assert_msg(r.status == BKM_TRIAL_OK, "status %s: %s", bkm_tune_trial_status_name(r.status), r.message);
+    ck_assert_int_eq(r.n_samples, 5);
+    ck_assert_ptr_nonnull(strstr(r.stderr_tail, "the last word on stdout"));
+    ck_assert_ptr_null(strstr(r.json, "onednn_verbose"));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+/* The worker answered and exited, a grandchild holds the pipes open for a minute: the trial is
+ * ok at once, not a timeout, and the grandchild (its process group) is killed. */
+START_TEST(worker_exit_ends_the_trial_despite_a_grandchild)
+{
+    bkm_tune_trial_result_t r = {0};
+    int fds = count_open_fds();
+    uint64_t t0 = bkm_now_ns();
+    long g;
+    run_fake("grandchild", 30, &r);
+    ck_assert_msg(r.status == BKM_TRIAL_OK, "status %s: %s", bkm_tune_trial_status_name(r.status), r.message);
+    ck_assert_msg(seconds_since(t0) < 10.0, "took %g s", seconds_since(t0));
+    g = (long)bkm_json_get_num(r.doc, "grandchild", 0);
+    ck_assert_int_gt(g, 0);
+    for (int i = 0; i < 500 && process_alive(g); i++) {
+        struct timespec ts = {0, 10000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(!process_alive(g), "grandchild %ld still runs", g);
+    bkm_tune_trial_result_free(&r);
+    ck_assert_int_eq(count_open_fds(), fds);
+}
+END_TEST
+
+/* JSON over the cap fails the trial (not the caller), at once, not at the timeout. */
+START_TEST(overlong_result_fails_the_trial)
+{
+    bkm_tune_trial_result_t r = {0};
+    uint64_t t0 = bkm_now_ns();
+    run_fake_with("bigout", 30, NULL, (size_t)1 << 20, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_FAILED);
+    ck_assert_msg(strstr(r.message, "more than 1048576 bytes") != NULL, "message: %s", r.message);
+    ck_assert_ptr_null(r.json);
+    ck_assert_msg(seconds_since(t0) < 10.0, "took %g s", seconds_since(t0));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+/* A worker writing stderr without a pause still times out on time; only the tail is kept. */
+START_TEST(endless_output_still_times_out)
+{
+    bkm_tune_trial_result_t r = {0};
+    uint64_t t0 = bkm_now_ns();
+    run_fake("spew", 1.0, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_TIMEOUT);
+    ck_assert_msg(seconds_since(t0) < 10.0, "took %g s", seconds_since(t0));
+    ck_assert_uint_eq(strlen(r.stderr_tail), BKM_TUNE_STDERR_TAIL);
+    ck_assert_ptr_nonnull(strstr(r.stderr_tail, "sss\n"));
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+/* A stop (SIGINT/SIGTERM to the tuner) kills the running trial at once: interrupted. */
+START_TEST(stop_interrupts_the_running_trial)
+{
+    bkm_tune_trial_result_t r = {0};
+    int fds = count_open_fds();
+    uint64_t t0 = bkm_now_ns();
+    arm_stop(300);
+    run_fake_with("hang", 60, &g_stop, 0, &r);
+    ck_assert_msg(r.status == BKM_TRIAL_INTERRUPTED, "status %s: %s", bkm_tune_trial_status_name(r.status),
+                  r.message);
+    ck_assert_msg(seconds_since(t0) < 10.0, "took %g s", seconds_since(t0));
+    ck_assert_ptr_nonnull(strstr(r.message, "interrupted"));
+    bkm_tune_trial_result_free(&r);
+    ck_assert_int_eq(count_open_fds(), fds);
+    /* a stop that came before the trial: no worker is started */
+    run_fake_with("hang", 60, &g_stop, 0, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_INTERRUPTED);
+    ck_assert(r.wall_s == 0);
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+/* Slurm signals every process of the job: the worker may die of SIGTERM before the tuner's
+ * handler runs. Interrupted when the stop follows; crashed when none comes. */
+START_TEST(sigterm_death_is_interrupted_when_the_stop_follows)
+{
+    bkm_tune_trial_result_t r = {0};
+    static volatile sig_atomic_t never;
+    uint64_t t0;
+    arm_stop(300);
+    run_fake_with("sigterm", 30, &g_stop, 0, &r);
+    ck_assert_msg(r.status == BKM_TRIAL_INTERRUPTED, "status %s: %s", bkm_tune_trial_status_name(r.status),
+                  r.message);
+    bkm_tune_trial_result_free(&r);
+    t0 = bkm_now_ns();
+    run_fake_with("sigterm", 30, &never, 0, &r);
+    ck_assert_int_eq(r.status, BKM_TRIAL_CRASHED);
+    ck_assert_str_eq(r.signal_name, "SIGTERM");
+    ck_assert_msg(seconds_since(t0) >= 1.9, "crashed after %g s, before the grace period", seconds_since(t0));
+    bkm_tune_trial_result_free(&r);
+    run_fake("sigterm", 30, &r);   /* no stop flag at all: crashed at once */
+    ck_assert_int_eq(r.status, BKM_TRIAL_CRASHED);
+    bkm_tune_trial_result_free(&r);
+}
+END_TEST
+
+/* With SIGCHLD ignored the kernel reaps the worker and its status is lost: refused, named. */
+START_TEST(ignored_sigchld_is_refused)
+{
+    bkm_tune_trial_spec_t spec;
+    bkm_tune_trial_result_t r = {0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&spec);
+    snprintf(spec.workload, sizeof spec.workload, "gemm");
+    signal(SIGCHLD, SIG_IGN);
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "SIGCHLD"));
+    signal(SIGCHLD, SIG_DFL);
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &spec, &r, &err), BKM_OK);
+    ck_assert_int_eq(r.status, BKM_TRIAL_OK);
     bkm_tune_trial_result_free(&r);
 }
 END_TEST
@@ -373,6 +583,7 @@ static Suite *trial_suite(void)
     TCase *run = tcase_create("runner");
     tcase_add_test(spec, spec_roundtrip_and_validation);
     tcase_add_test(spec, env_names);
+    tcase_add_test(spec, env_check_refuses_another_topology);
     tcase_add_test(spec, measure_follows_the_protocol);
     tcase_set_timeout(run, 30);
     tcase_add_test(run, ok_result_is_parsed_and_env_is_clean);
@@ -385,6 +596,13 @@ static Suite *trial_suite(void)
     tcase_add_test(run, binding_mismatch_is_its_own_status);
     tcase_add_test(run, missing_worker_is_an_environment_error);
     tcase_add_test(run, trial_env_follows_planner_order);
+    tcase_add_test(run, stdout_noise_leaves_the_result_alone);
+    tcase_add_test(run, worker_exit_ends_the_trial_despite_a_grandchild);
+    tcase_add_test(run, overlong_result_fails_the_trial);
+    tcase_add_test(run, endless_output_still_times_out);
+    tcase_add_test(run, stop_interrupts_the_running_trial);
+    tcase_add_test(run, sigterm_death_is_interrupted_when_the_stop_follows);
+    tcase_add_test(run, ignored_sigchld_is_refused);
     suite_add_tcase(s, spec);
     suite_add_tcase(s, run);
     return s;

@@ -128,26 +128,59 @@ int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec,
  *  GOMP_* (OMP_NUM_THREADS included). */
 int bkm_tune_env_is_openmp(const char *name);
 
+/* What of the user's environment reaches a worker (the design note of trial.c says why):
+ *  - OMP_*, KMP_*, GOMP_*: never inherited; the trial's own settings are set exactly;
+ *  - HWLOC_*: never inherited (they change the topology the worker plans its binding on), and a
+ *    measuring command refuses to start when one that replaces the discovered topology is set
+ *    (bkm_tune_env_check);
+ *  - everything else (ONEDNN_*, DNNL_*, LD_PRELOAD, LD_LIBRARY_PATH, PATH, ...) is inherited as
+ *    it is: the worker's JSON has its own descriptor, so diagnostics such as ONEDNN_VERBOSE are
+ *    harmless, and a second OpenMP runtime preloaded by LD_PRELOAD fails the binding check. */
+
+/** 1 if @p name is a variable the runner strips from the inherited environment for hwloc's sake:
+ *  any HWLOC_* variable. */
+int bkm_tune_env_is_hwloc(const char *name);
+
+/** Check the environment @p env ("NAME=value" strings, NULL-terminated) that a command which
+ *  measures on this host runs under: hwloc variables that make hwloc describe another machine
+ *  than this one (HWLOC_XMLFILE, HWLOC_SYNTHETIC, HWLOC_FSROOT, HWLOC_CPUID_PATH,
+ *  HWLOC_COMPONENTS, HWLOC_ALLOW, HWLOC_THISSYSTEM, HWLOC_THISSYSTEM_ALLOWED_RESOURCES) would
+ *  have the tuner plan for one topology while the workers run on another.
+ *  @return BKM_OK; BKM_EDEP naming the first such variable (set and non-empty). */
+int bkm_tune_env_check(char *const *env, bkm_err_t *err);
+
 /** Outcome of a trial. */
 typedef enum {
     BKM_TRIAL_OK = 0,
     BKM_TRIAL_CRASHED,           /**< killed by a signal (signal_name) */
     BKM_TRIAL_TIMEOUT,           /**< exceeded spec.timeout_s; process group SIGKILLed */
     BKM_TRIAL_FAILED,            /**< non-zero exit, or a result that does not parse */
-    BKM_TRIAL_BINDING_MISMATCH   /**< the threads were not bound as planned */
+    BKM_TRIAL_BINDING_MISMATCH,  /**< the threads were not bound as planned */
+    BKM_TRIAL_INTERRUPTED        /**< cut short by a stop of the tuner (runner->stop): not a
+                                      result, never stored; the resumed sweep measures it */
 } bkm_tune_trial_status_t;
-/** "ok", "crashed", "timeout", "failed", "binding-mismatch". */
+/** "ok", "crashed", "timeout", "failed", "binding-mismatch", "interrupted". */
 const char *bkm_tune_trial_status_name(int status);
 
 /** Worker exit codes (the contract between `tune worker` and the runner). */
 #define BKM_WORKER_EXIT_OK 0
 #define BKM_WORKER_EXIT_BINDING 5   /**< JSON with plan vs actual is still printed */
 
+/** The descriptor the runner gives a worker for its JSON (`--result-fd 3`). */
+#define BKM_WORKER_RESULT_FD 3
+/** Default cap on a worker's JSON (runner->max_result_bytes = 0). */
+#define BKM_TUNE_RESULT_MAX ((size_t)64 << 20)
+
 /** How to run trials. */
 typedef struct bkm_tune_runner {
-    const char *worker_path;     /**< executable started as `<path> worker --spec JSON` */
+    const char *worker_path;     /**< executable started as `<path> worker --spec JSON --parent
+                                      PID --result-fd 3` */
     const char *worker_cmd;      /**< argv[1] ("worker"); NULL = "worker" */
     char *const *environ;        /**< parent environment to inherit (cleaned); NULL = empty */
+    const volatile sig_atomic_t *stop; /**< NULL, or set non-zero by a signal handler (SIGINT,
+                                      SIGTERM): the running worker's process group is killed at
+                                      once and the trial is BKM_TRIAL_INTERRUPTED */
+    size_t max_result_bytes;     /**< a longer JSON fails the trial; 0 = BKM_TUNE_RESULT_MAX */
 } bkm_tune_runner_t;
 
 /** Result of one trial. Zero-initialise before the first use; free with
@@ -175,12 +208,20 @@ typedef struct bkm_tune_trial_result {
 
 /** Run one trial in a fresh worker process.
  *  The child's environment is runner->environ minus every OpenMP/affinity variable
- *  (bkm_tune_env_is_openmp), plus spec->env and OMP_NUM_THREADS=spec->threads. stdin is
- *  /dev/null, stdout carries the worker's JSON, stderr is kept (last BKM_TUNE_STDERR_TAIL bytes).
- *  The worker runs in its own process group, killed (SIGKILL) at spec->timeout_s.
+ *  (bkm_tune_env_is_openmp) and every HWLOC_* variable, plus spec->env and
+ *  OMP_NUM_THREADS=spec->threads. stdin is /dev/null; the JSON comes on its own pipe
+ *  (descriptor BKM_WORKER_RESULT_FD in the worker); stdout and stderr share one pipe of which
+ *  the last BKM_TUNE_STDERR_TAIL bytes are kept. The worker runs in its own process group. The
+ *  trial ends when the worker exits (a grandchild holding the pipes open does not keep it
+ *  going), at spec->timeout_s (status timeout), when its JSON exceeds max_result_bytes (status
+ *  failed) or when *runner->stop becomes non-zero (status interrupted); in every case the whole
+ *  process group is SIGKILLed before the worker is reaped. A trial during which *runner->stop
+ *  was set at any point is interrupted, and so is one whose worker died of SIGTERM, SIGINT or
+ *  SIGHUP when the stop follows within 2 s (a batch system signals every process of the job).
+ *  Must be called with SIGCHLD not ignored (else the exit status is lost: BKM_EDEP).
  *  @return BKM_OK when the trial ran (whatever its status: see result->status);
  *          BKM_EINVAL for a bad spec; BKM_EDEP when the worker cannot be started (err names the
- *          path); BKM_EIO for pipe/poll failures; BKM_ENOMEM. */
+ *          path) or SIGCHLD is ignored; BKM_EIO for pipe/poll/wait failures; BKM_ENOMEM. */
 int bkm_tune_trial_run(const bkm_tune_runner_t *runner, const bkm_tune_trial_spec_t *spec,
                        bkm_tune_trial_result_t *result, bkm_err_t *err);
 void bkm_tune_trial_result_free(bkm_tune_trial_result_t *result);
@@ -556,7 +597,9 @@ typedef struct bkm_tune_sweep_cfg {
     int64_t host_id;                   /**< bkm_db_host_upsert id of this host; 0 = none */
     const char *git_revision;
     const bkm_tune_runner_t *runner;
-    const volatile sig_atomic_t *stop; /**< set non-zero (signal handler) to stop after this trial */
+    const volatile sig_atomic_t *stop; /**< set non-zero (signal handler) to stop: the running trial
+                                            is killed and not stored (the runner's stop too, unless
+                                            runner->stop is set); the sweep ends interrupted */
     void (*progress)(void *ud, const bkm_tune_progress_t *p);
     void *progress_ud;
     const bkm_log_t *log;              /**< notes (merged/dropped settings, faults) */
