@@ -241,6 +241,53 @@ START_TEST(bad_inputs_named)
 }
 END_TEST
 
+/* --affinity "VAR=value VAR=value": a value may hold blanks; every bad one is named (issue 7:
+ * a word without '=' crashed the splitter). Node: 1 package x 2 cores x 1 thread. */
+START_TEST(affinity_values_with_blanks)
+{
+    static const char *const bad[][2] = {
+        {"OMP_PLACES=cores close", "close"},
+        {"OMP_PROC_BIND=close spread", "spread"},
+        {"OMP_PLACES={0:2}, {2:2}", "OS proc 2"},          /* valid syntax, PUs 2-3 do not exist */
+        {"OMP_PLACES=cores close OMP_PROC_BIND=spread", "close"},
+        {"OMP_PLACES=cores OMP_PROC_BIND=close spread", "spread"},
+        {"OMP_PROC_BIND=close  spread", "spread"},
+        {"KMP_AFFINITY=compact granularity=fine", "granularity=fine"},
+        {"OMP_PLACES=cores OMP_PLACES=threads", "OMP_PLACES is given twice"},
+        {"OMP_PLACES=", "OMP_PLACES needs a value"},
+        {"OMP_PLACES= cores", "OMP_PLACES needs a value"},
+        {"OMP_PLACES=cores OMP_PROC_BIND=", "OMP_PROC_BIND needs a value"},
+        {"OMP_PLACES=cores KMP_HW_SUBSET=1c", "'KMP_HW_SUBSET'"},
+        {"OMP_PROC_BIND=close x=1", "x=1"},
+    };
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    int found = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        opts_init(&o, "gemm");
+        o.affinity[0] = bad[i][0], o.n_affinity = 1;
+        expect_einval(&o, bad[i][1]);
+        expect_einval(&o, bad[i][0]);   /* the whole setting is named too */
+    }
+    /* blanks inside a valid value are kept: the worker's libomp skips them */
+    opts_init(&o, "gemm");
+    o.affinity[0] = "OMP_PLACES={0:1}, {1:1}  OMP_PROC_BIND=close, close ", o.n_affinity = 1;
+    o.threads[0] = 2, o.n_threads = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        if (c->omp_places[0]) {
+            ck_assert_str_eq(c->omp_places, "{0:1}, {1:1}");
+            ck_assert_str_eq(c->omp_proc_bind, "close, close");
+            found = 1;
+        }
+    }
+    bkm_tune_space_free(sp);
+    ck_assert(found);   /* not merged: unlike the default, it binds */
+}
+END_TEST
+
 START_TEST(tunables_swept_on_request)
 {
     bkm_tune_space_opts_t o;
@@ -432,6 +479,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, narrowing_params);
     tcase_add_test(tc, narrowed_setting_equal_to_default_is_kept);
     tcase_add_test(tc, bad_inputs_named);
+    tcase_add_test(tc, affinity_values_with_blanks);
     tcase_add_test(tc, tunables_swept_on_request);
     suite_add_tcase(s, tc);
     tc = tcase_create("knl");
