@@ -20,6 +20,16 @@ const char *bkm_cli_db_path(const char *opt)
     return env && env[0] ? env : BKM_DB_DEFAULT_PATH;
 }
 
+int bkm_cli_db_check(const char *cmd, const char *path)
+{
+    bkm_err_t err = {0};
+    if (bkm_file_check_regular_or_absent(path, "results database", &err) < 0) {
+        fprintf(stderr, "tune%s%s: %s\n", cmd[0] ? " " : "", cmd, err.msg);
+        return 0;
+    }
+    return 1;
+}
+
 void bkm_cli_aff_env_read(bkm_aff_env_t *env)
 {
     env->kmp_affinity = getenv("KMP_AFFINITY");

@@ -9,6 +9,10 @@
 /** The results database: @p opt (--db) if given, else $BKM_DB if set and not empty, else
  *  BKM_DB_DEFAULT_PATH. */
 const char *bkm_cli_db_path(const char *opt);
+/** 1 when the database @p path is a regular file or does not exist yet; else prints "tune CMD:
+ *  results database 'PATH' is not a regular file (a FIFO)" and returns 0 (exit 2). Called before
+ *  SQLite or the header check open it: open(2) of a FIFO without a writer blocks forever. */
+int bkm_cli_db_check(const char *cmd, const char *path);
 
 /** Read the OpenMP affinity variables of this process's environment into @p env (unset ones
  *  are NULL): KMP_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS, KMP_BLOCKTIME, OMP_PLACES,

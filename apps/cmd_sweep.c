@@ -314,6 +314,8 @@ int bkm_cli_sweep(int argc, char **argv)
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc > 0 ? 0 : 2;
     o.db = bkm_cli_db_path(o.db);
+    if (!bkm_cli_db_check("", o.db))
+        return 2;
     /* the host topology first, before anything could start an OpenMP runtime */
     if ((rc = bkm_topo_open_host(&host, &err)) < 0)
         goto fail;

@@ -37,4 +37,26 @@ timeout 10 "$T" --node haswell --workload gemm --dry-run --affinity 'OMP_PLACES=
 grep -qF "OMP_PLACES={0:2}, {2:2}" out.txt || fail "'{0:2}, {2:2}' is not in the haswell plan"
 [ ! -e aff.sqlite ] || fail "a bad --affinity wrote a database"
 
+# --- files that are not regular files (hung or grew memory forever before) -------------------------
+mkfifo fifo
+printf 'name = fifonode\nxml = fifo\n' > xmlfifo.prof
+expect 2 "'/dev/zero' is not a regular file" topo --xml /dev/zero
+expect 2 "'fifo' is not a regular file (a FIFO)" topo --xml fifo
+expect 2 "'fifo' is not a regular file (a FIFO)" topo --profile fifo
+expect 2 "hwloc XML 'fifo' is not a regular file (a FIFO)" topo --profile xmlfifo.prof
+expect 2 "'fifo' is not a regular file (a FIFO)" affinity explain --xml fifo --threads 2 compact
+expect 2 "hwloc XML 'fifo' is not a regular file" --node xmlfifo.prof --workload gemm --dry-run --db dry.sqlite
+truncate -s 65M huge.xml
+expect 2 "limit of 64 MiB" topo --xml huge.xml
+for cmd in "--workload gemm" "sweep --workload gemm --dry-run" "best --node auto --workload gemm" \
+           "export --format csv" "replay"; do
+    # shellcheck disable=SC2086
+    expect 2 "results database 'fifo' is not a regular file (a FIFO)" $cmd --db fifo
+done
+BKM_DB=fifo expect 2 "results database 'fifo' is not a regular file" best --node auto --workload gemm
+expect 2 "results database '.' is not a regular file (a directory)" --workload gemm --db .
+expect 2 "results database 'fifo' is not a regular file" merge out.sqlite fifo
+expect 2 "results database 'fifo' is not a regular file" merge fifo in.sqlite
+[ ! -e out.sqlite ] && [ ! -e dry.sqlite ] || fail "a refused input left a database behind"
+
 echo "hostile input: ok"
