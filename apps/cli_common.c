@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +106,7 @@ int bkm_cli_parse_duration(const char *s, double *sec)
     double v;
     errno = 0;
     v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
+    if (errno || end == s || !(v > 0) || !isfinite(v))
         return -1;
     if (*end == '\0' || strcmp(end, "s") == 0)
         *sec = v;
@@ -115,5 +116,5 @@ int bkm_cli_parse_duration(const char *s, double *sec)
         *sec = v * 3600;
     else
         return -1;
-    return 0;
+    return isfinite(*sec) ? 0 : -1;   /* "1e308h" */
 }

@@ -38,7 +38,7 @@ int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src);
  *  On a bad value prints "tune: WHAT 'S': ..." naming it and returns -1; else 0. */
 int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime);
 
-/** Parse a positive duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
+/** Parse a positive, finite duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
  *  Returns 0 with *sec set, or -1 (nothing printed). */
 int bkm_cli_parse_duration(const char *s, double *sec);
 

@@ -128,6 +128,15 @@ int bkm_cli_replay(int argc, char **argv)
         fprintf(stderr, "tune replay: --db is required (see tune replay --help)\n");
         return 2;
     }
+    {
+        const char *const *nm = bkm_tune_strategy_names();
+        while (*nm && strcmp(*nm, strategy) != 0)
+            nm++;
+        if (*nm == NULL) {
+            fprintf(stderr, "tune replay: --strategy '%s' is unknown (grid, random, halving, local)\n", strategy);
+            return 2;
+        }
+    }
     if (!bkm_cli_db_check("replay", db_path))
         return 2;
     if ((rc = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) < 0)

@@ -136,10 +136,13 @@ static int parse_args(int argc, char **argv, opts_t *o)
             (aff ? o->sp.affinity : hw ? o->sp.hw_subset : o->sp.params)[(*cnt)++] = v;
         } else if (strcmp(a, "--budget") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--min-samples") == 0 ||
                    strcmp(a, "--max-samples") == 0 || strcmp(a, "--confirm-top") == 0) {
-            if (bkm_parse_int(v, strcmp(a, "--confirm-top") == 0 ? 0 : 1, strcmp(a, "--confirm-top") == 0 ? 7 : 100000000,
-                              &n) < 0) {
-                fprintf(stderr, "tune: %s '%s' is not a valid number%s\n", a, v,
-                        strcmp(a, "--confirm-top") == 0 ? " (0..7)" : " (>= 1)");
+            long long lo = 1, hi = 100000000;
+            if (strcmp(a, "--confirm-top") == 0)
+                lo = 0, hi = 7;
+            else if (strcmp(a, "--min-samples") == 0 || strcmp(a, "--max-samples") == 0)
+                hi = BKM_TUNE_SAMPLES_MAX;
+            if (bkm_parse_int(v, lo, hi, &n) < 0) {
+                fprintf(stderr, "tune: %s '%s' is not a whole number in %lld..%lld\n", a, v, lo, hi);
                 return -1;
             }
             if (a[2] == 'b')
@@ -153,8 +156,14 @@ static int parse_args(int argc, char **argv, opts_t *o)
             else
                 o->sw.confirm_top = (int)n;
         } else if (strcmp(a, "--min-time") == 0 || strcmp(a, "--trial-timeout") == 0 || strcmp(a, "--time") == 0) {
+            double hi = strcmp(a, "--min-time") == 0 ? BKM_TUNE_TIME_MAX_S
+                        : strcmp(a, "--trial-timeout") == 0 ? BKM_TUNE_TIMEOUT_MAX_S : HUGE_VAL;
             if (bkm_cli_parse_duration(v, &d) < 0 && !(strcmp(a, "--min-time") == 0 && bkm_parse_double(v, &d) == 0 && d == 0)) {
                 fprintf(stderr, "tune: %s '%s' is not a valid duration (e.g. 0.5, 90s, 5m)\n", a, v);
+                return -1;
+            }
+            if (d > hi) {
+                fprintf(stderr, "tune: %s '%s' is %g s, more than the limit of %g s\n", a, v, d, hi);
                 return -1;
             }
             if (a[2] == 'm')
@@ -217,6 +226,21 @@ static int parse_args(int argc, char **argv, opts_t *o)
     }
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
+    if (o->sw.base.min_time_s >= o->sw.base.timeout_s) {
+        fprintf(stderr, "tune: --min-time %g s is not shorter than --trial-timeout %g s: every trial would time out\n",
+                o->sw.base.min_time_s, o->sw.base.timeout_s);
+        return -1;
+    }
+    {
+        /* the trial protocol as the runner will check it, now, before anything is written */
+        bkm_tune_trial_spec_t t = o->sw.base;
+        bkm_err_t e = {0};
+        snprintf(t.workload, sizeof t.workload, "check");
+        if (bkm_tune_trial_spec_validate(&t, &e) < 0) {
+            fprintf(stderr, "tune: the trial options: %s\n", e.msg);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -335,7 +359,8 @@ int bkm_cli_sweep(int argc, char **argv)
     } else if ((rc = bkm_topo_open_profile(&node_topo, &prof, &err)) < 0) {
         goto fail;
     }
-    if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0)
+    if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0 ||
+        (rc = bkm_tune_space_specs_check(sp, o.sp.workload, &o.sw.base, &err)) < 0)
         goto fail;
     if (!host_match || o.dry_run) {
         print_plan(&o, sp, &prof, host_match, argc, argv);

@@ -987,3 +987,26 @@ int bkm_tune_config_to_spec(const bkm_tune_config_t *c, const char *workload, bk
     }
     return BKM_OK;
 }
+
+int bkm_tune_space_specs_check(const bkm_tune_space_t *sp, const char *workload, const bkm_tune_trial_spec_t *base,
+                               bkm_err_t *err)
+{
+    /* 3^12: beyond any rung a budget of 10^8 trials reaches; the scaled values are clamped anyway */
+    static const int scales[] = {1, 531441};
+    if (sp == NULL || workload == NULL || base == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "space_specs_check: NULL argument");
+    for (size_t i = 0; i < sp->n; i++)
+        for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+            bkm_tune_trial_spec_t spec = *base;
+            char label[256];
+            int rc;
+            bkm_tune_strategy_spec_scale(&spec, scales[k]);
+            if ((rc = bkm_tune_config_to_spec(&sp->cfg[i], workload, &spec, err)) < 0 ||
+                (rc = bkm_tune_trial_spec_validate(&spec, err)) < 0) {
+                bkm_tune_config_label(&sp->cfg[i], label, sizeof label);
+                return bkm_err_prefix(err, "configuration %zu (%s)%s", i, label,
+                                      scales[k] > 1 ? " re-measured at a larger scale" : "");
+            }
+        }
+    return BKM_OK;
+}

@@ -59,4 +59,51 @@ expect 2 "results database 'fifo' is not a regular file" merge out.sqlite fifo
 expect 2 "results database 'fifo' is not a regular file" merge fifo in.sqlite
 [ ! -e out.sqlite ] && [ ! -e dry.sqlite ] || fail "a refused input left a database behind"
 
+# --- every option validated before anything is written (a sweep row was created, then abort) -----
+g=(--workload gemm --param m=16 --param n=16 --param k=16 --counters none)
+bad_opts() {  # DB: each bad option is exit 2 naming the value and its range; DB untouched
+    expect 2 "--min-samples '200000' is not a whole number in 1..100000" "${g[@]}" --min-samples 200000 --db "$1"
+    expect 2 "--max-samples '100001' is not a whole number in 1..100000" "${g[@]}" --max-samples 100001 --db "$1"
+    expect 2 "--min-samples '0'" "${g[@]}" --min-samples 0 --db "$1"
+    expect 2 "--budget '0' is not a whole number in 1..100000000" "${g[@]}" --budget 0 --db "$1"
+    expect 2 "--confirm-top '8' is not a whole number in 0..7" "${g[@]}" --confirm-top 8 --db "$1"
+    expect 2 "--min-time '86401' is 86401 s, more than the limit of 86400 s" "${g[@]}" --min-time 86401 --db "$1"
+    expect 2 "--trial-timeout '8d'" "${g[@]}" --trial-timeout 8d --db "$1"
+    expect 2 "--trial-timeout '700000' is 700000 s, more than the limit of 604800 s" "${g[@]}" --trial-timeout 700000 --db "$1"
+    expect 2 "--min-time 700 s is not shorter than --trial-timeout 600 s" "${g[@]}" --min-time 700 --trial-timeout 600 --db "$1"
+    expect 2 "--min-time 'inf'" "${g[@]}" --min-time inf --db "$1"
+    expect 2 "--time '1e308h'" "${g[@]}" --time 1e308h --db "$1"
+    expect 2 "--time 'nan'" "${g[@]}" --time nan --db "$1"
+    expect 2 "--seed 'x'" "${g[@]}" --seed x --db "$1"
+    expect 2 "--strategy 'annealing'" "${g[@]}" --strategy annealing --db "$1"
+    expect 2 "--inject 'boom@1'" "${g[@]}" --inject boom@1 --db "$1"
+    expect 2 "--strategy 'annealing' is unknown" replay --db "$1" --strategy annealing
+    expect 2 "--seeds '0'" replay --db "$1" --seeds 0
+    expect 2 "--sweep '-1'" export --format csv --sweep -1 --db "$1"
+    expect 2 "--format 'xml'" export --format xml --db "$1"
+}
+bad_opts none.sqlite
+[ ! -e none.sqlite ] || fail "a bad option created a database"
+
+# --strategy halving: the rung-1 trial (3 x 40000 samples) is clamped to the 100000-sample limit
+# instead of failing validation and aborting the sweep; the sweep finishes
+h=("${g[@]}" --threads 1,2 --affinity default --blocktime 0,1,200 --strategy halving --budget 6
+   --min-samples 40000 --max-samples 40000 --min-time 0 --confirm-top 0 --db h.sqlite)
+timeout 120 "$T" "${h[@]}" > out.txt 2> err.txt || fail "halving sweep at the sample limit: exit $?: $(tail -3 err.txt)"
+if command -v sqlite3 > /dev/null; then
+    q() { sqlite3 -readonly -batch -noheader h.sqlite "$1"; }
+    [ "$(q "SELECT status FROM sweep")" = done ] || fail "the halving sweep is not done: $(q 'SELECT status FROM sweep')"
+    n=$(q "SELECT count(*) FROM sample WHERE trial_id = (SELECT id FROM trial WHERE round = 1)")
+    [ "$n" = 100000 ] || fail "the rung-1 trial has $n samples, want 100000 (3 x 40000, clamped)"
+    # the same bad options against an existing database: no sweep row, no trial added
+    before=$(q "SELECT count(*) FROM sweep"):$(q "SELECT count(*) FROM trial")
+    sum=$(md5sum < h.sqlite)
+    bad_opts h.sqlite
+    [ "$(q "SELECT count(*) FROM sweep"):$(q "SELECT count(*) FROM trial")" = "$before" ] ||
+        fail "a bad option added a sweep or a trial"
+    [ "$(md5sum < h.sqlite)" = "$sum" ] || fail "a bad option modified the database"
+else
+    echo "note: sqlite3 CLI not installed: database contents not checked"
+fi
+
 echo "hostile input: ok"

@@ -288,6 +288,32 @@ START_TEST(affinity_values_with_blanks)
 }
 END_TEST
 
+/* Every configuration becomes a valid trial with the sweep's protocol, unscaled and at any rung,
+ * or the check names what is wrong, before a sweep writes anything. */
+START_TEST(specs_checked_up_front)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_tune_trial_spec_t base;
+    bkm_err_t err = {0};
+    opts_init(&o, "gemm");
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    bkm_tune_trial_spec_defaults(&base);
+    ck_assert_msg(bkm_tune_space_specs_check(sp, "gemm", &base, &err) == BKM_OK, "%s", err.msg);
+    base.min_samples = base.max_samples = BKM_TUNE_SAMPLES_MAX;   /* at the limit: clamped at every rung */
+    ck_assert_msg(bkm_tune_space_specs_check(sp, "gemm", &base, &err) == BKM_OK, "%s", err.msg);
+    base.max_samples = BKM_TUNE_SAMPLES_MAX + 1;
+    ck_assert_int_eq(bkm_tune_space_specs_check(sp, "gemm", &base, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "100001"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "configuration 0"));
+    bkm_tune_trial_spec_defaults(&base);
+    base.timeout_s = 0;
+    ck_assert_int_eq(bkm_tune_space_specs_check(sp, "gemm", &base, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "timeout"));
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
 START_TEST(tunables_swept_on_request)
 {
     bkm_tune_space_opts_t o;
@@ -480,6 +506,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, narrowed_setting_equal_to_default_is_kept);
     tcase_add_test(tc, bad_inputs_named);
     tcase_add_test(tc, affinity_values_with_blanks);
+    tcase_add_test(tc, specs_checked_up_front);
     tcase_add_test(tc, tunables_swept_on_request);
     suite_add_tcase(s, tc);
     tc = tcase_create("knl");
