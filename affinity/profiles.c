@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const builtin_names[] = {"auto", "haswell", "knl", NULL};
@@ -111,6 +110,8 @@ int bkm_profile_builtin(const char *name, bkm_node_profile_t *p, bkm_err_t *err)
 /* ---------------------------------------------------------------------------------------- */
 /* Profile files                                                                             */
 
+#define PROFILE_LINE_MAX 8192 /* bytes in one key = value line */
+
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -176,14 +177,12 @@ static int valid_name(const char *s)
     return 1;
 }
 
-/* Is the file an hwloc XML document? (first non-blank character is '<') */
-static int looks_like_xml(FILE *f)
+/* Is the text an hwloc XML document? (first non-blank character is '<') */
+static int looks_like_xml(const char *s)
 {
-    int c;
-    while ((c = fgetc(f)) != EOF && isspace(c))
-        ;
-    rewind(f);
-    return c == '<';
+    while (isspace((unsigned char)*s))
+        s++;
+    return *s == '<';
 }
 
 static int profile_from_xml(const char *path, bkm_node_profile_t *p, bkm_err_t *err)
@@ -266,46 +265,55 @@ static int apply_key(bkm_node_profile_t *p, const char *path, const char *key, c
  * non-blank character is '<' is taken as an hwloc XML topology (`lstopo --of xml`). */
 int bkm_profile_load_file(const char *path, bkm_node_profile_t *p, bkm_err_t *err)
 {
-    FILE *f = NULL;
+    char *text = NULL, *s, *nl;
+    size_t len = 0;
     bkm_topo_t *t = NULL;
     int rc = BKM_OK;
-    char line[9000];
     char where[600];
     if (!path || !p)
         return bkm_err_set(err, BKM_EINVAL, "bkm_profile_load_file: NULL argument");
     memset(p, 0, sizeof(*p));
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return bkm_err_set(err, BKM_EINVAL, "cannot read node profile '%.400s': %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return bkm_err_set(err, BKM_EINVAL, "node profile '%.400s' is not a regular file", path);
-    f = fopen(path, "r");
-    if (!f)
-        return bkm_err_set(err, BKM_EINVAL, "cannot read node profile '%.400s': %s", path, strerror(errno));
-    if (looks_like_xml(f)) {
+    /* the file may be an hwloc XML topology: read it within the XML limit, then hold a
+     * key = value file to its own */
+    if ((rc = bkm_file_read_regular(path, "node profile", BKM_TOPO_XML_MAX_BYTES, &text, &len, err)) < 0)
+        goto out;
+    if (looks_like_xml(text)) {
         if ((rc = profile_from_xml(path, p, err)) < 0)
             goto out;
     } else {
         int lineno = 0;
-        while (fgets(line, sizeof(line), f)) {
+        if (len > BKM_PROFILE_MAX_BYTES) {
+            rc = bkm_err_set(err, BKM_EINVAL, "node profile '%.400s' is %zu bytes, more than the limit of %zu KiB for "
+                             "a key = value profile", path, len, BKM_PROFILE_MAX_BYTES >> 10);
+            goto out;
+        }
+        if (strlen(text) != len) {
+            rc = bkm_err_set(err, BKM_EINVAL, "node profile '%.400s' holds a NUL byte (at offset %zu): not a text file",
+                             path, strlen(text));
+            goto out;
+        }
+        for (s = text; *s; s = nl ? nl + 1 : s + strlen(s)) {
+            nl = strchr(s, '\n');
+            if (nl)
+                *nl = '\0';
             lineno++;
             snprintf(where, sizeof(where), "profile '%.400s' line %d", path, lineno);
-            if (!strchr(line, '\n') && !feof(f)) {
-                rc = bkm_err_set(err, BKM_EINVAL, "%s: line too long (at most %zu bytes)", where, sizeof(line) - 2);
+            if (strlen(s) > PROFILE_LINE_MAX) {
+                rc = bkm_err_set(err, BKM_EINVAL, "%s: line too long (at most %d bytes)", where, PROFILE_LINE_MAX);
                 goto out;
             }
-            char *s = trim(line);
-            if (!*s || *s == '#')
+            char *line = trim(s);
+            if (!*line || *line == '#')
                 continue;
-            char *eq = strchr(s, '=');
+            char *eq = strchr(line, '=');
             if (!eq) {
                 char shown[64];
-                printable(shown, sizeof(shown), s);
+                printable(shown, sizeof(shown), line);
                 rc = bkm_err_set(err, BKM_EINVAL, "%s: expected 'key = value', got '%s'", where, shown);
                 goto out;
             }
             *eq = '\0';
-            if ((rc = apply_key(p, path, trim(s), trim(eq + 1), where, err)) < 0)
+            if ((rc = apply_key(p, path, trim(line), trim(eq + 1), where, err)) < 0)
                 goto out;
         }
         if (!p->name[0]) {
@@ -335,8 +343,7 @@ int bkm_profile_load_file(const char *path, bkm_node_profile_t *p, bkm_err_t *er
     }
 out:
     bkm_topo_close(t);
-    if (f)
-        fclose(f);
+    bkm_free(text);
     return rc;
 }
 

@@ -292,17 +292,18 @@ static int open_offline(bkm_topo_t *t, const char *source, const char *what, bkm
 int bkm_topo_open_xml(bkm_topo_t **topo, const char *path, bkm_err_t *err)
 {
     bkm_topo_t *t = NULL;
+    char *xml = NULL;
+    size_t len = 0;
     int rc;
     if (!topo || !path || !*path)
         return bkm_err_set(err, BKM_EINVAL, "hwloc XML path is empty");
     *topo = NULL;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return bkm_err_set(err, BKM_EINVAL, "cannot read hwloc XML '%s': %s", path, strerror(errno));
-    fclose(f);
-    if ((rc = topo_new(&t, err)) < 0)
+    /* read here, bounded, and hand hwloc the bytes: hwloc would open a FIFO or /dev/zero itself */
+    if ((rc = bkm_file_read_regular(path, "hwloc XML", BKM_TOPO_XML_MAX_BYTES, &xml, &len, err)) < 0)
         return rc;
-    if (hwloc_topology_set_xml(t->h, path) < 0) {
+    if ((rc = topo_new(&t, err)) < 0)
+        goto out;
+    if (hwloc_topology_set_xmlbuffer(t->h, xml, (int)len + 1) < 0) {
         rc = bkm_err_set(err, BKM_EINVAL, "hwloc rejected XML file '%s': %s", path, strerror(errno));
         goto out;
     }
@@ -314,6 +315,7 @@ int bkm_topo_open_xml(bkm_topo_t **topo, const char *path, bkm_err_t *err)
     t = NULL;
 out:
     bkm_topo_close(t);
+    bkm_free(xml);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,16 @@ const char *bkm_cli_db_path(const char *opt)
     if (opt != NULL)
         return opt;
     return env && env[0] ? env : BKM_DB_DEFAULT_PATH;
+}
+
+int bkm_cli_db_check(const char *cmd, const char *path)
+{
+    bkm_err_t err = {0};
+    if (bkm_file_check_regular_or_absent(path, "results database", &err) < 0) {
+        fprintf(stderr, "tune%s%s: %s\n", cmd[0] ? " " : "", cmd, err.msg);
+        return 0;
+    }
+    return 1;
 }
 
 void bkm_cli_aff_env_read(bkm_aff_env_t *env)
@@ -96,7 +107,7 @@ int bkm_cli_parse_duration(const char *s, double *sec)
     double v;
     errno = 0;
     v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
+    if (errno || end == s || !(v > 0) || !isfinite(v))
         return -1;
     if (*end == '\0' || strcmp(end, "s") == 0)
         *sec = v;
@@ -106,7 +117,7 @@ int bkm_cli_parse_duration(const char *s, double *sec)
         *sec = v * 3600;
     else
         return -1;
-    return 0;
+    return isfinite(*sec) ? 0 : -1;   /* "1e308h" */
 }
 
 /* The only global of the CLI: set by the first SIGINT/SIGTERM/SIGHUP, read by the sweep and the

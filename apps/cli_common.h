@@ -11,6 +11,10 @@
 /** The results database: @p opt (--db) if given, else $BKM_DB if set and not empty, else
  *  BKM_DB_DEFAULT_PATH. */
 const char *bkm_cli_db_path(const char *opt);
+/** 1 when the database @p path is a regular file or does not exist yet; else prints "tune CMD:
+ *  results database 'PATH' is not a regular file (a FIFO)" and returns 0 (exit 2). Called before
+ *  SQLite or the header check open it: open(2) of a FIFO without a writer blocks forever. */
+int bkm_cli_db_check(const char *cmd, const char *path);
 
 /** Read the OpenMP affinity variables of this process's environment into @p env (unset ones
  *  are NULL): KMP_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS, KMP_BLOCKTIME, OMP_PLACES,
@@ -36,7 +40,7 @@ int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src);
  *  On a bad value prints "tune: WHAT 'S': ..." naming it and returns -1; else 0. */
 int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime);
 
-/** Parse a positive duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
+/** Parse a positive, finite duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
  *  Returns 0 with *sec set, or -1 (nothing printed). */
 int bkm_cli_parse_duration(const char *s, double *sec);
 

@@ -127,6 +127,8 @@ int bkm_cli_best(int argc, char **argv)
     }
     node = node_name;
     db_path = bkm_cli_db_path(db_path);
+    if (!bkm_cli_db_check("best", db_path))
+        return 2;
     if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
         ret = bkm_db_best_get(db, node, workload, &b, &found, &err);
     bkm_db_close(db);

@@ -100,6 +100,8 @@ int bkm_cli_export(int argc, char **argv)
         f.node = node_name;
     }
     db_path = bkm_cli_db_path(db_path);
+    if (!bkm_cli_db_check("export", db_path))
+        return 2;
     if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
         ret = bkm_db_export(db, &f, fmt, &out, &err);
     bkm_db_close(db);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bkm/results.h"
+#include "cli_common.h"
 
 const char bkm_cli_merge_summary[] = "merge results databases (e.g. from a job array) into one";
 
@@ -43,6 +44,9 @@ int bkm_cli_merge(int argc, char **argv)
         fprintf(stderr, "tune merge: need OUT and at least one IN (see tune merge --help)\n");
         return 2;
     }
+    for (int i = 1; i < argc; i++)
+        if (!bkm_cli_db_check("merge", argv[i]))
+            return 2;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], argv[1]) == 0) {
             fprintf(stderr, "tune merge: input '%s' is also the output\n", argv[i]);

@@ -7,6 +7,7 @@
 
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "cli_common.h"
 
 const char bkm_cli_replay_summary[] = "replay a search strategy against an exhaustive sweep stored in a database";
 
@@ -127,6 +128,17 @@ int bkm_cli_replay(int argc, char **argv)
         fprintf(stderr, "tune replay: --db is required (see tune replay --help)\n");
         return 2;
     }
+    {
+        const char *const *nm = bkm_tune_strategy_names();
+        while (*nm && strcmp(*nm, strategy) != 0)
+            nm++;
+        if (*nm == NULL) {
+            fprintf(stderr, "tune replay: --strategy '%s' is unknown (grid, random, halving, local)\n", strategy);
+            return 2;
+        }
+    }
+    if (!bkm_cli_db_check("replay", db_path))
+        return 2;
     if ((rc = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) < 0)
         goto fail;
     if ((rc = bkm_tune_replay_run(db, sweep, strategy, (size_t)budget, (size_t)seeds, &r, &err)) < 0)

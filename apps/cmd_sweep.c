@@ -51,10 +51,14 @@ static void usage(FILE *f)
             "                       of the configurations, at least 20)\n"
             "  --time DURATION      stop searching after DURATION (90s, 5m, 1h)\n"
             "  --seed N             random choices of the strategy (default 1)\n"
-            "  --min-time S         timed loop of a trial lasts at least S seconds (default 0.5)\n"
-            "  --min-samples N      at least N timed samples per trial (default 5)\n"
-            "  --max-samples N      adaptive cap (default 50)\n"
-            "  --trial-timeout S    a trial running longer is killed and stored as timeout (default 600)\n"
+            "  --min-time S         timed loop of a trial lasts at least S seconds (default 0.5; at most\n"
+            "                       1 day, and below --trial-timeout)\n"
+            "  --min-samples N      at least N timed samples per trial (default 5; 1..100000)\n"
+            "  --max-samples N      adaptive cap (default 50; 1..100000)\n"
+            "  --trial-timeout S    a trial running longer is killed and stored as timeout (default 600;\n"
+            "                       at most 7 days). A trial re-measured at k x the samples (halving\n"
+            "                       rungs, local's final round) gets k x the timeout; samples and time\n"
+            "                       stay within the limits above\n"
             "  --confirm-top K      candidates re-measured against the default (default 3)\n"
             "  --counters LIST      PAPI events per trial, comma-separated; 'none' disables (default:\n"
             "                       cycles, instructions, cache misses, FP ops and the perf:: software\n"
@@ -135,10 +139,13 @@ static int parse_args(int argc, char **argv, opts_t *o)
             (aff ? o->sp.affinity : hw ? o->sp.hw_subset : o->sp.params)[(*cnt)++] = v;
         } else if (strcmp(a, "--budget") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--min-samples") == 0 ||
                    strcmp(a, "--max-samples") == 0 || strcmp(a, "--confirm-top") == 0) {
-            if (bkm_parse_int(v, strcmp(a, "--confirm-top") == 0 ? 0 : 1, strcmp(a, "--confirm-top") == 0 ? 7 : 100000000,
-                              &n) < 0) {
-                fprintf(stderr, "tune: %s '%s' is not a valid number%s\n", a, v,
-                        strcmp(a, "--confirm-top") == 0 ? " (0..7)" : " (>= 1)");
+            long long lo = 1, hi = 100000000;
+            if (strcmp(a, "--confirm-top") == 0)
+                lo = 0, hi = 7;
+            else if (strcmp(a, "--min-samples") == 0 || strcmp(a, "--max-samples") == 0)
+                hi = BKM_TUNE_SAMPLES_MAX;
+            if (bkm_parse_int(v, lo, hi, &n) < 0) {
+                fprintf(stderr, "tune: %s '%s' is not a whole number in %lld..%lld\n", a, v, lo, hi);
                 return -1;
             }
             if (a[2] == 'b')
@@ -152,8 +159,14 @@ static int parse_args(int argc, char **argv, opts_t *o)
             else
                 o->sw.confirm_top = (int)n;
         } else if (strcmp(a, "--min-time") == 0 || strcmp(a, "--trial-timeout") == 0 || strcmp(a, "--time") == 0) {
+            double hi = strcmp(a, "--min-time") == 0 ? BKM_TUNE_TIME_MAX_S
+                        : strcmp(a, "--trial-timeout") == 0 ? BKM_TUNE_TIMEOUT_MAX_S : HUGE_VAL;
             if (bkm_cli_parse_duration(v, &d) < 0 && !(strcmp(a, "--min-time") == 0 && bkm_parse_double(v, &d) == 0 && d == 0)) {
                 fprintf(stderr, "tune: %s '%s' is not a valid duration (e.g. 0.5, 90s, 5m)\n", a, v);
+                return -1;
+            }
+            if (d > hi) {
+                fprintf(stderr, "tune: %s '%s' is %g s, more than the limit of %g s\n", a, v, d, hi);
                 return -1;
             }
             if (a[2] == 'm')
@@ -216,6 +229,21 @@ static int parse_args(int argc, char **argv, opts_t *o)
     }
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
+    if (o->sw.base.min_time_s >= o->sw.base.timeout_s) {
+        fprintf(stderr, "tune: --min-time %g s is not shorter than --trial-timeout %g s: every trial would time out\n",
+                o->sw.base.min_time_s, o->sw.base.timeout_s);
+        return -1;
+    }
+    {
+        /* the trial protocol as the runner will check it, now, before anything is written */
+        bkm_tune_trial_spec_t t = o->sw.base;
+        bkm_err_t e = {0};
+        snprintf(t.workload, sizeof t.workload, "check");
+        if (bkm_tune_trial_spec_validate(&t, &e) < 0) {
+            fprintf(stderr, "tune: the trial options: %s\n", e.msg);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -313,6 +341,8 @@ int bkm_cli_sweep(int argc, char **argv)
     if ((rc = parse_args(argc, argv, &o)) != 0)
         return rc > 0 ? 0 : 2;
     o.db = bkm_cli_db_path(o.db);
+    if (!bkm_cli_db_check("", o.db))
+        return 2;
     /* the host topology first, before anything could start an OpenMP runtime */
     if ((rc = bkm_topo_open_host(&host, &err)) < 0)
         goto fail;
@@ -332,7 +362,8 @@ int bkm_cli_sweep(int argc, char **argv)
     } else if ((rc = bkm_topo_open_profile(&node_topo, &prof, &err)) < 0) {
         goto fail;
     }
-    if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0)
+    if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0 ||
+        (rc = bkm_tune_space_specs_check(sp, o.sp.workload, &o.sw.base, &err)) < 0)
         goto fail;
     if (!host_match || o.dry_run) {
         print_plan(&o, sp, &prof, host_match, argc, argv);

@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "                      threads = 1,2,4,8          (default sweep, at most 16)\n"
             "                      blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
             "  --xml FILE        an hwloc XML topology\n"
+            "                    Profiles and XML files must be regular files (never a FIFO or a\n"
+            "                    device); XML at most %zu MiB, a key = value profile at most %zu KiB.\n"
             "  --synthetic DESC  an hwloc synthetic description, with optional OS numbering,\n"
             "                    e.g. \"pack:2 core:4 pu:2(indexes=0,8,1,9,2,10,3,11,4,12,5,13,6,14,7,15)\"\n"
             "  --allowed LIST    emulate an initial process mask (taskset/srun), e.g. 0-7\n"
@@ -53,7 +55,8 @@ static void usage(FILE *f)
             "  tune topo --synthetic \"pack:1 l2:2 core:2 pu:4\" --json\n"
             "\n"
             "exit codes: 0 ok, 2 bad option or unloadable topology (the message names it),\n"
-            "3 hwloc could not discover this host.\n");
+            "3 hwloc could not discover this host.\n",
+            BKM_TOPO_XML_MAX_BYTES >> 20, BKM_PROFILE_MAX_BYTES >> 10);
 }
 
 static int parse_args(int argc, char **argv, topo_cfg_t *c)

@@ -67,6 +67,21 @@ static int add_note(bkm_tune_space_t *sp, const char *fmt, ...)
     return BKM_OK;
 }
 
+/* Length of NAME when @p w starts with "NAME=" and NAME is written as an environment variable
+ * (capitals, digits, '_'), else 0. */
+static size_t var_name_len(const char *w)
+{
+    size_t n = 0;
+    while ((w[n] >= 'A' && w[n] <= 'Z') || w[n] == '_' || (n > 0 && w[n] >= '0' && w[n] <= '9'))
+        n++;
+    return n > 0 && w[n] == '=' ? n : 0;
+}
+
+/* An --affinity value: "default", a KMP_AFFINITY value, or "VAR=value VAR=value ..." for
+ * KMP_AFFINITY, OMP_PLACES and OMP_PROC_BIND. A variable starts at a word "NAME="; the words
+ * after it up to the next such word are its value, spaces included, so that the affinity
+ * parsers judge "OMP_PLACES={0:2}, {2:2}" (valid: libomp skips blanks) or
+ * "OMP_PROC_BIND=close spread" (invalid: names "spread") as one value. */
 static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
 {
     bkm_aff_env_t env;
@@ -82,26 +97,40 @@ static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
         return BKM_OK;
     if (strncmp(text, "KMP_AFFINITY=", 13) == 0 || strncmp(text, "OMP_PLACES=", 11) == 0 ||
         strncmp(text, "OMP_PROC_BIND=", 14) == 0) {
-        char tmp[192], *save = NULL, *tok;
-        snprintf(tmp, sizeof tmp, "%s", text);
-        for (tok = strtok_r(tmp, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-            char *eq = strchr(tok, '=');
+        const char *p = text;
+        while (*p) {
+            size_t nl = var_name_len(p);
+            const char *val = p + nl + 1, *q = val, *end;
+            char name[32];
             char *dst;
             size_t cap;
-            *eq = '\0';
-            if (strcmp(tok, "KMP_AFFINITY") == 0)
+            /* the words up to the next "NAME=" are this variable's value, spaces included */
+            for (;;) {
+                while (*q && *q != ' ')
+                    q++;
+                end = q;
+                while (*q == ' ')
+                    q++;
+                if (*q == '\0' || var_name_len(q) > 0)
+                    break;
+            }
+            snprintf(name, sizeof name, "%.*s", (int)(nl < sizeof name ? nl : sizeof name - 1), p);
+            if (strcmp(name, "KMP_AFFINITY") == 0)
                 dst = a->kmp, cap = sizeof a->kmp;
-            else if (strcmp(tok, "OMP_PLACES") == 0)
+            else if (strcmp(name, "OMP_PLACES") == 0)
                 dst = a->places, cap = sizeof a->places;
-            else if (strcmp(tok, "OMP_PROC_BIND") == 0)
+            else if (strcmp(name, "OMP_PROC_BIND") == 0)
                 dst = a->bind, cap = sizeof a->bind;
             else
                 return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': variable '%s' is not KMP_AFFINITY, "
-                                   "OMP_PLACES or OMP_PROC_BIND", text, tok);
-            if (eq == NULL || eq[1] == '\0' || strlen(eq + 1) >= cap)
+                                   "OMP_PLACES or OMP_PROC_BIND", text, name);
+            if (dst[0] != '\0')
+                return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': %s is given twice", text, name);
+            if (end == val || *val == ' ' || (size_t)(end - val) >= cap)
                 return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': %s needs a value (at most %zu "
-                                   "characters)", text, tok, cap - 1);
-            snprintf(dst, cap, "%s", eq + 1);
+                                   "characters)", text, name, cap - 1);
+            snprintf(dst, cap, "%.*s", (int)(end - val), val);
+            p = q;
         }
     } else {
         if (strlen(text) >= sizeof a->kmp)
@@ -369,6 +398,7 @@ typedef struct dims {
     aff_setting_t aff[BKM_TUNE_SPACE_MAX_AFFINITY + 1];
     unsigned char aff_grid[BKM_TUNE_SPACE_MAX_AFFINITY + 1];
     int n_aff;
+    int aff_user;           /* the settings are the user's (--affinity), not generated */
     int bt[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1], n_bt;
     unsigned char bt_grid[BKM_TUNE_SPACE_MAX_BLOCKTIME + 1];
     char hw[BKM_TUNE_SPACE_MAX_HW_SUBSET + 1][32];
@@ -419,6 +449,7 @@ static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, b
     }
     snprintf(d->aff[0].label, sizeof d->aff[0].label, "default");
     d->n_aff = 1;
+    d->aff_user = 1;
     for (int i = 0; i < o->n_affinity && i < BKM_TUNE_SPACE_MAX_AFFINITY; i++) {
         aff_setting_t a;
         int dup = 0;
@@ -517,6 +548,26 @@ static void merge_record(merge_note_t *mn, int *n_mn, int a, int ha, int b, int 
     snprintf(mn[m].threads + l, sizeof mn[m].threads - l, "%s%d", l ? "," : "", threads);
 }
 
+/* The error for user setting @p ai that no (thread count, KMP_HW_SUBSET) pair could plan: the
+ * planner's reason at the first thread count without KMP_HW_SUBSET. */
+static int never_planned(const dims_t *d, int ai, const bkm_topo_t *topo, bkm_err_t *err)
+{
+    const aff_setting_t *a = &d->aff[ai];
+    bkm_aff_env_t env;
+    bkm_aff_plan_t *plan = NULL;
+    bkm_err_t e2 = {0};
+    memset(&env, 0, sizeof env);
+    env.kmp_affinity = a->kmp[0] ? a->kmp : NULL;
+    env.omp_places = a->places[0] ? a->places : NULL;
+    env.omp_proc_bind = a->bind[0] ? a->bind : NULL;
+    if (bkm_aff_plan_create_ex(topo, &env, d->threads[0], &d->popts, &plan, &e2) < 0)
+        return bkm_err_set(err, BKM_EINVAL, "--affinity '%s' cannot be planned at any thread count on this node "
+                           "(%s): %s", a->label, d->words, e2.msg);
+    bkm_aff_plan_free(plan);
+    return bkm_err_set(err, BKM_EINVAL, "--affinity '%s' cannot be planned with any --threads/--hw-subset value "
+                       "on this node (%s)", a->label, d->words);
+}
+
 /* Plan every (hw subset, affinity) pair at every thread count: drop what the planner rejects or
  * what oversubscribes the PUs KMP_HW_SUBSET leaves; merge pairs with identical plans into the
  * first such pair of the grid. */
@@ -573,6 +624,17 @@ static int plans_dedup(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, 
         for (int k = 0; k < n_pairs; k++) {
             bkm_aff_plan_free(plans[k]);
             plans[k] = NULL;
+        }
+    }
+    /* A setting the user asked for that the planner rejects at every thread count can never be
+     * measured: bad input, named with the planner's reason, not a silent drop. */
+    for (int ai = 1; d->aff_user && ai < d->n_aff; ai++) {
+        int ever = 0;
+        for (int i = 0; i < d->n_thr * n_pairs && !ever; i++)
+            ever = d->rep[i] >= 0 && (i % n_pairs) % d->n_aff == ai;
+        if (!ever) {
+            rc = never_planned(d, ai, topo, err);
+            goto out;
         }
     }
     for (int m = 0; m < n_mn; m++) {
@@ -923,5 +985,28 @@ int bkm_tune_config_to_spec(const bkm_tune_config_t *c, const char *workload, bk
         if ((rc = bkm_tune_trial_spec_param(spec, kv, err)) < 0)
             return rc;
     }
+    return BKM_OK;
+}
+
+int bkm_tune_space_specs_check(const bkm_tune_space_t *sp, const char *workload, const bkm_tune_trial_spec_t *base,
+                               bkm_err_t *err)
+{
+    /* 3^12: beyond any rung a budget of 10^8 trials reaches; the scaled values are clamped anyway */
+    static const int scales[] = {1, 531441};
+    if (sp == NULL || workload == NULL || base == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "space_specs_check: NULL argument");
+    for (size_t i = 0; i < sp->n; i++)
+        for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+            bkm_tune_trial_spec_t spec = *base;
+            char label[256];
+            int rc;
+            bkm_tune_strategy_spec_scale(&spec, scales[k]);
+            if ((rc = bkm_tune_config_to_spec(&sp->cfg[i], workload, &spec, err)) < 0 ||
+                (rc = bkm_tune_trial_spec_validate(&spec, err)) < 0) {
+                bkm_tune_config_label(&sp->cfg[i], label, sizeof label);
+                return bkm_err_prefix(err, "configuration %zu (%s)%s", i, label,
+                                      scales[k] > 1 ? " re-measured at a larger scale" : "");
+            }
+        }
     return BKM_OK;
 }

@@ -350,3 +350,32 @@ size_t bkm_tune_strategy_spent(const bkm_tune_strategy_t *s)
 {
     return s ? s->spent : 0;
 }
+
+void bkm_tune_strategy_spec_scale(bkm_tune_trial_spec_t *spec, int scale)
+{
+    double work = 1.0, t, timeout;
+    long long n;
+    if (spec == NULL || scale <= 1)
+        return;
+    n = (long long)spec->min_samples * scale;
+    if (n > BKM_TUNE_SAMPLES_MAX)
+        n = BKM_TUNE_SAMPLES_MAX;
+    if (spec->min_samples > 0 && n > spec->min_samples)
+        work = (double)n / (double)spec->min_samples;
+    spec->min_samples = (int)n;
+    if (spec->max_samples < spec->min_samples)
+        spec->max_samples = spec->min_samples;
+    t = spec->min_time_s * scale;
+    if (t > BKM_TUNE_TIME_MAX_S)
+        t = BKM_TUNE_TIME_MAX_S;
+    if (spec->min_time_s > 0 && t / spec->min_time_s > work)
+        work = t / spec->min_time_s;
+    if (t > spec->min_time_s)
+        spec->min_time_s = t;
+    /* the timeout grows with the timed work, or a later rung times out where rung 0 did not */
+    timeout = spec->timeout_s * work;
+    if (timeout > BKM_TUNE_TIMEOUT_MAX_S)
+        timeout = BKM_TUNE_TIMEOUT_MAX_S;
+    if (timeout > spec->timeout_s)
+        spec->timeout_s = timeout;
+}

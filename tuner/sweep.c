@@ -172,12 +172,7 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
 
     if ((rc = bkm_tune_config_to_spec(c, cfg->workload, &spec, err)) < 0)
         goto out;
-    if (scale > 1) {
-        spec.min_samples *= scale;
-        if (spec.max_samples < spec.min_samples)
-            spec.max_samples = spec.min_samples;
-        spec.min_time_s *= scale;
-    }
+    bkm_tune_strategy_spec_scale(&spec, scale);   /* clamped to the limits, timeout scaled too */
     st->trial_no++;
     if (cfg->inject[0] && cfg->inject_at == st->trial_no)
         snprintf(spec.inject, sizeof spec.inject, "%s", cfg->inject);

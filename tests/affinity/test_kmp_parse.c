@@ -258,6 +258,33 @@ START_TEST(proc_bind_syntax)
 }
 END_TEST
 
+/* Values with blanks, as a user writes them in one shell word (issue 7: these crashed the sweep's
+ * --affinity splitter before they reached the parsers): libomp skips blanks between places and
+ * after commas, but a second word is an error naming it. */
+START_TEST(values_with_blanks)
+{
+    bkm_aff_places_t p;
+    bkm_aff_proc_bind_t b;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_aff_places_parse("{0:2}, {2:2}", &p, &err), BKM_OK);
+    ck_assert_str_eq(p.list, "{0:2}, {2:2}");
+    ck_assert_int_eq(bkm_aff_places_parse(" {0:2} ,{2:2} ", &p, &err), BKM_OK);
+    ck_assert_int_eq(bkm_aff_places_parse("cores close", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "close"));
+    ck_assert_int_eq(bkm_aff_places_parse("cores(2) spread", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "spread"));
+    ck_assert_int_eq(bkm_aff_places_parse("{0:2} {2:2}", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "{2:2}"));
+    ck_assert_int_eq(bkm_aff_proc_bind_parse("close spread", &b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "spread"));
+    ck_assert_int_eq(bkm_aff_proc_bind_parse("close,spread master", &b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "master"));
+    ck_assert_int_eq(bkm_aff_proc_bind_parse("close, spread", &b, &err), BKM_OK);
+    ck_assert_int_eq(b.n, 2);
+    ck_assert_int_eq(b.level[1], BKM_AFF_BIND_SPREAD);
+}
+END_TEST
+
 START_TEST(gomp_syntax)
 {
     char pl[64];
@@ -379,6 +406,7 @@ static Suite *parse_suite(void)
     tcase_add_test(tc, hw_subset_syntax);
     tcase_add_test(tc, places_syntax);
     tcase_add_test(tc, proc_bind_syntax);
+    tcase_add_test(tc, values_with_blanks);
     tcase_add_test(tc, gomp_syntax);
     tcase_add_test(tc, precedence);
     tcase_add_test(tc, blocktime_wait_policy);

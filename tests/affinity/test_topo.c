@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -422,6 +423,69 @@ START_TEST(profile_file_bad)
 }
 END_TEST
 
+/* Files that are not regular files, or too large, are refused before anything is read (issue 7:
+ * /dev/zero as --xml grew memory forever; a FIFO blocked open(2)). The tcase has a short timeout,
+ * so a regression fails instead of hanging. */
+START_TEST(files_not_regular_or_too_large)
+{
+    char dir[64], fifo[96], prof[96], big[96], text[256];
+    bkm_topo_t *t = NULL;
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    FILE *f;
+    snprintf(dir, sizeof(dir), "/tmp/bkm_test_topo_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/fifo.xml", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+    ck_assert_int_eq(bkm_topo_open_xml(&t, "/dev/zero", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'/dev/zero' is not a regular file (a character device)"));
+    ck_assert_ptr_null(t);
+    ck_assert_int_eq(bkm_topo_open_xml(&t, fifo, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "(a FIFO)"));
+    ck_assert_int_eq(bkm_topo_open_xml(&t, dir, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "(a directory)"));
+    ck_assert_int_eq(bkm_profile_load_file(fifo, &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "node profile"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "(a FIFO)"));
+    ck_assert_int_eq(bkm_profile_load_file("/dev/zero", &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/dev/zero"));
+
+    /* a profile whose xml = line names the FIFO (relative to the profile's folder) */
+    snprintf(prof, sizeof(prof), "%s/node.prof", dir);
+    ck_assert_ptr_nonnull(f = fopen(prof, "w"));
+    fputs("name = fifo\nxml = fifo.xml\n", f);
+    fclose(f);
+    ck_assert_int_eq(bkm_profile_load_file(prof, &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, fifo));
+    ck_assert_ptr_nonnull(strstr(err.msg, "(a FIFO)"));
+
+    /* sizes: sparse files, so nothing large is written */
+    snprintf(big, sizeof(big), "%s/big.xml", dir);
+    ck_assert_ptr_nonnull(f = fopen(big, "w"));
+    fclose(f);
+    ck_assert_int_eq(truncate(big, (off_t)BKM_TOPO_XML_MAX_BYTES + 1), 0);
+    ck_assert_int_eq(bkm_topo_open_xml(&t, big, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "limit of 64 MiB"));
+    ck_assert_ptr_nonnull(f = fopen(prof, "w"));
+    fputs("name = big\nsynthetic = pu:2\n", f);
+    fclose(f);
+    ck_assert_int_eq(truncate(prof, (off_t)BKM_PROFILE_MAX_BYTES + 1), 0);
+    ck_assert_int_eq(bkm_profile_load_file(prof, &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "limit of 1024 KiB"));
+    /* ... and at the limit it is read: the rest of the file is NUL bytes, named as such */
+    ck_assert_int_eq(truncate(prof, (off_t)BKM_PROFILE_MAX_BYTES), 0);
+    ck_assert_int_eq(bkm_profile_load_file(prof, &p, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "NUL byte"));
+    ck_assert_int_eq(truncate(prof, 28), 0);   /* "name = big\nsynthetic = pu:2\n" */
+    ck_assert_msg(bkm_profile_load_file(prof, &p, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_str_eq(p.name, "big");
+
+    snprintf(text, sizeof(text), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(text), 0);
+}
+END_TEST
+
 START_TEST(profile_matches_host)
 {
     bkm_topo_t *host = NULL;
@@ -475,6 +539,10 @@ static Suite *topo_suite(void)
     tcase_add_test(tc, profile_file_good);
     tcase_add_test(tc, profile_file_bad);
     tcase_add_test(tc, profile_matches_host);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("files");
+    tcase_add_test(tc, files_not_regular_or_too_large);
+    tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of common/: errors, buffers, JSON writer and reader, CPU sets, number parsing. */
+#define _GNU_SOURCE
 #include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,6 +243,104 @@ START_TEST(strict_numbers)
 }
 END_TEST
 
+/* A temporary folder holding a regular file, a FIFO and a sparse file over a small limit. */
+static char dir[64];
+static void files_setup(void)
+{
+    char p[128];
+    FILE *f;
+    snprintf(dir, sizeof dir, "/tmp/bkm_test_file_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/ok.txt", dir);
+    ck_assert_ptr_nonnull(f = fopen(p, "w"));
+    fputs("hello\n", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    ck_assert_int_eq(mkfifo(p, 0600), 0);
+    snprintf(p, sizeof p, "%s/big", dir);
+    {
+        int fd = open(p, O_WRONLY | O_CREAT, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(ftruncate(fd, 4097), 0);
+        close(fd);
+    }
+}
+static void files_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void expect_refused(const char *name, size_t limit, const char *needle)
+{
+    char p[128], *data = (char *)1;
+    size_t len = 7;
+    int fd = 5;
+    bkm_err_t err = {0};
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    ck_assert_int_eq(bkm_file_read_regular(p, "test input", limit, &data, &len, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, needle) && strstr(err.msg, "test input"), "'%s' not named in: %s", needle,
+                  err.msg);
+    ck_assert_ptr_null(data);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_int_eq(bkm_file_open_regular(p, "test input", limit, &fd, &err), BKM_EINVAL);
+    ck_assert_int_eq(fd, -1);
+}
+
+/* Only regular files are read, never more than the limit; a FIFO without a writer does not
+ * block (the test's timeout catches a hang). */
+START_TEST(file_read_regular_bounded)
+{
+    char p[128], *data = NULL;
+    size_t len = 0;
+    bkm_err_t err = {0};
+    snprintf(p, sizeof p, "%s/ok.txt", dir);
+    ck_assert_int_eq(bkm_file_read_regular(p, "test input", 6, &data, &len, &err), BKM_OK);
+    ck_assert_uint_eq(len, 6);
+    ck_assert_str_eq(data, "hello\n");
+    bkm_free(data);
+    expect_refused("ok.txt", 5, "limit of 5 bytes");
+    expect_refused("fifo", 1 << 20, "not a regular file (a FIFO)");
+    expect_refused(".", 1 << 20, "a directory");
+    expect_refused("big", 4096, "4097 bytes, more than the limit of 4 KiB");
+    expect_refused("missing", 4096, "No such file");
+    ck_assert_int_eq(bkm_file_read_regular("/dev/zero", "test input", 1 << 20, &data, &len, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "character device"));
+    ck_assert_int_eq(bkm_file_read_regular("", "test input", 1, &data, &len, &err), BKM_EINVAL);
+    /* a regular file whose size stat(2) does not know is still bounded by what is read */
+    ck_assert_int_eq(bkm_file_read_regular("/proc/self/maps", "test input", 16, &data, &len, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "more than the limit of 16 bytes"));
+}
+END_TEST
+
+START_TEST(file_check_regular_or_absent)
+{
+    char p[128];
+    bkm_err_t err = {0};
+    snprintf(p, sizeof p, "%s/ok.txt", dir);
+    ck_assert_int_eq(bkm_file_check_regular_or_absent(p, "db", &err), BKM_OK);
+    snprintf(p, sizeof p, "%s/not-yet.sqlite", dir);
+    ck_assert_int_eq(bkm_file_check_regular_or_absent(p, "db", &err), BKM_OK);
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    ck_assert_int_eq(bkm_file_check_regular_or_absent(p, "db", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, p));
+    ck_assert_ptr_nonnull(strstr(err.msg, "a FIFO"));
+    ck_assert_int_eq(bkm_file_check_regular_or_absent(dir, "db", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a directory"));
+    ck_assert_int_eq(bkm_file_check_regular_or_absent("/dev/null", "db", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "character device"));
+    /* a link is judged by what it points to */
+    {
+        char l[128], t[128];
+        snprintf(l, sizeof l, "%s/link", dir);
+        snprintf(t, sizeof t, "%s/fifo", dir);
+        ck_assert_int_eq(symlink(t, l), 0);
+        ck_assert_int_eq(bkm_file_check_regular_or_absent(l, "db", &err), BKM_EINVAL);
+    }
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -251,6 +354,12 @@ static Suite *common_suite(void)
     tcase_add_test(tc, json_reader_rejects_garbage);
     tcase_add_test(tc, cpuset_format_and_parse);
     tcase_add_test(tc, strict_numbers);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("files");
+    tcase_add_checked_fixture(tc, files_setup, files_teardown);
+    tcase_add_test(tc, file_read_regular_bounded);
+    tcase_add_test(tc, file_check_regular_or_absent);
+    tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;
 }

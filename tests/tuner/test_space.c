@@ -241,6 +241,79 @@ START_TEST(bad_inputs_named)
 }
 END_TEST
 
+/* --affinity "VAR=value VAR=value": a value may hold blanks; every bad one is named (issue 7:
+ * a word without '=' crashed the splitter). Node: 1 package x 2 cores x 1 thread. */
+START_TEST(affinity_values_with_blanks)
+{
+    static const char *const bad[][2] = {
+        {"OMP_PLACES=cores close", "close"},
+        {"OMP_PROC_BIND=close spread", "spread"},
+        {"OMP_PLACES={0:2}, {2:2}", "OS proc 2"},          /* valid syntax, PUs 2-3 do not exist */
+        {"OMP_PLACES=cores close OMP_PROC_BIND=spread", "close"},
+        {"OMP_PLACES=cores OMP_PROC_BIND=close spread", "spread"},
+        {"OMP_PROC_BIND=close  spread", "spread"},
+        {"KMP_AFFINITY=compact granularity=fine", "granularity=fine"},
+        {"OMP_PLACES=cores OMP_PLACES=threads", "OMP_PLACES is given twice"},
+        {"OMP_PLACES=", "OMP_PLACES needs a value"},
+        {"OMP_PLACES= cores", "OMP_PLACES needs a value"},
+        {"OMP_PLACES=cores OMP_PROC_BIND=", "OMP_PROC_BIND needs a value"},
+        {"OMP_PLACES=cores KMP_HW_SUBSET=1c", "'KMP_HW_SUBSET'"},
+        {"OMP_PROC_BIND=close x=1", "x=1"},
+    };
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    int found = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        opts_init(&o, "gemm");
+        o.affinity[0] = bad[i][0], o.n_affinity = 1;
+        expect_einval(&o, bad[i][1]);
+        expect_einval(&o, bad[i][0]);   /* the whole setting is named too */
+    }
+    /* blanks inside a valid value are kept: the worker's libomp skips them */
+    opts_init(&o, "gemm");
+    o.affinity[0] = "OMP_PLACES={0:1}, {1:1}  OMP_PROC_BIND=close, close ", o.n_affinity = 1;
+    o.threads[0] = 2, o.n_threads = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        if (c->omp_places[0]) {
+            ck_assert_str_eq(c->omp_places, "{0:1}, {1:1}");
+            ck_assert_str_eq(c->omp_proc_bind, "close, close");
+            found = 1;
+        }
+    }
+    bkm_tune_space_free(sp);
+    ck_assert(found);   /* not merged: unlike the default, it binds */
+}
+END_TEST
+
+/* Every configuration becomes a valid trial with the sweep's protocol, unscaled and at any rung,
+ * or the check names what is wrong, before a sweep writes anything. */
+START_TEST(specs_checked_up_front)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_tune_trial_spec_t base;
+    bkm_err_t err = {0};
+    opts_init(&o, "gemm");
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    bkm_tune_trial_spec_defaults(&base);
+    ck_assert_msg(bkm_tune_space_specs_check(sp, "gemm", &base, &err) == BKM_OK, "%s", err.msg);
+    base.min_samples = base.max_samples = BKM_TUNE_SAMPLES_MAX;   /* at the limit: clamped at every rung */
+    ck_assert_msg(bkm_tune_space_specs_check(sp, "gemm", &base, &err) == BKM_OK, "%s", err.msg);
+    base.max_samples = BKM_TUNE_SAMPLES_MAX + 1;
+    ck_assert_int_eq(bkm_tune_space_specs_check(sp, "gemm", &base, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "100001"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "configuration 0"));
+    bkm_tune_trial_spec_defaults(&base);
+    base.timeout_s = 0;
+    ck_assert_int_eq(bkm_tune_space_specs_check(sp, "gemm", &base, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "timeout"));
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
 START_TEST(tunables_swept_on_request)
 {
     bkm_tune_space_opts_t o;
@@ -432,6 +505,8 @@ static Suite *space_suite(void)
     tcase_add_test(tc, narrowing_params);
     tcase_add_test(tc, narrowed_setting_equal_to_default_is_kept);
     tcase_add_test(tc, bad_inputs_named);
+    tcase_add_test(tc, affinity_values_with_blanks);
+    tcase_add_test(tc, specs_checked_up_front);
     tcase_add_test(tc, tunables_swept_on_request);
     suite_add_tcase(s, tc);
     tc = tcase_create("knl");

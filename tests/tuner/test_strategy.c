@@ -234,6 +234,76 @@ static void store(bkm_db_t *db, int64_t sweep, const char *cfg, double ms)
     ck_assert_msg(bkm_db_trial_insert(db, &t, NULL, NULL, &err) == BKM_OK, "%s", err.msg);
 }
 
+/* The limits in tuner.h are the ones the trial validator enforces: at the limit valid, past it not. */
+START_TEST(spec_limits_match_validator)
+{
+    bkm_tune_trial_spec_t t;
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&t);
+    snprintf(t.workload, sizeof t.workload, "gemm");
+    t.min_samples = t.max_samples = BKM_TUNE_SAMPLES_MAX;
+    t.min_time_s = t.max_time_s = BKM_TUNE_TIME_MAX_S;
+    t.timeout_s = BKM_TUNE_TIMEOUT_MAX_S;
+    ck_assert_msg(bkm_tune_trial_spec_validate(&t, &err) == BKM_OK, "%s", err.msg);
+    t.max_samples = BKM_TUNE_SAMPLES_MAX + 1;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&t, &err), BKM_EINVAL);
+    t.max_samples = BKM_TUNE_SAMPLES_MAX;
+    t.min_time_s = BKM_TUNE_TIME_MAX_S * 1.0001;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&t, &err), BKM_EINVAL);
+    t.min_time_s = BKM_TUNE_TIME_MAX_S;
+    t.timeout_s = BKM_TUNE_TIMEOUT_MAX_S * 1.0001;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&t, &err), BKM_EINVAL);
+}
+END_TEST
+
+/* A halving rung (or local's final round) at scale 3^r: samples, minimum time and the timeout grow
+ * together, and the scaled trial never leaves the limits, so a sweep whose first rung is valid
+ * can always finish (issue 7: a later rung used to fail validation and abort the sweep). */
+START_TEST(scaled_spec_grows_and_stays_valid)
+{
+    bkm_tune_trial_spec_t base, t;
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_defaults(&base);
+    snprintf(base.workload, sizeof base.workload, "gemm");
+    base.min_samples = 5, base.max_samples = 50, base.min_time_s = 0.5, base.timeout_s = 60;
+    t = base;
+    bkm_tune_strategy_spec_scale(&t, 1);
+    ck_assert_int_eq(memcmp(&t, &base, sizeof t), 0);
+    bkm_tune_strategy_spec_scale(&t, 9);
+    ck_assert_int_eq(t.min_samples, 45);
+    ck_assert_int_eq(t.max_samples, 50);
+    ck_assert_double_eq_tol(t.min_time_s, 4.5, 1e-12);
+    ck_assert_double_eq_tol(t.timeout_s, 540, 1e-9);
+    /* clamped: 40000 x 3 samples, 60000 s x 3, and the timeout grows only as far as the work did */
+    t = base;
+    t.min_samples = 40000, t.max_samples = 40000, t.min_time_s = 0, t.timeout_s = 100;
+    bkm_tune_strategy_spec_scale(&t, 3);
+    ck_assert_int_eq(t.min_samples, BKM_TUNE_SAMPLES_MAX);
+    ck_assert_int_eq(t.max_samples, BKM_TUNE_SAMPLES_MAX);
+    ck_assert_double_eq_tol(t.timeout_s, 250, 1e-9);      /* 100000 / 40000 = 2.5x the work */
+    t = base;
+    t.min_time_s = 60000, t.timeout_s = 100000;
+    bkm_tune_strategy_spec_scale(&t, 3);
+    ck_assert_double_eq(t.min_time_s, BKM_TUNE_TIME_MAX_S);
+    ck_assert_double_eq_tol(t.timeout_s, 300000, 1e-6);   /* the samples grew 3x */
+    t.timeout_s = 300000;
+    bkm_tune_strategy_spec_scale(&t, 3);
+    ck_assert_double_eq(t.timeout_s, BKM_TUNE_TIMEOUT_MAX_S);
+    ck_assert_msg(t.min_time_s < t.timeout_s, "min time %g s, timeout %g s", t.min_time_s, t.timeout_s);
+    /* every rung of specs at and near the limits validates */
+    for (int lim = 0; lim < 2; lim++)
+        for (int r = 0, scale = 1; r < 16; r++, scale = scale > 100000000 ? scale : scale * 3) {
+            t = base;
+            if (lim)
+                t.min_samples = t.max_samples = BKM_TUNE_SAMPLES_MAX, t.min_time_s = BKM_TUNE_TIME_MAX_S,
+                t.timeout_s = BKM_TUNE_TIMEOUT_MAX_S;
+            bkm_tune_strategy_spec_scale(&t, scale);
+            ck_assert_msg(bkm_tune_trial_spec_validate(&t, &err) == BKM_OK, "scale %d: %s", scale, err.msg);
+            ck_assert(t.min_samples >= base.min_samples);
+        }
+}
+END_TEST
+
 START_TEST(replay_synthetic_db)
 {
     char dir[] = "/tmp/bkm_replay_XXXXXX", path[64];
@@ -299,6 +369,8 @@ static Suite *strategy_suite(void)
     tcase_add_test(tc, halving_remeasures_survivors);
     tcase_add_test(tc, failed_trials_never_win);
     tcase_add_test(tc, unknown_strategy_named);
+    tcase_add_test(tc, spec_limits_match_validator);
+    tcase_add_test(tc, scaled_spec_grows_and_stays_valid);
     suite_add_tcase(s, tc);
     tc = tcase_create("replay");
     tcase_add_test(tc, replay_synthetic_db);

@@ -58,7 +58,11 @@ typedef struct bkm_topo_numa {
  *  process's first OpenMP parallel region: libomp may bind the initial thread, which would then
  *  shrink the "allowed" set to that binding. */
 int bkm_topo_open_host(bkm_topo_t **topo, bkm_err_t *err);
-/** Load an hwloc XML file (as written by `lstopo --of xml`). */
+/** Largest hwloc XML file bkm reads (a 2-socket node with its PCI tree is well under 1 MiB). */
+#define BKM_TOPO_XML_MAX_BYTES ((size_t)64 << 20)
+/** Load an hwloc XML file (as written by `lstopo --of xml`). Only a regular file of at most
+ *  BKM_TOPO_XML_MAX_BYTES is read (bkm_file_read_regular): a FIFO, device or directory, or a
+ *  larger file, is BKM_EINVAL naming the path (and the limit). */
 int bkm_topo_open_xml(bkm_topo_t **topo, const char *path, bkm_err_t *err);
 /** Load an hwloc synthetic description, e.g. "pack:2 core:16 pu:2(indexes=0,32,1,33,...)". */
 int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err);
@@ -111,8 +115,11 @@ typedef struct bkm_node_profile {
 int bkm_profile_builtin(const char *name, bkm_node_profile_t *p, bkm_err_t *err);
 /** Names of the built-in profiles, NULL-terminated static array. */
 const char *const *bkm_profile_builtin_names(void);
+/** Largest key = value node profile bkm reads (an XML profile may be BKM_TOPO_XML_MAX_BYTES). */
+#define BKM_PROFILE_MAX_BYTES ((size_t)1 << 20)
 /** Load a user profile file (key = value lines; see docs) or an hwloc XML (then the profile's
- *  name is the file's basename). */
+ *  name is the file's basename). The file and the XML it names must be regular files within the
+ *  limits above (BKM_EINVAL naming the path otherwise); nothing else is opened. */
 int bkm_profile_load_file(const char *path, bkm_node_profile_t *p, bkm_err_t *err);
 /** Open the topology a profile describes ("auto" = this host). */
 int bkm_topo_open_profile(bkm_topo_t **topo, const bkm_node_profile_t *p, bkm_err_t *err);

@@ -180,6 +180,30 @@ void bkm_cpuset_format(const bkm_cpuset_t *s, bkm_buf_t *b);
 int bkm_cpuset_parse(bkm_cpuset_t *s, const char *list, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Files a user names (topology XML, node profiles, databases). A FIFO, device, socket or
+ * directory is refused before anything is read from it: a FIFO without a writer would block
+ * open(2) forever and /dev/zero never ends. @p what names the file in messages ("hwloc XML"). */
+
+/** Open @p path read-only when it is a regular file of at most @p max_bytes bytes. The open
+ * cannot block (O_NONBLOCK, cleared again afterwards) and fstat(2) of the open descriptor decides,
+ * so a file swapped after a check is still judged. On success *fd is the caller's to close.
+ * @return BKM_OK; BKM_EINVAL when it cannot be opened, is not a regular file (the message says
+ * what it is) or is larger than the limit (the message states the size and the limit);
+ * BKM_EIO when fstat fails. */
+int bkm_file_open_regular(const char *path, const char *what, size_t max_bytes, int *fd, bkm_err_t *err);
+/** Read all of the regular file @p path (bkm_file_open_regular) into *data, NUL-terminated
+ * (*len bytes without the NUL; the caller bkm_free()s it); never more than @p max_bytes + 1
+ * bytes are read, so a file that grows past the limit while it is read is refused too.
+ * @return BKM_OK; BKM_EINVAL (as bkm_file_open_regular, or over the limit); BKM_EIO; BKM_ENOMEM. */
+int bkm_file_read_regular(const char *path, const char *what, size_t max_bytes, char **data, size_t *len,
+                          bkm_err_t *err);
+/** For a path another library opens (SQLite): BKM_OK when @p path does not exist yet (or stat(2)
+ * fails: the opener reports that) or is a regular file, following links; BKM_EINVAL naming it
+ * when it is a FIFO, device, socket or directory. Opens nothing; the opener must still cope with
+ * a file replaced after this check. */
+int bkm_file_check_regular_or_absent(const char *path, const char *what, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
 /** Strict number parsing: the whole string must be the number. */
 int bkm_parse_int(const char *s, long long min, long long max, long long *out);
 int bkm_parse_double(const char *s, double *out);

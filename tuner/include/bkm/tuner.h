@@ -110,6 +110,14 @@ typedef struct bkm_tune_trial_spec {
     char inject[32];             /**< test-only fault injection (see bkm_tune_worker_run); "" */
 } bkm_tune_trial_spec_t;
 
+/** Limits of a trial spec, as bkm_tune_trial_spec_validate enforces them: samples (min and max)
+ *  1..BKM_TUNE_SAMPLES_MAX, min/max time 0..BKM_TUNE_TIME_MAX_S, timeout (0, BKM_TUNE_TIMEOUT_MAX_S].
+ *  Options are checked against them before anything is written, and a strategy's scaled trial
+ *  (bkm_tune_strategy_spec_scale) is clamped to them. */
+#define BKM_TUNE_SAMPLES_MAX 100000
+#define BKM_TUNE_TIME_MAX_S 86400.0
+#define BKM_TUNE_TIMEOUT_MAX_S (7 * 86400.0)
+
 /** Fill @p spec with the protocol defaults (no workload, threads = 1). */
 void bkm_tune_trial_spec_defaults(bkm_tune_trial_spec_t *spec);
 /** Append KEY=VALUE to spec->env (replacing an earlier KEY). BKM_EINVAL names a bad or
@@ -499,6 +507,12 @@ void bkm_tune_config_label(const bkm_tune_config_t *cfg, char *buf, size_t n);
  *  fields are left as they are. */
 int bkm_tune_config_to_spec(const bkm_tune_config_t *cfg, const char *workload,
                             bkm_tune_trial_spec_t *spec, bkm_err_t *err);
+/** Check, before anything is written, that every configuration of @p sp becomes a valid trial
+ *  with the protocol fields of @p base (bkm_tune_config_to_spec + bkm_tune_trial_spec_validate),
+ *  unscaled and at the largest scale a strategy asks for (bkm_tune_strategy_spec_scale clamps it).
+ *  @return BKM_OK, or BKM_EINVAL naming the configuration and the bad value. */
+int bkm_tune_space_specs_check(const bkm_tune_space_t *sp, const char *workload, const bkm_tune_trial_spec_t *base,
+                               bkm_err_t *err);
 
 /* ======================================================================================== */
 /* Strategies (section owned by the sweep work)                                              */
@@ -557,6 +571,12 @@ void bkm_tune_strategy_report(bkm_tune_strategy_t *s, const bkm_tune_ask_t *ask,
 size_t bkm_tune_strategy_best(const bkm_tune_strategy_t *s, double *value);
 /** Trials spent so far (sum of ask scales). */
 size_t bkm_tune_strategy_spent(const bkm_tune_strategy_t *s);
+/** Turn @p spec into the trial an ask of @p scale (> 1: a later halving rung, local's final
+ *  round) runs: min_samples and min_time_s times @p scale, each clamped to its limit
+ *  (BKM_TUNE_SAMPLES_MAX, BKM_TUNE_TIME_MAX_S); max_samples raised to min_samples; timeout_s
+ *  times the factor by which the timed work actually grew, clamped to BKM_TUNE_TIMEOUT_MAX_S. A
+ *  spec that validated still validates, at every rung. @p scale <= 1 changes nothing. */
+void bkm_tune_strategy_spec_scale(bkm_tune_trial_spec_t *spec, int scale);
 
 /* ======================================================================================== */
 /* Sweep (section owned by the sweep work)                                                   */
