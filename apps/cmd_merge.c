@@ -15,13 +15,17 @@ static void usage(FILE *f)
             "IN database into OUT, creating OUT (and its folder) when missing. Each sweep keeps its uuid and\n"
             "records the file it came from. Merging is idempotent: a sweep already in OUT (same uuid) only\n"
             "gets the trials it lacks, so the same IN can be merged again safely. Every IN is checked first\n"
-            "and never modified; if one is not a bkm database, is damaged, or is missing, nothing is merged\n"
-            "and OUT is left untouched. Each IN is merged in one transaction.\n\n"
+            "and read read-only: it stays byte-identical (a leftover IN-wal is read, never checkpointed into\n"
+            "IN). If one is not a bkm database, is damaged, is missing, or is OUT itself under another name\n"
+            "(a symlink, a hard link), nothing is merged and OUT is left untouched. Each IN is merged in one\n"
+            "transaction. OUT must not be on a file system shared between hosts (NFS, Lustre, GPFS, ...):\n"
+            "write each job's database to node-local disk and merge the files afterwards.\n\n"
             "options:\n"
             "  -h, --help   this help\n\n"
             "example (after `sbatch --array=0-15` wrote results/job-<n>.sqlite):\n"
             "  tune merge results/bkm.sqlite results/job-*.sqlite\n\n"
-            "exit codes: 0 ok, 2 bad usage, 3 an input or OUT is missing, not a bkm database or damaged\n");
+            "exit codes: 0 ok, 2 bad usage (or IN is OUT), 3 an input or OUT is missing, not a bkm database or\n"
+            "            damaged, or OUT is on a network file system\n");
 }
 
 int bkm_cli_merge(int argc, char **argv)
@@ -44,8 +48,12 @@ int bkm_cli_merge(int argc, char **argv)
         return 2;
     }
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], argv[1]) == 0) {
-            fprintf(stderr, "tune merge: input '%s' is also the output\n", argv[i]);
+        int same = strcmp(argv[i], argv[1]) == 0;
+        if (!same)
+            bkm_db_same_file(argv[i], argv[1], &same);   /* a symlink, a hard link, ./x/../a */
+        if (same) {
+            fprintf(stderr, "tune merge: input '%s' is the output '%s' (the same file); nothing merged\n", argv[i],
+                    argv[1]);
             return 2;
         }
         if ((ret = bkm_db_validate(argv[i], &err)) < 0) {
@@ -57,6 +65,8 @@ int bkm_cli_merge(int argc, char **argv)
         fprintf(stderr, "tune merge: %s\n", err.msg);
         return bkm_status_exit_code(ret);
     }
+    if (bkm_db_warning(db))
+        fprintf(stderr, "tune merge: warning: %s\n", bkm_db_warning(db));
     for (int i = 2; i < argc && ret == BKM_OK; i++) {
         bkm_db_merge_stats_t st = {0};
         if ((ret = bkm_db_merge(db, argv[i], &st, &err)) < 0)
