@@ -18,14 +18,15 @@ static void usage(FILE *f)
             "and read read-only: it stays byte-identical (a leftover IN-wal is read, never checkpointed into\n"
             "IN). If one is not a bkm database, is damaged, is missing, or is OUT itself under another name\n"
             "(a symlink, a hard link), nothing is merged and OUT is left untouched. Each IN is merged in one\n"
-            "transaction. OUT must not be on a file system shared between hosts (NFS, Lustre, GPFS, ...):\n"
-            "write each job's database to node-local disk and merge the files afterwards.\n\n"
+            "transaction. Sweeps refuse to write a database on a file system shared between hosts (NFS,\n"
+            "Lustre, GPFS, ...): each job writes node-local disk, and one merge afterwards may write OUT\n"
+            "there (with a warning: never let two hosts write it at once).\n\n"
             "options:\n"
             "  -h, --help   this help\n\n"
             "example (after `sbatch --array=0-15` wrote results/job-<n>.sqlite):\n"
             "  tune merge results/bkm.sqlite results/job-*.sqlite\n\n"
             "exit codes: 0 ok, 2 bad usage (or IN is OUT), 3 an input or OUT is missing, not a bkm database or\n"
-            "            damaged, or OUT is on a network file system\n");
+            "            damaged\n");
 }
 
 int bkm_cli_merge(int argc, char **argv)
@@ -61,7 +62,7 @@ int bkm_cli_merge(int argc, char **argv)
             return bkm_status_exit_code(ret);
         }
     }
-    if ((ret = bkm_db_open(&db, argv[1], BKM_DB_CREATE, &err)) < 0) {
+    if ((ret = bkm_db_open(&db, argv[1], BKM_DB_CREATE | BKM_DB_SHARED_FS_OK, &err)) < 0) {
         fprintf(stderr, "tune merge: %s\n", err.msg);
         return bkm_status_exit_code(ret);
     }

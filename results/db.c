@@ -568,7 +568,8 @@ static int db_open_version(bkm_db_t **out, const char *path, unsigned flags, int
     if (!exists && (!(flags & BKM_DB_CREATE) || (flags & BKM_DB_READONLY)))
         return bkm_err_set(err, BKM_EIO, "no results database at %s (run a sweep first, or pass --db)", path);
     /* before anything is created there */
-    if (!(flags & BKM_DB_READONLY) && (ret = bkm__db_fs_check(path, warning, sizeof warning, err)) < 0)
+    if (!(flags & BKM_DB_READONLY) &&
+        (ret = bkm__db_fs_check(path, (flags & BKM_DB_SHARED_FS_OK) != 0, warning, sizeof warning, err)) < 0)
         return ret;
     if (!exists) {
         if ((ret = create_db(path, target, err)) < 0 || (ret = check_header(path, &exists, &version, err)) < 0)

@@ -82,7 +82,7 @@ static int fs_type_of(const char *path, unsigned long *f_type, bkm_err_t *err)
     }
 }
 
-int bkm__db_fs_check(const char *path, char *warning, size_t n, bkm_err_t *err)
+int bkm__db_fs_check(const char *path, int shared_ok, char *warning, size_t n, bkm_err_t *err)
 {
     unsigned long f_type = 0;
     const char *name = NULL;
@@ -92,13 +92,19 @@ int bkm__db_fs_check(const char *path, char *warning, size_t n, bkm_err_t *err)
     if (ret < 0)
         return ret;
     kind = bkm_db_fs_classify(f_type, &name);
-    if (kind == BKM_DB_FS_SHARED)
+    if (kind == BKM_DB_FS_SHARED && !shared_ok)
         return bkm_err_set(err, BKM_ENOTSUP,
                            "results database %s is on a network file system (%s, f_type 0x%lx): SQLite's WAL mode "
                            "breaks when processes on different hosts share a database there. Write to a node-local "
                            "path instead (e.g. --db $TMPDIR/bkm.sqlite, or the node's local disk), one file per "
                            "job, and combine them afterwards with `tune merge OUT.sqlite IN.sqlite...`",
                            path, name, f_type);
+    if (kind == BKM_DB_FS_SHARED && warning && n)
+        snprintf(warning, n,
+                 "results database %s is on a network file system (%s, f_type 0x%lx): fine for this merge from "
+                 "one host, but never let processes on several hosts write it at once (SQLite's WAL mode breaks "
+                 "there): sweeps write node-local files (e.g. $TMPDIR) that `tune merge` combines",
+                 path, name, f_type);
     if (kind == BKM_DB_FS_MAYBE_SHARED && warning && n)
         snprintf(warning, n,
                  "results database %s is on a %s file system (f_type 0x%lx): if another host (or the VM host) "

@@ -22,9 +22,9 @@ int bkm__db_ro_uri(const char *path, bkm_buf_t *uri, int *lock_fd, bkm_err_t *er
 /* Hint for a read-only database that failed to open: its -wal needs a -shm that cannot be
  * created. Appends to @p err's message when that is the case. */
 void bkm__db_ro_hint(const char *path, bkm_err_t *err);
-/* BKM_ENOTSUP naming the file system when @p path is on one shared between hosts; a warning in
- * @p warning (may be NULL) for FUSE/9p/virtiofs. */
-int bkm__db_fs_check(const char *path, char *warning, size_t n, bkm_err_t *err);
+/* BKM_ENOTSUP naming the file system when @p path is on one shared between hosts (a warning
+ * instead with @p shared_ok); a warning in @p warning (may be NULL) for FUSE/9p/virtiofs. */
+int bkm__db_fs_check(const char *path, int shared_ok, char *warning, size_t n, bkm_err_t *err);
 /* SQLite's shared read lock on @p path through a new descriptor (*fd, -1 when none). */
 int bkm__db_shared_lock(const char *path, int *fd, bkm_err_t *err);
 

@@ -49,8 +49,11 @@ typedef struct bkm_db bkm_db_t;
 /** bkm_db_open flags. */
 enum {
     BKM_DB_CREATE = 1u << 0,   /**< create the file (and its parent folder) when missing        */
-    BKM_DB_READONLY = 1u << 1  /**< open read-only; no migration (a schema older than
+    BKM_DB_READONLY = 1u << 1, /**< open read-only; no migration (a schema older than
                                     BKM_DB_SCHEMA_READ_MIN: BKM_ENOTSUP) */
+    BKM_DB_SHARED_FS_OK = 1u << 2 /**< the caller is the one writer from one host (a merge run
+                                    by hand): on a shared network file system open with a
+                                    bkm_db_warning() instead of refusing */
 };
 
 /** Open (and with BKM_DB_CREATE create) the database at @p path.
@@ -61,8 +64,9 @@ enum {
  *  A read-write open refuses a database on a file system that other hosts share (NFS, Lustre,
  *  GPFS, CIFS/SMB, BeeGFS, Ceph, AFS, GFS2, OCFS2, PanFS: bkm_db_fs_classify), where SQLite's WAL
  *  mode corrupts a database that processes on two hosts write, with BKM_ENOTSUP and a message
- *  that says what to do (a node-local path, then `tune merge`). On FUSE, 9p and virtiofs it opens
- *  and bkm_db_warning() says why to be careful.
+ *  that says what to do (a node-local path, then `tune merge`); with BKM_DB_SHARED_FS_OK it opens
+ *  with a warning instead. On FUSE, 9p and virtiofs it opens and bkm_db_warning() says why to be
+ *  careful.
  *
  *  With BKM_DB_READONLY nothing is ever written next to the database, and it works on a
  *  read-only file in a read-only folder: no migration, no WAL switch, no -wal or -shm created.
@@ -77,7 +81,7 @@ enum {
  *          open on a shared network file system; BKM_EDEP SQLite error; BKM_ENOMEM. */
 int bkm_db_open(bkm_db_t **db, const char *path, unsigned flags, bkm_err_t *err);
 /** A warning about where the database lives (FUSE, 9p or virtiofs: maybe shared with another
- *  host) for the caller to show, or NULL. Borrowed; valid until bkm_db_close. */
+ *  host; a shared file system opened with BKM_DB_SHARED_FS_OK) for the caller to show, or NULL. Borrowed; valid until bkm_db_close. */
 const char *bkm_db_warning(const bkm_db_t *db);
 
 /** File system classes of bkm_db_fs_classify. */
