@@ -958,6 +958,36 @@ START_TEST(merge_refuses_itself_under_other_names)
 }
 END_TEST
 
+/* A NaN or infinite sample is refused by name before anything is written (the tuner stores
+ * such a trial as failed, without samples). */
+START_TEST(non_finite_sample_is_refused)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_t t;
+    double ms[3] = {1.0, INFINITY, 2.0};
+    int64_t sid;
+    ck_assert_int_eq(bkm_db_open(&db, pth("n.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
+    sid = new_sweep(db, "kn", 0);
+    bkm_db_trial_init(&t);
+    t.sweep_id = sid;
+    t.config_json = "{\"threads\":1}";
+    t.samples_ms = ms;
+    t.n_samples = 3;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, "non-finite sample 1") != NULL, "%s", err.msg);
+    ms[1] = NAN;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_uint_eq(count_trials(db, sid), 0);
+    t.status = BKM_DB_TRIAL_FAILED;
+    t.error = "non-finite sample 1 in samples_ms (nan)";
+    t.n_samples = 0;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_OK);
+    ck_assert_uint_eq(count_trials(db, sid), 1);
+    bkm_db_close(db);
+}
+END_TEST
+
 START_TEST(fs_classify_table)
 {
     static const struct {
@@ -1007,6 +1037,7 @@ static Suite *results_suite(void)
     tcase_add_test(tc, merge_leaves_inputs_identical);
     tcase_add_test(tc, merge_refuses_itself_under_other_names);
     tcase_add_test(tc, fs_classify_table);
+    tcase_add_test(tc, non_finite_sample_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -254,6 +254,26 @@ START_TEST(bad_json_is_failed)
 }
 END_TEST
 
+/* A NaN or infinite sample fails the trial with a message; the runner returns normally, so the
+ * sweep stores the trial as failed and goes on. */
+START_TEST(non_finite_sample_is_failed)
+{
+    static const char *const modes[] = {"nan", "inf", "nullsample"};
+    static const char *const says[] = {"non-finite number 'NaN'", "non-finite sample 2 in samples_ms (inf)",
+                                       "non-finite sample 2 in samples_ms (null)"};
+    for (int i = 0; i < 3; i++) {
+        bkm_tune_trial_result_t r = {0};
+        run_fake(modes[i], 30, &r);
+        ck_assert_int_eq(r.status, BKM_TRIAL_FAILED);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_msg(strstr(r.message, says[i]) != NULL, "%s: message: %s", modes[i], r.message);
+        for (int k = 0; k < r.n_samples; k++)
+            ck_assert(isfinite(r.samples_ms[k]));
+        bkm_tune_trial_result_free(&r);
+    }
+}
+END_TEST
+
 START_TEST(binding_mismatch_is_its_own_status)
 {
     bkm_tune_trial_result_t r = {0};
@@ -383,6 +403,7 @@ static Suite *trial_suite(void)
     tcase_add_test(run, nonzero_exit_is_failed_with_stderr_tail);
     tcase_add_test(run, bad_json_is_failed);
     tcase_add_test(run, binding_mismatch_is_its_own_status);
+    tcase_add_test(run, non_finite_sample_is_failed);
     tcase_add_test(run, missing_worker_is_an_environment_error);
     tcase_add_test(run, trial_env_follows_planner_order);
     suite_add_tcase(s, spec);

@@ -206,7 +206,8 @@ typedef struct bkm_db_trial {
 void bkm_db_trial_init(bkm_db_trial_t *t);
 /** Store a finished trial with its samples and counters in ONE transaction. When the sweep
  *  already holds the same (role, round, configuration), nothing is written, *was_new is 0 and
- *  *trial_id is the stored trial. Either pointer may be NULL. */
+ *  *trial_id is the stored trial. Either pointer may be NULL. A sample that is NaN or infinite
+ *  is BKM_EINVAL naming it, before anything is written. */
 int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id, int *was_new,
                         bkm_err_t *err);
 
