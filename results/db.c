@@ -375,13 +375,17 @@ static long long side_file_size(const char *path, const char *suffix)
 
 int bkm__db_ro_uri(const char *path, bkm_buf_t *uri, int *lock_fd, bkm_err_t *err)
 {
+    long long wal;
     int ret;
     *lock_fd = -1;
     /* Lock first, then look: a writer that closes meanwhile either finished its checkpoint and
      * deleted the -wal before the lock (the file is then complete), or cannot checkpoint. */
     if ((ret = bkm__db_shared_lock(path, lock_fd, err)) < 0)
         return ret;
-    if (side_file_size(path, "-wal") > 0) {
+    /* A -wal with commits, or one beside its -shm (a writer has the database open: its automatic
+     * checkpoints are coordinated through the -shm only), is read the normal way. */
+    wal = side_file_size(path, "-wal");
+    if (wal > 0 || (wal == 0 && side_file_size(path, "-shm") >= 0)) {
         close(*lock_fd);
         *lock_fd = -1;
         uri_of(uri, path, "?mode=ro");

@@ -15,9 +15,10 @@ struct bkm_db {
     char warning[512];  /* bkm_db_warning(); "" when none */
 };
 
-/* Map SQLite's view of a read-only database to a URI: "file:PATH?immutable=1" when no -wal with
- * content exists (then *lock_fd holds the shared read lock; close it after the connection), else
- * "file:PATH?mode=ro". *lock_fd is -1 when no lock is held. */
+/* The URI for reading @p path read-only: "file:PATH?mode=ro" when a -wal holds commits or a
+ * writer has the database open (a -wal beside a -shm), else "file:PATH?immutable=1" with
+ * *lock_fd holding SQLite's shared read lock (close it after the connection). *lock_fd is -1
+ * when no lock is held. */
 int bkm__db_ro_uri(const char *path, bkm_buf_t *uri, int *lock_fd, bkm_err_t *err);
 /* Hint for a read-only database that failed to open: its -wal needs a -shm that cannot be
  * created. Appends to @p err's message when that is the case. */

@@ -866,6 +866,29 @@ START_TEST(readonly_open_reads_a_leftover_wal)
 }
 END_TEST
 
+/* A writer has the database open (its -wal beside its -shm): a read-only open reads its commits
+ * through the -shm, and writes nothing. */
+START_TEST(readonly_open_beside_a_live_writer)
+{
+    const char *p = pth("live.sqlite"), *wal = pth("live.sqlite-wal"), *shm = pth("live.sqlite-shm");
+    bkm_db_t *rw = NULL;
+    bkm_err_t err = {0};
+    long s0, s1;
+    unsigned long long h0;
+    make_db(p, "kv", "knl", 2);
+    ck_assert_int_eq(bkm_db_open(&rw, p, 0, &err), BKM_OK);
+    ck_assert_int_eq(put_trial(rw, 1, 60, &err), BKM_OK);
+    ck_assert(exists(wal) && exists(shm));
+    h0 = file_hash(p, &s0);
+    ck_assert_uint_eq(read_everything(p), 3);
+    ck_assert(file_hash(p, &s1) == h0 && s1 == s0);
+    ck_assert_int_eq(put_trial(rw, 1, 61, &err), BKM_OK);   /* the writer goes on */
+    ck_assert_uint_eq(read_everything(p), 4);
+    bkm_db_close(rw);
+    ck_assert(!exists(wal) && !exists(shm));                /* its checkpoint on close still ran */
+}
+END_TEST
+
 /* While a read-only handle without -wal reads the file as immutable, its read lock keeps the
  * last writer from checkpointing into the file when it closes. */
 START_TEST(readonly_open_holds_off_checkpoints)
@@ -1034,6 +1057,7 @@ static Suite *results_suite(void)
     tcase_add_test(tc, readonly_open_writes_nothing);
     tcase_add_test(tc, readonly_open_reads_a_leftover_wal);
     tcase_add_test(tc, readonly_open_holds_off_checkpoints);
+    tcase_add_test(tc, readonly_open_beside_a_live_writer);
     tcase_add_test(tc, merge_leaves_inputs_identical);
     tcase_add_test(tc, merge_refuses_itself_under_other_names);
     tcase_add_test(tc, fs_classify_table);

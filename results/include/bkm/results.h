@@ -70,12 +70,13 @@ enum {
  *
  *  With BKM_DB_READONLY nothing is ever written next to the database, and it works on a
  *  read-only file in a read-only folder: no migration, no WAL switch, no -wal or -shm created.
- *  When no -wal file with content exists, the whole database is in its file and SQLite reads it
- *  as immutable, while a read lock (the one SQLite readers hold) keeps a writer from
- *  checkpointing into the file until bkm_db_close. When a -wal with content exists (a writer is
- *  running, or one crashed), SQLite reads it through the -shm index: a missing -shm is then
- *  created by SQLite if the folder is writable (the database and -wal are not modified), and in
- *  a read-only folder the open fails with BKM_EIO saying so.
+ *  When no writer has it open and no -wal holds commits, the whole database is in its file and
+ *  SQLite reads it as immutable, while a read lock (the one SQLite readers hold) keeps a writer
+ *  that opens it meanwhile from checkpointing into the file when it closes, until bkm_db_close.
+ *  When a writer has it open (a -wal beside a -shm) or a -wal holds commits (a writer crashed),
+ *  SQLite reads it the normal way, through the -shm index: a missing -shm is then created by
+ *  SQLite if the folder is writable (the database and -wal are not modified), and in a
+ *  read-only folder the open fails with BKM_EIO saying what to do.
  *  @return BKM_OK; BKM_EIO missing file (without CREATE) or unreadable/uncreatable path;
  *          BKM_ECORRUPT not a bkm database or damaged; BKM_ENOTSUP newer schema, or a read-write
  *          open on a shared network file system; BKM_EDEP SQLite error; BKM_ENOMEM. */
