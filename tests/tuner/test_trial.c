@@ -271,6 +271,21 @@ START_TEST(non_finite_sample_is_failed)
             ck_assert(isfinite(r.samples_ms[k]));
         bkm_tune_trial_result_free(&r);
     }
+    /* a statistic or a counter beyond a double (or a long long) fails the parse the same way */
+    {
+        static const char *const docs[] = {"{\"samples_ms\":[1],\"median_ms\":-1e999}",
+                                           "{\"samples_ms\":[1],\"gflops\":1e400}",
+                                           "{\"samples_ms\":[1],\"counters\":{\"values\":{\"PAPI_X\":1e999}}}",
+                                           "{\"samples_ms\":[1],\"counters\":{\"values\":{\"PAPI_X\":1e19}}}"};
+        static const char *const names[] = {"median_ms", "gflops", "PAPI_X", "PAPI_X"};
+        for (int i = 0; i < 4; i++) {
+            bkm_tune_trial_result_t r = {0};
+            bkm_err_t err = {0};
+            ck_assert_int_eq(bkm_tune_trial_result_parse(&r, docs[i], &err), BKM_EINVAL);
+            ck_assert_msg(strstr(err.msg, "non-finite") && strstr(err.msg, names[i]), "%s", err.msg);
+            bkm_tune_trial_result_free(&r);
+        }
+    }
 }
 END_TEST
 
