@@ -353,8 +353,10 @@ static int open_handle(bkm_db_t *db, const char *path, const char *query, int sq
     int rc;
     bkm_buf_init(&uri);
     uri_of(&uri, path, query);
-    if (uri.oom)
+    if (uri.oom) {
+        bkm_buf_free(&uri);
         return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    }
     rc = sqlite3_open_v2(uri.data, &db->h, sqlite_flags | SQLITE_OPEN_URI, NULL);
     bkm_buf_free(&uri);
     if (rc != SQLITE_OK)
