@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # What bkm writes is valid UTF-8 whatever bytes it stored: a worker whose stderr is not UTF-8
-# (and a host name that is not) fails its trial; `tune export` JSON and CSV decode strictly.
+# fails its trial (the database also gets a host name that is not UTF-8); `tune export` JSON and
+# CSV decode strictly, the bad bytes shown as U+FFFD.
 # A worker's NaN / infinite sample is a failed trial with a message, stored like any other.
 set -u
 : "${BKM_TUNE:?}" "${BKM_TRIAL_FIXTURE:?}" "${BKM_FAKE_WORKER:?}"
