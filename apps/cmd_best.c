@@ -18,7 +18,8 @@ static void usage(FILE *f)
             "Shows the newest best-known setting stored for NODE and WL by a sweep, with its evidence:\n"
             "the median time and its 95%% confidence interval, the default setting's median, the speedup\n"
             "over the default, and whether the win is significant (beyond the noise: ratio, Mann-Whitney\n"
-            "test and separated confidence intervals). When it is not significant, keep the default.\n\n"
+            "test and separated confidence intervals). When it is not significant, keep the default.\n"
+            "The database is opened read-only: nothing is modified or created next to it.\n\n"
             "options:\n"
             "  --node NODE     node profile (knl, haswell, auto, ...)\n"
             "  --workload WL   workload (gemm, conv2d, alexnet, ...)\n"
@@ -129,7 +130,7 @@ int bkm_cli_best(int argc, char **argv)
     db_path = bkm_cli_db_path(db_path);
     if (!bkm_cli_db_check("best", db_path))
         return 2;
-    if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
+    if ((ret = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) == BKM_OK)
         ret = bkm_db_best_get(db, node, workload, &b, &found, &err);
     bkm_db_close(db);
     if (ret < 0) {

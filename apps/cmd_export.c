@@ -16,7 +16,8 @@ static void usage(FILE *f)
             "usage: tune export --format csv|json [--db PATH] [--sweep ID] [--node NODE] [--workload WL]\n\n"
             "Prints every trial stored in the results database: its status (ok, crashed, timeout, failed,\n"
             "binding-mismatch), its configuration and its statistics (samples, median, min, MAD, 95%% CI of\n"
-            "the median, GFLOP/s), for spreadsheets and scripts. Nothing is modified.\n\n"
+            "the median, GFLOP/s), for spreadsheets and scripts. The database is opened read-only: nothing\n"
+            "is modified or created next to it (it may be a read-only file in a read-only folder).\n\n"
             "options:\n"
             "  --format csv|json  csv: a header row, then one row per trial (RFC 4180 quoting; the config\n"
             "                     column holds the configuration as JSON). json: a list of objects\n"
@@ -102,7 +103,7 @@ int bkm_cli_export(int argc, char **argv)
     db_path = bkm_cli_db_path(db_path);
     if (!bkm_cli_db_check("export", db_path))
         return 2;
-    if ((ret = bkm_db_open(&db, db_path, 0, &err)) == BKM_OK)
+    if ((ret = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) == BKM_OK)
         ret = bkm_db_export(db, &f, fmt, &out, &err);
     bkm_db_close(db);
     if (ret < 0) {

@@ -16,13 +16,18 @@ static void usage(FILE *f)
             "IN database into OUT, creating OUT (and its folder) when missing. Each sweep keeps its uuid and\n"
             "records the file it came from. Merging is idempotent: a sweep already in OUT (same uuid) only\n"
             "gets the trials it lacks, so the same IN can be merged again safely. Every IN is checked first\n"
-            "and never modified; if one is not a bkm database, is damaged, or is missing, nothing is merged\n"
-            "and OUT is left untouched. Each IN is merged in one transaction.\n\n"
+            "and read read-only: it stays byte-identical (a leftover IN-wal is read, never checkpointed into\n"
+            "IN). If one is not a bkm database, is damaged, is missing, or is OUT itself under another name\n"
+            "(a symlink, a hard link), nothing is merged and OUT is left untouched. Each IN is merged in one\n"
+            "transaction. Sweeps refuse to write a database on a file system shared between hosts (NFS,\n"
+            "Lustre, GPFS, ...): each job writes node-local disk, and one merge afterwards may write OUT\n"
+            "there (with a warning: never let two hosts write it at once).\n\n"
             "options:\n"
             "  -h, --help   this help\n\n"
             "example (after `sbatch --array=0-15` wrote results/job-<n>.sqlite):\n"
             "  tune merge results/bkm.sqlite results/job-*.sqlite\n\n"
-            "exit codes: 0 ok, 2 bad usage, 3 an input or OUT is missing, not a bkm database or damaged\n");
+            "exit codes: 0 ok, 2 bad usage (or IN is OUT), 3 an input or OUT is missing, not a bkm database or\n"
+            "            damaged\n");
 }
 
 int bkm_cli_merge(int argc, char **argv)
@@ -48,8 +53,12 @@ int bkm_cli_merge(int argc, char **argv)
         if (!bkm_cli_db_check("merge", argv[i]))
             return 2;
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], argv[1]) == 0) {
-            fprintf(stderr, "tune merge: input '%s' is also the output\n", argv[i]);
+        int same = strcmp(argv[i], argv[1]) == 0;
+        if (!same)
+            bkm_db_same_file(argv[i], argv[1], &same);   /* a symlink, a hard link, ./x/../a */
+        if (same) {
+            fprintf(stderr, "tune merge: input '%s' is the output '%s' (the same file); nothing merged\n", argv[i],
+                    argv[1]);
             return 2;
         }
         if ((ret = bkm_db_validate(argv[i], &err)) < 0) {
@@ -57,10 +66,12 @@ int bkm_cli_merge(int argc, char **argv)
             return bkm_status_exit_code(ret);
         }
     }
-    if ((ret = bkm_db_open(&db, argv[1], BKM_DB_CREATE, &err)) < 0) {
+    if ((ret = bkm_db_open(&db, argv[1], BKM_DB_CREATE | BKM_DB_SHARED_FS_OK, &err)) < 0) {
         fprintf(stderr, "tune merge: %s\n", err.msg);
         return bkm_status_exit_code(ret);
     }
+    if (bkm_db_warning(db))
+        fprintf(stderr, "tune merge: warning: %s\n", bkm_db_warning(db));
     for (int i = 2; i < argc && ret == BKM_OK; i++) {
         bkm_db_merge_stats_t st = {0};
         if ((ret = bkm_db_merge(db, argv[i], &st, &err)) < 0)

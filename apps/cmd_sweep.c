@@ -376,6 +376,8 @@ int bkm_cli_sweep(int argc, char **argv)
         bkm_log(&log, BKM_LOG_INFO, "%s", bkm_tune_space_note(sp, i));
     if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
         goto fail;
+    if (bkm_db_warning(db))
+        bkm_log(&log, BKM_LOG_WARN, "%s", bkm_db_warning(db));
     if ((rc = bkm_tune_sweep_host_store(db, node_topo, &o.sw.host_id, &err)) < 0)
         goto fail;
     ln = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small JSON writer and reader (RFC 8259 subset: no surrogate-pair decoding beyond UTF-8 output). */
+/* Small JSON writer and reader (RFC 8259). The writer's output is always valid UTF-8: invalid
+ * sequences in strings become U+FFFD and control characters are escaped. */
 #include "bkm/common.h"
 
 #include <ctype.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------------ writer */
 
@@ -65,22 +67,97 @@ void bkm_json_obj_end(bkm_json_w_t *w) { close_scope(w, "}"); }
 void bkm_json_arr_begin(bkm_json_w_t *w) { open_scope(w, "["); }
 void bkm_json_arr_end(bkm_json_w_t *w) { close_scope(w, "]"); }
 
+/* One step of a strict UTF-8 decoder (Unicode table 3-7: no overlongs, no surrogates, nothing
+ * above U+10FFFF) over @p n > 0 bytes at @p p. Returns the bytes of the well-formed sequence there
+ * (*ok = 1), or those of its maximal ill-formed subpart (*ok = 0), which one U+FFFD replaces (as
+ * Python's errors="replace" and the WHATWG decoder do). */
+static size_t utf8_step(const unsigned char *p, size_t n, int *ok)
+{
+    unsigned c = p[0], lo = 0x80, hi = 0xBF;
+    size_t need;
+    *ok = 0;
+    if (c < 0x80) {
+        *ok = 1;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        lo = c == 0xE0 ? 0xA0 : 0x80;   /* E0 80..9F: overlong */
+        hi = c == 0xED ? 0x9F : 0xBF;   /* ED A0..BF: surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        lo = c == 0xF0 ? 0x90 : 0x80;   /* F0 80..8F: overlong */
+        hi = c == 0xF4 ? 0x8F : 0xBF;   /* F4 90..: above U+10FFFF */
+    } else {
+        return 1;                       /* C0, C1 (overlong), F5..FF, a stray continuation byte */
+    }
+    for (size_t i = 1; i <= need; i++) {
+        if (i >= n || p[i] < lo || p[i] > hi)
+            return i;
+        lo = 0x80;
+        hi = 0xBF;
+    }
+    *ok = 1;
+    return need + 1;
+}
+
+#define UTF8_REPLACEMENT "\xEF\xBF\xBD"   /* U+FFFD */
+
+int bkm_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok;)
+        i += utf8_step(p + i, n - i, &ok);
+    return ok;
+}
+
+void bkm_buf_append_utf8(bkm_buf_t *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, start = 0;
+    while (i < n) {
+        int ok;
+        size_t k = utf8_step(p + i, n - i, &ok);
+        if (!ok) {
+            bkm_buf_append(b, s + start, i - start);
+            bkm_buf_puts(b, UTF8_REPLACEMENT);
+            start = i + k;
+        }
+        i += k;
+    }
+    bkm_buf_append(b, s + start, n - start);
+}
+
 void bkm_json_escape(bkm_buf_t *b, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
     bkm_buf_puts(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': bkm_buf_puts(b, "\\\""); break;
-        case '\\': bkm_buf_puts(b, "\\\\"); break;
-        case '\n': bkm_buf_puts(b, "\\n"); break;
-        case '\r': bkm_buf_puts(b, "\\r"); break;
-        case '\t': bkm_buf_puts(b, "\\t"); break;
-        default:
-            if (*p < 0x20)
-                bkm_buf_printf(b, "\\u%04x", *p);
-            else
-                bkm_buf_append(b, (const char *)p, 1);
+    for (size_t i = 0; i < n;) {
+        int ok;
+        size_t k = utf8_step(p + i, n - i, &ok);
+        if (!ok) {
+            bkm_buf_puts(b, UTF8_REPLACEMENT);
+        } else if (k > 1) {
+            bkm_buf_append(b, s + i, k);
+        } else {
+            switch (p[i]) {
+            case '"': bkm_buf_puts(b, "\\\""); break;
+            case '\\': bkm_buf_puts(b, "\\\\"); break;
+            case '\n': bkm_buf_puts(b, "\\n"); break;
+            case '\r': bkm_buf_puts(b, "\\r"); break;
+            case '\t': bkm_buf_puts(b, "\\t"); break;
+            default:
+                if (p[i] < 0x20 || p[i] == 0x7F)
+                    bkm_buf_printf(b, "\\u%04x", p[i]);
+                else
+                    bkm_buf_append(b, s + i, 1);
+            }
         }
+        i += k;
     }
     bkm_buf_puts(b, "\"");
 }
@@ -132,7 +209,7 @@ void bkm_json_null(bkm_json_w_t *w)
 void bkm_json_raw(bkm_json_w_t *w, const char *json)
 {
     pre_value(w);
-    bkm_buf_puts(w->out, json);
+    bkm_buf_append_utf8(w->out, json, strlen(json));   /* JSON from elsewhere: keep it UTF-8 */
 }
 
 void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j)
@@ -196,12 +273,30 @@ static void put_utf8(bkm_buf_t *b, unsigned cp)
         t[0] = (char)(0xC0 | (cp >> 6));
         t[1] = (char)(0x80 | (cp & 0x3F));
         bkm_buf_append(b, t, 2);
-    } else {
+    } else if (cp < 0x10000) {
         t[0] = (char)(0xE0 | (cp >> 12));
         t[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
         t[2] = (char)(0x80 | (cp & 0x3F));
         bkm_buf_append(b, t, 3);
+    } else {
+        t[0] = (char)(0xF0 | (cp >> 18));
+        t[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        t[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        t[3] = (char)(0x80 | (cp & 0x3F));
+        bkm_buf_append(b, t, 4);
     }
+}
+
+/* The 4 hex digits at @p h as a code unit, or -1. */
+static long hex4(const char *h)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!isxdigit((unsigned char)h[i]))
+            return -1;
+        v = v * 16 + (isdigit((unsigned char)h[i]) ? h[i] - '0' : tolower((unsigned char)h[i]) - 'a' + 10);
+    }
+    return v;
 }
 
 static int parse_string(parser_t *p, char **out)
@@ -238,17 +333,21 @@ static int parse_string(parser_t *p, char **out)
             case 'r': bkm_buf_puts(&b, "\r"); break;
             case 't': bkm_buf_puts(&b, "\t"); break;
             case 'u': {
-                unsigned cp = 0;
-                for (int i = 0; i < 4; i++) {
-                    char h = p->s[p->pos + i];
-                    if (!isxdigit((unsigned char)h)) {
-                        bkm_buf_free(&b);
-                        return fail(p, "bad \\u escape");
-                    }
-                    cp = cp * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower((unsigned char)h) - 'a' + 10));
+                /* a surrogate pair is one code point; a lone surrogate becomes U+FFFD */
+                long cp = hex4(p->s + p->pos), lo;
+                if (cp < 0) {
+                    bkm_buf_free(&b);
+                    return fail(p, "bad \\u escape");
                 }
                 p->pos += 4;
-                put_utf8(&b, cp);
+                if (cp >= 0xD800 && cp <= 0xDBFF && p->s[p->pos] == '\\' && p->s[p->pos + 1] == 'u' &&
+                    (lo = hex4(p->s + p->pos + 2)) >= 0xDC00 && lo <= 0xDFFF) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p->pos += 6;
+                } else if (cp >= 0xD800 && cp <= 0xDFFF) {
+                    cp = 0xFFFD;
+                }
+                put_utf8(&b, (unsigned)cp);
                 break;
             }
             default:
@@ -344,12 +443,36 @@ static int parse_value(parser_t *p, bkm_json_t *out)
         p->pos += 4;
         return BKM_OK;
     default: {
+        /* RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; strtod alone would also take
+         * nan, inf, hex and a leading '+'. A number beyond a double reads as +-inf. */
+        const char *q = s + (*s == '-');
         char *end = NULL;
-        if (*s != '-' && !isdigit((unsigned char)*s))
+        if (strncmp(q, "NaN", 3) == 0 || strncmp(q, "Infinity", 8) == 0 || strncasecmp(q, "nan", 3) == 0 ||
+            strncasecmp(q, "inf", 3) == 0) {
+            size_t len = strspn(s, "-+.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+            return bkm_err_set(p->err, BKM_EINVAL, "JSON parse error at byte %zu: non-finite number '%.*s' (JSON has "
+                               "no NaN or Infinity)", p->pos, (int)(len > 16 ? 16 : len), s);
+        }
+        if (!isdigit((unsigned char)*q))
             return fail(p, "unexpected character");
+        if (*q == '0')
+            q++;
+        else
+            q += strspn(q, "0123456789");
+        if (*q == '.') {
+            if (!isdigit((unsigned char)q[1]))
+                return fail(p, "bad number");
+            q += 1 + strspn(q + 1, "0123456789");
+        }
+        if (*q == 'e' || *q == 'E') {
+            q += 1 + (q[1] == '+' || q[1] == '-');
+            if (!isdigit((unsigned char)*q))
+                return fail(p, "bad number");
+            q += strspn(q, "0123456789");
+        }
         out->type = BKM_JSON_NUM;
         out->num = strtod(s, &end);
-        if (end == s)
+        if (end != q)
             return fail(p, "bad number");
         p->pos += (size_t)(end - s);
         return BKM_OK;

@@ -331,14 +331,86 @@ out:
     return ret;
 }
 
-static int open_handle(bkm_db_t *db, const char *filename, int sqlite_flags, bkm_err_t *err)
+/* Append @p path to @p uri as the path of a "file:" URI: '%', '?' and '#' escaped; an absolute
+ * path gets an empty authority ("file:///abs"), so that "//x" is never read as a host. */
+static void uri_of(bkm_buf_t *uri, const char *path, const char *query)
 {
-    int rc = sqlite3_open_v2(filename, &db->h, sqlite_flags, NULL);
+    bkm_buf_puts(uri, path[0] == '/' ? "file://" : "file:");
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            bkm_buf_printf(uri, "%%%02X", (unsigned)(unsigned char)*p);
+        else
+            bkm_buf_append(uri, p, 1);
+    }
+    if (query)
+        bkm_buf_puts(uri, query);
+}
+
+/* Open @p path through a URI (URI filenames also let ATTACH take "?mode=ro"). */
+static int open_handle(bkm_db_t *db, const char *path, const char *query, int sqlite_flags, bkm_err_t *err)
+{
+    bkm_buf_t uri;
+    int rc;
+    bkm_buf_init(&uri);
+    uri_of(&uri, path, query);
+    if (uri.oom) {
+        bkm_buf_free(&uri);
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    }
+    rc = sqlite3_open_v2(uri.data, &db->h, sqlite_flags | SQLITE_OPEN_URI, NULL);
+    bkm_buf_free(&uri);
     if (rc != SQLITE_OK)
         return bkm__db_err(db, rc, "open", err);
     sqlite3_extended_result_codes(db->h, 0);
     sqlite3_busy_timeout(db->h, BKM_DB_BUSY_TIMEOUT_MS);
     return BKM_OK;
+}
+
+/* Size of "<path><suffix>", or -1 when it does not exist. */
+static long long side_file_size(const char *path, const char *suffix)
+{
+    char buf[4096];
+    struct stat sb;
+    snprintf(buf, sizeof buf, "%s%s", path, suffix);
+    return stat(buf, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+int bkm__db_ro_uri(const char *path, bkm_buf_t *uri, int *lock_fd, bkm_err_t *err)
+{
+    long long wal;
+    int ret;
+    *lock_fd = -1;
+    /* Lock first, then look: a writer that closes meanwhile either finished its checkpoint and
+     * deleted the -wal before the lock (the file is then complete), or cannot checkpoint. */
+    if ((ret = bkm__db_shared_lock(path, lock_fd, err)) < 0)
+        return ret;
+    /* A -wal with commits, or one beside its -shm (a writer has the database open: its automatic
+     * checkpoints are coordinated through the -shm only), is read the normal way. */
+    wal = side_file_size(path, "-wal");
+    if (wal > 0 || (wal == 0 && side_file_size(path, "-shm") >= 0)) {
+        close(*lock_fd);
+        *lock_fd = -1;
+        uri_of(uri, path, "?mode=ro");
+    } else {
+        uri_of(uri, path, "?immutable=1");
+    }
+    if (uri->oom) {
+        if (*lock_fd >= 0)
+            close(*lock_fd);
+        *lock_fd = -1;
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    }
+    return BKM_OK;
+}
+
+void bkm__db_ro_hint(const char *path, bkm_err_t *err)
+{
+    if (err == NULL || side_file_size(path, "-wal") <= 0 || side_file_size(path, "-shm") >= 0)
+        return;
+    bkm_err_prefix(err, "%s has a -wal file (%lld bytes of commits not yet in the database file) but no -shm "
+                   "index, which SQLite must create to read it and cannot here (read-only folder?): copy %s and "
+                   "%s-wal to a writable folder and read them there", path, side_file_size(path, "-wal"), path,
+                   path);
 }
 
 /* Create a complete, empty bkm database at @p path: built under a temporary name in rollback
@@ -364,7 +436,7 @@ static int create_db(const char *path, int target, bkm_err_t *err)
         return ret;
     }
     close(fd);
-    if ((ret = open_handle(&tmp, tmp.path, SQLITE_OPEN_READWRITE, err)) < 0)
+    if ((ret = open_handle(&tmp, tmp.path, NULL, SQLITE_OPEN_READWRITE, err)) < 0)
         goto out;
     snprintf(sql, sizeof sql, "PRAGMA application_id = %d", (int)BKM_DB_APPLICATION_ID);
     if ((ret = bkm__db_exec(&tmp, sql, err)) < 0 || (ret = migrate(&tmp, target, err)) < 0 ||
@@ -405,10 +477,7 @@ static int check_pragma(bkm_db_t *db, const char *pragma, const char *what, bkm_
 /* 1 when "<path><suffix>" exists. */
 static int side_file_exists(const char *path, const char *suffix)
 {
-    char buf[4096];
-    struct stat sb;
-    snprintf(buf, sizeof buf, "%s%s", path, suffix);
-    return stat(buf, &sb) == 0;
+    return side_file_size(path, suffix) >= 0;
 }
 
 /* quick_check through an immutable read-only connection: it creates no -wal/-shm file, so a
@@ -418,23 +487,35 @@ static int side_file_exists(const char *path, const char *suffix)
 static int prescreen(bkm_db_t *db, bkm_err_t *err)
 {
     bkm_db_t ro = {.path = db->path};
-    bkm_buf_t uri;
-    int ret;
-    bkm_buf_init(&uri);
-    bkm_buf_puts(&uri, "file:");
-    for (const char *p = db->path; *p; p++) {
-        if (*p == '%' || *p == '?' || *p == '#')
-            bkm_buf_printf(&uri, "%%%02X", (unsigned)(unsigned char)*p);
-        else
-            bkm_buf_append(&uri, p, 1);
-    }
-    bkm_buf_puts(&uri, "?immutable=1");
-    if (uri.oom)
-        ret = bkm_err_set(err, BKM_ENOMEM, "out of memory");
-    else if ((ret = open_handle(&ro, uri.data, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err)) == BKM_OK)
+    int ret = open_handle(&ro, db->path, "?immutable=1", SQLITE_OPEN_READONLY, err);
+    if (ret == BKM_OK)
         ret = check_pragma(&ro, "PRAGMA quick_check(1)", "quick_check", err);
     if (ro.h)
         sqlite3_close(ro.h);
+    return ret;
+}
+
+/* Read-only: immutable (with the shared lock) or mode=ro, never anything written. */
+static int open_readonly(bkm_db_t *db, bkm_err_t *err)
+{
+    bkm_buf_t uri;
+    int ret, rc;
+    bkm_buf_init(&uri);
+    if ((ret = bkm__db_ro_uri(db->path, &uri, &db->lock_fd, err)) < 0)
+        goto out;
+    rc = sqlite3_open_v2(uri.data, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    if (rc != SQLITE_OK) {
+        ret = bkm__db_err(db, rc, "open read-only", err);
+        goto out;
+    }
+    sqlite3_extended_result_codes(db->h, 0);
+    sqlite3_busy_timeout(db->h, BKM_DB_BUSY_TIMEOUT_MS);
+    if ((ret = check_pragma(db, "PRAGMA quick_check(1)", "quick_check", err)) < 0)
+        goto out;
+    ret = bkm__db_exec(db, "PRAGMA foreign_keys = ON", err);
+out:
+    if (ret < 0 && ret != BKM_ECORRUPT)
+        bkm__db_ro_hint(db->path, err);
     bkm_buf_free(&uri);
     return ret;
 }
@@ -443,21 +524,26 @@ static int prescreen(bkm_db_t *db, bkm_err_t *err)
 static int open_existing(bkm_db_t *db, int target, bkm_err_t *err)
 {
     int ret, v = 0, checked = 0;
-    if (!side_file_exists(db->path, "-wal")) {
-        ret = prescreen(db, err);
-        if (ret < 0 && (ret != BKM_ECORRUPT || !side_file_exists(db->path, "-wal")))
+    if (db->readonly) {
+        if ((ret = open_readonly(db, err)) < 0)
             return ret;
-        checked = ret == BKM_OK;
+    } else {
+        if (!side_file_exists(db->path, "-wal")) {
+            ret = prescreen(db, err);
+            if (ret < 0 && (ret != BKM_ECORRUPT || !side_file_exists(db->path, "-wal")))
+                return ret;
+            checked = ret == BKM_OK;
+        }
+        if ((ret = open_handle(db, db->path, NULL, SQLITE_OPEN_READWRITE, err)) < 0)
+            return ret;
+        if ((ret = bkm__db_exec(db, "PRAGMA foreign_keys = ON", err)) < 0)
+            return ret;
+        if (!checked && (ret = check_pragma(db, "PRAGMA quick_check(1)", "quick_check", err)) < 0)
+            return ret;
+        if ((ret = bkm__db_exec(db, "PRAGMA journal_mode = WAL", err)) < 0 ||
+            (ret = bkm__db_exec(db, "PRAGMA synchronous = NORMAL", err)) < 0)
+            return ret;
     }
-    if ((ret = open_handle(db, db->path, db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, err)) < 0)
-        return ret;
-    if ((ret = bkm__db_exec(db, "PRAGMA foreign_keys = ON", err)) < 0)
-        return ret;
-    if (!checked && (ret = check_pragma(db, "PRAGMA quick_check(1)", "quick_check", err)) < 0)
-        return ret;
-    if (!db->readonly && ((ret = bkm__db_exec(db, "PRAGMA journal_mode = WAL", err)) < 0 ||
-                          (ret = bkm__db_exec(db, "PRAGMA synchronous = NORMAL", err)) < 0))
-        return ret;
     if ((ret = user_version(db, &v, err)) < 0)
         return ret;
     if (v > BKM_DB_SCHEMA_VERSION)
@@ -467,8 +553,8 @@ static int open_existing(bkm_db_t *db, int target, bkm_err_t *err)
         if (db->readonly && v >= BKM_DB_SCHEMA_READ_MIN)
             return BKM_OK;   /* readable as it is */
         if (db->readonly)
-            return bkm_err_set(err, BKM_ENOTSUP, "%s has schema version %d, not %d: open it once read-write "
-                               "(e.g. tune export --db %s) to migrate it", db->path, v, target, db->path);
+            return bkm_err_set(err, BKM_ENOTSUP, "%s has schema version %d, not %d: a read-write open migrates it "
+                               "(a `tune` sweep with --db %s)", db->path, v, target, db->path);
         return migrate(db, target, err);
     }
     return BKM_OK;
@@ -479,23 +565,31 @@ static int db_open_version(bkm_db_t **out, const char *path, unsigned flags, int
 {
     bkm_db_t *db = NULL;
     int ret, exists = 0, version = 0;
+    char warning[sizeof db->warning] = "";
     *out = NULL;
     if (path == NULL || path[0] == '\0')
         return bkm_err_set(err, BKM_EINVAL, "empty results database path");
     if ((ret = check_header(path, &exists, &version, err)) < 0)
         return ret;
+    if (!exists && (!(flags & BKM_DB_CREATE) || (flags & BKM_DB_READONLY)))
+        return bkm_err_set(err, BKM_EIO, "no results database at %s (run a sweep first, or pass --db)", path);
+    /* before anything is created there */
+    if (!(flags & BKM_DB_READONLY) &&
+        (ret = bkm__db_fs_check(path, (flags & BKM_DB_SHARED_FS_OK) != 0, warning, sizeof warning, err)) < 0)
+        return ret;
     if (!exists) {
-        if (!(flags & BKM_DB_CREATE) || (flags & BKM_DB_READONLY))
-            return bkm_err_set(err, BKM_EIO, "no results database at %s (run a sweep first, or pass --db)", path);
         if ((ret = create_db(path, target, err)) < 0 || (ret = check_header(path, &exists, &version, err)) < 0)
             return ret;
     }
     db = bkm_calloc(1, sizeof *db);
+    if (db != NULL)
+        db->lock_fd = -1;
     if (db == NULL || (db->path = bkm_strdup(path)) == NULL) {
         ret = bkm_err_set(err, BKM_ENOMEM, "out of memory");
         goto out;
     }
     db->readonly = (flags & BKM_DB_READONLY) != 0;
+    memcpy(db->warning, warning, sizeof warning);
     ret = open_existing(db, target, err);
 out:
     if (ret < 0) {
@@ -519,8 +613,15 @@ void bkm_db_close(bkm_db_t *db)
         return;
     if (db->h)
         sqlite3_close(db->h);
+    if (db->lock_fd >= 0)
+        close(db->lock_fd);   /* after the connection: the lock guarded its reads */
     bkm_free(db->path);
     bkm_free(db);
+}
+
+const char *bkm_db_warning(const bkm_db_t *db)
+{
+    return db && db->warning[0] ? db->warning : NULL;
 }
 
 const char *bkm_db_path(const bkm_db_t *db)

@@ -1,24 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-/* Export of every trial as CSV (RFC 4180) or JSON, for spreadsheets and scripts. */
+/* Export of every trial as CSV (RFC 4180) or JSON, for spreadsheets and scripts; both always
+ * valid UTF-8, whatever bytes a stored error text holds. */
 #include <math.h>
 #include <string.h>
 
 #include "results_int.h"
 
+/* A cell, quoted when needed; always valid UTF-8 (ill-formed bytes of an error text become
+ * U+FFFD). */
 static void csv_str(bkm_buf_t *b, const char *s)
 {
     if (s == NULL)
         return;
     if (strpbrk(s, ",\"\r\n") == NULL) {
-        bkm_buf_puts(b, s);
+        bkm_buf_append_utf8(b, s, strlen(s));
         return;
     }
     bkm_buf_puts(b, "\"");
-    for (const char *p = s; *p; p++) {
-        if (*p == '"')
-            bkm_buf_puts(b, "\"\"");
-        else
-            bkm_buf_append(b, p, 1);
+    for (const char *p = s;;) {
+        size_t n = strcspn(p, "\"");
+        bkm_buf_append_utf8(b, p, n);
+        if (p[n] == '\0')
+            break;
+        bkm_buf_puts(b, "\"\"");
+        p += n + 1;
     }
     bkm_buf_puts(b, "\"");
 }

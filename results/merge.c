@@ -2,6 +2,7 @@
 /* Merging one bkm database into another (array jobs write one file each), with provenance. */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
+#include <unistd.h>
 
 #include "results_int.h"
 
@@ -146,19 +147,29 @@ int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *stats,
 {
     sqlite3_stmt *att = NULL;
     bkm_db_merge_stats_t local = {0};
-    int ret, rc, attached = 0;
+    bkm_buf_t uri;
+    int ret, rc, attached = 0, lock_fd = -1, same = 0;
     if (db->readonly)
         return bkm_err_set(err, BKM_EINVAL, "cannot merge into %s: opened read-only", db->path);
+    bkm_db_same_file(db->path, in_path, &same);
+    if (same)
+        return bkm_err_set(err, BKM_EINVAL, "cannot merge %s into %s: they are the same file", in_path, db->path);
     if ((ret = bkm_db_validate(in_path, err)) < 0)
         return ret;
+    /* Read-only, as bkm_db_open(BKM_DB_READONLY) reads: a read-write ATTACH would checkpoint a
+     * leftover -wal into the input when it detaches. */
+    bkm_buf_init(&uri);
+    if ((ret = bkm__db_ro_uri(in_path, &uri, &lock_fd, err)) < 0)
+        goto out;
     if ((ret = bkm__db_prepare(db, "ATTACH DATABASE ?1 AS src", &att, err)) < 0)
-        return ret;
-    bkm__bind_text(att, 1, in_path);
+        goto out;
+    bkm__bind_text(att, 1, uri.data);
     rc = sqlite3_step(att);
     sqlite3_finalize(att);
     if (rc != SQLITE_DONE) {
         ret = bkm__db_err(db, rc, "attach", err);
-        return bkm_err_prefix(err, "merging %s", in_path);
+        bkm__db_ro_hint(in_path, err);
+        goto out;
     }
     attached = 1;
     if ((ret = bkm__db_begin(db, err)) < 0)
@@ -171,6 +182,9 @@ int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *stats,
 out:
     if (attached)
         sqlite3_exec(db->h, "DETACH DATABASE src", NULL, NULL, NULL);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    bkm_buf_free(&uri);
     if (ret < 0)
         return bkm_err_prefix(err, "merging %s", in_path);
     if (stats) {

@@ -11,7 +11,23 @@ struct bkm_db {
     sqlite3 *h;
     char *path;
     int readonly;
+    int lock_fd;        /* read-only open of a database without a -wal: the shared read lock */
+    char warning[512];  /* bkm_db_warning(); "" when none */
 };
+
+/* The URI for reading @p path read-only: "file:PATH?mode=ro" when a -wal holds commits or a
+ * writer has the database open (a -wal beside a -shm), else "file:PATH?immutable=1" with
+ * *lock_fd holding SQLite's shared read lock (close it after the connection). *lock_fd is -1
+ * when no lock is held. */
+int bkm__db_ro_uri(const char *path, bkm_buf_t *uri, int *lock_fd, bkm_err_t *err);
+/* Hint for a read-only database that failed to open: its -wal needs a -shm that cannot be
+ * created. Appends to @p err's message when that is the case. */
+void bkm__db_ro_hint(const char *path, bkm_err_t *err);
+/* BKM_ENOTSUP naming the file system when @p path is on one shared between hosts (a warning
+ * instead with @p shared_ok); a warning in @p warning (may be NULL) for FUSE/9p/virtiofs. */
+int bkm__db_fs_check(const char *path, int shared_ok, char *warning, size_t n, bkm_err_t *err);
+/* SQLite's shared read lock on @p path through a new descriptor (*fd, -1 when none). */
+int bkm__db_shared_lock(const char *path, int *fd, bkm_err_t *err);
 
 /* Map an SQLite result code to a bkm status and message naming the database and @p what. */
 int bkm__db_err(bkm_db_t *db, int rc, const char *what, bkm_err_t *err);

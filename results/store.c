@@ -369,6 +369,11 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
         return bkm_err_set(err, BKM_EINVAL, "trial role '%s' is not search or confirm", role);
     if (t->n_samples && t->samples_ms == NULL)
         return bkm_err_set(err, BKM_EINVAL, "trial has %zu samples but no sample array", t->n_samples);
+    for (size_t i = 0; i < t->n_samples; i++)
+        if (!isfinite(t->samples_ms[i]))
+            return bkm_err_set(err, BKM_EINVAL, "trial %s: non-finite sample %zu (%g ms): store it as a failed "
+                               "trial without samples", t->config_json ? t->config_json : "(no config)", i,
+                               t->samples_ms[i]);
     if ((ret = bkm_db_config_canonical(t->config_json, &key, err)) < 0)
         return ret;
     if ((ret = bkm__db_begin(db, err)) < 0)

@@ -360,6 +360,8 @@ static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c
         bkm_tune_counter_t *e = &r->counters[r->n_counters++];
         snprintf(e->name, sizeof e->name, "%s", m->key);
         e->available = 1;
+        if (m->type == BKM_JSON_NUM && !(fabs(m->num) < 0x1p63))   /* NaN, Inf, beyond long long */
+            return bkm_err_set(err, BKM_EINVAL, "non-finite or out-of-range value %g of counter %s", m->num, m->key);
         e->value = m->type == BKM_JSON_NUM ? (long long)m->num : 0;
     }
     for (const bkm_json_t *m = un ? un->child : NULL; m; m = m->next) {
@@ -398,10 +400,24 @@ int bkm_tune_trial_result_parse(bkm_tune_trial_result_t *r, const char *json, bk
                 return bkm_err_set(err, BKM_ENOMEM, "out of memory for %zu samples", v->n_children);
         }
         for (const bkm_json_t *e = v->child; e; e = e->next) {
+            /* null is how bkm's JSON writer spells a NaN or an infinity */
+            if (e->type == BKM_JSON_NULL || (e->type == BKM_JSON_NUM && !isfinite(e->num))) {
+                rc = bkm_err_set(err, BKM_EINVAL, "non-finite sample %d in samples_ms (%s)", r->n_samples,
+                                 e->type == BKM_JSON_NULL ? "null" : isnan(e->num) ? "nan" : "inf");
+                r->n_samples = 0;
+                return rc;
+            }
             if (e->type != BKM_JSON_NUM)
                 return bkm_err_set(err, BKM_EINVAL, "worker output: sample %d is not a number", r->n_samples);
             r->samples_ms[r->n_samples++] = e->num;
         }
+    }
+    {
+        static const char *const stats[] = {"median_ms", "min_ms", "mad_ms", "flops_per_iter", "gflops"};
+        for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++)
+            if (!isfinite(bkm_json_get_num(r->doc, stats[i], 0)))
+                return bkm_err_set(err, BKM_EINVAL, "non-finite %s (%g) in the worker's result", stats[i],
+                                   bkm_json_get_num(r->doc, stats[i], 0));
     }
     r->median_ms = bkm_json_get_num(r->doc, "median_ms", NAN);
     r->min_ms = bkm_json_get_num(r->doc, "min_ms", NAN);

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,6 +199,169 @@ START_TEST(json_reader_rejects_garbage)
 }
 END_TEST
 
+/* A strict UTF-8 validator written independently of common/json.c: decode each code point and
+ * check it against RFC 3629 (shortest form, no surrogates, at most U+10FFFF). */
+static int strict_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i], cp, len;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0)
+            len = 2, cp = c & 0x1F;
+        else if ((c & 0xF0) == 0xE0)
+            len = 3, cp = c & 0x0F;
+        else if ((c & 0xF8) == 0xF0)
+            len = 4, cp = c & 0x07;
+        else
+            return 0;
+        if (i + len > n)
+            return 0;
+        for (unsigned k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* @p in written as a JSON string: valid UTF-8, no raw control character, parses back. */
+static void check_escaped(const char *in, size_t n, bkm_buf_t *b)
+{
+    char s[512];
+    bkm_json_t *j = NULL;
+    bkm_err_t err = {0};
+    ck_assert_uint_lt(n, sizeof s);
+    memcpy(s, in, n);
+    s[n] = '\0';
+    bkm_buf_init(b);
+    bkm_json_escape(b, s);
+    ck_assert_msg(strict_utf8((const unsigned char *)b->data, b->len), "invalid UTF-8 written for input of %zu bytes",
+                  n);
+    size_t ctl = 0;   /* counted, then asserted once: every Check assertion writes to a pipe */
+    for (size_t i = 0; i < b->len; i++)
+        ctl += (unsigned char)b->data[i] < 0x20 || b->data[i] == 0x7F;
+    ck_assert_msg(ctl == 0, "%zu raw control bytes written: %s", ctl, b->data);
+    ck_assert_msg(bkm_json_parse(b->data, &j, &err) == BKM_OK, "%s: %s", err.msg, b->data);
+    ck_assert_int_eq(j->type, BKM_JSON_STR);
+    ck_assert(strict_utf8((const unsigned char *)j->str, strlen(j->str)));
+    if (strict_utf8((const unsigned char *)s, strlen(s)))   /* valid text comes back unchanged */
+        ck_assert_str_eq(j->str, s);
+    bkm_json_free(j);
+}
+
+START_TEST(json_writer_output_is_valid_utf8)
+{
+    static const struct {
+        const char *in, *out;   /* out: the JSON literal expected */
+    } cases[] = {
+        {"plain", "\"plain\""},
+        {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\""},  /* é € 😀 kept */
+        {"a\xc0\xaf" "b", "\"a\xef\xbf\xbd\xef\xbf\xbd" "b\""},                   /* overlong '/' */
+        {"\xe0\x80\xaf", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},           /* overlong, 3 bytes */
+        {"\xf0\x80\x80\xaf", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},
+        {"\xed\xa0\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},           /* surrogate U+D800 */
+        {"x\xe2\x82", "\"x\xef\xbf\xbd\""},                                       /* truncated at the end */
+        {"\xf0\x9f\x98" "A", "\"\xef\xbf\xbd" "A\""},                             /* truncated before ASCII */
+        {"\xf4\x90\x80\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* above U+10FFFF */
+        {"\xf5\xff\xfe", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},
+        {"\x80" "z", "\"\xef\xbf\xbd" "z\""},                                     /* stray continuation */
+        {"\x01\x1f\x7f\t", "\"\\u0001\\u001f\\u007f\\t\""},                       /* control characters */
+    };
+    bkm_buf_t b;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        check_escaped(cases[i].in, strlen(cases[i].in), &b);
+        ck_assert_msg(strcmp(b.data, cases[i].out) == 0, "case %zu: got %s", i, b.data);
+        ck_assert_int_eq(bkm_utf8_valid(cases[i].in, strlen(cases[i].in)),
+                         strict_utf8((const unsigned char *)cases[i].in, strlen(cases[i].in)));
+        bkm_buf_free(&b);
+    }
+    /* every byte value, and seeded random byte strings biased to UTF-8 lead/continuation bytes */
+    for (unsigned c = 1; c < 256; c++) {
+        char one[2] = {(char)c, 0};
+        check_escaped(one, 1, &b);
+        bkm_buf_free(&b);
+    }
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    int agree = 0, repaired = 0, n_valid = 0;
+    for (int round = 0; round < 4000; round++) {
+        unsigned char s[24];
+        size_t n = 1 + round % 23;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            s[i] = (unsigned char)(x % 3 == 0 ? 0x80 + (x >> 8) % 64 : x % 3 == 1 ? 0xC0 + (x >> 8) % 64 : 1 + (x >> 8) % 255);
+            if (s[i] == 0)
+                s[i] = 'a';
+        }
+        check_escaped((const char *)s, n, &b);
+        bkm_buf_free(&b);
+        agree += bkm_utf8_valid((const char *)s, n) == strict_utf8(s, n);
+        n_valid += strict_utf8(s, n);
+        /* the buffer form too, as raw JSON gets it */
+        bkm_buf_init(&b);
+        bkm_buf_append_utf8(&b, (const char *)s, n);
+        repaired += strict_utf8((const unsigned char *)b.data, b.len);
+        bkm_buf_free(&b);
+    }
+    ck_assert_int_eq(agree, 4000);
+    ck_assert_int_eq(repaired, 4000);
+    ck_assert_msg(n_valid > 20 && n_valid < 3980, "%d of 4000 random strings valid: not a mix", n_valid);
+    /* keys and raw JSON (e.g. a configuration read back from a database) are repaired as well */
+    {
+        bkm_json_w_t w;
+        bkm_json_t *j = NULL;
+        bkm_buf_init(&b);
+        bkm_json_w_init(&w, &b, 1);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "host\xff");
+        bkm_json_str(&w, "nid\xc3(");
+        bkm_json_key(&w, "raw");
+        bkm_json_raw(&w, "{\"k\":\"\xed\xb0\x80\"}");
+        bkm_json_obj_end(&w);
+        ck_assert(strict_utf8((const unsigned char *)b.data, b.len));
+        ck_assert_int_eq(bkm_json_parse(b.data, &j, NULL), BKM_OK);
+        ck_assert_str_eq(bkm_json_get_str(j, "host\xef\xbf\xbd"), "nid\xef\xbf\xbd(");
+        bkm_json_free(j);
+        bkm_buf_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(json_reader_numbers_and_escapes)
+{
+    static const char *const bad[] = {"NaN", "-NaN", "Infinity", "-Infinity", "inf", "-inf", "-nan", "0x10",
+                                      "+1", "01", "1.", ".5", "1e", "1e+", "[1,NaN]", "{\"a\":-Infinity}"};
+    bkm_json_t *j = NULL;
+    bkm_err_t err = {0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(bkm_json_parse(bad[i], &j, &err) == BKM_EINVAL, "'%s' accepted", bad[i]);
+        ck_assert_ptr_null(j);
+    }
+    ck_assert_int_eq(bkm_json_parse("[1,NaN]", &j, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, "non-finite number 'NaN'") != NULL, "%s", err.msg);
+    /* beyond a double: +-inf, for the caller to refuse (a worker's sample, for one) */
+    ck_assert_int_eq(bkm_json_parse("[1e999,-1e999,0,-0.5e-3,2E+2]", &j, &err), BKM_OK);
+    ck_assert(isinf(bkm_json_at(j, 0)->num) && bkm_json_at(j, 0)->num > 0);
+    ck_assert(isinf(bkm_json_at(j, 1)->num) && bkm_json_at(j, 1)->num < 0);
+    ck_assert_double_eq(bkm_json_at(j, 3)->num, -0.0005);
+    ck_assert_double_eq(bkm_json_at(j, 4)->num, 200);
+    bkm_json_free(j);
+    /* a surrogate pair is one code point; a lone surrogate is U+FFFD, never CESU-8 */
+    ck_assert_int_eq(bkm_json_parse("[\"\\ud83d\\ude00\",\"a\\ud800b\",\"\\udc00\"]", &j, &err), BKM_OK);
+    ck_assert_str_eq(bkm_json_at(j, 0)->str, "\xf0\x9f\x98\x80");
+    ck_assert_str_eq(bkm_json_at(j, 1)->str, "a\xef\xbf\xbd" "b");
+    ck_assert_str_eq(bkm_json_at(j, 2)->str, "\xef\xbf\xbd");
+    bkm_json_free(j);
+}
+END_TEST
+
 START_TEST(cpuset_format_and_parse)
 {
     bkm_cpuset_t s, t;
@@ -352,6 +517,8 @@ static Suite *common_suite(void)
     tcase_add_test(tc, json_pretty_is_valid);
     tcase_add_test(tc, json_tree_writes_back_what_was_parsed);
     tcase_add_test(tc, json_reader_rejects_garbage);
+    tcase_add_test(tc, json_writer_output_is_valid_utf8);
+    tcase_add_test(tc, json_reader_numbers_and_escapes);
     tcase_add_test(tc, cpuset_format_and_parse);
     tcase_add_test(tc, strict_numbers);
     suite_add_tcase(s, tc);

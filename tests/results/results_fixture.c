@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Test helper: writes a bkm results database through the library, for the CLI tests.
- *   results_fixture PATH NODE WORKLOAD N_TRIALS [best]
+ *   results_fixture PATH NODE WORKLOAD N_TRIALS [best|crash]
  * One sweep with N_TRIALS trials ({"threads": i, "affinity": "compact"}, 5 samples each, every
- * 4th one crashed) and, with "best", a best-known setting. Exit 0 ok, 2 bad usage, 3 error. */
+ * 4th one crashed) and, with "best", a best-known setting; with "crash" the process exits without
+ * closing the database, as a killed sweep does: the trials stay in PATH-wal, not yet in PATH.
+ * Exit 0 ok, 2 bad usage, 3 error. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bkm/results.h"
 
@@ -54,11 +57,13 @@ int main(int argc, char **argv)
     long long n = 0;
     int ret;
     if (argc < 5 || bkm_parse_int(argv[4], 0, 100000, &n) < 0) {
-        fprintf(stderr, "usage: results_fixture PATH NODE WORKLOAD N_TRIALS [best]\n");
+        fprintf(stderr, "usage: results_fixture PATH NODE WORKLOAD N_TRIALS [best|crash]\n");
         return 2;
     }
     if ((ret = bkm_db_open(&db, argv[1], BKM_DB_CREATE, &err)) == BKM_OK)
         ret = fill(db, argv[2], argv[3], n, argc > 5 && strcmp(argv[5], "best") == 0, &err);
+    if (ret == BKM_OK && argc > 5 && strcmp(argv[5], "crash") == 0)
+        _exit(0);   /* no close: no checkpoint */
     bkm_db_close(db);
     if (ret < 0) {
         fprintf(stderr, "results_fixture: %s\n", err.msg);

@@ -110,4 +110,43 @@ done
 sum=$(sha256sum foreign.sqlite)
 expect_rc 3 "$BKM_TUNE" merge foreign.sqlite a.sqlite
 [ "$sum" = "$(sha256sum foreign.sqlite)" ] || fail "foreign OUT modified"
+# --- databases as users keep them ---------------------------------------------------------
+# best, export and replay open read-only: on a read-only file in a read-only folder nothing is
+# migrated, switched to WAL or created. Tests run as root, where the permission bits stop no
+# write: the proof is that no -wal/-shm appears and every file is byte-identical afterwards.
+mkdir ro
+cp a.sqlite ro/a.sqlite
+cp "$BKM_SOURCE_DIR/tests/tuner/data/gemm64.sqlite" ro/rec.sqlite
+chmod a-w ro/a.sqlite ro/rec.sqlite ro
+sums=$(sha256sum ro/*)
+expect_rc 0 "$BKM_TUNE" best --db ro/a.sqlite --node knl --workload gemm --json
+expect_rc 0 "$BKM_TUNE" export --db ro/a.sqlite --format json
+expect_rc 0 "$BKM_TUNE" export --db ro/a.sqlite --format csv
+expect_rc 0 "$BKM_TUNE" replay --db ro/rec.sqlite --seeds 2
+[ "$sums" = "$(sha256sum ro/*)" ] || fail "a read-only command modified a database"
+[ "$(ls ro | sort | tr '\n' ' ')" = "a.sqlite rec.sqlite " ] || fail "read-only commands created: $(ls ro)"
+chmod u+w ro
+
+# a sweep killed before it closed its database: the trials are in the -wal; reading them and
+# merging the file changes neither the database nor its -wal
+"$BKM_FIXTURE" crashed.sqlite knl conv2d 6 crash || fail "fixture crashed"
+[ -s crashed.sqlite-wal ] || fail "the crashed fixture left no -wal"
+sums=$(sha256sum crashed.sqlite crashed.sqlite-wal)
+expect_rc 0 "$BKM_TUNE" export --db crashed.sqlite --format json
+python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))) == 6" "$tmp/stdout" || fail "export of the -wal's trials"
+expect_rc 0 "$BKM_TUNE" merge m.sqlite crashed.sqlite
+grep -q "crashed.sqlite: 1 new sweeps.* 6 new trials" "$tmp/stdout" || fail "merge of a -wal: $(cat "$tmp/stdout")"
+[ "$sums" = "$(sha256sum crashed.sqlite crashed.sqlite-wal)" ] || fail "merge modified its input or the input's -wal"
+
+# merge recognises its output under another spelling: exit 2 naming both, nothing written
+mkdir x
+ln -s a.sqlite link.sqlite
+ln a.sqlite hard.sqlite
+sum=$(sha256sum a.sqlite)
+for other in ./x/../a.sqlite link.sqlite hard.sqlite "$tmp/a.sqlite"; do
+    expect_rc 2 "$BKM_TUNE" merge a.sqlite b.sqlite "$other"
+    grep -q "'$other' is the output 'a.sqlite'" "$tmp/stderr" || fail "merge a.sqlite $other: $(cat "$tmp/stderr")"
+    expect_rc 2 "$BKM_TUNE" merge "$other" a.sqlite
+done
+[ "$sum" = "$(sha256sum a.sqlite)" ] && [ ! -e a.sqlite-wal ] || fail "a refused merge modified a.sqlite"
 echo "ok"

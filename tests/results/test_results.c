@@ -754,6 +754,289 @@ START_TEST(best_store_and_get)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------- */
+/* Databases as users keep them: read-only opens write nothing, merge inputs stay identical. */
+
+/* A writer that stores trials @p first..@p first+n-1 of sweep "crash" and dies without closing:
+ * the trials are committed in @p p's -wal, not yet in the database file. */
+static void crashed_writer(const char *p, int first, int n)
+{
+    pid_t w = fork();
+    int st;
+    ck_assert_int_ge(w, 0);
+    if (w == 0) {
+        bkm_db_t *db = NULL;
+        bkm_err_t err = {0};
+        int64_t sid;
+        if (bkm_db_open(&db, p, BKM_DB_CREATE, &err) < 0)
+            _exit(1);
+        sid = new_sweep(db, "crash", 0);
+        for (int i = first; i < first + n; i++)
+            if (put_trial(db, sid, i, &err) < 0)
+                _exit(2);
+        _exit(0);   /* no bkm_db_close: no checkpoint, the -wal stays */
+    }
+    ck_assert_int_eq(waitpid(w, &st, 0), w);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "crashed writer: status %d", st);
+}
+
+static long long fsize(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/* Everything a read-only open can do, on @p p: schema version, trials, samples, export, best. */
+static size_t read_everything(const char *p)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_list_t l;
+    bkm_db_best_t b;
+    bkm_buf_t out;
+    double *ms = NULL;
+    size_t n, ns = 0;
+    int v = 0, found = 0;
+    ck_assert_msg(bkm_db_open(&db, p, BKM_DB_READONLY, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
+    ck_assert_int_eq(v, BKM_DB_SCHEMA_VERSION);
+    ck_assert_int_eq(bkm_db_trials_query(db, NULL, &l, &err), BKM_OK);
+    n = l.n;
+    if (n > 0) {
+        ck_assert_int_eq(bkm_db_trial_samples(db, l.rows[0].id, &ms, &ns, &err), BKM_OK);
+        ck_assert_uint_eq(ns, 5);
+        bkm_free(ms);
+    }
+    bkm_db_trial_list_free(&l);
+    bkm_buf_init(&out);
+    ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_JSON, &out, &err), BKM_OK);
+    bkm_buf_free(&out);
+    ck_assert_int_eq(bkm_db_best_get(db, "knl", "gemm", &b, &found, &err), BKM_OK);
+    if (found)
+        bkm_db_best_clear(&b);
+    ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    /* read-only means read-only */
+    ck_assert_int_ne(put_trial(db, 1, 99, &err), BKM_OK);
+    ck_assert_ptr_null(bkm_db_warning(db));
+    bkm_db_close(db);
+    return n;
+}
+
+START_TEST(readonly_open_writes_nothing)
+{
+    const char *p = pth("ro/r.sqlite"), *wal = pth("ro/r.sqlite-wal"), *shm = pth("ro/r.sqlite-shm");
+    long s0, s1;
+    unsigned long long h0;
+    char d[600];
+    make_db(p, "kr", "knl", 6);
+    ck_assert(!exists(wal) && !exists(shm));
+    /* a read-only file in a read-only folder (root ignores the bits: the checks below prove that
+     * nothing was written all the same) */
+    snprintf(d, sizeof d, "%s/ro", dir);
+    ck_assert_int_eq(chmod(p, 0444), 0);
+    ck_assert_int_eq(chmod(d, 0555), 0);
+    h0 = file_hash(p, &s0);
+    ck_assert_uint_eq(read_everything(p), 6);
+    ck_assert_msg(!exists(wal) && !exists(shm), "a read-only open created -wal/-shm");
+    ck_assert(file_hash(p, &s1) == h0 && s1 == s0);
+    /* a schema-2 file is read as it is: no migration (header bytes unchanged above too) */
+    ck_assert_int_eq(bkm_db_validate(p, NULL), BKM_OK);
+    ck_assert(!exists(wal) && !exists(shm));
+    ck_assert_int_eq(chmod(d, 0755), 0);
+}
+END_TEST
+
+START_TEST(readonly_open_reads_a_leftover_wal)
+{
+    const char *p = pth("w.sqlite"), *wal = pth("w.sqlite-wal"), *shm = pth("w.sqlite-shm");
+    long s0, s1, w0, w1;
+    unsigned long long h0, hw0;
+    make_db(p, "kw", "knl", 3);
+    crashed_writer(p, 10, 4);
+    ck_assert_msg(fsize(wal) > 0, "the crashed writer left no -wal");
+    h0 = file_hash(p, &s0);
+    hw0 = file_hash(wal, &w0);
+    /* with its -shm (as the writer left it), then without (copied without it: SQLite needs one) */
+    for (int round = 0; round < 2; round++) {
+        ck_assert_uint_eq(read_everything(p), 3 + 4);
+        ck_assert(file_hash(p, &s1) == h0 && s1 == s0);
+        ck_assert(file_hash(wal, &w1) == hw0 && w1 == w0);
+        ck_assert_int_eq(unlink(shm), 0);
+    }
+}
+END_TEST
+
+/* A writer has the database open (its -wal beside its -shm): a read-only open reads its commits
+ * through the -shm, and writes nothing. */
+START_TEST(readonly_open_beside_a_live_writer)
+{
+    const char *p = pth("live.sqlite"), *wal = pth("live.sqlite-wal"), *shm = pth("live.sqlite-shm");
+    bkm_db_t *rw = NULL;
+    bkm_err_t err = {0};
+    long s0, s1;
+    unsigned long long h0;
+    make_db(p, "kv", "knl", 2);
+    ck_assert_int_eq(bkm_db_open(&rw, p, 0, &err), BKM_OK);
+    ck_assert_int_eq(put_trial(rw, 1, 60, &err), BKM_OK);
+    ck_assert(exists(wal) && exists(shm));
+    h0 = file_hash(p, &s0);
+    ck_assert_uint_eq(read_everything(p), 3);
+    ck_assert(file_hash(p, &s1) == h0 && s1 == s0);
+    ck_assert_int_eq(put_trial(rw, 1, 61, &err), BKM_OK);   /* the writer goes on */
+    ck_assert_uint_eq(read_everything(p), 4);
+    bkm_db_close(rw);
+    ck_assert(!exists(wal) && !exists(shm));                /* its checkpoint on close still ran */
+}
+END_TEST
+
+/* While a read-only handle without -wal reads the file as immutable, its read lock keeps the
+ * last writer from checkpointing into the file when it closes. */
+START_TEST(readonly_open_holds_off_checkpoints)
+{
+    const char *p = pth("l.sqlite"), *wal = pth("l.sqlite-wal");
+    bkm_db_t *ro = NULL, *rw = NULL;
+    bkm_err_t err = {0};
+    long s0, s1;
+    unsigned long long h0;
+    pid_t w;
+    int st;
+    make_db(p, "kl", "knl", 2);
+    h0 = file_hash(p, &s0);
+    ck_assert_int_eq(bkm_db_open(&ro, p, BKM_DB_READONLY, &err), BKM_OK);
+    if ((w = fork()) == 0) {
+        int ok = bkm_db_open(&rw, p, 0, &err) == BKM_OK && put_trial(rw, 1, 50, &err) == BKM_OK;
+        bkm_db_close(rw);
+        _exit(ok ? 0 : 1);
+    }
+    ck_assert_int_eq(waitpid(w, &st, 0), w);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer: %d", st);
+    ck_assert_msg(fsize(wal) > 0, "the writer checkpointed although a reader held the lock");
+    ck_assert(file_hash(p, &s1) == h0 && s1 == s0);
+    ck_assert_uint_eq(count_trials(ro, 0), 2);   /* the snapshot it opened */
+    bkm_db_close(ro);
+    ck_assert_uint_eq(read_everything(p), 3);    /* the -wal is read now */
+}
+END_TEST
+
+START_TEST(merge_leaves_inputs_identical)
+{
+    const char *a = pth("in/a.sqlite"), *wal = pth("in/a.sqlite-wal"), *out = pth("out.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_merge_stats_t st = {0};
+    long s0, s1, w0, w1;
+    unsigned long long h0, hw0;
+    make_db(a, "ka", "knl", 3);
+    crashed_writer(a, 20, 2);
+    h0 = file_hash(a, &s0);
+    hw0 = file_hash(wal, &w0);
+    ck_assert_int_eq(bkm_db_open(&db, out, BKM_DB_CREATE, &err), BKM_OK);
+    ck_assert_msg(bkm_db_merge(db, a, &st, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(st.trials_new, 5);   /* the two in the -wal too */
+    bkm_db_close(db);
+    ck_assert_msg(file_hash(a, &s1) == h0 && s1 == s0, "merge modified its input");
+    ck_assert_msg(file_hash(wal, &w1) == hw0 && w1 == w0, "merge checkpointed the input's -wal");
+    /* without a -wal: no side file appears */
+    make_db(pth("b.sqlite"), "kb", "knl", 2);
+    h0 = file_hash(pth("b.sqlite"), &s0);
+    ck_assert_int_eq(bkm_db_open(&db, out, 0, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_merge(db, pth("b.sqlite"), &st, &err), BKM_OK);
+    bkm_db_close(db);
+    ck_assert(file_hash(pth("b.sqlite"), &s1) == h0 && s1 == s0);
+    ck_assert(!exists(pth("b.sqlite-wal")) && !exists(pth("b.sqlite-shm")));
+}
+END_TEST
+
+START_TEST(merge_refuses_itself_under_other_names)
+{
+    const char *out = pth("x/all.sqlite");
+    char other[4][600];
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    int same = 0;
+    long s0, s1;
+    unsigned long long h0;
+    make_db(out, "ko", "knl", 2);
+    ck_assert_int_eq(symlink("all.sqlite", pth("x/link.sqlite")), 0);
+    ck_assert_int_eq(link(out, pth("hard.sqlite")), 0);
+    snprintf(other[0], sizeof other[0], "%s/x/../x/all.sqlite", dir);
+    snprintf(other[1], sizeof other[1], "%s", pth("x/link.sqlite"));
+    snprintf(other[2], sizeof other[2], "%s", pth("hard.sqlite"));
+    snprintf(other[3], sizeof other[3], "%s", out);
+    ck_assert_int_eq(bkm_db_open(&db, out, 0, &err), BKM_OK);
+    h0 = file_hash(out, &s0);
+    for (int i = 0; i < 4; i++) {
+        bkm_db_same_file(other[i], out, &same);
+        ck_assert_msg(same, "%s not recognised as %s", other[i], out);
+        ck_assert_int_eq(bkm_db_merge(db, other[i], NULL, &err), BKM_EINVAL);
+        ck_assert_msg(strstr(err.msg, other[i]) && strstr(err.msg, out), "message '%s' names not both", err.msg);
+    }
+    bkm_db_close(db);
+    ck_assert(file_hash(out, &s1) == h0 && s1 == s0);
+    make_db(pth("y.sqlite"), "ky", "knl", 1);
+    bkm_db_same_file(pth("y.sqlite"), out, &same);
+    ck_assert_int_eq(same, 0);
+    bkm_db_same_file(pth("missing.sqlite"), out, &same);
+    ck_assert_int_eq(same, 0);
+}
+END_TEST
+
+/* A NaN or infinite sample is refused by name before anything is written (the tuner stores
+ * such a trial as failed, without samples). */
+START_TEST(non_finite_sample_is_refused)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_trial_t t;
+    double ms[3] = {1.0, INFINITY, 2.0};
+    int64_t sid;
+    ck_assert_int_eq(bkm_db_open(&db, pth("n.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
+    sid = new_sweep(db, "kn", 0);
+    bkm_db_trial_init(&t);
+    t.sweep_id = sid;
+    t.config_json = "{\"threads\":1}";
+    t.samples_ms = ms;
+    t.n_samples = 3;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, "non-finite sample 1") != NULL, "%s", err.msg);
+    ms[1] = NAN;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_uint_eq(count_trials(db, sid), 0);
+    t.status = BKM_DB_TRIAL_FAILED;
+    t.error = "non-finite sample 1 in samples_ms (nan)";
+    t.n_samples = 0;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_OK);
+    ck_assert_uint_eq(count_trials(db, sid), 1);
+    bkm_db_close(db);
+}
+END_TEST
+
+START_TEST(fs_classify_table)
+{
+    static const struct {
+        unsigned long magic;
+        const char *name;
+        int kind;
+    } t[] = {
+        {0x6969, "nfs", BKM_DB_FS_SHARED},           {0x0BD00BD0, "lustre", BKM_DB_FS_SHARED},
+        {0x47504653, "gpfs", BKM_DB_FS_SHARED},      {0xFF534D42, "cifs", BKM_DB_FS_SHARED},
+        {0xFE534D42, "smb2", BKM_DB_FS_SHARED},      {0x19830326, "beegfs", BKM_DB_FS_SHARED},
+        {0x00C36400, "ceph", BKM_DB_FS_SHARED},      {0x65735546, "fuse", BKM_DB_FS_MAYBE_SHARED},
+        {0x01021997, "9p", BKM_DB_FS_MAYBE_SHARED},  {0x6A656A63, "virtiofs", BKM_DB_FS_MAYBE_SHARED},
+        {0xEF53, "local", BKM_DB_FS_LOCAL} /* ext4 */, {0x58465342, "local", BKM_DB_FS_LOCAL} /* xfs */,
+        {0x01021994, "local", BKM_DB_FS_LOCAL} /* tmpfs */, {0x794C7630, "local", BKM_DB_FS_LOCAL} /* overlay */,
+        {0, "local", BKM_DB_FS_LOCAL},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *name = NULL;
+        ck_assert_int_eq(bkm_db_fs_classify(t[i].magic, &name), t[i].kind);
+        ck_assert_str_eq(name, t[i].name);
+    }
+    /* a sign-extended 32-bit f_type (statfs on some ABIs) is the same file system */
+    ck_assert_int_eq(bkm_db_fs_classify(0xFFFFFFFFFF534D42UL, NULL), BKM_DB_FS_SHARED);
+}
+END_TEST
+
 static Suite *results_suite(void)
 {
     Suite *s = suite_create("results");
@@ -771,6 +1054,14 @@ static Suite *results_suite(void)
     tcase_add_test(tc, merge_is_idempotent);
     tcase_add_test(tc, export_parses_back);
     tcase_add_test(tc, best_store_and_get);
+    tcase_add_test(tc, readonly_open_writes_nothing);
+    tcase_add_test(tc, readonly_open_reads_a_leftover_wal);
+    tcase_add_test(tc, readonly_open_holds_off_checkpoints);
+    tcase_add_test(tc, readonly_open_beside_a_live_writer);
+    tcase_add_test(tc, merge_leaves_inputs_identical);
+    tcase_add_test(tc, merge_refuses_itself_under_other_names);
+    tcase_add_test(tc, fs_classify_table);
+    tcase_add_test(tc, non_finite_sample_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

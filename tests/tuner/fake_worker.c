@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A stand-in for `tune worker` in the runner's tests: reads the spec like the worker does and
  * behaves as its parameter mode=... says (crash, hang, fail, bad JSON, binding mismatch, noise on
- * stdout, endless stderr, a grandchild holding the pipes, an over-long result, death by SIGTERM, or a small valid
- * result that echoes its environment). The JSON goes to --result-fd N like the worker's. */
+ * stdout, endless stderr, a grandchild holding the pipes, an over-long result, death by SIGTERM, a
+ * NaN or infinite sample, stderr that is not UTF-8, or a small valid result that echoes its
+ * environment). The JSON goes to --result-fd N like the worker's. */
 #define _GNU_SOURCE   /* fdopen, pid_t */
 #include <errno.h>
 #include <signal.h>
@@ -97,8 +98,18 @@ int main(int argc, char **argv)
             fprintf(stderr, "noise line %03d ..........\n", i);   /* > 4 KiB: only the tail is kept */
         fprintf(stderr, "fake_worker: workload exploded\n");
         return 3;
+    } else if (strcmp(inj, "badbytes") == 0) {
+        /* stderr as a broken locale or a binary dump leaves it: not UTF-8 */
+        fprintf(stderr, "fake_worker: bytes \xff\xfe \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \x01\x1b[0m \xe2\x82\n");
+        return 3;
     } else if (strcmp(inj, "badjson") == 0) {
         fprintf(res, "{\"samples_ms\":[1,2,\n");
+        return 0;
+    } else if (strcmp(inj, "nan") == 0 || strcmp(inj, "inf") == 0 || strcmp(inj, "nullsample") == 0) {
+        /* a non-finite sample: NaN as Python's json writes it, 1e999 (beyond a double), null as
+         * bkm's JSON writer spells a NaN */
+        const char *bad = strcmp(inj, "nan") == 0 ? "NaN" : strcmp(inj, "inf") == 0 ? "1e999" : "null";
+        fprintf(res, "{\"samples_ms\":[1.5,1.25,%s,1.5],\"median_ms\":1.5}\n", bad);
         return 0;
     } else if (strcmp(inj, "nosamples") == 0) {
         fprintf(res, "{\"median_ms\":1}\n");

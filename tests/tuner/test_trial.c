@@ -335,6 +335,41 @@ START_TEST(bad_json_is_failed)
 }
 END_TEST
 
+/* A NaN or infinite sample fails the trial with a message; the runner returns normally, so the
+ * sweep stores the trial as failed and goes on. */
+START_TEST(non_finite_sample_is_failed)
+{
+    static const char *const modes[] = {"nan", "inf", "nullsample"};
+    static const char *const says[] = {"non-finite number 'NaN'", "non-finite sample 2 in samples_ms (inf)",
+                                       "non-finite sample 2 in samples_ms (null)"};
+    for (int i = 0; i < 3; i++) {
+        bkm_tune_trial_result_t r = {0};
+        run_fake(modes[i], 30, &r);
+        ck_assert_int_eq(r.status, BKM_TRIAL_FAILED);
+        ck_assert_int_eq(r.exit_code, 0);
+        ck_assert_msg(strstr(r.message, says[i]) != NULL, "%s: message: %s", modes[i], r.message);
+        for (int k = 0; k < r.n_samples; k++)
+            ck_assert(isfinite(r.samples_ms[k]));
+        bkm_tune_trial_result_free(&r);
+    }
+    /* a statistic or a counter beyond a double (or a long long) fails the parse the same way */
+    {
+        static const char *const docs[] = {"{\"samples_ms\":[1],\"median_ms\":-1e999}",
+                                           "{\"samples_ms\":[1],\"gflops\":1e400}",
+                                           "{\"samples_ms\":[1],\"counters\":{\"values\":{\"PAPI_X\":1e999}}}",
+                                           "{\"samples_ms\":[1],\"counters\":{\"values\":{\"PAPI_X\":1e19}}}"};
+        static const char *const names[] = {"median_ms", "gflops", "PAPI_X", "PAPI_X"};
+        for (int i = 0; i < 4; i++) {
+            bkm_tune_trial_result_t r = {0};
+            bkm_err_t err = {0};
+            ck_assert_int_eq(bkm_tune_trial_result_parse(&r, docs[i], &err), BKM_EINVAL);
+            ck_assert_msg(strstr(err.msg, "non-finite") && strstr(err.msg, names[i]), "%s", err.msg);
+            bkm_tune_trial_result_free(&r);
+        }
+    }
+}
+END_TEST
+
 START_TEST(binding_mismatch_is_its_own_status)
 {
     bkm_tune_trial_result_t r = {0};
@@ -594,6 +629,7 @@ static Suite *trial_suite(void)
     tcase_add_test(run, nonzero_exit_is_failed_with_stderr_tail);
     tcase_add_test(run, bad_json_is_failed);
     tcase_add_test(run, binding_mismatch_is_its_own_status);
+    tcase_add_test(run, non_finite_sample_is_failed);
     tcase_add_test(run, missing_worker_is_an_environment_error);
     tcase_add_test(run, trial_env_follows_planner_order);
     tcase_add_test(run, stdout_noise_leaves_the_result_alone);

@@ -102,10 +102,18 @@ char *bkm_buf_take(bkm_buf_t *b);
 void bkm_buf_free(bkm_buf_t *b);
 /** Contents, never NULL ("" when empty). */
 const char *bkm_buf_str(const bkm_buf_t *b);
+/** Append @p n bytes of @p s, each ill-formed UTF-8 sequence (overlong, surrogate, truncated,
+ *  above U+10FFFF, a stray continuation byte, C0/C1/F5..FF) replaced by U+FFFD, so that @p b
+ *  receives only valid UTF-8 whatever bytes @p s holds (a stderr tail, a host name). */
+void bkm_buf_append_utf8(bkm_buf_t *b, const char *s, size_t n);
+/** 1 when the @p n bytes at @p s are well-formed UTF-8 (RFC 3629), else 0. */
+int bkm_utf8_valid(const char *s, size_t n);
 
 /* ---------------------------------------------------------------------------------------- */
 /** JSON writer over a bkm_buf_t. Commas are inserted automatically. Doubles that are not
- *  finite are written as null. */
+ *  finite are written as null. The output is always valid UTF-8: in strings (and keys) each
+ *  ill-formed UTF-8 sequence becomes U+FFFD and control characters are escaped; raw JSON gets
+ *  the same UTF-8 repair. */
 #define BKM_JSON_MAX_DEPTH 32
 typedef struct bkm_json_w {
     bkm_buf_t *out;
@@ -143,7 +151,9 @@ struct bkm_json {
     bkm_json_t *next;   /**< next sibling */
     size_t n_children;
 };
-/** Parse @p text (NUL-terminated). On error *out is NULL and err names the byte offset. */
+/** Parse @p text (NUL-terminated, RFC 8259: NaN/Infinity and non-JSON number forms are errors;
+ *  a number beyond a double reads as +-inf; a \u surrogate pair is one code point, a lone
+ *  surrogate U+FFFD). On error *out is NULL and err names the byte offset. */
 int bkm_json_parse(const char *text, bkm_json_t **out, bkm_err_t *err);
 void bkm_json_free(bkm_json_t *j);
 /** Member @p key of object @p j, or NULL. */

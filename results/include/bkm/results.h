@@ -49,18 +49,52 @@ typedef struct bkm_db bkm_db_t;
 /** bkm_db_open flags. */
 enum {
     BKM_DB_CREATE = 1u << 0,   /**< create the file (and its parent folder) when missing        */
-    BKM_DB_READONLY = 1u << 1  /**< open read-only; no migration (a schema older than
+    BKM_DB_READONLY = 1u << 1, /**< open read-only; no migration (a schema older than
                                     BKM_DB_SCHEMA_READ_MIN: BKM_ENOTSUP) */
+    BKM_DB_SHARED_FS_OK = 1u << 2 /**< the caller is the one writer from one host (a merge run
+                                    by hand): on a shared network file system open with a
+                                    bkm_db_warning() instead of refusing */
 };
 
 /** Open (and with BKM_DB_CREATE create) the database at @p path.
  *  Checks the file header and bkm marker without modifying the file, then opens it, enables
  *  WAL, foreign keys and a busy timeout, runs `PRAGMA quick_check` and applies pending
  *  migrations (one transaction each).
+ *
+ *  A read-write open refuses a database on a file system that other hosts share (NFS, Lustre,
+ *  GPFS, CIFS/SMB, BeeGFS, Ceph, AFS, GFS2, OCFS2, PanFS: bkm_db_fs_classify), where SQLite's WAL
+ *  mode corrupts a database that processes on two hosts write, with BKM_ENOTSUP and a message
+ *  that says what to do (a node-local path, then `tune merge`); with BKM_DB_SHARED_FS_OK it opens
+ *  with a warning instead. On FUSE, 9p and virtiofs it opens and bkm_db_warning() says why to be
+ *  careful.
+ *
+ *  With BKM_DB_READONLY nothing is ever written next to the database, and it works on a
+ *  read-only file in a read-only folder: no migration, no WAL switch, no -wal or -shm created.
+ *  When no writer has it open and no -wal holds commits, the whole database is in its file and
+ *  SQLite reads it as immutable, while a read lock (the one SQLite readers hold) keeps a writer
+ *  that opens it meanwhile from checkpointing into the file when it closes, until bkm_db_close.
+ *  When a writer has it open (a -wal beside a -shm) or a -wal holds commits (a writer crashed),
+ *  SQLite reads it the normal way, through the -shm index: a missing -shm is then created by
+ *  SQLite if the folder is writable (the database and -wal are not modified), and in a
+ *  read-only folder the open fails with BKM_EIO saying what to do.
  *  @return BKM_OK; BKM_EIO missing file (without CREATE) or unreadable/uncreatable path;
- *          BKM_ECORRUPT not a bkm database or damaged; BKM_ENOTSUP newer schema; BKM_EDEP SQLite
- *          error; BKM_ENOMEM. */
+ *          BKM_ECORRUPT not a bkm database or damaged; BKM_ENOTSUP newer schema, or a read-write
+ *          open on a shared network file system; BKM_EDEP SQLite error; BKM_ENOMEM. */
 int bkm_db_open(bkm_db_t **db, const char *path, unsigned flags, bkm_err_t *err);
+/** A warning about where the database lives (FUSE, 9p or virtiofs: maybe shared with another
+ *  host; a shared file system opened with BKM_DB_SHARED_FS_OK) for the caller to show, or NULL. Borrowed; valid until bkm_db_close. */
+const char *bkm_db_warning(const bkm_db_t *db);
+
+/** File system classes of bkm_db_fs_classify. */
+enum {
+    BKM_DB_FS_LOCAL = 0,        /**< ext4, xfs, btrfs, tmpfs, overlay, zfs, ...: fine           */
+    BKM_DB_FS_MAYBE_SHARED = 1, /**< fuse, 9p, virtiofs: may be another host's; warn           */
+    BKM_DB_FS_SHARED = 2        /**< nfs, lustre, gpfs, cifs/smb, beegfs, ceph, afs, gfs2,
+                                     ocfs2, panfs: shared between hosts; refuse to write       */
+};
+/** Class of a file system by its statfs(2) f_type magic; *name (may be NULL) is its short name
+ *  ("nfs", "lustre", ..., "local" for any other). Pure: no I/O. */
+int bkm_db_fs_classify(unsigned long f_type, const char **name);
 /** Close; NULL is a no-op. */
 void bkm_db_close(bkm_db_t *db);
 /** Path the database was opened with (borrowed). */
@@ -173,7 +207,8 @@ typedef struct bkm_db_trial {
 void bkm_db_trial_init(bkm_db_trial_t *t);
 /** Store a finished trial with its samples and counters in ONE transaction. When the sweep
  *  already holds the same (role, round, configuration), nothing is written, *was_new is 0 and
- *  *trial_id is the stored trial. Either pointer may be NULL. */
+ *  *trial_id is the stored trial. Either pointer may be NULL. A sample that is NaN or infinite
+ *  is BKM_EINVAL naming it, before anything is written. */
 int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id, int *was_new,
                         bkm_err_t *err);
 
@@ -229,6 +264,9 @@ void bkm_db_best_clear(bkm_db_best_t *best);
 /** Check that @p path is a bkm database of the current schema without modifying it (header,
  *  marker, quick_check). Same codes as bkm_db_open; a missing file is BKM_EIO. */
 int bkm_db_validate(const char *path, bkm_err_t *err);
+/** *same = 1 when @p a and @p b name the same file (device and inode: a symlink, a hard link,
+ *  `./x/../a.sqlite`); 0 when they differ or either does not exist. */
+void bkm_db_same_file(const char *a, const char *b, int *same);
 
 /** What a merge copied. */
 typedef struct bkm_db_merge_stats {
@@ -240,7 +278,9 @@ typedef struct bkm_db_merge_stats {
  *  samples, counters and best-known settings get new ids; each sweep keeps its uuid and records
  *  the source file. Idempotent: sweeps are matched by uuid and trials by (role, round, config),
  *  so merging the same input twice copies nothing the second time. @p st may be NULL (counts are
- *  added to it otherwise). The input is validated first (bkm_db_validate) and never modified. */
+ *  added to it otherwise). The input is validated first (bkm_db_validate) and read as
+ *  bkm_db_open reads with BKM_DB_READONLY: it stays byte-identical, and a leftover -wal is read,
+ *  never checkpointed into it. BKM_EINVAL naming both paths when @p in_path is @p db's file. */
 int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bkm_err_t *err);
 
 /** Export formats. */
