@@ -2,7 +2,11 @@
 /* `tune`: dispatches to the subcommands in apps/cmd_*.c. With no subcommand, or when the first
  * argument is an option, `tune` runs a sweep (`tune sweep`), the main job. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "bkm/affinity.h"
 
 #include "cli_common.h"
 #include "commands.h"
@@ -28,10 +32,30 @@ static const bkm_cli_cmd_t *find(const char *name)
     return NULL;
 }
 
+/* hwloc itself reads HWLOC_XMLFILE when it discovers "this host": a FIFO there would block every
+ * command forever and /dev/zero would grow memory until the OOM killer. Judge it like --xml. */
+static int hwloc_env_check(void)
+{
+    const char *x = getenv("HWLOC_XMLFILE");
+    bkm_err_t err = {0};
+    int fd = -1;
+    if (x == NULL || x[0] == '\0')
+        return 0;
+    if (bkm_file_open_regular(x, "HWLOC_XMLFILE (hwloc reads it as this host's topology)",
+                              BKM_TOPO_XML_MAX_BYTES, &fd, &err) < 0) {
+        fprintf(stderr, "tune: %s\n", err.msg);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const bkm_cli_cmd_t *c;
     bkm_cli_sigchld_reset();   /* a parent may have left SIGCHLD ignored: the workers' status */
+    if (hwloc_env_check() < 0)
+        return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;

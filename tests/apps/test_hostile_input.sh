@@ -48,6 +48,9 @@ expect 2 "'fifo' is not a regular file (a FIFO)" affinity explain --xml fifo --t
 expect 2 "hwloc XML 'fifo' is not a regular file" --node xmlfifo.prof --workload gemm --dry-run --db dry.sqlite
 truncate -s 65M huge.xml
 expect 2 "limit of 64 MiB" topo --xml huge.xml
+# hwloc reads HWLOC_XMLFILE itself when it discovers the host: judged like --xml, by every command
+HWLOC_XMLFILE=fifo expect 2 "HWLOC_XMLFILE (hwloc reads it as this host's topology) 'fifo' is not a regular file (a FIFO)" topo
+HWLOC_XMLFILE=/dev/zero expect 2 "'/dev/zero' is not a regular file" best --node auto --workload gemm
 for cmd in "--workload gemm" "sweep --workload gemm --dry-run" "best --node auto --workload gemm" \
            "export --format csv" "replay"; do
     # shellcheck disable=SC2086
