@@ -127,23 +127,23 @@ static int run_parse(int argc, char **argv, bkm_tune_trial_spec_t *spec, int *js
         } else if (strcmp(o, "--param") == 0) {
             rc = bkm_tune_trial_spec_param(spec, a, &err);
         } else if (strcmp(o, "--warmup") == 0) {
-            if ((rc = run_int(o, a, 0, 100000, &v)) == BKM_OK)
+            if ((rc = run_int(o, a, 0, BKM_TUNE_SAMPLES_MAX, &v)) == BKM_OK)
                 spec->warmup = (int)v;
         } else if (strcmp(o, "--iters") == 0) {
-            if ((rc = run_int(o, a, 1, 100000, &v)) == BKM_OK)
+            if ((rc = run_int(o, a, 1, BKM_TUNE_SAMPLES_MAX, &v)) == BKM_OK)
                 spec->min_samples = (int)v;
         } else if (strcmp(o, "--max-samples") == 0) {
-            if ((rc = run_int(o, a, 1, 100000, &v)) == BKM_OK)
+            if ((rc = run_int(o, a, 1, BKM_TUNE_SAMPLES_MAX, &v)) == BKM_OK)
                 spec->max_samples = (int)v;
         } else if (strcmp(o, "--seed") == 0) {
             if ((rc = run_int(o, a, 0, LLONG_MAX, &v)) == BKM_OK)
                 spec->seed = (uint64_t)v;
         } else if (strcmp(o, "--min-time") == 0) {
-            rc = run_double(o, a, 0.0, 86400.0, &spec->min_time_s);
+            rc = run_double(o, a, 0.0, BKM_TUNE_TIME_MAX_S, &spec->min_time_s);
         } else if (strcmp(o, "--max-time") == 0) {
-            rc = run_double(o, a, 0.0, 86400.0, &spec->max_time_s);
+            rc = run_double(o, a, 0.0, BKM_TUNE_TIME_MAX_S, &spec->max_time_s);
         } else if (strcmp(o, "--trial-timeout") == 0) {
-            rc = run_double(o, a, 0.001, 604800.0, &spec->timeout_s);
+            rc = run_double(o, a, 0.001, BKM_TUNE_TIMEOUT_MAX_S, &spec->timeout_s);
         } else {
             fprintf(stderr, "tune run: unknown option '%s' (see tune run --help)\n", o);
             return BKM_EINVAL;

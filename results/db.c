@@ -188,7 +188,7 @@ static int check_header(const char *path, int *exists, int *version, bkm_err_t *
     struct stat sb;
     ssize_t n = 0, r;
     int ret = BKM_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must not block */
     *exists = 0;
     if (fd < 0) {
         if (errno == ENOENT)
@@ -197,7 +197,7 @@ static int check_header(const char *path, int *exists, int *version, bkm_err_t *
     }
     *exists = 1;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        ret = bkm_err_set(err, BKM_EIO, "results database %s is not a regular file", path);
+        ret = bkm_err_set(err, BKM_EINVAL, "results database %s is not a regular file", path);
         goto out;
     }
     while (n < (ssize_t)sizeof h && (r = read(fd, h + n, sizeof h - (size_t)n)) > 0)

@@ -109,21 +109,25 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
         return bkm_err_set(err, BKM_EINVAL, "trial: no workload given");
     if (spec->threads < 1 || spec->threads > BKM_CPUSET_MAX)
         return bkm_err_set(err, BKM_EINVAL, "trial: threads %d out of range 1..%d", spec->threads, BKM_CPUSET_MAX);
-    if (spec->warmup < 0 || spec->warmup > 100000)
-        return bkm_err_set(err, BKM_EINVAL, "trial: warmup %d out of range 0..100000", spec->warmup);
-    if (spec->min_samples < 1 || spec->min_samples > 100000)
-        return bkm_err_set(err, BKM_EINVAL, "trial: min samples %d out of range 1..100000", spec->min_samples);
-    if (spec->max_samples < spec->min_samples || spec->max_samples > 100000)
-        return bkm_err_set(err, BKM_EINVAL, "trial: max samples %d must be in %d..100000", spec->max_samples,
-                           spec->min_samples);
-    if (!(spec->min_time_s >= 0.0 && spec->min_time_s <= 86400.0))
-        return bkm_err_set(err, BKM_EINVAL, "trial: min time %g s out of range 0..86400", spec->min_time_s);
-    if (!(spec->max_time_s >= 0.0 && spec->max_time_s <= 86400.0))
-        return bkm_err_set(err, BKM_EINVAL, "trial: max time %g s out of range 0..86400", spec->max_time_s);
+    if (spec->warmup < 0 || spec->warmup > BKM_TUNE_SAMPLES_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "trial: warmup %d out of range 0..%d", spec->warmup, BKM_TUNE_SAMPLES_MAX);
+    if (spec->min_samples < 1 || spec->min_samples > BKM_TUNE_SAMPLES_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "trial: min samples %d out of range 1..%d", spec->min_samples,
+                           BKM_TUNE_SAMPLES_MAX);
+    if (spec->max_samples < spec->min_samples || spec->max_samples > BKM_TUNE_SAMPLES_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "trial: max samples %d must be in %d..%d", spec->max_samples,
+                           spec->min_samples, BKM_TUNE_SAMPLES_MAX);
+    if (!(spec->min_time_s >= 0.0 && spec->min_time_s <= BKM_TUNE_TIME_MAX_S))
+        return bkm_err_set(err, BKM_EINVAL, "trial: min time %g s out of range 0..%g", spec->min_time_s,
+                           BKM_TUNE_TIME_MAX_S);
+    if (!(spec->max_time_s >= 0.0 && spec->max_time_s <= BKM_TUNE_TIME_MAX_S))
+        return bkm_err_set(err, BKM_EINVAL, "trial: max time %g s out of range 0..%g", spec->max_time_s,
+                           BKM_TUNE_TIME_MAX_S);
     if (!(spec->target_ci_rel >= 0.0 && spec->target_ci_rel <= 10.0))
         return bkm_err_set(err, BKM_EINVAL, "trial: CI target %g out of range 0..10", spec->target_ci_rel);
-    if (!(spec->timeout_s > 0.0 && spec->timeout_s <= 7 * 86400.0))
-        return bkm_err_set(err, BKM_EINVAL, "trial: timeout %g s out of range (0, 604800]", spec->timeout_s);
+    if (!(spec->timeout_s > 0.0 && spec->timeout_s <= BKM_TUNE_TIMEOUT_MAX_S))
+        return bkm_err_set(err, BKM_EINVAL, "trial: timeout %g s out of range (0, %g]", spec->timeout_s,
+                           BKM_TUNE_TIMEOUT_MAX_S);
     if (!spec_inject_valid(spec->inject))
         return bkm_err_set(err, BKM_EINVAL, "trial: unknown fault injection '%s' (test-only: segv, abort, "
                            "hang, fail, badjson, mismatch)", spec->inject);
