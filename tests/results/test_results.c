@@ -361,8 +361,9 @@ START_TEST(refuses_foreign_and_damaged_files)
     assert_refused(newer, BKM_ENOTSUP);
     ck_assert_int_eq(bkm_db_open(&db, newer, 0, &err), BKM_ENOTSUP);
     ck_assert_ptr_nonnull(strstr(err.msg, "99"));
-    /* A folder is not a database. */
-    ck_assert_int_eq(bkm_db_open(&db, dir, BKM_DB_CREATE, &err), BKM_EIO);
+    /* A folder is not a database: bad input, as the CLI says for --db (exit 2). */
+    ck_assert_int_eq(bkm_db_open(&db, dir, BKM_DB_CREATE, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a regular file"));
     ck_assert_int_eq(bkm_db_open(&db, "", BKM_DB_CREATE, &err), BKM_EINVAL);
 }
 END_TEST
