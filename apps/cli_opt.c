@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/* The table-driven option parser and help writer of every `tune` command (cli_opt.h). */
+#include "cli_opt.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLI_OPTS_MAX 128
+
+int bkm_cli_opt_duration(const char *s, double *sec)
+{
+    char *end;
+    double v;
+    if (s == NULL || s[0] == '\0' || s[0] == ' ' || s[0] == '+' || s[0] == '-')
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v) || v < 0)
+        return -1;
+    if (*end == '\0' || strcmp(end, "s") == 0)
+        *sec = v;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        *sec = v * 60;
+    else if (strcmp(end, "h") == 0)
+        *sec = v * 3600;
+    else
+        return -1;
+    return isfinite(*sec) ? 0 : -1;
+}
+
+static const char *kind_name(bkm_cli_opt_kind_t k)
+{
+    switch (k) {
+    case BKM_CLI_FLAG: return "flag";
+    case BKM_CLI_STR: return "string";
+    case BKM_CLI_INT: return "int";
+    case BKM_CLI_I64: return "int64";
+    case BKM_CLI_NUM: return "number";
+    case BKM_CLI_DURATION: return "duration";
+    case BKM_CLI_CHOICE: return "choice";
+    case BKM_CLI_CALL: return "custom";
+    }
+    return "?";
+}
+
+/* Is @p v one of the '|'-separated @p choices? */
+static int choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0)
+            return 1;
+        p = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
+/* "1..4096", "0..86400 s" for the messages and the help; empty when unbounded. */
+static void range_text(const bkm_cli_opt_t *o, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (o->kind == BKM_CLI_INT || o->kind == BKM_CLI_I64)
+        snprintf(buf, cap, "%.0f..%.0f", o->lo, o->hi);
+    else if (o->kind == BKM_CLI_NUM)
+        snprintf(buf, cap, "%g..%g", o->lo, o->hi);
+    else if (o->kind == BKM_CLI_DURATION)
+        snprintf(buf, cap, "%g..%g s", o->lo, o->hi);
+    else if (o->kind == BKM_CLI_CHOICE)
+        snprintf(buf, cap, "%s", o->choices);
+}
+
+static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, const char *v, void *cfg,
+                     bkm_err_t *err)
+{
+    char *dst = (char *)cfg + o->off, range[96];
+    long long iv;
+    double dv;
+    range_text(o, range, sizeof range);
+    switch (o->kind) {
+    case BKM_CLI_FLAG:
+        *(int *)(void *)dst = 1;
+        return BKM_OK;
+    case BKM_CLI_STR:
+        if (v[0] == '\0' && o->lo >= 0)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a non-empty value", cmd->name, o->name);
+        *(const char **)(void *)dst = v;
+        return BKM_OK;
+    case BKM_CLI_INT:
+    case BKM_CLI_I64:
+        if (bkm_parse_int(v, (long long)o->lo, (long long)o->hi, &iv) != BKM_OK)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not an integer in %s", cmd->name, o->name, v,
+                               range);
+        if (o->kind == BKM_CLI_INT)
+            *(int *)(void *)dst = (int)iv;
+        else
+            *(long long *)(void *)dst = iv;
+        return BKM_OK;
+    case BKM_CLI_NUM:
+        if (bkm_parse_double(v, &dv) != BKM_OK || !isfinite(dv) || dv < o->lo || dv > o->hi)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not a number in %s", cmd->name, o->name, v,
+                               range);
+        *(double *)(void *)dst = dv;
+        return BKM_OK;
+    case BKM_CLI_DURATION:
+        if (bkm_cli_opt_duration(v, &dv) != 0 || dv < o->lo || dv > o->hi)
+            return bkm_err_set(err, BKM_EINVAL,
+                               "tune %s: --%s '%s' is not a duration in %s (seconds, or with a unit: 90s, 5m, 2h)",
+                               cmd->name, o->name, v, range);
+        *(double *)(void *)dst = dv;
+        return BKM_OK;
+    case BKM_CLI_CHOICE:
+        if (!choice_ok(o->choices, v))
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not one of %s", cmd->name, o->name, v,
+                               o->choices);
+        *(const char **)(void *)dst = v;
+        return BKM_OK;
+    case BKM_CLI_CALL:
+        if (o->call(cfg, o, v, err) < 0) {
+            if (strncmp(err->msg, "tune ", 5) != 0)
+                bkm_err_prefix(err, "tune %s: --%s '%s'", cmd->name, o->name, v);
+            return BKM_EINVAL;
+        }
+        return BKM_OK;
+    }
+    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s: unknown option kind", cmd->name, o->name);
+}
+
+/* The option called @p name (length @p len) by its name or its old spelling; NULL if none. */
+static const bkm_cli_opt_t *find_long(const bkm_cli_cmd_spec_t *cmd, const char *name, size_t len, size_t *idx)
+{
+    for (size_t i = 0; i < cmd->n_opts; i++) {
+        const bkm_cli_opt_t *o = &cmd->opts[i];
+        if ((strlen(o->name) == len && strncmp(o->name, name, len) == 0) ||
+            (o->alias && strlen(o->alias) == len && strncmp(o->alias, name, len) == 0)) {
+            *idx = i;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+static const bkm_cli_opt_t *find_short(const bkm_cli_cmd_spec_t *cmd, char c, size_t *idx)
+{
+    for (size_t i = 0; i < cmd->n_opts; i++)
+        if (cmd->opts[i].short_name == c) {
+            *idx = i;
+            return &cmd->opts[i];
+        }
+    return NULL;
+}
+
+int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *seen,
+                           bkm_err_t *err)
+{
+    int local[CLI_OPTS_MAX] = {0}, json = 0, help = 0, options_done = 0;
+    if (cmd->n_opts > CLI_OPTS_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "tune %s: more than %d options in its table", cmd->name, CLI_OPTS_MAX);
+    if (seen == NULL)
+        seen = local;
+    memset(seen, 0, cmd->n_opts * sizeof *seen);
+    /* -h/--help anywhere before "--" wins over everything else on the line */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+        json |= strcmp(argv[i], "--json") == 0;
+    }
+    if (help) {
+        if (json)
+            bkm_cli_opt_help_json(cmd, stdout);
+        else
+            bkm_cli_opt_help(cmd, stdout);
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *value = NULL;
+        const bkm_cli_opt_t *o = NULL;
+        size_t idx = 0;
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = 1;
+            continue;
+        }
+        if (options_done || a[0] != '-' || a[1] == '\0') {
+            int rc;
+            if (cmd->positional_fn == NULL)
+                return bkm_err_set(err, BKM_EINVAL, "tune %s: unexpected argument '%s' (see tune %s --help)", cmd->name,
+                                   a, cmd->name);
+            if ((rc = cmd->positional_fn(cfg, a, err)) < 0) {
+                if (strncmp(err->msg, "tune ", 5) != 0)
+                    bkm_err_prefix(err, "tune %s", cmd->name);
+                return rc;
+            }
+            continue;
+        }
+        if (a[1] == '-') {
+            const char *eq = strchr(a + 2, '=');
+            size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+            o = find_long(cmd, a + 2, len, &idx);
+            if (o == NULL)
+                return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '%.*s' (see tune %s --help)", cmd->name,
+                                   (int)(len + 2), a, cmd->name);
+            if (eq != NULL) {
+                if (o->kind == BKM_CLI_FLAG)
+                    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s takes no value ('%s')", cmd->name, o->name,
+                                       a);
+                value = eq + 1;
+            }
+        } else {
+            o = find_short(cmd, a[1], &idx);
+            if (o == NULL)
+                return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '-%c' (see tune %s --help)", cmd->name,
+                                   a[1], cmd->name);
+            if (a[2] != '\0') {
+                if (o->kind == BKM_CLI_FLAG)
+                    return bkm_err_set(err, BKM_EINVAL, "tune %s: -%c takes no value ('%s')", cmd->name, a[1], a);
+                value = a + 2;
+            }
+        }
+        if (o->kind != BKM_CLI_FLAG && value == NULL) {
+            if (i + 1 >= argc)
+                return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a value (%s)", cmd->name, o->name,
+                                   o->metavar ? o->metavar : kind_name(o->kind));
+            value = argv[++i];
+        }
+        if (seen[idx] > 0 && !(o->flags & BKM_CLI_REPEAT))
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is given twice (it takes one value)", cmd->name,
+                               o->name);
+        seen[idx]++;
+        if (set_value(cmd, o, value ? value : "", cfg, err) < 0)
+            return BKM_EINVAL;
+    }
+    return 0;
+}
+
+int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
+{
+    return bkm_cli_opt_parse_seen(cmd, argc, argv, cfg, NULL, err);
+}
+
+int bkm_cli_opt_given(const bkm_cli_cmd_spec_t *cmd, const int *seen, const char *name)
+{
+    for (size_t i = 0; i < cmd->n_opts; i++)
+        if (strcmp(cmd->opts[i].name, name) == 0)
+            return seen[i] > 0;
+    return 0;
+}
+
+/* Write @p text with every line after the first indented by @p indent columns. */
+static void put_indented(FILE *f, const char *text, int indent)
+{
+    for (const char *p = text; *p; p++) {
+        fputc(*p, f);
+        if (*p == '\n' && p[1] != '\0')
+            fprintf(f, "%*s", indent, "");
+    }
+}
+
+void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f)
+{
+    enum { COL = 22 };
+    fprintf(f, "usage: ");
+    put_indented(f, cmd->usage, 7);
+    fprintf(f, "\n\n");
+    if (cmd->about) {
+        fputs(cmd->about, f);
+        fputc('\n', f);
+    }
+    if (cmd->positional) {
+        fputc('\n', f);
+        fputs(cmd->positional, f);
+        fputc('\n', f);
+    }
+    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work):\n");
+    for (size_t i = 0; i < cmd->n_opts; i++) {
+        const bkm_cli_opt_t *o = &cmd->opts[i];
+        char head[96], range[96];
+        int n;
+        if (o->flags & BKM_CLI_HIDDEN)
+            continue;
+        if (o->short_name)
+            n = snprintf(head, sizeof head, "  -%c, --%s%s%s", o->short_name, o->name, o->metavar ? " " : "",
+                         o->metavar ? o->metavar : "");
+        else
+            n = snprintf(head, sizeof head, "  --%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        fputs(head, f);
+        if (n >= COL)
+            fprintf(f, "\n%*s", COL, "");
+        else
+            fprintf(f, "%*s", COL - n, "");
+        put_indented(f, o->help ? o->help : "", COL);
+        range_text(o, range, sizeof range);
+        if (range[0] && o->kind != BKM_CLI_CHOICE)
+            fprintf(f, " [%s]", range);
+        if (o->flags & BKM_CLI_REPEAT)
+            fprintf(f, " (repeatable)");
+        if (o->alias)
+            fprintf(f, "\n%*s(--%s, its former name, still works)", COL, "", o->alias);
+        fputc('\n', f);
+    }
+    fprintf(f, "  -h, --help%*sthis text (--help --json: the option table as JSON)\n", COL - 12, "");
+    if (cmd->more) {
+        fputc('\n', f);
+        fputs(cmd->more, f);
+    }
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f)
+{
+    fprintf(f, "{\"command\":");
+    json_str(f, cmd->name);
+    fprintf(f, ",\"positional\":%s,\"options\":[", cmd->positional_fn ? "true" : "false");
+    for (size_t i = 0; i < cmd->n_opts; i++) {
+        const bkm_cli_opt_t *o = &cmd->opts[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_str(f, o->name);
+        fprintf(f, ",\"short\":");
+        if (o->short_name) {
+            char s[2] = {o->short_name, 0};
+            json_str(f, s);
+        } else {
+            fprintf(f, "null");
+        }
+        fprintf(f, ",\"kind\":\"%s\",\"metavar\":", kind_name(o->kind));
+        json_str(f, o->metavar ? o->metavar : "");
+        if (o->kind == BKM_CLI_INT || o->kind == BKM_CLI_I64 || o->kind == BKM_CLI_NUM || o->kind == BKM_CLI_DURATION)
+            fprintf(f, ",\"lo\":%.17g,\"hi\":%.17g", o->lo, o->hi);
+        if (o->choices) {
+            fprintf(f, ",\"choices\":");
+            json_str(f, o->choices);
+        }
+        fprintf(f, ",\"repeat\":%s,\"hidden\":%s", o->flags & BKM_CLI_REPEAT ? "true" : "false",
+                o->flags & BKM_CLI_HIDDEN ? "true" : "false");
+        if (o->alias) {
+            fprintf(f, ",\"alias\":");
+            json_str(f, o->alias);
+        }
+        if (o->example) {
+            fprintf(f, ",\"example\":");
+            json_str(f, o->example);
+        }
+        fputc('}', f);
+    }
+    fprintf(f, "]}\n");
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* One command-line grammar for every `tune` command: each command declares its options in a
+ * table (name, short form, value kind with bounds and units, help, repeatable or not), and one
+ * parser and one help writer work from it, so `--help` cannot drift from what is parsed.
+ *
+ * Grammar, the same everywhere:
+ *   --name VALUE   --name=VALUE   -s VALUE   -sVALUE   --flag   --   (ends the options)
+ *   -h / --help prints the generated help; `--help --json` prints the table as JSON (for tests,
+ *   completion scripts and documentation).
+ * A value is checked when it is parsed, before the command touches anything: an integer or a
+ * number outside its bounds, a duration without a unit it knows, a choice that is not listed, an
+ * option given twice that is not repeatable, a value missing — each is an error naming the
+ * option, the value and what is allowed. */
+#ifndef BKM_CLI_OPT_H
+#define BKM_CLI_OPT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "bkm/common.h"
+
+/** How an option's value is read and where it goes (at cfg + off). */
+typedef enum bkm_cli_opt_kind {
+    BKM_CLI_FLAG,      /**< no value; int at off set to 1 */
+    BKM_CLI_STR,       /**< const char * at off (points into argv); empty refused unless lo < 0 */
+    BKM_CLI_INT,       /**< int at off, an integer in [lo, hi] */
+    BKM_CLI_I64,       /**< long long at off, an integer in [lo, hi] */
+    BKM_CLI_NUM,       /**< double at off, a finite number in [lo, hi] */
+    BKM_CLI_DURATION,  /**< double seconds at off: 0.5, 90s, 5m, 2h; finite, in [lo, hi] seconds */
+    BKM_CLI_CHOICE,    /**< const char * at off, one of choices ("a|b|c") */
+    BKM_CLI_CALL,      /**< call(cfg, opt, value, err): the command's own parser for the value */
+} bkm_cli_opt_kind_t;
+
+enum {
+    BKM_CLI_REPEAT = 1u << 0,   /**< may be given more than once (BKM_CLI_CALL or STR lists) */
+    BKM_CLI_HIDDEN = 1u << 1,   /**< parsed but not in --help (old spellings are listed as such) */
+};
+
+typedef struct bkm_cli_opt bkm_cli_opt_t;
+/** Parser of a BKM_CLI_CALL option: BKM_OK, or BKM_EINVAL with err naming the value. */
+typedef int (*bkm_cli_opt_fn)(void *cfg, const bkm_cli_opt_t *opt, const char *value, bkm_err_t *err);
+
+struct bkm_cli_opt {
+    const char *name;         /**< long name without dashes: "threads" (--threads) */
+    char short_name;          /**< 'o' for -o, or 0 */
+    bkm_cli_opt_kind_t kind;
+    const char *metavar;      /**< the value's name in the help: "N", "SEC", "FILE" */
+    size_t off;               /**< offsetof(config, field) of the destination */
+    double lo, hi;            /**< bounds of INT, I64, NUM, DURATION */
+    const char *choices;      /**< CHOICE: "native|onednn" */
+    bkm_cli_opt_fn call;      /**< CALL: the value's parser */
+    unsigned flags;           /**< BKM_CLI_REPEAT, BKM_CLI_HIDDEN */
+    const char *help;         /**< help text; '\n' starts a continuation line */
+    const char *alias;        /**< an older spelling still accepted ("allowed"), or NULL */
+    const char *example;      /**< a valid value for tests ("2"); NULL: derived from the kind */
+};
+
+/** A command: its options and the text around them in --help. */
+typedef struct bkm_cli_cmd_spec {
+    const char *name;         /**< "run" (messages say "tune run: ...") */
+    const char *usage;        /**< synopsis after "usage: " (may hold '\n') */
+    const char *about;        /**< paragraph(s) after the synopsis */
+    const bkm_cli_opt_t *opts;
+    size_t n_opts;
+    const char *positional;   /**< help of positional arguments, or NULL when none are taken */
+    /** Receives each positional argument in order; NULL refuses them. */
+    int (*positional_fn)(void *cfg, const char *arg, bkm_err_t *err);
+    const char *more;         /**< text after the options (examples, exit codes), or NULL */
+} bkm_cli_cmd_spec_t;
+
+/** Parse argv[1..argc) of command @p cmd into @p cfg (already holding the defaults).
+ *  @return 0: parsed; 1: --help was printed to stdout (exit 0); BKM_EINVAL: err holds
+ *  "tune CMD: ..." naming the option and the value (exit 2). Nothing is printed on error. */
+int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err);
+
+/** The help of @p cmd, generated from its table. */
+void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f);
+
+/** The table of @p cmd as JSON: {"command":..., "options":[{"name","short","kind","metavar",
+ *  "lo","hi","choices","repeat","hidden","alias","example"}...], "positional": bool}. */
+void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f);
+
+/** 1 when option @p name was given in the last parse of @p cfg's command (0 otherwise); the
+ *  parser records what it saw in @p seen, an array of cmd->n_opts ints the caller may pass. */
+int bkm_cli_opt_given(const bkm_cli_cmd_spec_t *cmd, const int *seen, const char *name);
+
+/** As bkm_cli_opt_parse, also filling seen[0..cmd->n_opts) with how often each option was given. */
+int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *seen,
+                           bkm_err_t *err);
+
+/** Parse a duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h"); finite and
+ *  >= 0. Returns 0 with *sec set, or -1. */
+int bkm_cli_opt_duration(const char *s, double *sec);
+
+#endif
