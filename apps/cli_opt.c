@@ -63,7 +63,9 @@ static int choice_ok(const char *choices, const char *v)
 static void range_text(const bkm_cli_opt_t *o, char *buf, size_t cap)
 {
     buf[0] = '\0';
-    if (o->kind == BKM_CLI_INT || o->kind == BKM_CLI_I64)
+    if ((o->kind == BKM_CLI_INT || o->kind == BKM_CLI_I64) && o->hi >= 9e18)
+        snprintf(buf, cap, ">= %.0f", o->lo);
+    else if (o->kind == BKM_CLI_INT || o->kind == BKM_CLI_I64)
         snprintf(buf, cap, "%.0f..%.0f", o->lo, o->hi);
     else if (o->kind == BKM_CLI_NUM)
         snprintf(buf, cap, "%g..%g", o->lo, o->hi);
@@ -92,8 +94,8 @@ static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, cons
     case BKM_CLI_INT:
     case BKM_CLI_I64:
         if (bkm_parse_int(v, (long long)o->lo, (long long)o->hi, &iv) != BKM_OK)
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not an integer in %s", cmd->name, o->name, v,
-                               range);
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not an integer %s%s", cmd->name, o->name, v,
+                               range[0] == '>' ? "" : "in ", range);
         if (o->kind == BKM_CLI_INT)
             *(int *)(void *)dst = (int)iv;
         else

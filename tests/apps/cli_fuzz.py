@@ -332,7 +332,9 @@ def main():
                 failures.append(f"case {case}: {why}: {shown}\n  stderr: {tail}")
                 for d in dbs:   # restore, so one failure does not cascade
                     shutil.copyfile(os.path.join(data, os.path.basename(d)), d)
-            # a merge may legitimately write its OUT (the first path); inputs are restored above
+            if cmd == "merge":   # a merge may legitimately write its OUT: start the next case clean
+                for d in dbs:
+                    shutil.copyfile(os.path.join(data, os.path.basename(d)), d)
             shutil.rmtree(cwd, ignore_errors=True)
             if time.monotonic() - start > 10:
                 print(f"cli_fuzz: case {case} took {time.monotonic() - start:.1f} s: {shown}", file=sys.stderr)
