@@ -4,14 +4,25 @@
 #include <string.h>
 #include <omp.h>
 
+#include "cli_opt.h"
+
 const char bkm_cli_version_summary[] = "print the version, OpenMP runtime and build features";
+
+static const bkm_cli_cmd_spec_t version_cmd = {
+    .name = "version",
+    .usage = "tune version",
+    .about = "Prints the bkm version, the OpenMP version of the runtime this binary\n"
+             "runs on (LLVM libomp), and the build options.",
+};
 
 int bkm_cli_version(int argc, char **argv)
 {
-    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: tune version\n\nPrints the bkm version, the OpenMP version of the runtime this binary\n"
-               "runs on (LLVM libomp), and the build options.\n");
-        return 0;
+    bkm_err_t err = {0};
+    int ret = bkm_cli_opt_parse(&version_cmd, argc, argv, NULL, &err);
+    if (ret != 0) {
+        if (ret < 0)
+            fprintf(stderr, "%s\n", err.msg);
+        return ret > 0 ? 0 : 2;
     }
     printf("tune %s\nopenmp %d (LLVM libomp)\n", BKM_VERSION, _OPENMP);
 #ifdef __SANITIZE_ADDRESS__
