@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,37 +16,53 @@
 
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
+#include "cli_common.h"
+#include "cli_opt.h"
 
 const char bkm_cli_worker_summary[] = "(internal) one trial in this process; started by tune run and sweeps";
 
-static void worker_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tune worker --spec JSON [--parent PID] [--result-fd N]\n\n"
-            "INTERNAL: the trial worker. `tune run` and the sweep start it in a fresh process, one per\n"
-            "trial, with the trial's OpenMP/affinity variables and OMP_NUM_THREADS in its environment;\n"
-            "use `tune run` instead.\n\n"
-            "It plans the binding from its environment (KMP_AFFINITY, KMP_HW_SUBSET, KMP_BLOCKTIME,\n"
-            "OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) before OpenMP starts, verifies every thread's\n"
-            "mask against the plan, builds the workload, warms up, times samples, reads PAPI counters\n"
-            "and writes ONE JSON object to the result descriptor (stdout without --result-fd).\n\n"
-            "options:\n"
-            "  --spec JSON     the trial (workload, threads, env, params, protocol; see tuner.h)\n"
-            "  --parent PID    the tuner's pid: exit at once if it is no longer the parent (it died\n"
-            "                  before this worker started); without it, a closed result pipe says so\n"
-            "  --result-fd N   write the JSON to open descriptor N, not stdout: whatever a library\n"
-            "                  prints on stdout (ONEDNN_VERBOSE=1, ...) cannot corrupt it; the runner\n"
-            "                  passes 3 and sends stdout and stderr to its stderr capture\n"
-            "  --help          this text\n\n"
-            "environment (what the runner passes; tune run --help): the trial's OMP_*/KMP_*/GOMP_*\n"
+typedef struct worker_opts {
+    const char *spec;
+    long long parent;
+    int result_fd;
+} worker_opts_t;
+
+static const bkm_cli_opt_t worker_table[] = {
+    {.name = "spec", .kind = BKM_CLI_STR, .metavar = "JSON", .off = offsetof(worker_opts_t, spec),
+     .help = "the trial (workload, threads, env, params, protocol; see tuner.h) (required)",
+     .example = "{\"workload\":\"nope\"}"},
+    {.name = "parent", .kind = BKM_CLI_I64, .metavar = "PID", .off = offsetof(worker_opts_t, parent), .lo = 1,
+     .hi = 2147483647.0,
+     .help = "the tuner's pid: exit at once if it is no longer the parent (it died\n"
+             "before this worker started); without it, a closed result pipe says so"},
+    {.name = "result-fd", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(worker_opts_t, result_fd), .lo = 0,
+     .hi = 1 << 20,
+     .help = "write the JSON to open descriptor N, not stdout: whatever a library\n"
+             "prints on stdout (ONEDNN_VERBOSE=1, ...) cannot corrupt it; the runner\n"
+             "passes 3 and sends stdout and stderr to its stderr capture"},
+};
+
+static const bkm_cli_cmd_spec_t worker_cmd = {
+    .name = "worker",
+    .usage = "tune worker --spec JSON [--parent PID] [--result-fd N]",
+    .about = "INTERNAL: the trial worker. `tune run` and the sweep start it in a fresh process, one per\n"
+             "trial, with the trial's OpenMP/affinity variables and OMP_NUM_THREADS in its environment;\n"
+             "use `tune run` instead.\n\n"
+             "It plans the binding from its environment (KMP_AFFINITY, KMP_HW_SUBSET, KMP_BLOCKTIME,\n"
+             "OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) before OpenMP starts, verifies every thread's\n"
+             "mask against the plan, builds the workload, warms up, times samples, reads PAPI counters\n"
+             "and writes ONE JSON object to the result descriptor (stdout without --result-fd).",
+    .opts = worker_table,
+    .n_opts = sizeof worker_table / sizeof worker_table[0],
+    .more = "environment (what the runner passes; tune run --help): the trial's OMP_*/KMP_*/GOMP_*\n"
             "variables exactly (none inherited), no HWLOC_* variable (they would change the topology\n"
             "the binding is planned on), everything else (ONEDNN_*, DNNL_*, LD_PRELOAD, ...) as the\n"
             "tuner got it.\n\n"
             "exit codes: 0 ok, 5 binding mismatch (JSON with plan vs actual still printed),\n"
             "            2 bad spec or parameter, 3 environment problem, 1 other failure\n\n"
             "example (what `tune run --workload gemm --threads 2` starts):\n"
-            "  OMP_NUM_THREADS=2 tune worker --spec '{\"workload\":\"gemm\",\"threads\":2}'\n");
-}
+            "  OMP_NUM_THREADS=2 tune worker --spec '{\"workload\":\"gemm\",\"threads\":2}'\n",
+};
 
 /* Without --parent: the runner reads our result descriptor through a pipe, so a pipe whose
  * reading end is closed everywhere (poll says POLLERR) means the tuner is gone. pid 1 as the
@@ -77,63 +94,41 @@ int bkm_cli_worker(int argc, char **argv)
     bkm_aff_env_t env;
     bkm_err_t err = {0};
     bkm_buf_t out;
-    const char *spec_json = NULL, *nt;
-    long long v, parent = 0, result_fd = 1;
+    worker_opts_t o = {NULL, 0, 1};
+    const char *nt;
+    long long v;
     int rc;
 
     /* The worker runs in its own process group, so a kill -9 of the tuner does not reach it:
      * die with the parent instead of finishing the trial as an orphan. The parent may have died
      * before this line, so look at it once more after arming the signal. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--parent") == 0 && i + 1 < argc &&
-            bkm_parse_int(argv[i + 1], 1, 0x7fffffff, &parent) != BKM_OK) {
-            fprintf(stderr, "tune worker: --parent '%s' is not a process id\n", argv[i + 1]);
-            return 2;
-        }
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--result-fd") == 0 && i + 1 < argc &&
-            (bkm_parse_int(argv[i + 1], 0, 1 << 20, &result_fd) != BKM_OK ||
-             fcntl((int)result_fd, F_SETFD, FD_CLOEXEC) < 0)) {
-            fprintf(stderr, "tune worker: --result-fd '%s' is not an open descriptor\n", argv[i + 1]);
-            return 2;
-        }
-    if (parent > 0 ? getppid() != (pid_t)parent : result_reader_gone((int)result_fd)) {
+    rc = bkm_cli_opt_parse(&worker_cmd, argc, argv, &o, &err);
+    if (rc != 0) {
+        if (rc < 0)
+            fprintf(stderr, "%s\n", err.msg);
+        return rc > 0 ? 0 : 2;
+    }
+    if (fcntl(o.result_fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "tune worker: --result-fd '%d' is not an open descriptor\n", o.result_fd);
+        return 2;
+    }
+    if (o.parent > 0 ? getppid() != (pid_t)o.parent : result_reader_gone(o.result_fd)) {
         fprintf(stderr, "tune worker: the tuner that started this worker is gone (parent now pid %lld); "
                 "not running the trial\n", (long long)getppid());
         return 3;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            worker_usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) {
-            spec_json = argv[++i];
-        } else if ((strcmp(argv[i], "--parent") == 0 || strcmp(argv[i], "--result-fd") == 0) && i + 1 < argc) {
-            i++;   /* checked above */
-        } else {
-            fprintf(stderr, "tune worker: unknown or incomplete option '%s' (see tune worker --help)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (spec_json == NULL) {
+    if (o.spec == NULL) {
         fprintf(stderr, "tune worker: --spec JSON is required (see tune worker --help)\n");
         return 2;
     }
     memset(&cfg, 0, sizeof cfg);
-    if (bkm_tune_trial_spec_from_json(spec_json, &cfg.spec, &err) < 0) {
+    if (bkm_tune_trial_spec_from_json(o.spec, &cfg.spec, &err) < 0) {
         fprintf(stderr, "tune worker: --spec: %s\n", err.msg);
         return 2;
     }
     /* The environment is read once, here. */
-    env.kmp_affinity = getenv("KMP_AFFINITY");
-    env.kmp_hw_subset = getenv("KMP_HW_SUBSET");
-    env.kmp_place_threads = getenv("KMP_PLACE_THREADS");
-    env.kmp_blocktime = getenv("KMP_BLOCKTIME");
-    env.omp_places = getenv("OMP_PLACES");
-    env.omp_proc_bind = getenv("OMP_PROC_BIND");
-    env.gomp_cpu_affinity = getenv("GOMP_CPU_AFFINITY");
-    env.omp_wait_policy = getenv("OMP_WAIT_POLICY");
+    bkm_cli_aff_env_read(&env);
     cfg.aff_env = &env;
     nt = getenv("OMP_NUM_THREADS");
     if (nt != NULL && bkm_parse_int(nt, 1, BKM_CPUSET_MAX, &v) == BKM_OK)
@@ -144,8 +139,8 @@ int bkm_cli_worker(int argc, char **argv)
     if (out.len > 0 && (rc == BKM_OK || rc == BKM_EVERIFY)) {
         bkm_buf_puts(&out, "\n");
         fflush(stdout);   /* a library's pending output, if the result goes to stdout too */
-        if (out.oom || write_all((int)result_fd, out.data, out.len) < 0) {
-            fprintf(stderr, "tune worker: cannot write the result to descriptor %lld: %s\n", result_fd,
+        if (out.oom || write_all(o.result_fd, out.data, out.len) < 0) {
+            fprintf(stderr, "tune worker: cannot write the result to descriptor %d: %s\n", o.result_fd,
                     out.oom ? "out of memory" : strerror(errno));
             bkm_buf_free(&out);
             return 3;

@@ -4,9 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "bkm/affinity.h"
+#include "bkm/common.h"
 
 #include "cli_common.h"
 #include "commands.h"
@@ -38,15 +37,12 @@ static int hwloc_env_check(void)
 {
     const char *x = getenv("HWLOC_XMLFILE");
     bkm_err_t err = {0};
-    int fd = -1;
     if (x == NULL || x[0] == '\0')
         return 0;
-    if (bkm_file_open_regular(x, "HWLOC_XMLFILE (hwloc reads it as this host's topology)",
-                              BKM_TOPO_XML_MAX_BYTES, &fd, &err) < 0) {
+    if (bkm_file_check_regular_or_absent(x, "HWLOC_XMLFILE (hwloc reads it as this host's topology)", &err) < 0) {
         fprintf(stderr, "tune: %s\n", err.msg);
         return -1;
     }
-    close(fd);
     return 0;
 }
 
