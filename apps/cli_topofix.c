@@ -63,6 +63,17 @@ void bkm_cli_topo_fix_envv(const bkm_aff_topo_fix_t *fix, char *out[3])
     out[1] = (char *)fix->env_file;
 }
 
+int bkm_cli_topo_fix_spec(const bkm_aff_topo_fix_t *fix, bkm_tune_trial_spec_t *spec, bkm_err_t *err)
+{
+    int rc;
+    if (!fix->applied)
+        return BKM_OK;
+    if ((rc = bkm_tune_trial_spec_setenv(spec, "KMP_TOPOLOGY_METHOD", "cpuinfo", err)) < 0 ||
+        (rc = bkm_tune_trial_spec_setenv(spec, "KMP_CPUINFO_FILE", fix->path, err)) < 0)
+        return bkm_err_prefix(err, "libomp topology correction");
+    return BKM_OK;
+}
+
 const char *bkm_cli_topo_fix_describe(const bkm_aff_topo_fix_t *fix, char *buf, size_t n)
 {
     if (!fix->applied && !fix->disagreed)

@@ -549,7 +549,8 @@ typedef struct bkm_tune_sweep_cfg {
     int fresh;                         /**< 1: never resume */
     int confirm_top;                   /**< candidates re-measured against the default; 3 */
     int confirm_rounds;                /**< ABAB rounds; 2 */
-    bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed) */
+    bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed); its env
+                                            (the libomp topology correction) goes to every trial */
     char inject[32];                   /**< test only: fault injected into trial inject_at */
     int inject_at;                     /**< 1-based trial number of this run; 0 = none */
     const char *command;               /**< the command line, stored with the sweep */
