@@ -370,6 +370,14 @@ int bkm_aff_libomp_view_to_json(const bkm_aff_libomp_view_t *view, bkm_json_w_t 
 
 /* ---- The correction --------------------------------------------------------------------- */
 
+int bkm_aff_topo_fix_wanted(const char *kmp_affinity)
+{
+    bkm_aff_kmp_t k;
+    if (!kmp_affinity || bkm_aff_kmp_parse(kmp_affinity, &k, NULL) < 0)
+        return 1;
+    return k.type != BKM_AFF_TYPE_DISABLED;
+}
+
 const char *bkm_aff_topo_fix_mode_name(bkm_aff_topo_fix_mode_t mode)
 {
     switch (mode) {

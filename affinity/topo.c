@@ -654,6 +654,8 @@ int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
         bkm_json_obj_begin(w);
         bkm_json_key(w, "core"), bkm_json_int(w, u->core);
         bkm_json_key(w, "pkg"), bkm_json_int(w, u->pkg);
+        bkm_json_key(w, "pkg_id"), bkm_json_int(w, u->pkg_id);
+        bkm_json_key(w, "core_id"), bkm_json_int(w, u->core_id);
         bkm_json_key(w, "tile"), bkm_json_int(w, u->tile);
         bkm_json_key(w, "numa"), bkm_json_int(w, u->numa);
         bkm_json_key(w, "pus");

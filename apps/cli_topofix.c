@@ -66,6 +66,9 @@ void bkm_cli_topo_fix_envv(const bkm_aff_topo_fix_t *fix, char *out[3])
 int bkm_cli_topo_fix_spec(const bkm_aff_topo_fix_t *fix, bkm_tune_trial_spec_t *spec, bkm_err_t *err)
 {
     int rc;
+    for (int i = 0; i < spec->n_env; i++)
+        if (strcmp(spec->env[i].key, "KMP_AFFINITY") == 0 && !bkm_aff_topo_fix_wanted(spec->env[i].value))
+            return BKM_OK;
     if (!fix->applied)
         return BKM_OK;
     if ((rc = bkm_tune_trial_spec_setenv(spec, "KMP_TOPOLOGY_METHOD", "cpuinfo", err)) < 0 ||

@@ -25,8 +25,9 @@ void bkm_cli_topo_fix_close(bkm_aff_topo_fix_t *fix);
 /** The correction as "NAME=value" strings for a child's environment: {KMP_TOPOLOGY_METHOD=..,
  *  KMP_CPUINFO_FILE=.., NULL} when applied, else {NULL}. The strings point into @p fix. */
 void bkm_cli_topo_fix_envv(const bkm_aff_topo_fix_t *fix, char *out[3]);
-/** Add the correction's two variables to @p spec's environment (nothing when not applied), so the
- *  worker gets them and the stored trial records them. */
+/** Add the correction's two variables to @p spec's environment (nothing when not applied, or when
+ *  the spec's KMP_AFFINITY is "disabled": bkm_aff_topo_fix_wanted), so the worker gets them and the
+ *  stored trial records them. Call it after the spec's KMP_AFFINITY is set. */
 int bkm_cli_topo_fix_spec(const bkm_aff_topo_fix_t *fix, bkm_tune_trial_spec_t *spec, bkm_err_t *err);
 /** One line for people, e.g. "libomp topology: corrected (libomp decoding legacy APIC ids: ...;
  *  hwloc: ...): KMP_TOPOLOGY_METHOD=cpuinfo KMP_CPUINFO_FILE=/tmp/bkm-cpuinfo-Ab12Cd", or ""

@@ -221,6 +221,8 @@ static int run_probe(const aff_cfg_t *c, const bkm_aff_topo_fix_t *fix, char **o
     fflush(stdout);
     fflush(stderr);
     bkm_cli_topo_fix_envv(fix, extra);
+    if (!bkm_aff_topo_fix_wanted(c->env.kmp_affinity))
+        extra[0] = NULL; /* KMP_AFFINITY=disabled: libomp 14 would abort with the cpuinfo method */
     return bkm_aff_probe_spawn_ex("/proc/self/exe", args, environ, &c->env, extra, out, err);
 }
 

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,8 +68,14 @@ int bkm_test_run_child(const char *const *env, const char *const *args, bkm_buf_
     if (pid == 0) {
         for (int i = 0; clear[i]; i++)
             unsetenv(clear[i]);
-        setenv("KMP_TOPOLOGY_METHOD", "cpuinfo", 1);
-        setenv("KMP_CPUINFO_FILE", cpuinfo, 1);
+        int disabled = 0;
+        for (int i = 0; env[i]; i++)
+            if (strncmp(env[i], "KMP_AFFINITY=", 13) == 0 && !bkm_aff_topo_fix_wanted(env[i] + 13))
+                disabled = 1;
+        if (!disabled) { /* as bkm: libomp 14 aborts with the cpuinfo method when disabled */
+            setenv("KMP_TOPOLOGY_METHOD", "cpuinfo", 1);
+            setenv("KMP_CPUINFO_FILE", cpuinfo, 1);
+        }
         for (int i = 0; env[i]; i++)
             putenv((char *)env[i]);
         dup2(fds[1], 1);

@@ -476,6 +476,12 @@ typedef struct bkm_aff_topo_fix {
     char env_file[4120];  /**< "KMP_CPUINFO_FILE=<path>" when applied, else "" */
 } bkm_aff_topo_fix_t;
 
+/** 1 when a process whose KMP_AFFINITY is @p kmp_affinity (NULL = unset) takes the correction; 0
+ *  for the type "disabled": libomp 14 then aborts in its cpuinfo method ("Assertion failure at
+ *  kmp_affinity.cpp(3078): num_avail > 0", measured) and binds nothing anyway, so its topology does
+ *  not matter. A value that does not parse counts as 1 (the planner refuses it). */
+int bkm_aff_topo_fix_wanted(const char *kmp_affinity);
+
 /** Name of a mode ("auto", "never", "always") and its parser (BKM_EINVAL naming the value). */
 const char *bkm_aff_topo_fix_mode_name(bkm_aff_topo_fix_mode_t mode);
 int bkm_aff_topo_fix_mode_parse(const char *s, bkm_aff_topo_fix_mode_t *mode, bkm_err_t *err);

@@ -69,7 +69,7 @@ grep -q "MISMATCH" "$work/never.out" || fail "verify without the correction show
 checks=0
 for setting in granularity=fine,compact granularity=fine,scatter granularity=core,compact compact \
     granularity=fine,balanced "granularity=fine,compact,1,0" "--places cores --proc-bind close" \
-    "--places threads --proc-bind spread"; do
+    "--places threads --proc-bind spread" disabled; do
     # shellcheck disable=SC2086
     vm "$T" affinity verify --threads 2 $setting > "$work/verify.out" 2> "$work/verify.err"
     rc=$?
@@ -91,6 +91,10 @@ rc=$?
 vm "$T" run "${short[@]}" --threads 2 --affinity granularity=fine,compact --json > "$work/run.json" 2> "$work/run.err" ||
     fail "tune run exit $?"
 grep -q '"status":"ok"' "$work/run.json" || fail "tune run: trial not ok: $(head -c 300 "$work/run.json")"
+# KMP_AFFINITY=disabled gets no correction (libomp 14 aborts with the cpuinfo method then) and binds nothing
+vm "$T" run "${short[@]}" --threads 2 --affinity disabled --json > "$work/run-dis.json" 2> "$work/run-dis.err" ||
+    fail "tune run --affinity disabled exit $?"
+grep -q '"status":"ok"' "$work/run-dis.json" || fail "tune run disabled: trial not ok"
 
 # --- a sweep: every trial ok, and each records the correction --------------------------------------
 if command -v sqlite3 > /dev/null; then
@@ -106,6 +110,12 @@ if command -v sqlite3 > /dev/null; then
     [ "$n" -ge 4 ] || fail "sweep stored $n trials"
     [ "$bad" -eq 0 ] || fail "sweep: $bad trials not ok"
     [ "$rec" -eq "$n" ] || fail "sweep: $rec of $n trials record the correction"
+    # KMP_AFFINITY=disabled (kept apart: it would merge with the unbound default) gets no correction
+    vm "$T" "${short[@]}" --threads 2 --affinity disabled --blocktime 0 --strategy grid --min-samples 3 \
+        --confirm-top 1 --db "$work/dis.sqlite" > "$work/dis.out" 2> "$work/dis.err" || fail "disabled sweep exited $?"
+    dis=$(sqlite3 -readonly -batch -noheader "$work/dis.sqlite" \
+        "SELECT count(*) FROM trial WHERE status = 'ok' AND effective_json LIKE '%\"KMP_AFFINITY\":\"disabled\"%' AND effective_json NOT LIKE '%KMP_CPUINFO_FILE%'")
+    [ "$dis" -ge 1 ] || fail "disabled sweep: no ok disabled trial without the correction"
     grep -q "libomp topology corrected" "$work/sweep.err" || fail "sweep does not say it corrected"
     checks=$((checks + 1))
 else
