@@ -10,6 +10,7 @@
 #     mismatch, so the harness really lies;
 #   - with the default correction: tune affinity verify (several settings), tune run and a sweep
 #     match their plans, every stored trial is ok and records KMP_TOPOLOGY_METHOD=cpuinfo;
+#   - when libomp's view agrees (an honest view), nothing changes: no note, no variables stored;
 #   - no cpuinfo file is left in $TMPDIR.
 # Needs $BKM_TUNE and $BKM_SHIM (set by CTest).
 set -u
@@ -19,6 +20,7 @@ for v in BKM_TUNE BKM_SHIM; do
         exit 77
     fi
 done
+unset BKM_LIBOMP_TOPOLOGY # the automatic choice is under test; commands below set it when not
 work=$(mktemp -d "${TMPDIR:-/tmp}/bkm-vmshape-XXXXXX") || exit 3
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/tmp"
@@ -122,6 +124,27 @@ if command -v sqlite3 > /dev/null; then
     checks=$((checks + 1))
 else
     echo "note: sqlite3 CLI missing, the sweep part is skipped"
+fi
+
+# --- when libomp's view agrees, nothing changes ----------------------------------------------------
+printf 'processor\t: 0\nphysical id\t: 0\ncore id\t\t: 0\n\nprocessor\t: 1\nphysical id\t: 0\ncore id\t\t: 1\n\n' \
+    > "$work/honest-view"
+honest() { vm env BKM_FAKE_CPUINFO="$work/honest-view" "$@"; }
+honest "$T" topo > "$work/honest.out" 2>&1 || fail "honest tune topo exit $?"
+grep -q "agrees with hwloc$" "$work/honest.out" || fail "honest view: $(grep libomp "$work/honest.out")"
+grep -q "corrected" "$work/honest.out" && fail "honest view: tune topo speaks of a correction"
+honest "$T" affinity verify --threads 2 granularity=fine,compact > "$work/hv.out" 2> "$work/hv.err" ||
+    fail "honest verify exit $?"
+[ -s "$work/hv.err" ] && fail "honest verify says: $(cat "$work/hv.err")"
+honest "$T" run "${short[@]}" --threads 2 --affinity granularity=fine,compact --json > "$work/hr.json" 2> "$work/hr.err" ||
+    fail "honest run exit $?"
+grep -q "libomp topology" "$work/hr.err" && fail "honest run: $(cat "$work/hr.err")"
+if command -v sqlite3 > /dev/null; then
+    honest "$T" "${short[@]}" --threads 2 --affinity granularity=fine,compact --strategy grid --min-samples 3 \
+        --confirm-top 1 --db "$work/honest.sqlite" > "$work/hs.out" 2> "$work/hs.err" || fail "honest sweep exited $?"
+    [ "$(sqlite3 -readonly -batch -noheader "$work/honest.sqlite" \
+        "SELECT count(*) FROM trial WHERE status != 'ok' OR effective_json LIKE '%KMP_TOPOLOGY_METHOD%'")" -eq 0 ] ||
+        fail "honest sweep: trials not ok or corrected"
 fi
 
 left=$(find "$work/tmp" -name 'bkm-cpuinfo-*' | wc -l)
