@@ -12,6 +12,20 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+/* CPUID.1:ECX[31], the hypervisor bit: 1 on a VM guest. */
+static int cpu_is_vm_guest(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d))
+        return (int)((c >> 31) & 1u);
+#endif
+    return 0;
+}
 
 /* ---- Parsing the verbose output -------------------------------------------------------- */
 
@@ -219,6 +233,8 @@ int bkm_aff_libomp_view_spawn(const char *exe, char *const argv[], char *const *
         goto out;
     }
     rc = bkm_aff_libomp_view_parse(bkm_buf_str(&b), view, err);
+    if (rc == BKM_OK)
+        view->vm_guest = cpu_is_vm_guest();
     if (rc < 0) {
         rc = BKM_EDEP;
         bkm_err_prefix(err, "libomp topology probe '%s'", argv[0]);
@@ -434,8 +450,14 @@ int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t
         }
         if (rc < 0)
             goto out;
+        if (!fix->disagreed && view->vm_guest && strstr(view->method, "legacy APIC")) {
+            fix->unstable = 1;
+            snprintf(fix->why, sizeof(fix->why),
+                     "libomp decodes legacy APIC ids on a VM guest: they are the host's and follow the physical "
+                     "cores the vCPUs run on, so its view (which agrees now) can change at any time");
+        }
     }
-    if (mode == BKM_AFF_TOPO_FIX_NEVER || (mode == BKM_AFF_TOPO_FIX_AUTO && !fix->disagreed))
+    if (mode == BKM_AFF_TOPO_FIX_NEVER || (mode == BKM_AFF_TOPO_FIX_AUTO && !fix->disagreed && !fix->unstable))
         goto out;
     if ((rc = bkm_topo_cpuinfo_write(topo, &text, err)) < 0)
         goto out;
@@ -485,6 +507,7 @@ void bkm_aff_topo_fix_to_json(const bkm_aff_topo_fix_t *fix, bkm_json_w_t *w)
     bkm_json_obj_begin(w);
     bkm_json_key(w, "applied"), bkm_json_bool(w, fix->applied);
     bkm_json_key(w, "disagreed"), bkm_json_bool(w, fix->disagreed);
+    bkm_json_key(w, "unstable"), bkm_json_bool(w, fix->unstable);
     bkm_json_key(w, "why"), bkm_json_str(w, fix->why);
     bkm_json_key(w, "libomp_method"), bkm_json_str(w, fix->method);
     if (fix->applied) {

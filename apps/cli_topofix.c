@@ -79,8 +79,11 @@ int bkm_cli_topo_fix_spec(const bkm_aff_topo_fix_t *fix, bkm_tune_trial_spec_t *
 
 const char *bkm_cli_topo_fix_describe(const bkm_aff_topo_fix_t *fix, char *buf, size_t n)
 {
-    if (!fix->applied && !fix->disagreed)
+    if (!fix->applied && !fix->disagreed && !fix->unstable)
         snprintf(buf, n, "%s", "");
+    else if (fix->applied && fix->unstable)
+        snprintf(buf, n, "libomp topology given from hwloc: %s; every OpenMP process gets %s %s", fix->why,
+                 fix->env_method, fix->env_file);
     else if (fix->applied && fix->disagreed)
         snprintf(buf, n, "libomp topology corrected: %s; every OpenMP process gets %s %s", fix->why,
                  fix->env_method, fix->env_file);

@@ -292,7 +292,7 @@ int bkm_cli_affinity(int argc, char **argv)
     /* verify: libomp must see hwloc's topology, which the plan is made on (issue 8) */
     if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) != BKM_OK)
         goto out;
-    if (fix.disagreed) {
+    if (fix.disagreed || fix.unstable) {
         char note[2048];
         fprintf(stderr, "tune affinity verify: %s\n", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
     }

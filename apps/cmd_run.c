@@ -225,7 +225,7 @@ int bkm_cli_run(int argc, char **argv)
         code = bkm_status_exit_code(rc);
         goto out;
     }
-    if (fix.disagreed) {
+    if (fix.disagreed || fix.unstable) {
         char note[2048];
         fprintf(stderr, "tune run: %s\n", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
     }

@@ -184,6 +184,7 @@ typedef struct libomp_check {
     char error[512];      /* why it could not be */
     bkm_aff_libomp_view_t view;
     int agrees;
+    int unstable;         /* agrees, but from legacy APIC ids on a VM guest */
     char why[1024];
     int fixed_agrees;     /* -1 not tried */
     char fixed_why[1024];
@@ -213,7 +214,8 @@ static void libomp_check_run(const bkm_topo_t *t, libomp_check_t *lc)
     lc->ran = 1;
     lc->agrees = bkm_aff_libomp_view_compare(t, &lc->view, &why, &err) == BKM_OK;
     snprintf(lc->why, sizeof(lc->why), "%s", bkm_buf_str(&why));
-    if (lc->agrees && mode != BKM_AFF_TOPO_FIX_ALWAYS)
+    lc->unstable = lc->agrees && lc->view.vm_guest && strstr(lc->view.method, "legacy APIC") != NULL;
+    if (lc->agrees && !lc->unstable && mode != BKM_AFF_TOPO_FIX_ALWAYS)
         goto out;
     /* What the processes bkm starts will see. */
     if (bkm_aff_topo_fix_prepare(t, &lc->view, BKM_AFF_TOPO_FIX_ALWAYS, tmp && *tmp ? tmp : "/tmp", &fix, &err) < 0) {
@@ -247,6 +249,9 @@ static void libomp_check_text(const libomp_check_t *lc)
            lc->agrees ? "agrees with hwloc" : "DISAGREES with hwloc");
     if (!lc->agrees)
         printf("  %s\n", lc->why);
+    if (lc->unstable)
+        printf("  but from legacy APIC ids on a VM guest: they follow the physical cores the vCPUs run on and\n"
+               "  can change at any time\n");
     if (lc->fixed_agrees < 0)
         return;
     if (strcmp(lc->mode, "never") == 0)
@@ -273,6 +278,7 @@ static void libomp_check_json(const libomp_check_t *lc, bkm_json_w_t *w)
     bkm_aff_libomp_view_to_json(&lc->view, w, NULL);
     bkm_json_key(w, "agrees"), bkm_json_bool(w, lc->agrees);
     bkm_json_key(w, "difference"), bkm_json_str(w, lc->why);
+    bkm_json_key(w, "unstable"), bkm_json_bool(w, lc->unstable);
     bkm_json_key(w, "mode"), bkm_json_str(w, lc->mode);
     bkm_json_key(w, "corrected"), bkm_json_bool(w, lc->fixed_agrees >= 0 && strcmp(lc->mode, "never") != 0);
     if (lc->fixed_agrees >= 0) {

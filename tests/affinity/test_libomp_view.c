@@ -272,16 +272,62 @@ START_TEST(fix_writes_a_file_only_when_needed)
     ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, NULL, BKM_AFF_TOPO_FIX_ALWAYS, dir, &fix, &err), BKM_OK);
     ck_assert(fix.applied && !fix.disagreed);
     bkm_aff_topo_fix_release(&fix);
-    /* an unwritable directory is an I/O error naming the path */
-    ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, &bad, BKM_AFF_TOPO_FIX_AUTO, "/nonexistent/dir", &fix, &err), BKM_EIO);
-    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/dir"));
-    ck_assert(!fix.applied);
+    /* a "directory" that is a regular file (ENOTDIR, even for root) is an I/O error naming the path */
+    char notdir[4200];
+    snprintf(notdir, sizeof(notdir), "%s/plainfile", dir);
+    FILE *pf = fopen(notdir, "w");
+    ck_assert_ptr_nonnull(pf);
+    fclose(pf);
+    ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, &bad, BKM_AFF_TOPO_FIX_AUTO, notdir, &fix, &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, notdir));
+    ck_assert(!fix.applied && fix.path[0] == '\0');
+    ck_assert_int_eq(unlink(notdir), 0);
     /* auto needs a view */
     ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, NULL, BKM_AFF_TOPO_FIX_AUTO, dir, &fix, &err), BKM_EINVAL);
     bkm_aff_topo_fix_release(NULL);
     ck_assert_int_eq(rmdir(dir), 0); /* empty: nothing leaked */
     bkm_aff_libomp_view_free(&bad);
     bkm_aff_libomp_view_free(&good);
+    bkm_topo_close(t);
+}
+END_TEST
+
+START_TEST(fix_corrects_legacy_apic_views_on_vm_guests)
+{
+    /* The VM on a good day: legacy APIC ids that happen to agree with hwloc. */
+    bkm_topo_t *t = synth("pack:1 core:2 pu:1");
+    bkm_aff_libomp_view_t v;
+    bkm_aff_topo_fix_t fix;
+    bkm_err_t err = {0};
+    char dir[] = "/tmp/bkm_test_fix_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(bkm_aff_libomp_view_parse("OMP: Info #216: KMP_AFFINITY: decoding legacy APIC ids.\n"
+                                               "KMP_AFFINITY: OS proc 0 maps to socket 0 core 0 thread 0\n"
+                                               "KMP_AFFINITY: OS proc 1 maps to socket 0 core 1 thread 0\n",
+                                               &v, &err),
+                     BKM_OK);
+    ck_assert_int_eq(v.vm_guest, 0); /* a plain parse does not know */
+    ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, &v, BKM_AFF_TOPO_FIX_AUTO, dir, &fix, &err), BKM_OK);
+    ck_assert(!fix.applied && !fix.unstable);
+    v.vm_guest = 1;
+    ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, &v, BKM_AFF_TOPO_FIX_AUTO, dir, &fix, &err), BKM_OK);
+    ck_assert(fix.applied && fix.unstable && !fix.disagreed);
+    ck_assert_ptr_nonnull(strstr(fix.why, "legacy APIC ids"));
+    bkm_aff_topo_fix_release(&fix);
+    ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, &v, BKM_AFF_TOPO_FIX_NEVER, dir, &fix, &err), BKM_OK);
+    ck_assert(!fix.applied);
+    bkm_aff_libomp_view_free(&v);
+    /* x2APIC ids on a VM guest are the guest's own: nothing changes */
+    ck_assert_int_eq(bkm_aff_libomp_view_parse("OMP: Info #216: KMP_AFFINITY: decoding x2APIC ids.\n"
+                                               "KMP_AFFINITY: OS proc 0 maps to socket 0 core 0 thread 0\n"
+                                               "KMP_AFFINITY: OS proc 1 maps to socket 0 core 1 thread 0\n",
+                                               &v, &err),
+                     BKM_OK);
+    v.vm_guest = 1;
+    ck_assert_int_eq(bkm_aff_topo_fix_prepare(t, &v, BKM_AFF_TOPO_FIX_AUTO, dir, &fix, &err), BKM_OK);
+    ck_assert(!fix.applied && !fix.unstable);
+    bkm_aff_libomp_view_free(&v);
+    ck_assert_int_eq(rmdir(dir), 0);
     bkm_topo_close(t);
 }
 END_TEST
@@ -319,6 +365,7 @@ static Suite *view_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("fix");
     tcase_add_test(tc, fix_writes_a_file_only_when_needed);
+    tcase_add_test(tc, fix_corrects_legacy_apic_views_on_vm_guests);
     tcase_add_test(tc, fix_modes_parse);
     suite_add_tcase(s, tc);
     return s;

@@ -431,6 +431,8 @@ typedef struct bkm_aff_libomp_view {
     char shape[128];             /**< "1 socket x 2 cores/socket x 1 thread/core (2 total cores)" */
     int n;
     bkm_aff_libomp_proc_t *proc; /**< [n] */
+    int vm_guest;                /**< 1 when the CPU reports a hypervisor (CPUID.1:ECX[31]); set by
+                                      bkm_aff_libomp_view_spawn, 0 after a plain parse */
 } bkm_aff_libomp_view_t;
 
 /** Parse the KMP_AFFINITY=verbose output of libomp 14 (its stderr): the method line (Info #216 /
@@ -469,6 +471,7 @@ typedef enum {
 typedef struct bkm_aff_topo_fix {
     int applied;          /**< 1: every OpenMP process gets the two variables below */
     int disagreed;        /**< 1: libomp's own view differed from hwloc's (see why) */
+    int unstable;         /**< 1: it agreed, but from legacy APIC ids in a VM, which change (see why) */
     char why[1024];       /**< the difference, "" when they agree */
     char method[96];      /**< libomp's own topology method ("decoding x2APIC ids") */
     char path[4096];      /**< the cpuinfo file written (owned: removed by release), "" if none */
@@ -487,7 +490,10 @@ const char *bkm_aff_topo_fix_mode_name(bkm_aff_topo_fix_mode_t mode);
 int bkm_aff_topo_fix_mode_parse(const char *s, bkm_aff_topo_fix_mode_t *mode, bkm_err_t *err);
 
 /** Decide the correction: compare @p view (libomp's own, may be NULL with mode NEVER or ALWAYS)
- *  with @p topo, and when they disagree (AUTO) or always (ALWAYS) write @p topo's cpuinfo text
+ *  with @p topo, and when they disagree (AUTO) or always (ALWAYS) write @p topo's cpuinfo text.
+ *  AUTO also corrects a view that agrees but that libomp decoded from legacy APIC ids on a VM guest
+ *  (no usable CPUID leaf 11/0x1F): those ids are the host's and follow the physical cores the vCPUs
+ *  happen to run on, so the view can change under a running sweep (fix->unstable). It writes
  *  (bkm_topo_cpuinfo_write) to a new file "bkm-cpuinfo-XXXXXX" in the directory @p dir (mode
  *  0600). The file must outlive every process started with the variables; the caller releases it
  *  when they have ended. BKM_EIO when the file cannot be written; BKM_EINVAL. */
@@ -496,7 +502,7 @@ int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t
                              bkm_err_t *err);
 /** Remove the file (if any) and reset @p fix to "not applied". NULL is a no-op. */
 void bkm_aff_topo_fix_release(bkm_aff_topo_fix_t *fix);
-/** {"applied":b,"disagreed":b,"why":"..","libomp_method":"..","KMP_TOPOLOGY_METHOD":"cpuinfo",
+/** {"applied":b,"disagreed":b,"unstable":b,"why":"..","libomp_method":"..","KMP_TOPOLOGY_METHOD":"cpuinfo",
  *   "KMP_CPUINFO_FILE":".."} (the two variables only when applied). */
 void bkm_aff_topo_fix_to_json(const bkm_aff_topo_fix_t *fix, bkm_json_w_t *w);
 
