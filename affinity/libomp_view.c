@@ -6,10 +6,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -461,7 +464,8 @@ int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t
         goto out;
     if ((rc = bkm_topo_cpuinfo_write(topo, &text, err)) < 0)
         goto out;
-    if ((size_t)snprintf(fix->path, sizeof(fix->path), "%s/bkm-cpuinfo-XXXXXX", dir) >= sizeof(fix->path)) {
+    if ((size_t)snprintf(fix->path, sizeof(fix->path), "%s/bkm-cpuinfo-%ld-XXXXXX", dir, (long)getpid()) >=
+        sizeof(fix->path)) {
         fix->path[0] = '\0';
         rc = bkm_err_set(err, BKM_EINVAL, "directory '%.200s' for the cpuinfo file: path too long", dir);
         goto out;
@@ -500,6 +504,36 @@ out:
     bkm_buf_free(&why);
     bkm_buf_free(&text);
     return rc;
+}
+
+int bkm_aff_topo_fix_collect(const char *dir)
+{
+    int removed = 0;
+    DIR *d = dir ? opendir(dir) : NULL;
+    struct dirent *e;
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid;
+        char path[4096];
+        struct stat st;
+        if (strncmp(e->d_name, "bkm-cpuinfo-", 12) != 0)
+            continue;
+        pid = strtol(e->d_name + 12, &end, 10);
+        if (end == e->d_name + 12 || *end != '-' || strlen(end) != 7 || pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* its creator lives (or is someone else's) */
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+            continue;
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }
 
 void bkm_aff_topo_fix_to_json(const bkm_aff_topo_fix_t *fix, bkm_json_w_t *w)

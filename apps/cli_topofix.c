@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The libomp topology correction of the processes a `tune` command starts (see cli_topofix.h).
  *
- * Where the cpuinfo file lives: a new file (mkstemp, mode 0600) in $TMPDIR, created by the command
- * that starts the OpenMP processes and removed by it when they have all ended. The workers of a
+ * Where the cpuinfo file lives: a new file (mkstemp, mode 0600, named after the command's pid) in
+ * $TMPDIR, created by the command that starts the OpenMP processes and removed by it when they have
+ * all ended; one left by a command killed with SIGKILL is removed by the next command's collection. The workers of a
  * sweep or a run are that command's children and never outlive it (the runner waits for each), so
  * the file exists for their whole lifetime; libomp reads it once, when it initialises. A file
  * (rather than an inherited descriptor such as a memfd under /proc/self/fd) keeps working whatever
@@ -41,6 +42,8 @@ int bkm_cli_topo_fix_open(bkm_aff_topo_fix_t *fix, bkm_aff_libomp_view_t *view, 
         goto out;
     if (mode != BKM_AFF_TOPO_FIX_NEVER && (rc = bkm_cli_libomp_view(NULL, v, err)) < 0)
         goto out;
+    /* Files of bkm commands that were killed (SIGKILL) before removing theirs. */
+    bkm_aff_topo_fix_collect(tmp && *tmp ? tmp : "/tmp");
     rc = bkm_aff_topo_fix_prepare(host, mode == BKM_AFF_TOPO_FIX_NEVER ? NULL : v, mode,
                                   tmp && *tmp ? tmp : "/tmp", fix, err);
 out:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
@@ -332,6 +333,37 @@ START_TEST(fix_corrects_legacy_apic_views_on_vm_guests)
 }
 END_TEST
 
+START_TEST(fix_collect_removes_files_of_dead_processes_only)
+{
+    char dir[] = "/tmp/bkm_test_collect_XXXXXX", path[4200];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    pid_t dead = fork();
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    const char *names[3];
+    char n_dead[64], n_live[64];
+    snprintf(n_dead, sizeof(n_dead), "bkm-cpuinfo-%ld-Ab12Cd", (long)dead);
+    snprintf(n_live, sizeof(n_live), "bkm-cpuinfo-%ld-Ef34Gh", (long)getpid());
+    names[0] = n_dead, names[1] = n_live, names[2] = "bkm-cpuinfo-notapid";
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+    }
+    ck_assert_int_eq(bkm_aff_topo_fix_collect(dir), 1);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        ck_assert_int_eq(access(path, F_OK) == 0, i != 0);
+        unlink(path);
+    }
+    ck_assert_int_eq(bkm_aff_topo_fix_collect("/nonexistent-bkm-dir"), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(fix_modes_parse)
 {
     bkm_aff_topo_fix_mode_t m;
@@ -366,6 +398,7 @@ static Suite *view_suite(void)
     tc = tcase_create("fix");
     tcase_add_test(tc, fix_writes_a_file_only_when_needed);
     tcase_add_test(tc, fix_corrects_legacy_apic_views_on_vm_guests);
+    tcase_add_test(tc, fix_collect_removes_files_of_dead_processes_only);
     tcase_add_test(tc, fix_modes_parse);
     suite_add_tcase(s, tc);
     return s;

@@ -494,12 +494,16 @@ int bkm_aff_topo_fix_mode_parse(const char *s, bkm_aff_topo_fix_mode_t *mode, bk
  *  AUTO also corrects a view that agrees but that libomp decoded from legacy APIC ids on a VM guest
  *  (no usable CPUID leaf 11/0x1F): those ids are the host's and follow the physical cores the vCPUs
  *  happen to run on, so the view can change under a running sweep (fix->unstable). It writes
- *  (bkm_topo_cpuinfo_write) to a new file "bkm-cpuinfo-XXXXXX" in the directory @p dir (mode
+ *  (bkm_topo_cpuinfo_write) to a new file "bkm-cpuinfo-<pid>-XXXXXX" in the directory @p dir (mode
  *  0600). The file must outlive every process started with the variables; the caller releases it
  *  when they have ended. BKM_EIO when the file cannot be written; BKM_EINVAL. */
 int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t *view,
                              bkm_aff_topo_fix_mode_t mode, const char *dir, bkm_aff_topo_fix_t *fix,
                              bkm_err_t *err);
+/** Remove the cpuinfo files in @p dir left by bkm processes that no longer exist (killed before
+ *  they could release theirs, e.g. by SIGKILL): files "bkm-cpuinfo-<pid>-XXXXXX" of this user
+ *  whose pid is gone. Returns how many were removed. */
+int bkm_aff_topo_fix_collect(const char *dir);
 /** Remove the file (if any) and reset @p fix to "not applied". NULL is a no-op. */
 void bkm_aff_topo_fix_release(bkm_aff_topo_fix_t *fix);
 /** {"applied":b,"disagreed":b,"unstable":b,"why":"..","libomp_method":"..","KMP_TOPOLOGY_METHOD":"cpuinfo",
