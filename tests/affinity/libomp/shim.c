@@ -176,14 +176,21 @@ int sched_getaffinity(pid_t pid, size_t len, cpu_set_t *set)
 {
     if (g_ncpus > 0 && is_self(pid))
         return fake_get(len, set) < 0 ? -1 : 0;
-    return (int)syscall(SYS_sched_getaffinity, (long)pid, (long)len, (long)set);
+    /* glibc's contract, not the raw syscall's: 0 on success (the kernel returns the bytes it
+     * copied) and the rest of the caller's set cleared. */
+    long r = syscall(SYS_sched_getaffinity, (long)pid, (long)len, (long)set);
+    if (r < 0)
+        return -1;
+    if ((size_t)r < len)
+        memset((char *)set + r, 0, len - (size_t)r);
+    return 0;
 }
 
 int sched_setaffinity(pid_t pid, size_t len, const cpu_set_t *set)
 {
     if (g_ncpus > 0 && is_self(pid))
         return fake_set(len, set) < 0 ? -1 : 0;
-    return (int)syscall(SYS_sched_setaffinity, (long)pid, (long)len, (long)set);
+    return syscall(SYS_sched_setaffinity, (long)pid, (long)len, (long)set) < 0 ? -1 : 0;
 }
 
 int pthread_getaffinity_np(pthread_t th, size_t len, cpu_set_t *set)

@@ -11,6 +11,8 @@
 #   - with the default correction: tune affinity verify (several settings), tune run and a sweep
 #     match their plans, every stored trial is ok and records KMP_TOPOLOGY_METHOD=cpuinfo;
 #   - when libomp's view agrees (an honest view), nothing changes: no note, no variables stored;
+#   - on a host that is itself 1x2x1: the same with real hwloc and real bindings, only libomp's CPUID
+#     view emulated;
 #   - no cpuinfo file is left in $TMPDIR.
 # Needs $BKM_TUNE and $BKM_SHIM (set by CTest).
 set -u
@@ -145,6 +147,35 @@ if command -v sqlite3 > /dev/null; then
     [ "$(sqlite3 -readonly -batch -noheader "$work/honest.sqlite" \
         "SELECT count(*) FROM trial WHERE status != 'ok' OR effective_json LIKE '%KMP_TOPOLOGY_METHOD%'")" -eq 0 ] ||
         fail "honest sweep: trials not ok or corrected"
+fi
+
+# --- the real kernel: only libomp's CPUID view is emulated ------------------------------------------
+# On a host that IS this machine kind (hwloc: 1 package x 2 cores x 1 thread, PUs 0 and 1 allowed),
+# the shim without BKM_FAKE_NCPUS leaves hwloc and every binding to the real kernel and only plays
+# the lying CPUID: the correction is then proven on real threads.
+real() {
+    env -u KMP_AFFINITY -u OMP_PLACES -u OMP_PROC_BIND -u KMP_HW_SUBSET -u GOMP_CPU_AFFINITY \
+        -u KMP_TOPOLOGY_METHOD -u KMP_CPUINFO_FILE -u OMP_NUM_THREADS -u HWLOC_XMLFILE -u HWLOC_SYNTHETIC \
+        -u BKM_FAKE_NCPUS -u BKM_FAKE_MASK LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}$lsan" \
+        TMPDIR="$work/tmp" BKM_FAKE_CPUINFO="$work/cpuid-view" LD_PRELOAD="$BKM_SHIM" "$@"
+}
+host_shape=$(env -u HWLOC_SYNTHETIC -u HWLOC_XMLFILE "$T" topo --json 2> /dev/null | tr -d ' \n' |
+    grep -o '"packages":[0-9]*,"numa_nodes":[0-9]*,"tiles":[0-9]*,"cores":[0-9]*,"pus":[0-9]*,"smt":[0-9]*,"allowed_pus":[0-9]*,"allowed":"[^"]*"')
+if [ "$(printf '%s' "$host_shape" | sed 's/"numa_nodes":[0-9]*,"tiles":[0-9]*,//')" = \
+    '"packages":1,"cores":2,"pus":2,"smt":1,"allowed_pus":2,"allowed":"0-1"' ]; then
+    BKM_LIBOMP_TOPOLOGY=never real "$T" affinity verify --threads 2 granularity=fine,compact > "$work/rn.out" 2>&1
+    rc=$?
+    [ $rc -eq 1 ] || fail "real kernel, no correction: verify exited $rc, expected 1: $(cat "$work/rn.out")"
+    real "$T" affinity verify --threads 2 granularity=fine,compact > "$work/ra.out" 2>&1 ||
+        fail "real kernel: verify exit $?: $(cat "$work/ra.out")"
+    grep -q "libomp topology corrected" "$work/ra.out" || fail "real kernel: verify did not correct"
+    real "$T" run "${short[@]}" --threads 2 --affinity granularity=fine,compact --json > "$work/rr.json" 2> "$work/rr.err" ||
+        fail "real kernel: run exit $?"
+    grep -q '"status":"ok"' "$work/rr.json" || fail "real kernel: run not ok"
+    checks=$((checks + 3))
+    echo "real kernel (this host is 1x2x1): the correction holds on real threads"
+else
+    echo "note: this host is not 1 package x 2 cores x 1 thread on PUs 0-1; the real-kernel part is skipped"
 fi
 
 left=$(find "$work/tmp" -name 'bkm-cpuinfo-*' | wc -l)
