@@ -241,8 +241,11 @@ static void model_free(model_t *m)
 }
 
 /* Build the runtime's topology from the PU table: respect → only allowed PUs. Ids are what a
- * cpuinfo-driven libomp sees: package, (tile), core id within the package, thread id counted
- * among the usable PUs of the core. */
+ * cpuinfo-driven libomp sees (__kmp_affinity_create_cpuinfo_map, then sort_ids): the package's
+ * and the core's hardware ids (physical id, core id), so packages and cores are ordered by them
+ * and not by the OS numbering of their PUs, and a thread id counted among the usable PUs of the
+ * core in OS order. With the tile level (hwloc-method runtimes) the ids are hwloc's logical
+ * indexes, as libomp's hwloc method takes them. */
 static int model_build(model_t *m, const bkm_topo_t *topo, int respect, int tiles, bkm_err_t *err)
 {
     const bkm_topo_pu_t *pu;
@@ -283,10 +286,14 @@ static int model_build(model_t *m, const bkm_topo_t *topo, int respect, int tile
                 continue;
             h = &m->h[m->n++];
             h->os = pu[i].os;
-            h->ids[d++] = pu[i].pkg;
-            if (have_tile)
+            if (have_tile) { /* hwloc method: logical indexes */
+                h->ids[d++] = pu[i].pkg;
                 h->ids[d++] = pu[i].tile;
-            h->ids[d++] = pu[i].core - first_core_of_pkg;
+                h->ids[d++] = pu[i].core - first_core_of_pkg;
+            } else { /* x2APIC / cpuinfo: hardware ids, so packages and cores sort by them */
+                h->ids[d++] = pu[i].pkg_id;
+                h->ids[d++] = pu[i].core_id;
+            }
             h->ids[d++] = thr++;
             bkm_cpuset_set(&m->full, pu[i].os);
         }

@@ -154,6 +154,53 @@ static const char *host_isa(void)
     return "generic";
 }
 
+/* Hardware id of a package or core: hwloc's os_index (Linux physical_package_id / core_id), or
+ * the logical index when the source has none (some XML files). */
+static int hw_id(hwloc_obj_t o)
+{
+    if (o->os_index == HWLOC_UNKNOWN_INDEX || o->os_index > (unsigned)(1 << 20))
+        return (int)o->logical_index;
+    return (int)o->os_index;
+}
+
+/* Make core_id unique within each package, keeping libomp's order. Linux repeats core ids across
+ * the dies of a package on some multi-die CPUs; libomp's cpuinfo method would then merge two
+ * cores into one (their PUs would become threads of one core), so such ids become die rank x
+ * (largest core id + 1) + core id: die-major, the order libomp's x2APIC decoding gives. PUs
+ * without a core object (core_id -1) get ids above every real one. @p die: die logical index of
+ * each PU (table order) or -1. Called before the table is sorted (PU i is hwloc's PU L#i). */
+static void unique_core_ids(bkm_topo_t *t, const int *die)
+{
+    for (int i = 0; i < t->n_pu; i++) {
+        bkm_topo_pu_t *u = &t->pu[i];
+        int max_id = -1, first_die = -1, repeated = 0;
+        if (i > 0 && t->pu[i - 1].pkg == u->pkg)
+            continue; /* this package was done with its first PU */
+        for (int j = i; j < t->n_pu; j++) {
+            const bkm_topo_pu_t *v = &t->pu[j];
+            if (v->pkg != u->pkg)
+                continue;
+            if (v->core_id > max_id)
+                max_id = v->core_id;
+            if (die[j] >= 0 && (first_die < 0 || die[j] < first_die))
+                first_die = die[j];
+            for (int k = i; k < j && !repeated; k++)
+                if (t->pu[k].pkg == u->pkg && t->pu[k].core_id == v->core_id && t->pu[k].core != v->core)
+                    repeated = 1;
+        }
+        for (int j = i; j < t->n_pu; j++) {
+            bkm_topo_pu_t *v = &t->pu[j];
+            if (v->pkg != u->pkg)
+                continue;
+            if (v->core_id < 0)
+                v->core_id = max_id + 1 + v->core;
+            else if (repeated)
+                v->core_id = (die[j] >= 0 && first_die >= 0 ? die[j] - first_die : v->core) * (max_id + 1) +
+                             v->core_id;
+        }
+    }
+}
+
 /* Build the flat tables from the loaded hwloc topology. @p allowed: initial mask or NULL (all). */
 static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *err)
 {
@@ -171,14 +218,21 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
 
     int shared = l2_is_shared(h);
     int n_cores_obj = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE);
+    int *die = bkm_calloc((size_t)n, sizeof(*die));
+    if (!die)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d PUs", n);
     for (int i = 0; i < n; i++) {
         hwloc_obj_t p = hwloc_get_obj_by_type(h, HWLOC_OBJ_PU, (unsigned)i);
         hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_CORE, p);
         hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_PACKAGE, p);
         hwloc_obj_t tile = tile_of(h, core, shared);
-        if (p->os_index >= BKM_CPUSET_MAX)
+        if (p->os_index >= BKM_CPUSET_MAX) {
+            bkm_free(die);
             return bkm_err_set(err, BKM_EINVAL, "PU P#%u is beyond the supported OS indexes 0..%d", p->os_index,
                                BKM_CPUSET_MAX - 1);
+        }
+        hwloc_obj_t d = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_DIE, p);
+        die[t->n_pu] = d ? (int)d->logical_index : -1;
         bkm_topo_pu_t *u = &t->pu[t->n_pu++];
         u->os = (int)p->os_index;
         u->pkg = pkg ? (int)pkg->logical_index : 0;
@@ -187,6 +241,9 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
         u->tile = tile ? (int)tile->logical_index : -1;
         u->numa = numa_of(t, u->os);
         u->allowed = allowed ? bkm_cpuset_isset(allowed, u->os) : 1;
+        u->pkg_id = pkg ? hw_id(pkg) : 0;
+        /* A PU without a core object: an id above every real core id (made unique below). */
+        u->core_id = core ? hw_id(core) : -1;
         u->smt = 0;
         if (core) {
             for (hwloc_obj_t q = hwloc_get_next_obj_inside_cpuset_by_type(h, core->cpuset, HWLOC_OBJ_PU, NULL); q;
@@ -195,6 +252,8 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
                     u->smt++;
         }
     }
+    unique_core_ids(t, die);
+    bkm_free(die);
     qsort(t->pu, (size_t)t->n_pu, sizeof(*t->pu), pu_cmp);
 
     bkm_topo_summary_t *s = &t->sum;
@@ -513,6 +572,25 @@ int bkm_topo_restrict(bkm_topo_t *topo, const bkm_cpuset_t *mask, bkm_err_t *err
     return BKM_OK;
 }
 
+int bkm_topo_cpuinfo_write(const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *err)
+{
+    if (!topo || !out)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_cpuinfo_write: NULL argument");
+    /* OS order, as the kernel lists /proc/cpuinfo; libomp sorts by the ids itself. */
+    bkm_cpuset_t seen;
+    bkm_cpuset_zero(&seen);
+    for (int i = 0; i < topo->n_pu; i++)
+        bkm_cpuset_set(&seen, topo->pu[i].os);
+    for (int os = bkm_cpuset_first(&seen); os >= 0; os = bkm_cpuset_next(&seen, os))
+        for (int i = 0; i < topo->n_pu; i++)
+            if (topo->pu[i].os == os)
+                bkm_buf_printf(out, "processor\t: %d\nphysical id\t: %d\ncore id\t\t: %d\n\n", os,
+                               topo->pu[i].pkg_id, topo->pu[i].core_id);
+    if (out->oom)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory writing the cpuinfo text");
+    return BKM_OK;
+}
+
 static void json_cpuset(bkm_json_w_t *w, const bkm_cpuset_t *s)
 {
     bkm_buf_t b;
@@ -578,6 +656,8 @@ int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
         bkm_json_obj_begin(w);
         bkm_json_key(w, "core"), bkm_json_int(w, u->core);
         bkm_json_key(w, "pkg"), bkm_json_int(w, u->pkg);
+        bkm_json_key(w, "pkg_id"), bkm_json_int(w, u->pkg_id);
+        bkm_json_key(w, "core_id"), bkm_json_int(w, u->core_id);
         bkm_json_key(w, "tile"), bkm_json_int(w, u->tile);
         bkm_json_key(w, "numa"), bkm_json_int(w, u->numa);
         bkm_json_key(w, "pus");

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bkm/affinity.h"
+#include "affinity_int.h"
 
 /* Variables that steer the affinity of an OpenMP runtime: removed from the probe's environment
  * before the setting under test is added. */
@@ -16,7 +16,7 @@ static const char *const aff_vars[] = {
     "OMP_DISPLAY_AFFINITY", "OMP_DISPLAY_ENV", "KMP_SETTINGS", "OMP_NUM_THREADS", "KMP_HIDDEN_HELPER_AFFINITY",
     NULL};
 
-static int is_aff_var(const char *kv)
+int bkm__aff_is_runtime_var(const char *kv)
 {
     int i;
     for (i = 0; aff_vars[i]; i++) {
@@ -43,6 +43,12 @@ static int env_add(char **envp, int *n, const char *name, const char *val)
 int bkm_aff_probe_spawn(const char *exe, char *const argv[], char *const *environment, const bkm_aff_env_t *env,
                         char **out, bkm_err_t *err)
 {
+    return bkm_aff_probe_spawn_ex(exe, argv, environment, env, NULL, out, err);
+}
+
+int bkm_aff_probe_spawn_ex(const char *exe, char *const argv[], char *const *environment, const bkm_aff_env_t *env,
+                           char *const *extra, char **out, bkm_err_t *err)
+{
     char **envp = NULL;
     int n_env = 0, n_own = 0, i, rc = BKM_OK, pfd[2] = {-1, -1}, status = 0;
     bkm_buf_t b;
@@ -50,11 +56,14 @@ int bkm_aff_probe_spawn(const char *exe, char *const argv[], char *const *enviro
     bkm_buf_init(&b);
     for (i = 0; environment[i]; i++)
         ;
-    envp = bkm_calloc((size_t)i + 12, sizeof(char *));
+    size_t n_extra = 0;
+    while (extra && extra[n_extra])
+        n_extra++;
+    envp = bkm_calloc((size_t)i + n_extra + 12, sizeof(char *));
     if (envp == NULL)
         return bkm_err_set(err, BKM_ENOMEM, "out of memory");
     for (i = 0; environment[i]; i++)
-        if (!is_aff_var(environment[i]))
+        if (!bkm__aff_is_runtime_var(environment[i]))
             envp[n_env++] = environment[i];
     n_own = n_env;
     {
@@ -68,6 +77,9 @@ int bkm_aff_probe_spawn(const char *exe, char *const argv[], char *const *enviro
             }
         }
     }
+    /* The topology correction (bkm_aff_topo_fix_t), borrowed: not freed below. */
+    for (int k = 0; extra && extra[k]; k++)
+        envp[n_env++] = extra[k];
     if (pipe(pfd) != 0) {
         rc = bkm_err_set(err, BKM_EIO, "verify: pipe: %s", strerror(errno));
         goto out;
@@ -113,8 +125,14 @@ out:
         close(pfd[0]);
     if (pfd[1] >= 0)
         close(pfd[1]);
-    for (i = n_own; i < n_env; i++)
-        bkm_free(envp[i]);
+    for (i = n_own; i < n_env; i++) {
+        int borrowed = 0;
+        for (int k = 0; extra && extra[k]; k++)
+            if (envp[i] == extra[k])
+                borrowed = 1;
+        if (!borrowed)
+            bkm_free(envp[i]);
+    }
     bkm_free(envp);
     bkm_buf_free(&b);
     return rc;

@@ -10,6 +10,7 @@
 
 #include "bkm/affinity.h"
 #include "cli_common.h"
+#include "cli_topofix.h"
 
 extern char **environ;
 
@@ -204,8 +205,9 @@ static int open_topo(const aff_cfg_t *c, bkm_topo_t **t, bkm_err_t *err)
 
 /* Runs `tune affinity probe --threads N --json` in a child with exactly the setting's
  * environment; *out gets its stdout. */
-static int run_probe(const aff_cfg_t *c, char **out, bkm_err_t *err)
+static int run_probe(const aff_cfg_t *c, const bkm_aff_topo_fix_t *fix, char **out, bkm_err_t *err)
 {
+    char *extra[3];
     char threads[16];
     char *args[7];
     snprintf(threads, sizeof(threads), "%d", c->threads);
@@ -218,7 +220,10 @@ static int run_probe(const aff_cfg_t *c, char **out, bkm_err_t *err)
     args[6] = NULL;
     fflush(stdout);
     fflush(stderr);
-    return bkm_aff_probe_spawn("/proc/self/exe", args, environ, &c->env, out, err);
+    bkm_cli_topo_fix_envv(fix, extra);
+    if (!bkm_aff_topo_fix_wanted(c->env.kmp_affinity))
+        extra[0] = NULL; /* KMP_AFFINITY=disabled: libomp 14 would abort with the cpuinfo method */
+    return bkm_aff_probe_spawn_ex("/proc/self/exe", args, environ, &c->env, extra, out, err);
 }
 
 static int cmd_probe(const aff_cfg_t *c, bkm_err_t *err)
@@ -249,6 +254,7 @@ int bkm_cli_affinity(int argc, char **argv)
     bkm_buf_t out;
     char *probe_text = NULL;
     bkm_json_t *probe = NULL;
+    bkm_aff_topo_fix_t fix = {0};
     int rc, i;
 
     memset(&cfg, 0, sizeof(cfg));
@@ -283,8 +289,14 @@ int bkm_cli_affinity(int argc, char **argv)
             printf("%s%s", bkm_buf_str(&out), cfg.json ? "\n" : "");
         goto out;
     }
-    /* verify */
-    if ((rc = run_probe(&cfg, &probe_text, &err)) != BKM_OK)
+    /* verify: libomp must see hwloc's topology, which the plan is made on (issue 8) */
+    if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) != BKM_OK)
+        goto out;
+    if (fix.disagreed || fix.unstable) {
+        char note[2048];
+        fprintf(stderr, "tune affinity verify: %s\n", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
+    }
+    if ((rc = run_probe(&cfg, &fix, &probe_text, &err)) != BKM_OK)
         goto out;
     if ((rc = bkm_json_parse(probe_text, &probe, &err)) != BKM_OK) {
         bkm_err_prefix(&err, "verify: probe output");
@@ -296,6 +308,7 @@ int bkm_cli_affinity(int argc, char **argv)
 out:
     if (rc != BKM_OK && rc != BKM_EVERIFY)
         fprintf(stderr, "tune affinity %s: %s\n", cfg.cmd ? cfg.cmd : "", err.msg);
+    bkm_cli_topo_fix_close(&fix);
     bkm_json_free(probe);
     bkm_free(probe_text);
     bkm_buf_free(&out);

@@ -10,6 +10,7 @@
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
 #include "cli_common.h"
+#include "cli_topofix.h"
 
 extern char **environ;
 
@@ -210,6 +211,7 @@ int bkm_cli_run(int argc, char **argv)
     bkm_tune_trial_result_t res = {0};
     bkm_tune_runner_t rn = {NULL, "worker", environ, NULL, 0};
     bkm_topo_t *topo = NULL;
+    bkm_aff_topo_fix_t fix = {0};
     bkm_err_t err = {0};
     char self[PATH_MAX];
     int json = 0, dry_run = 0, rc, code;
@@ -240,12 +242,18 @@ int bkm_cli_run(int argc, char **argv)
         goto out;
     }
     rn.worker_path = self;
-    if ((rc = bkm_tune_env_check(environ, &err)) < 0) {
+    if ((rc = bkm_tune_env_check(environ, &err)) < 0 ||
+        /* libomp must see hwloc's topology, which the worker plans with (issue 8). */
+        (rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &spec, &err)) < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
         code = bkm_status_exit_code(rc);
         goto out;
     }
     rn.stop = bkm_cli_stop_signals_catch();
+    if (fix.disagreed || fix.unstable) {
+        char note[2048];
+        fprintf(stderr, "tune run: %s\n", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
+    }
     rc = bkm_tune_trial_run(&rn, &spec, &res, &err);
     if (rc < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
@@ -265,6 +273,7 @@ int bkm_cli_run(int argc, char **argv)
         fprintf(stderr, "tune run: trial %s: %s\n", bkm_tune_trial_status_name(res.status), res.message);
     code = res.status == BKM_TRIAL_OK ? 0 : res.status == BKM_TRIAL_BINDING_MISMATCH ? 1 : 3;
 out:
+    bkm_cli_topo_fix_close(&fix);
     bkm_tune_trial_result_free(&res);
     bkm_topo_close(topo);
     return code;

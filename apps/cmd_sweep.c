@@ -16,6 +16,7 @@
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 #include "cli_common.h"
+#include "cli_topofix.h"
 
 extern char **environ;
 
@@ -324,6 +325,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_db_t *db = NULL;
     bkm_tune_runner_t runner;
     bkm_tune_sweep_result_t res;
+    bkm_aff_topo_fix_t fix = {0};
     bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
     bkm_buf_t cmd, out;
     char self[PATH_MAX];
@@ -390,6 +392,14 @@ int bkm_cli_sweep(int argc, char **argv)
     runner.worker_path = self;
     runner.worker_cmd = "worker";
     runner.environ = environ;
+    /* libomp must see hwloc's topology, which every worker plans with (issue 8): the correction
+     * goes into the base spec, whose variables every trial carries and stores. */
+    if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &o.sw.base, &err)) < 0)
+        goto fail;
+    if (fix.disagreed || fix.applied) {
+        char note[2048];
+        bkm_log(&log, BKM_LOG_INFO, "%s", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
+    }
     bkm_buf_puts(&cmd, "tune");
     for (int i = 0; i < argc; i++)
         bkm_buf_printf(&cmd, " %s", argv[i]);
@@ -416,6 +426,7 @@ fail:
     fprintf(stderr, "tune: %s\n", err.msg);
     rc = bkm_status_exit_code(rc);
 done:
+    bkm_cli_topo_fix_close(&fix);
     bkm_db_close(db);
     bkm_tune_space_free(sp);
     bkm_topo_close(node_topo);

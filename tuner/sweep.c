@@ -172,6 +172,15 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
 
     if ((rc = bkm_tune_config_to_spec(c, cfg->workload, &spec, err)) < 0)
         goto out;
+    /* Variables of the base spec (the libomp topology correction) under the configuration's own;
+     * none with KMP_AFFINITY=disabled (bkm_aff_topo_fix_wanted). */
+    for (int i = 0; i < cfg->base.n_env && bkm_aff_topo_fix_wanted(c->kmp_affinity[0] ? c->kmp_affinity : NULL); i++) {
+        int own = 0;
+        for (int j = 0; j < spec.n_env; j++)
+            own |= strcmp(spec.env[j].key, cfg->base.env[i].key) == 0;
+        if (!own && (rc = bkm_tune_trial_spec_setenv(&spec, cfg->base.env[i].key, cfg->base.env[i].value, err)) < 0)
+            goto out;
+    }
     bkm_tune_strategy_spec_scale(&spec, scale);   /* clamped to the limits, timeout scaled too */
     st->trial_no++;
     if (cfg->inject[0] && cfg->inject_at == st->trial_no)

@@ -296,8 +296,22 @@ int bkm_tune_env_is_hwloc(const char *name)
     return strncmp(name, "HWLOC_", 6) == 0;
 }
 
+/* HWLOC_THISSYSTEM=1: the user asserts that what hwloc is told (HWLOC_XMLFILE, HWLOC_SYNTHETIC,
+ * ...) describes the machine the workers run on (hwloc's own meaning of the variable: binding is
+ * then allowed on it). bkm then plans with it, and passes the HWLOC_* variables to the workers so
+ * that they plan on the same view. */
+int bkm_tune_env_hwloc_asserted(char *const *env)
+{
+    for (char *const *e = env; e && *e; e++)
+        if (strcmp(*e, "HWLOC_THISSYSTEM=1") == 0)
+            return 1;
+    return 0;
+}
+
 int bkm_tune_env_check(char *const *env, bkm_err_t *err)
 {
+    if (bkm_tune_env_hwloc_asserted(env))
+        return BKM_OK;
     /* hwloc 2 reads these in hwloc_topology_load: each replaces or widens what it discovers */
     static const char *const refused[] = {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT", "HWLOC_CPUID_PATH",
                                           "HWLOC_COMPONENTS", "HWLOC_ALLOW", "HWLOC_THISSYSTEM",
@@ -312,7 +326,8 @@ int bkm_tune_env_check(char *const *env, bkm_err_t *err)
                 return bkm_err_set(err, BKM_EDEP,
                                    "%s='%.200s' is set: hwloc would describe another machine than this host, and "
                                    "bkm would plan for it while its workers run here; unset it (to plan for "
-                                   "another node use --node or a profile; tune topo --xml/--synthetic shows one)",
+                                   "another node use --node or a profile; tune topo --xml/--synthetic shows one), "
+                                   "or set HWLOC_THISSYSTEM=1 if it does describe this machine",
                                    refused[i], eq + 1);
     }
     return BKM_OK;
@@ -521,7 +536,7 @@ static int runner_build_env(const bkm_tune_runner_t *rn, const bkm_tune_trial_sp
 {
     size_t n_parent = 0, k = 0, len;
     char **env = NULL;
-    int rc = BKM_OK;
+    int rc = BKM_OK, keep_hwloc = bkm_tune_env_hwloc_asserted(rn->environ);
     for (char *const *e = rn->environ; e && *e; e++)
         n_parent++;
     env = bkm_calloc(n_parent + (size_t)spec->n_env + 2, sizeof *env);
@@ -537,7 +552,7 @@ static int runner_build_env(const bkm_tune_runner_t *rn, const bkm_tune_trial_sp
             len = sizeof name - 1;
         memcpy(name, s, len);
         name[len] = '\0';
-        if (bkm_tune_env_is_openmp(name) || bkm_tune_env_is_hwloc(name))
+        if (bkm_tune_env_is_openmp(name) || (bkm_tune_env_is_hwloc(name) && !keep_hwloc))
             continue;
         if ((env[k++] = bkm_strdup(s)) == NULL)
             goto oom;

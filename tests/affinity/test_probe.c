@@ -70,17 +70,20 @@ static const char *team_mask(const bkm_json_t *j, size_t i)
     return bkm_json_get_str(t, "mask");
 }
 
-/* The i-th allowed PU in compact order (the topology's PU table order). */
+/* The PU of thread @p i under granularity=fine,compact, as the planner says (libomp's order:
+ * packages and cores by hardware id, then threads; the child sees hwloc's topology). */
 static int compact_pu(int i)
 {
     bkm_topo_t *t = NULL;
+    bkm_aff_plan_t *plan = NULL;
+    bkm_aff_env_t env = {.kmp_affinity = "granularity=fine,compact"};
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_topo_open_host(&t, &err), BKM_OK);
-    int n = 0, k = 0, found = -1;
-    const bkm_topo_pu_t *pu = bkm_topo_pus(t, &n);
-    for (int u = 0; u < n && found < 0; u++)
-        if (pu[u].allowed && k++ == i)
-            found = pu[u].os;
+    ck_assert_msg(bkm_aff_plan_create(t, &env, i + 1, &plan, &err) == BKM_OK, "%s", err.msg);
+    const bkm_cpuset_t *s = bkm_aff_plan_cpus(plan, i);
+    ck_assert_ptr_nonnull(s);
+    int found = bkm_cpuset_first(s);
+    bkm_aff_plan_free(plan);
     bkm_topo_close(t);
     return found;
 }

@@ -179,11 +179,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "SKIP: cannot read this host's topology: %s\n", err.msg);
         return 77;
     }
-    int n = 0, first[2] = {-1, -1}, k = 0;
-    const bkm_topo_pu_t *pu = bkm_topo_pus(t, &n);
-    for (int i = 0; i < n && k < 2; i++)
-        if (pu[i].allowed)
-            first[k++] = pu[i].os;
+    /* The first two PUs in libomp's order (packages and cores by hardware id; the children see
+     * hwloc's topology, see child.h), as the planner gives them to granularity=fine,compact. */
+    int first[2] = {-1, -1}, k = 0;
+    bkm_aff_plan_t *plan = NULL;
+    bkm_aff_env_t fine = {.kmp_affinity = "granularity=fine,compact"};
+    bkm_topo_summary_t sum;
+    bkm_topo_summary(t, &sum);
+    if (sum.allowed_pus >= 2 && bkm_aff_plan_create(t, &fine, 2, &plan, &err) == BKM_OK)
+        for (; k < 2; k++)
+            first[k] = bkm_cpuset_first(bkm_aff_plan_cpus(plan, k));
+    bkm_aff_plan_free(plan);
     bkm_cpuset_t allowed;
     bkm_topo_allowed(t, &allowed);
     bkm_buf_t all;

@@ -14,6 +14,23 @@ grep -q "blocktime = " "$tmp/help" || fail "--help does not document the profile
 "$T" topo >"$tmp/host" || fail "tune topo (host) exit $?"
 grep -Eq "^[0-9]+ packages? x [0-9]+ cores x [0-9]+ threads?" "$tmp/host" || fail "no summary line: $(head -3 "$tmp/host")"
 grep -q "^  core 0 (pkg 0" "$tmp/host" || fail "no per-core line"
+# libomp's own view of this host, compared with hwloc's (whether this host's CPUID agrees or not)
+grep -Eq "^libomp \(.*\): .*(agrees with hwloc|DISAGREES with hwloc)$" "$tmp/host" ||
+    fail "no libomp line: $(grep -i libomp "$tmp/host")"
+BKM_LIBOMP_TOPOLOGY=always "$T" topo >"$tmp/always" || fail "tune topo (always) exit $?"
+grep -q "with that correction libomp agrees with hwloc" "$tmp/always" || fail "the correction does not make libomp agree"
+BKM_LIBOMP_TOPOLOGY=sometimes "$T" topo >"$tmp/bad" || fail "bad BKM_LIBOMP_TOPOLOGY: tune topo exit $?"
+grep -q "BKM_LIBOMP_TOPOLOGY: .*'sometimes'" "$tmp/bad" || fail "bad BKM_LIBOMP_TOPOLOGY is not named"
+"$T" topo --json >"$tmp/host.json" || fail "tune topo --json exit $?"
+python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["libomp"]; assert l["checked"] and isinstance(l["agrees"], bool) and l["view"]["map"], l' \
+    "$tmp/host.json" || fail "--json: no libomp view"
+"$T" topo --synthetic "pack:2(indexes=3,1) core:2(indexes=4,0,4,0) pu:1" >"$tmp/ids" || fail "ids exit $?"
+grep -q "^  core 1 (pkg 0, hardware ids: package 3 core 0): PUs 1$" "$tmp/ids" || fail "hardware ids not shown: $(cat "$tmp/ids")"
+grep -q "^libomp" "$tmp/ids" && fail "libomp's view shown for a synthetic topology"
+"$T" topo --synthetic "pack:2(indexes=3,1) core:2(indexes=4,0,4,0) pu:1" --cpuinfo >"$tmp/ci" || fail "--cpuinfo exit $?"
+[ "$(tr '\n\t' '| ' <"$tmp/ci")" = "processor : 0|physical id : 3|core id  : 4||processor : 1|physical id : 3|core id  : 0||processor : 2|physical id : 1|core id  : 4||processor : 3|physical id : 1|core id  : 0||" ] ||
+    fail "--cpuinfo: $(cat "$tmp/ci")"
+"$T" topo --json --cpuinfo >/dev/null 2>&1 && fail "--json --cpuinfo accepted"
 
 "$T" topo --node knl >"$tmp/knl" || fail "--node knl exit $?"
 grep -q "^1 package x 68 cores x 4 threads, 34 tiles" "$tmp/knl" || fail "knl summary: $(sed -n 2p "$tmp/knl")"

@@ -33,6 +33,12 @@ typedef struct bkm_topo_pu {
     int core;    /**< core, global logical index */
     int smt;     /**< thread ordinal within its core, by increasing OS index */
     int allowed; /**< 1 if in the process's allowed set (the initial mask libomp "respects") */
+    int pkg_id;  /**< package hardware id: hwloc's os_index of the package (Linux physical_package_id);
+                      libomp orders packages by it, not by the OS numbering of their PUs */
+    int core_id; /**< core hardware id, unique within its package: hwloc's os_index of the core (Linux
+                      core_id), which may be non-contiguous; where the OS repeats core ids across the
+                      dies of a package, die rank x (largest core id + 1) + core id. libomp orders the
+                      cores of a package by it (what a KMP_CPUINFO_FILE from bkm says) */
 } bkm_topo_pu_t;
 
 /** One cache level as discovered (per-instance size). */
@@ -90,6 +96,12 @@ void bkm_topo_allowed(const bkm_topo_t *topo, bkm_cpuset_t *set);
 /** Restrict the allowed set (emulates an initial process mask from taskset/srun). PUs outside the
  *  topology are an error naming them. */
 int bkm_topo_restrict(bkm_topo_t *topo, const bkm_cpuset_t *mask, bkm_err_t *err);
+/** The topology as a /proc/cpuinfo-style text for libomp's cpuinfo topology method
+ *  (KMP_TOPOLOGY_METHOD=cpuinfo, KMP_CPUINFO_FILE): one record per PU in OS order, "processor",
+ *  "physical id" (pkg_id) and "core id" (core_id) lines and a blank line. libomp then sees the
+ *  packages, cores and threads of this table, in the order the planner assumes. Appends to @p out;
+ *  BKM_ENOMEM. */
+int bkm_topo_cpuinfo_write(const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *err);
 /** Write the topology as JSON (`tune topo --json`). */
 int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err);
 
@@ -402,6 +414,113 @@ int bkm_aff_probe_spawn(const char *exe, char *const argv[], char *const *enviro
  *  comparison is rendered too); BKM_EDEP when @p probe has no team (nothing rendered). */
 int bkm_aff_plan_verify(const bkm_aff_plan_t *plan, int threads, const bkm_json_t *probe, bkm_buf_t *out, int json,
                         bkm_err_t *err);
+
+/* ======================================================================================== */
+/* The topology libomp itself sees                                                           */
+/* ======================================================================================== */
+
+/* libomp reads the topology from CPUID by default; some VMs report APIC ids that are not the
+ * guest's (leaf 11 missing, legacy ids decoded into a wrong shape and order, changing with the
+ * physical cores the vCPUs run on). The planner plans on hwloc's topology, so bkm asks the runtime
+ * which ids it gives every OS proc and, when they disagree, makes libomp read hwloc's view from a
+ * cpuinfo file (KMP_TOPOLOGY_METHOD=cpuinfo, KMP_CPUINFO_FILE). */
+
+/** One OS proc as libomp 14 maps it ("OS proc N maps to socket S core C thread T"). */
+typedef struct bkm_aff_libomp_proc {
+    int os, socket, core, thread;
+} bkm_aff_libomp_proc_t;
+
+/** libomp's topology, in libomp's order (the order of its verbose map). Free with
+ *  bkm_aff_libomp_view_free. */
+typedef struct bkm_aff_libomp_view {
+    char method[96];             /**< "decoding x2APIC ids", "decoding legacy APIC ids",
+                                      "parsing /proc/cpuinfo", ... ("" when not printed) */
+    char shape[128];             /**< "1 socket x 2 cores/socket x 1 thread/core (2 total cores)" */
+    int n;
+    bkm_aff_libomp_proc_t *proc; /**< [n] */
+    int vm_guest;                /**< 1 when the CPU reports a hypervisor (CPUID.1:ECX[31]); set by
+                                      bkm_aff_libomp_view_spawn, 0 after a plain parse */
+} bkm_aff_libomp_view_t;
+
+/** Parse the KMP_AFFINITY=verbose output of libomp 14 (its stderr): the method line (Info #216 /
+ *  #220 ...), the shape line (#191) and every "OS proc N maps to ..." line (other layers such as
+ *  "die" or "L2 cache" are skipped). BKM_EINVAL when there is no map line or a line is
+ *  malformed (named); BKM_ENOMEM. @p view is emptied first. */
+int bkm_aff_libomp_view_parse(const char *text, bkm_aff_libomp_view_t *view, bkm_err_t *err);
+void bkm_aff_libomp_view_free(bkm_aff_libomp_view_t *view);
+/** Run @p exe @p argv (a program that starts libomp and runs a parallel region, e.g. `tune
+ *  affinity probe --threads 1`) with @p environment minus the variables that steer an OpenMP
+ *  runtime's affinity (the list of bkm_aff_probe_spawn, so libomp uses its default topology
+ *  method, as in every process bkm starts), plus KMP_AFFINITY=verbose, OMP_NUM_THREADS=1 and the
+ *  "NAME=value" strings of @p extra (NULL-terminated; may be NULL), and parse its stderr.
+ *  BKM_EDEP when the child fails or prints no map (its last line named); BKM_EIO; BKM_ENOMEM. */
+int bkm_aff_libomp_view_spawn(const char *exe, char *const argv[], char *const *environment, char *const *extra,
+                              bkm_aff_libomp_view_t *view, bkm_err_t *err);
+/** Does libomp see @p topo's topology? Over the allowed PUs: the same OS procs, the same order
+ *  (packages, then cores by hardware id, then threads by OS index: what the planner assumes) and
+ *  the same partition into cores and packages. BKM_OK when they agree; BKM_EVERIFY when not, with
+ *  @p why (may be NULL) saying how, e.g. "libomp (decoding legacy APIC ids): 1 package x 1 core x
+ *  2 threads, procs in the order 1,0; hwloc: 1 package x 2 cores x 1 thread, order 0,1". */
+int bkm_aff_libomp_view_compare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t *view, bkm_buf_t *why,
+                                bkm_err_t *err);
+/** {"method":"..","shape":"..","map":[{"os":0,"socket":0,"core":0,"thread":0},...]} */
+int bkm_aff_libomp_view_to_json(const bkm_aff_libomp_view_t *view, bkm_json_w_t *w, bkm_err_t *err);
+
+/** When bkm corrects libomp's topology. */
+typedef enum {
+    BKM_AFF_TOPO_FIX_AUTO = 0, /**< when libomp's view disagrees with hwloc's */
+    BKM_AFF_TOPO_FIX_NEVER,    /**< never: libomp keeps its own view (its default method) */
+    BKM_AFF_TOPO_FIX_ALWAYS    /**< always give libomp hwloc's view */
+} bkm_aff_topo_fix_mode_t;
+
+/** The correction for the processes one command starts. Zero-initialise; release with
+ *  bkm_aff_topo_fix_release. */
+typedef struct bkm_aff_topo_fix {
+    int applied;          /**< 1: every OpenMP process gets the two variables below */
+    int disagreed;        /**< 1: libomp's own view differed from hwloc's (see why) */
+    int unstable;         /**< 1: it agreed, but from legacy APIC ids in a VM, which change (see why) */
+    char why[1024];       /**< the difference, "" when they agree */
+    char method[96];      /**< libomp's own topology method ("decoding x2APIC ids") */
+    char path[4096];      /**< the cpuinfo file written (owned: removed by release), "" if none */
+    char env_method[32];  /**< "KMP_TOPOLOGY_METHOD=cpuinfo" when applied, else "" */
+    char env_file[4120];  /**< "KMP_CPUINFO_FILE=<path>" when applied, else "" */
+} bkm_aff_topo_fix_t;
+
+/** 1 when a process whose KMP_AFFINITY is @p kmp_affinity (NULL = unset) takes the correction; 0
+ *  for the type "disabled": libomp 14 then aborts in its cpuinfo method ("Assertion failure at
+ *  kmp_affinity.cpp(3078): num_avail > 0", measured) and binds nothing anyway, so its topology does
+ *  not matter. A value that does not parse counts as 1 (the planner refuses it). */
+int bkm_aff_topo_fix_wanted(const char *kmp_affinity);
+
+/** Name of a mode ("auto", "never", "always") and its parser (BKM_EINVAL naming the value). */
+const char *bkm_aff_topo_fix_mode_name(bkm_aff_topo_fix_mode_t mode);
+int bkm_aff_topo_fix_mode_parse(const char *s, bkm_aff_topo_fix_mode_t *mode, bkm_err_t *err);
+
+/** Decide the correction: compare @p view (libomp's own, may be NULL with mode NEVER or ALWAYS)
+ *  with @p topo, and when they disagree (AUTO) or always (ALWAYS) write @p topo's cpuinfo text.
+ *  AUTO also corrects a view that agrees but that libomp decoded from legacy APIC ids on a VM guest
+ *  (no usable CPUID leaf 11/0x1F): those ids are the host's and follow the physical cores the vCPUs
+ *  happen to run on, so the view can change under a running sweep (fix->unstable). It writes
+ *  (bkm_topo_cpuinfo_write) to a new file "bkm-cpuinfo-<pid>-XXXXXX" in the directory @p dir (mode
+ *  0600). The file must outlive every process started with the variables; the caller releases it
+ *  when they have ended. BKM_EIO when the file cannot be written; BKM_EINVAL. */
+int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t *view,
+                             bkm_aff_topo_fix_mode_t mode, const char *dir, bkm_aff_topo_fix_t *fix,
+                             bkm_err_t *err);
+/** Remove the cpuinfo files in @p dir left by bkm processes that no longer exist (killed before
+ *  they could release theirs, e.g. by SIGKILL): files "bkm-cpuinfo-<pid>-XXXXXX" of this user
+ *  whose pid is gone. Returns how many were removed. */
+int bkm_aff_topo_fix_collect(const char *dir);
+/** Remove the file (if any) and reset @p fix to "not applied". NULL is a no-op. */
+void bkm_aff_topo_fix_release(bkm_aff_topo_fix_t *fix);
+/** {"applied":b,"disagreed":b,"unstable":b,"why":"..","libomp_method":"..","KMP_TOPOLOGY_METHOD":"cpuinfo",
+ *   "KMP_CPUINFO_FILE":".."} (the two variables only when applied). */
+void bkm_aff_topo_fix_to_json(const bkm_aff_topo_fix_t *fix, bkm_json_w_t *w);
+
+/** bkm_aff_probe_spawn with @p extra "NAME=value" strings (NULL-terminated, may be NULL) added
+ *  after the setting's variables: the topology correction. */
+int bkm_aff_probe_spawn_ex(const char *exe, char *const argv[], char *const *environment, const bkm_aff_env_t *env,
+                           char *const *extra, char **out, bkm_err_t *err);
 
 #ifdef __cplusplus
 }

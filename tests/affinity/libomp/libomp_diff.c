@@ -59,9 +59,25 @@ static int rng_pct(rng_t *r, int pct)
 
 /* ---- Fake topology -------------------------------------------------------------------------- */
 
+#define DIFF_MAX_SOCKETS 4
+#define DIFF_MAX_CORES 20
+
+/* Hardware ids of the packages and cores (what libomp orders by, issue 8). */
+enum {
+    IDS_PLAIN = 0, /* package s has id s, its core c id c */
+    IDS_PERMUTED,  /* package and core ids permuted and non-contiguous (the test writes the file) */
+    IDS_DIES       /* packages of D dies whose core ids repeat across the dies, as Linux reports on
+                      some multi-die CPUs; libomp gets the cpuinfo file bkm writes (tune topo
+                      --cpuinfo), which must keep the cores apart and in die-major order */
+};
+
 typedef struct topo_desc {
     int sockets, cores, threads;
     int cori; /* 1: PU of (s, c, t) is t*S*C + s*C + c (Cori); 0: ((s*C)+c)*T + t (linear) */
+    int ids;  /* IDS_* */
+    int dies; /* dies per package (IDS_DIES), else 1; divides cores */
+    int pkg_id[DIFF_MAX_SOCKETS];
+    int core_id[DIFF_MAX_SOCKETS][DIFF_MAX_CORES];
 } topo_desc_t;
 
 static int topo_pus(const topo_desc_t *t)
@@ -76,6 +92,70 @@ static int topo_os(const topo_desc_t *t, int s, int c, int h)
     return (s * t->cores + c) * t->threads + h;
 }
 
+/** Plain ids: package s is s, core c of each package is c (at most DIFF_MAX_* of them; larger
+ *  topologies, written by the `cpuinfo` subcommand, have plain ids only). */
+static void topo_plain_ids(topo_desc_t *t)
+{
+    t->ids = IDS_PLAIN;
+    t->dies = 1;
+    for (int s = 0; s < t->sockets; s++) {
+        t->pkg_id[s] = s;
+        for (int c = 0; c < t->cores; c++)
+            t->core_id[s][c] = c;
+    }
+}
+
+/** @p n distinct values of 0..range-1 in random order (n <= range <= 64). */
+static void rng_distinct(rng_t *r, int n, int range, int *out)
+{
+    int pool[64];
+    for (int i = 0; i < range; i++)
+        pool[i] = i;
+    for (int i = 0; i < n; i++) {
+        int j = rng_int(r, i, range - 1), tmp = pool[i];
+        pool[i] = pool[j];
+        pool[j] = tmp;
+        out[i] = pool[i];
+    }
+}
+
+/** Draw the hardware ids of @p t (IDS_PLAIN 40%, IDS_PERMUTED 35%, IDS_DIES 25% when the core
+ *  count has a divisor 2..4). */
+static void topo_gen_ids(rng_t *r, topo_desc_t *t)
+{
+    int pct = rng_int(r, 0, 99), div[3], n_div = 0;
+    topo_plain_ids(t);
+    for (int d = 2; d <= 4; d++)
+        if (t->cores % d == 0 && t->cores / d >= 1)
+            div[n_div++] = d;
+    if (pct < 40)
+        return;
+    t->ids = pct < 75 || n_div == 0 ? IDS_PERMUTED : IDS_DIES;
+    rng_distinct(r, t->sockets, 2 * t->sockets + 3, t->pkg_id);
+    if (t->ids == IDS_PERMUTED) {
+        int same = rng_pct(r, 50); /* every package the same ids, or each its own */
+        for (int s = 0; s < t->sockets; s++) {
+            if (same && s > 0)
+                memcpy(t->core_id[s], t->core_id[0], sizeof(t->core_id[0]));
+            else
+                rng_distinct(r, t->cores, t->cores + 3 + t->cores / 2 < 64 ? t->cores + 3 + t->cores / 2 : 64,
+                             t->core_id[s]);
+        }
+        return;
+    }
+    t->dies = div[rng_int(r, 0, n_div - 1)];
+    int k = t->cores / t->dies, per_die[DIFF_MAX_CORES];
+    rng_distinct(r, k, 2 * k + 1, per_die);
+    for (int s = 0; s < t->sockets; s++)
+        for (int c = 0; c < t->cores; c++)
+            t->core_id[s][c] = per_die[c % k];
+}
+
+static const char *topo_ids_name(const topo_desc_t *t)
+{
+    return t->ids == IDS_PLAIN ? "plain ids" : t->ids == IDS_PERMUTED ? "permuted ids" : "dies";
+}
+
 /** Write the cpuinfo file libomp's cpuinfo method reads: processor / physical id / core id. */
 static int topo_write_cpuinfo(const topo_desc_t *t, const char *path, bkm_err_t *err)
 {
@@ -88,7 +168,8 @@ static int topo_write_cpuinfo(const topo_desc_t *t, const char *path, bkm_err_t 
             for (int c = 0; c < t->cores; c++)
                 for (int h = 0; h < t->threads; h++)
                     if (topo_os(t, s, c, h) == os)
-                        fprintf(f, "processor\t: %d\nphysical id\t: %d\ncore id\t\t: %d\n\n", os, s, c);
+                        fprintf(f, "processor\t: %d\nphysical id\t: %d\ncore id\t\t: %d\n\n", os,
+                                t->ids == IDS_PLAIN ? s : t->pkg_id[s], t->ids == IDS_PLAIN ? c : t->core_id[s][c]);
     }
     if (fclose(f) != 0)
         rc = bkm_err_set(err, BKM_EIO, "cannot write '%s'", path);
@@ -98,7 +179,22 @@ static int topo_write_cpuinfo(const topo_desc_t *t, const char *path, bkm_err_t 
 /** hwloc synthetic description with the same OS numbering ("pack:2 core:16 pu:2(indexes=..)"). */
 static void topo_synthetic(const topo_desc_t *t, bkm_buf_t *b)
 {
-    bkm_buf_printf(b, "pack:%d core:%d pu:%d", t->sockets, t->cores, t->threads);
+    if (t->ids == IDS_PLAIN) {
+        bkm_buf_printf(b, "pack:%d core:%d pu:%d", t->sockets, t->cores, t->threads);
+    } else {
+        /* hwloc keeps these as the os_index of the packages and cores: bkm's hardware ids. */
+        bkm_buf_printf(b, "pack:%d(indexes=", t->sockets);
+        for (int s = 0; s < t->sockets; s++)
+            bkm_buf_printf(b, s ? ",%d" : "%d", t->pkg_id[s]);
+        bkm_buf_puts(b, ")");
+        if (t->dies > 1)
+            bkm_buf_printf(b, " die:%d", t->dies);
+        bkm_buf_printf(b, " core:%d(indexes=", t->cores / t->dies);
+        for (int s = 0; s < t->sockets; s++)
+            for (int c = 0; c < t->cores; c++)
+                bkm_buf_printf(b, s || c ? ",%d" : "%d", t->core_id[s][c]);
+        bkm_buf_printf(b, ") pu:%d", t->threads);
+    }
     if (!t->cori)
         return;
     bkm_buf_puts(b, "(indexes=");
@@ -307,6 +403,12 @@ static void gen_case(rng_t *r, int id, diff_case_t *c)
     c->topo.cores = rng_int(r, 1, 20);
     c->topo.threads = rng_int(r, 1, 4);
     c->topo.cori = rng_pct(r, 50);
+    {
+        /* The ids come from a stream of their own, so a seed still gives the cases it gave before
+         * the ids existed, now on topologies with hardware ids out of OS order. */
+        rng_t ri = {r->s ^ 0xD1B54A32D192ED03ull};
+        topo_gen_ids(&ri, &c->topo);
+    }
     int pus = topo_pus(&c->topo);
     int how = rng_int(r, 0, 9);
     if (how < 3)
@@ -329,8 +431,20 @@ static void gen_case(rng_t *r, int id, diff_case_t *c)
 
 static void case_describe(const diff_case_t *c, bkm_buf_t *b)
 {
-    bkm_buf_printf(b, "case %d: topology %dx%dx%d %s, threads %d", c->id, c->topo.sockets, c->topo.cores,
-                   c->topo.threads, c->topo.cori ? "cori" : "linear", c->threads);
+    bkm_buf_printf(b, "case %d: topology %dx%dx%d %s, %s", c->id, c->topo.sockets, c->topo.cores, c->topo.threads,
+                   c->topo.cori ? "cori" : "linear", topo_ids_name(&c->topo));
+    if (c->topo.ids != IDS_PLAIN) {
+        bkm_buf_puts(b, " (package");
+        for (int s = 0; s < c->topo.sockets; s++)
+            bkm_buf_printf(b, "%s%d", s ? "," : " ", c->topo.pkg_id[s]);
+        if (c->topo.dies > 1)
+            bkm_buf_printf(b, "; %d dies", c->topo.dies);
+        bkm_buf_puts(b, "; core");
+        for (int k = 0; k < c->topo.cores; k++)
+            bkm_buf_printf(b, "%s%d", k ? "," : " ", c->topo.core_id[0][k]);
+        bkm_buf_puts(b, "...)");
+    }
+    bkm_buf_printf(b, ", threads %d", c->threads);
     if (c->mask[0])
         bkm_buf_printf(b, ", mask %s", c->mask);
     if (c->kmp_affinity[0])
@@ -540,10 +654,31 @@ static int run_case(const diff_opts_t *o, const diff_case_t *c, const char *dir,
     bkm_err_t perr = {0};
 
     snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", dir);
-    rc = topo_write_cpuinfo(&c->topo, cpuinfo, err);
+    topo_synthetic(&c->topo, &synth);
+    if (c->topo.ids == IDS_DIES) {
+        /* libomp gets the file bkm's correction would give it. */
+        char *cargv[] = {(char *)o->tune, "topo", "--synthetic", (char *)bkm_buf_str(&synth), "--cpuinfo", NULL};
+        char *cenv[DIFF_MAX_ENV];
+        build_env(cenv, DIFF_MAX_ENV, NULL, 0);
+        rc = run_child(cargv, cenv, dir, &tune, err);
+        if (rc < 0)
+            goto out;
+        FILE *f = tune.status == 0 ? fopen(cpuinfo, "w") : NULL;
+        int wrote = f && fputs(bkm_buf_str(&tune.out), f) >= 0;
+        if (f && fclose(f) != 0)
+            wrote = 0;
+        if (!wrote) {
+            rc = bkm_err_set(err, BKM_EIO, "tune topo --synthetic '%s' --cpuinfo: exit %d %s", bkm_buf_str(&synth),
+                             tune.status, bkm_buf_str(&tune.errt));
+            goto out;
+        }
+        child_free(&tune);
+        memset(&tune, 0, sizeof(tune));
+    } else {
+        rc = topo_write_cpuinfo(&c->topo, cpuinfo, err);
+    }
     if (rc < 0)
         goto out;
-    topo_synthetic(&c->topo, &synth);
     case_describe(c, &desc);
     snprintf(nthr, sizeof(nthr), "%d", c->threads);
 
@@ -823,7 +958,7 @@ static int cmd_cpuinfo(int argc, char **argv)
         fprintf(stderr, "usage: libomp_diff cpuinfo SOCKETS CORES THREADS linear|cori FILE\n");
         return 2;
     }
-    topo_desc_t td = {(int)s, (int)c, (int)t, !strcmp(argv[5], "cori")};
+    topo_desc_t td = {(int)s, (int)c, (int)t, !strcmp(argv[5], "cori"), IDS_PLAIN, 1, {0}, {{0}}};
     if (topo_pus(&td) > 2048) {
         fprintf(stderr, "libomp_diff: %d PUs is more than the shim's 2048\n", topo_pus(&td));
         return 2;

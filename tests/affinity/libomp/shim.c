@@ -6,6 +6,13 @@
  *   BKM_FAKE_NCPUS  number of OS processors of the fake machine (OS ids 0..N-1), 1..BKM_FAKE_MAX
  *   BKM_FAKE_MASK   optional initial process mask ("0-3,32-35"), as taskset/srun would leave it;
  *                   default: every processor.
+ *   BKM_FAKE_CPUINFO optional: what libomp's DEFAULT topology method finds on this fake machine, as
+ *                   a cpuinfo file. CPUID cannot be intercepted (no CPUID faulting in these VMs),
+ *                   so a machine whose CPUID lies is emulated by giving libomp this file whenever
+ *                   the process itself names no KMP_CPUINFO_FILE: the constructor sets
+ *                   KMP_CPUINFO_FILE to it then (libomp reads its environment later, at its first
+ *                   OpenMP call). A process started with its own KMP_CPUINFO_FILE (bkm's topology
+ *                   correction) keeps it.
  * Combined with KMP_CPUINFO_FILE (libomp's cpuinfo topology method) this gives libomp an arbitrary
  * topology. libomp 14 queries and sets affinity through libc's syscall() with
  * __NR_sched_{get,set}affinity (KMPNativeAffinity in kmp_affinity.h) and sizes the machine with
@@ -80,7 +87,10 @@ __attribute__((constructor)) static void shim_init(void)
 {
     const char *n = getenv("BKM_FAKE_NCPUS");
     const char *m = getenv("BKM_FAKE_MASK");
+    const char *ci = getenv("BKM_FAKE_CPUINFO");
     long v = n ? strtol(n, NULL, 10) : 0;
+    if (ci && *ci && !getenv("KMP_CPUINFO_FILE"))
+        setenv("KMP_CPUINFO_FILE", ci, 0);
     if (v < 1 || v > BKM_FAKE_MAX)
         return; /* not configured: every call goes to libc unchanged */
     g_ncpus = (int)v;
@@ -166,14 +176,21 @@ int sched_getaffinity(pid_t pid, size_t len, cpu_set_t *set)
 {
     if (g_ncpus > 0 && is_self(pid))
         return fake_get(len, set) < 0 ? -1 : 0;
-    return (int)syscall(SYS_sched_getaffinity, (long)pid, (long)len, (long)set);
+    /* glibc's contract, not the raw syscall's: 0 on success (the kernel returns the bytes it
+     * copied) and the rest of the caller's set cleared. */
+    long r = syscall(SYS_sched_getaffinity, (long)pid, (long)len, (long)set);
+    if (r < 0)
+        return -1;
+    if ((size_t)r < len)
+        memset((char *)set + r, 0, len - (size_t)r);
+    return 0;
 }
 
 int sched_setaffinity(pid_t pid, size_t len, const cpu_set_t *set)
 {
     if (g_ncpus > 0 && is_self(pid))
         return fake_set(len, set) < 0 ? -1 : 0;
-    return (int)syscall(SYS_sched_setaffinity, (long)pid, (long)len, (long)set);
+    return syscall(SYS_sched_setaffinity, (long)pid, (long)len, (long)set) < 0 ? -1 : 0;
 }
 
 int pthread_getaffinity_np(pthread_t th, size_t len, cpu_set_t *set)

@@ -138,9 +138,10 @@ int bkm_tune_env_is_openmp(const char *name);
 
 /* What of the user's environment reaches a worker (the design note of trial.c says why):
  *  - OMP_*, KMP_*, GOMP_*: never inherited; the trial's own settings are set exactly;
- *  - HWLOC_*: never inherited (they change the topology the worker plans its binding on), and a
+ *  - HWLOC_*: not inherited (they change the topology the worker plans its binding on), and a
  *    measuring command refuses to start when one that replaces the discovered topology is set
- *    (bkm_tune_env_check);
+ *    (bkm_tune_env_check) — unless HWLOC_THISSYSTEM=1 says that view is this machine: then they
+ *    are accepted and passed on, so the tuner and its workers plan on the same view;
  *  - everything else (ONEDNN_*, DNNL_*, LD_PRELOAD, LD_LIBRARY_PATH, PATH, ...) is inherited as
  *    it is: the worker's JSON has its own descriptor, so diagnostics such as ONEDNN_VERBOSE are
  *    harmless, and a second OpenMP runtime preloaded by LD_PRELOAD fails the binding check. */
@@ -148,6 +149,10 @@ int bkm_tune_env_is_openmp(const char *name);
 /** 1 if @p name is a variable the runner strips from the inherited environment for hwloc's sake:
  *  any HWLOC_* variable. */
 int bkm_tune_env_is_hwloc(const char *name);
+/** 1 when @p env holds HWLOC_THISSYSTEM=1: the user asserts that hwloc's configured view
+ *  (HWLOC_XMLFILE, HWLOC_SYNTHETIC, ...) is this machine; bkm_tune_env_check accepts it and the
+ *  runner passes the HWLOC_* variables to the workers. */
+int bkm_tune_env_hwloc_asserted(char *const *env);
 
 /** Check the environment @p env ("NAME=value" strings, NULL-terminated) that a command which
  *  measures on this host runs under: hwloc variables that make hwloc describe another machine
@@ -610,7 +615,8 @@ typedef struct bkm_tune_sweep_cfg {
     int fresh;                         /**< 1: never resume */
     int confirm_top;                   /**< candidates re-measured against the default; 3 */
     int confirm_rounds;                /**< ABAB rounds; 2 */
-    bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed) */
+    bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed); its env
+                                            (the libomp topology correction) goes to every trial */
     char inject[32];                   /**< test only: fault injected into trial inject_at */
     int inject_at;                     /**< 1-based trial number of this run; 0 = none */
     const char *command;               /**< the command line, stored with the sweep */
