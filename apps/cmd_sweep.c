@@ -15,6 +15,7 @@
 #include "bkm/affinity.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "bkm_revision.h"
 #include "cli_common.h"
 
 extern char **environ;
@@ -64,6 +65,12 @@ static void usage(FILE *f)
             "  --max-samples N      adaptive cap (default 50)\n"
             "  --trial-timeout S    a trial running longer is killed and stored as timeout (default 600)\n"
             "  --confirm-top K      candidates re-measured against the default (default 3)\n"
+            "  --replicates R       confirmation: each candidate and the default run in R fresh worker\n"
+            "                       processes (default %d, at least 6), in a drift-cancelling order;\n"
+            "                       the claim uses one value per process\n"
+            "  --aa                 A/A run: no search; the default is confirmed against --confirm-top\n"
+            "                       copies of itself through the same code; exit 1 if a (false) claim\n"
+            "                       would have been made; nothing is stored as best-known\n"
             "  --counters LIST      PAPI events per trial, comma-separated; 'none' disables (default:\n"
             "                       cycles, instructions, cache misses, FP ops and the perf:: software\n"
             "                       events; unavailable ones are stored with PAPI's reason)\n"
@@ -76,9 +83,10 @@ static void usage(FILE *f)
             "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
             "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"
-            "exit codes: 0 done, 2 bad usage or input, 3 environment (database, worker), 4 some trials\n"
-            "            failed (stored; the rest completed), 130/143 interrupted (completed trials kept)\n",
-            BKM_TUNE_STRATEGY_DEFAULT, BKM_DB_DEFAULT_PATH);
+            "exit codes: 0 done, 1 --aa only: a claim would have been made, 2 bad usage or input,\n"
+            "            3 environment (database, worker), 4 some trials failed (stored; the rest\n"
+            "            completed), 130/143 interrupted (completed trials kept)\n",
+            BKM_TUNE_STRATEGY_DEFAULT, BKM_TUNE_REPLICATES_DEFAULT, BKM_DB_DEFAULT_PATH);
 }
 
 typedef struct opts {
@@ -105,6 +113,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->sw.fresh = 1;
         } else if (strcmp(a, "--tunables") == 0) {
             o->sp.sweep_tunables = 1;
+        } else if (strcmp(a, "--aa") == 0) {
+            o->sw.aa = 1;
         } else if (v == NULL) {
             fprintf(stderr, "tune: unknown option or missing value: '%s' (see tune sweep --help)\n", a);
             return -1;
@@ -163,6 +173,12 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 o->sw.base.timeout_s = d;
             else
                 o->sw.time_budget_s = d;
+        } else if (strcmp(a, "--replicates") == 0) {
+            if (bkm_parse_int(v, 6, 1000, &n) < 0) {
+                fprintf(stderr, "tune: --replicates '%s' is not a number of processes in 6..1000\n", v);
+                return -1;
+            }
+            o->sw.replicates = (int)n;
         } else if (strcmp(a, "--counters") == 0) {
             char names[64][64];
             int nn = 0;
@@ -296,7 +312,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_tune_space_t *sp = NULL;
     bkm_db_t *db = NULL;
     bkm_tune_runner_t runner;
-    bkm_tune_sweep_result_t res;
+    bkm_tune_sweep_result_t res = {0};
     bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
     bkm_buf_t cmd, out;
     char self[PATH_MAX];
@@ -360,6 +376,7 @@ int bkm_cli_sweep(int argc, char **argv)
         bkm_buf_printf(&cmd, " %s", argv[i]);
     o.sw.node = prof.name;
     o.sw.command = bkm_buf_str(&cmd);
+    o.sw.git_revision = BKM_BUILD_REVISION;
     o.sw.runner = &runner;
     o.sw.stop = &g_stop;
     o.sw.progress = on_progress;
@@ -377,7 +394,8 @@ int bkm_cli_sweep(int argc, char **argv)
         goto fail;
     bkm_tune_sweep_summary_render(&res, o.db, &out, o.json);
     fputs(bkm_buf_str(&out), stdout);
-    rc = res.interrupted ? 128 + (int)g_stop : res.failed ? 4 : 0;
+    /* an A/A run whose default "beats" itself is a failed check */
+    rc = res.interrupted ? 128 + (int)g_stop : res.failed ? 4 : res.aa && res.significant ? 1 : 0;
     goto done;
 fail:
     fprintf(stderr, "tune: %s\n", err.msg);
@@ -389,5 +407,6 @@ done:
     bkm_topo_close(host);
     bkm_buf_free(&cmd);
     bkm_buf_free(&out);
+    bkm_tune_sweep_result_clear(&res);
     return rc;
 }
