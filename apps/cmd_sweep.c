@@ -68,6 +68,7 @@ static void usage(FILE *f)
             "  --replicates R       confirmation: each candidate and the default run in R fresh worker\n"
             "                       processes (default %d, at least 6), in a drift-cancelling order;\n"
             "                       the claim uses one value per process\n"
+            "  --min-ratio X        smallest speedup over the default worth claiming (default 1.02)\n"
             "  --aa                 A/A run: no search; the default is confirmed against --confirm-top\n"
             "                       copies of itself through the same code; exit 1 if a (false) claim\n"
             "                       would have been made; nothing is stored as best-known\n"
@@ -179,6 +180,12 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return -1;
             }
             o->sw.replicates = (int)n;
+        } else if (strcmp(a, "--min-ratio") == 0) {
+            if (bkm_parse_double(v, &d) < 0 || !(d >= 1.0 && d <= 100.0)) {
+                fprintf(stderr, "tune: --min-ratio '%s' is not a ratio in 1..100\n", v);
+                return -1;
+            }
+            o->sw.min_ratio = d;
         } else if (strcmp(a, "--counters") == 0) {
             char names[64][64];
             int nn = 0;

@@ -281,7 +281,7 @@ int bkm_tune_claim_order(size_t arms, size_t rounds, uint64_t seed, size_t *orde
 
 void bkm_tune_claim_rule_defaults(bkm_tune_claim_rule_t *rule)
 {
-    rule->min_ratio = 1.05;
+    rule->min_ratio = 1.02;
     rule->alpha = 0.01;
     rule->min_n = BKM_TUNE_REPLICATES_DEFAULT;
     rule->floor = 0.0;

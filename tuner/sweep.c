@@ -600,6 +600,8 @@ static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_can
     int rc;
     *win = 0;
     bkm_tune_claim_rule_defaults(&rule);
+    if (cfg->min_ratio > 0)
+        rule.min_ratio = cfg->min_ratio;
     res->dflt = *bkm_tune_space_config(space, 0);
     res->best = res->dflt;
     res->speedup_lo = res->speedup_hi = NAN;

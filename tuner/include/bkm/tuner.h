@@ -346,7 +346,9 @@ int bkm_tune_claim_order(size_t arms, size_t rounds, uint64_t seed, size_t *orde
 
 /** When a candidate is claimed faster than the default. */
 typedef struct bkm_tune_claim_rule {
-    double min_ratio;   /**< the ratio estimate (default / candidate) must be >= this; 1.05 */
+    double min_ratio;   /**< the ratio estimate (default / candidate) must be >= this; 1.02.
+                             Not a noise guard (the process-level test is): the smallest win
+                             worth a setting. */
     double alpha;       /**< family-wise error rate: Holm-adjusted Mann-Whitney p < alpha; 0.01 */
     size_t min_n;       /**< processes per side, else never claimed; BKM_TUNE_REPLICATES_DEFAULT */
     double floor;       /**< median of process medians must differ by more (timer floor); 0 */
@@ -584,6 +586,8 @@ typedef struct bkm_tune_sweep_cfg {
     int replicates;                    /**< confirmation: fresh worker processes per candidate and
                                             for the default, in bkm_tune_claim_order's order;
                                             BKM_TUNE_REPLICATES_DEFAULT */
+    double min_ratio;                  /**< smallest win claimed (bkm_tune_claim_rule_t);
+                                            0 = the rule's default */
     int aa;                            /**< 1: A/A run: no search; confirm_top (at least 1) copies
                                             of the default are confirmed against the default as if
                                             they were candidates, through the same code; nothing is
