@@ -684,7 +684,11 @@ int bkm_tune_space_problem(const bkm_tune_space_t *space, bkm_tune_problem_t *pb
 /** One seeded replay. */
 typedef struct bkm_tune_replay_run {
     uint64_t seed;
-    double rel;                /**< true median of the strategy's pick / exhaustive best (>= 1) */
+    double rel;                /**< the pick, judged on its runs the strategy did not see (median
+                                    of their medians; best-pass oracle: that pass), / the
+                                    exhaustive best; may be < 1 */
+    int judged_on_unseen;      /**< 0: the strategy had seen every run of its pick (then judged on
+                                    all of them) */
     size_t found_at;           /**< evaluations (trials) spent when the pick was first measured */
     size_t spent;              /**< trials spent in all */
 } bkm_tune_replay_run_t;
@@ -693,23 +697,39 @@ typedef struct bkm_tune_replay {
     int64_t sweep_id;
     char workload[64], node[32];
     size_t n_configs;          /**< configurations measured ok in the exhaustive sweep */
-    double best_ms;            /**< exhaustive best median */
+    size_t runs_min, runs_max; /**< runs (passes, processes) per configuration */
+    double best_ms;            /**< exhaustive best: the lowest median of run medians (best-pass
+                                    oracle: the lowest best-pass median) */
+    double default_rel;        /**< the default's value / best_ms, same oracle: a recording
+                                    with default_rel <= 1.05 is flat (the default already wins) */
+    size_t budget;             /**< trials per replay */
     size_t n_runs;
     bkm_tune_replay_run_t *runs;  /**< owned */
     size_t n_within;           /**< runs within 5% using <= 25% of the evaluations */
+    size_t n_judged_seen;      /**< runs whose pick had no unseen run left */
+    double median_rel;         /**< median of runs[].rel: what random search is compared on */
 } bkm_tune_replay_t;
+
+/** How a replay turns the stored runs into evaluations and judgements. */
+#define BKM_TUNE_REPLAY_UNSEEN_RUNS 0 /**< honest: an evaluation is ONE run drawn at random (one
+                                           worker process, its median), so the strategy sees the
+                                           run-to-run spread; the pick is judged on the median of
+                                           its runs the strategy did not see; the exhaustive best
+                                           is the lowest median of run medians */
+#define BKM_TUNE_REPLAY_BEST_PASS 1   /**< the older oracle: per configuration only the pass with
+                                           the lowest median counts ("load only adds time"); an
+                                           evaluation is the median of a bootstrap resample of its
+                                           samples (scale x n), the pick is judged on that pass */
 
 /** Replay strategy @p strategy with @p budget (0 = 25% of the configurations) for seeds
  *  1..@p seeds against the exhaustive sweep @p sweep_id of @p db; 0 = the sweep with the most ok
  *  search trials together with every other sweep of the same node and workload in @p db
- *  (repeated passes of one exhaustive sweep recorded at different times): for each
- *  configuration the pass with the lowest median is kept (load on a shared machine only ever
- *  adds time), so a burst of load during one pass does not decide the oracle. An evaluation of a configuration returns the median of a seeded bootstrap
- *  resample (scale x n samples) of its stored samples; the pick is judged by its stored median.
- *  @return BKM_OK; BKM_EINVAL (unknown strategy, no such sweep, too few configurations);
- *  database errors. Free with bkm_tune_replay_free. */
+ *  (repeated passes of one exhaustive sweep recorded at different times: each pass of a
+ *  configuration is one run). @p oracle: BKM_TUNE_REPLAY_UNSEEN_RUNS or _BEST_PASS (above).
+ *  @return BKM_OK; BKM_EINVAL (unknown strategy or oracle, no such sweep, too few
+ *  configurations); database errors. Free with bkm_tune_replay_free. */
 int bkm_tune_replay_run(struct bkm_db *db, int64_t sweep_id, const char *strategy, size_t budget,
-                        size_t seeds, bkm_tune_replay_t *out, bkm_err_t *err);
+                        size_t seeds, int oracle, bkm_tune_replay_t *out, bkm_err_t *err);
 void bkm_tune_replay_free(bkm_tune_replay_t *r);
 
 
