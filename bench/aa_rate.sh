@@ -60,7 +60,8 @@ gemm=(--workload gemm --param m=64 --param n=64 --param k=64)
 conv=(--workload conv2d --param shape=alexnet:conv4 --param batch=1)
 common=(--min-time "$min_time" --min-samples 5 --max-samples 50 --replicates "$replicates" --fresh --counters none)
 
-# run_aa LABEL N: N A/A runs alternating gemm and conv2d; prints claims/N
+# run_aa LABEL N: N A/A runs alternating gemm and conv2d; one line per run, the number of claims
+# in $work/LABEL.claims
 run_aa() {
   local label=$1 n=$2 claims=0 rc wl
   for i in $(seq 1 "$n"); do
@@ -82,7 +83,7 @@ print("  %s %2s %-7s claim=%-5s default %.4g ms [%.4g, %.4g]  %s" % (sys.argv[2]
       str(s["claim"]).lower(), s["default"]["median_ms"], *s["default"]["median_ci95_order_stat"], "; ".join(tests)))
 PY
   done
-  echo "$claims"
+  echo "$claims" > "$work/$label.claims"
 }
 
 echo "# bkm A/A and real-difference rates, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(git -C "$(dirname "$0")" describe --always --dirty 2> /dev/null || echo unknown)"
@@ -91,13 +92,15 @@ echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); load average at
 echo "# per arm $replicates processes, A/A against $confirm_top copies (Holm), min-time $min_time s; databases in $work"
 
 echo "A/A quiet ($n_aa runs):"
-aa_quiet=$(run_aa aa-quiet "$n_aa" | tee /dev/stderr | tail -n 1)
+run_aa aa-quiet "$n_aa"
+aa_quiet=$(cat "$work/aa-quiet.claims")
 aa_load="-"
 if [ "$with_load" -eq 1 ]; then
   echo "A/A with a toggling background load ($n_aa runs):"
   toggle_load 3600 &
   load_pid=$!
-  aa_load=$(run_aa aa-load "$n_aa" | tee /dev/stderr | tail -n 1)
+  run_aa aa-load "$n_aa"
+  aa_load=$(cat "$work/aa-load.claims")
   stop_load
 fi
 

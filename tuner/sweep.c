@@ -515,15 +515,15 @@ static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n
     bkm_json_w_t w;
     bkm_buf_t ev;
     int rc;
-    if ((order = bkm_malloc((total ? total : 1) * sizeof *order)) == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-    if ((rc = bkm_tune_claim_order(n_cand, R, cfg->seed, order, err)) < 0) {
-        bkm_free(order);
-        return rc;
+    bkm_buf_init(&ev);
+    if ((order = bkm_malloc((total ? total : 1) * sizeof *order)) == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        goto out;
     }
+    if ((rc = bkm_tune_claim_order(n_cand, R, cfg->seed, order, err)) < 0)
+        goto out;
     for (size_t c = 1; c < n_cand; c++)
         tested += (size_t)tests[c - 1].tested;
-    bkm_buf_init(&ev);
     bkm_json_w_init(&w, &ev, 0);
     bkm_json_obj_begin(&w);
     bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
@@ -578,10 +578,12 @@ static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n
     else
         bkm_json_null(&w);
     bkm_json_obj_end(&w);
-    bkm_free(order);
     if ((res->evidence_json = bkm_buf_take(&ev)) == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-    return BKM_OK;
+        rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+out:
+    bkm_free(order);
+    bkm_buf_free(&ev);
+    return rc;
 }
 
 /* The claim: bkm_tune_claim_decide on the per-process medians; the winner is the significant

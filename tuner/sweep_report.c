@@ -58,6 +58,11 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
                    "dropped); strategy %s measures up to %zu of them, then re-measures the top %d and the default "
                    "in %d fresh processes each.\n", workload, prof->name, n, merged, dropped, strat, budget,
                    cfg->confirm_top, cfg->replicates);
+    if (cfg->aa)
+        bkm_buf_printf(out, "A/A run: no search; the default is confirmed against %d cop%s of itself, %d processes "
+                       "each, through the same code; nothing is stored as best-known.\n",
+                       cfg->confirm_top > 0 ? cfg->confirm_top : 1, cfg->confirm_top > 1 ? "ies" : "y",
+                       cfg->replicates);
     for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
         bkm_buf_printf(out, "  note: %s\n", bkm_tune_space_note(sp, i));
     for (size_t i = 0; i < n; i++) {
