@@ -127,9 +127,10 @@ static void progress_emit(sweep_state_t *st, const bkm_tune_config_t *c, const c
 }
 
 /* Run one configuration as a trial (scale x the samples) and store it under (role, round). On
- * success *value is its median (NaN unless ok) and, when wanted, *samples its samples. */
+ * success *value is its median (NaN unless ok) and, when wanted, prec[0..1] the 95% interval of
+ * that median from the process's own samples (its precision). */
 static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, int scale, double *value,
-                    double **samples, size_t *n_samples, bkm_err_t *err)
+                    double *prec, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
     const bkm_tune_config_t *c = bkm_tune_space_config(st->space, ci);
@@ -149,17 +150,16 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_buf_init(&check);
     bkm_buf_init(&bind);
     *value = NAN;
-    if (samples)
-        *samples = NULL, *n_samples = 0;
+    if (prec)
+        prec[0] = prec[1] = NAN;
     if ((rc = config_key(st, ci, &key, err)) < 0)
         return rc;
     row = stored_find(st, role, round, key);
     if (row != NULL) {
         /* measured before an interruption: reuse, never run again */
         *value = row->status == BKM_DB_TRIAL_OK ? row->median_ms : NAN;
-        if (samples && row->status == BKM_DB_TRIAL_OK &&
-            (rc = bkm_db_trial_samples(st->db, row->id, samples, n_samples, err)) < 0)
-            return rc;
+        if (prec && row->status == BKM_DB_TRIAL_OK)
+            prec[0] = row->ci_lo_ms, prec[1] = row->ci_hi_ms;
         st->prog.done++;
         st->prog.resumed++;
         if (row->status != BKM_DB_TRIAL_OK)
@@ -253,15 +253,8 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
             st->prog.best_ms = *value;
             bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
         }
-        if (samples && res.n_samples > 0) {
-            *samples = bkm_malloc((size_t)res.n_samples * sizeof **samples);
-            if (*samples == NULL) {
-                rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-                goto out;
-            }
-            memcpy(*samples, res.samples_ms, (size_t)res.n_samples * sizeof **samples);
-            *n_samples = (size_t)res.n_samples;
-        }
+        if (prec)
+            prec[0] = res.ci95_lo_ms, prec[1] = res.ci95_hi_ms;
     } else {
         char label[256];
         st->prog.failed++;
@@ -285,31 +278,37 @@ static int stopped(const bkm_tune_sweep_cfg_t *cfg)
     return cfg->stop != NULL && *cfg->stop != 0;
 }
 
-/* One arm of the confirmation round: its per-process medians and their positions (1-based)
- * in the confirmation order. */
+/* One arm of the confirmation round: its per-process medians, their precision (the 95%
+ * interval of each median from its own samples, lo/hi pairs) and their positions (1-based) in
+ * the confirmation order. */
 typedef struct cand {
     size_t config;
     double *proc;
+    double *prec;
     int *pos;
     size_t n, cap;
     int failed;
 } cand_t;
 
-static int cand_append(cand_t *c, double v, int pos, bkm_err_t *err)
+static int cand_append(cand_t *c, double v, const double *prec, int pos, bkm_err_t *err)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 8;
-        double *p = bkm_realloc(c->proc, cap * sizeof *p);
-        int *q;
+        double *p = bkm_realloc(c->proc, cap * sizeof *p), *q;
+        int *r;
         if (p == NULL)
             return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
         c->proc = p;
-        if ((q = bkm_realloc(c->pos, cap * sizeof *q)) == NULL)
+        if ((q = bkm_realloc(c->prec, 2 * cap * sizeof *q)) == NULL)
             return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-        c->pos = q;
+        c->prec = q;
+        if ((r = bkm_realloc(c->pos, cap * sizeof *r)) == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        c->pos = r;
         c->cap = cap;
     }
     c->proc[c->n] = v;
+    c->prec[2 * c->n] = prec[0], c->prec[2 * c->n + 1] = prec[1];
     c->pos[c->n++] = pos;
     return BKM_OK;
 }
@@ -375,7 +374,7 @@ static int search_run(sweep_state_t *st, bkm_tune_strategy_t *strat, bkm_err_t *
             bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
             break;
         }
-        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
+        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, err)) < 0)
             return rc;
         bkm_tune_strategy_report(strat, &ask, v);
     }
@@ -450,16 +449,16 @@ static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, bkm_err_t
         goto out;
     for (size_t t = 0; t < total; t++) {
         cand_t *c = &cand[order[t]];
-        double v;
+        double v, prec[2];
         if (stopped(cfg))
             break;
         if (c->failed)
             continue;
-        if ((rc = trial_do(st, c->config, "confirm", (int)t + 1, 1, &v, NULL, NULL, err)) < 0)
+        if ((rc = trial_do(st, c->config, "confirm", (int)t + 1, 1, &v, prec, err)) < 0)
             goto out;
         if (isnan(v))
             c->failed = 1;
-        else if ((rc = cand_append(c, v, (int)t + 1, err)) < 0)
+        else if ((rc = cand_append(c, v, prec, (int)t + 1, err)) < 0)
             goto out;
     }
 out:
@@ -492,6 +491,15 @@ static void json_arm(bkm_json_w_t *w, const sweep_state_t *st, const cand_t *c)
     bkm_json_key(w, "config"), bkm_tune_config_to_json(bkm_tune_space_config(st->space, c->config), w);
     bkm_json_key(w, "processes"), bkm_json_int(w, (int64_t)c->n);
     json_doubles(w, "process_median_ms", c->proc, c->n);
+    /* the precision of each process's value, from its own samples (not evidence between arms) */
+    bkm_json_key(w, "process_median_ci95_order_stat");
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < c->n; i++) {
+        bkm_json_arr_begin(w);
+        bkm_json_double(w, c->prec[2 * i]), bkm_json_double(w, c->prec[2 * i + 1]);
+        bkm_json_arr_end(w);
+    }
+    bkm_json_arr_end(w);
     bkm_json_key(w, "positions");
     bkm_json_arr_begin(w);
     for (size_t i = 0; i < c->n; i++)
@@ -772,6 +780,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
 out:
     for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
         bkm_free(cand[c].proc);
+        bkm_free(cand[c].prec);
         bkm_free(cand[c].pos);
     }
     if (st.keys)

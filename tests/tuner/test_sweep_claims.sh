@@ -38,6 +38,10 @@ for arm, i in ((d, 0), (c, 1)):
     assert [ev["order_arms"][p - 1] for p in arm["positions"]] == [i] * 7, (arm["positions"], ev["order_arms"])
     lo, hi = arm["median_ci95_order_stat"]
     assert lo <= arm["median_ms"] <= hi
+    # each process's value with its precision from its own samples
+    assert len(arm["process_median_ci95_order_stat"]) == 7
+    for v, (plo, phi) in zip(arm["process_median_ms"], arm["process_median_ci95_order_stat"]):
+        assert plo <= v <= phi, (plo, v, phi)
 assert 0 < c["p"] <= 1 and c["p_holm"] == c["p"]          # one candidate: nothing to correct
 lo, hi = c["ratio_ci95_exact_rank"]
 assert lo <= c["ratio"] <= hi and c["ratio_ci_coverage"] >= 0.95
