@@ -642,10 +642,13 @@ static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_can
         if (*win == 0 && t->tested && (isnan(best_ratio) || t->ratio > best_ratio)) {
             char label[160];
             best_ratio = t->ratio;
-            bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
+            if (cfg->aa)
+                snprintf(label, sizeof label, "copy %zu of the default", c);
+            else
+                bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
             snprintf(res->verdict, sizeof res->verdict,
-                     "%sno setting beats the default beyond noise (closest: %s%s at %.3gx: %s)", aa, label,
-                     cfg->aa ? " (a copy of the default)" : "", t->ratio, t->reason);
+                     "%sno setting beats the default beyond noise (closest: %s at %.3gx: %s)", aa, label, t->ratio,
+                     t->reason);
         }
     }
     if (*win > 0) {

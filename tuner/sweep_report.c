@@ -147,7 +147,7 @@ void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char 
                    "CI [%.4g, %.4g] (order statistics)\n", label, r->default_median_ms, r->replicates,
                    r->default_ci_lo_ms, r->default_ci_hi_ms);
     if (r->aa) {
-        bkm_buf_printf(out, "A/A:        %s\n", r->verdict);
+        bkm_buf_printf(out, "%s\n", r->verdict); /* "A/A: ..." */
     } else if (r->significant) {
         bkm_tune_config_label(&r->best, label, sizeof label);
         bkm_buf_printf(out, "best-known: %s: median %.4g ms, 95%% CI [%.4g, %.4g] (order statistics); %s\n", label,
