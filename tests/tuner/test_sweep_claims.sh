@@ -66,11 +66,15 @@ for bj, threads in rows:
     for t in b["threads"]:
         assert "planned" in t and "actual" in t and "match" in t, t
 PY
-# the revision of this build, not "unknown", when built from a git checkout
+# the revision of this build (as `tune version` reports it), not "unknown", when built from a git
+# checkout: a commit of that checkout
 rev=$(q $db "SELECT git_revision FROM sweep")
+built=$("$BKM_TUNE" version | sed -n 's/^revision //p')
+[ "$rev" = "$built" ] || fail "git_revision '$rev', but tune version says '$built'"
 if git -C "${BKM_SOURCE_DIR:-/nonexistent}" rev-parse HEAD > /dev/null 2>&1; then
-  head=$(git -C "$BKM_SOURCE_DIR" rev-parse --short=12 HEAD)
-  case "$rev" in *"$head"*) ;; *) fail "git_revision '$rev' does not name HEAD $head";; esac
+  hash=$(printf '%s\n' "$rev" | sed -E 's/-dirty$//; s/.*-g([0-9a-f]+)$/\1/')
+  git -C "$BKM_SOURCE_DIR" cat-file -e "$hash^{commit}" 2> /dev/null ||
+    fail "git_revision '$rev' does not name a commit of $BKM_SOURCE_DIR"
 else
   [ "$rev" = unknown ] || fail "not a git checkout, yet git_revision '$rev'"
 fi
