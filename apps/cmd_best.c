@@ -15,17 +15,22 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: tune best --node NODE --workload WL [--db PATH] [--json]\n\n"
-            "Shows the newest best-known setting stored for NODE and WL by a sweep, with its evidence:\n"
-            "the median time and its 95%% confidence interval, the default setting's median, the speedup\n"
-            "over the default, and whether the win is significant (beyond the noise: ratio, Mann-Whitney\n"
-            "test and separated confidence intervals). When it is not significant, keep the default.\n"
+            "Shows the newest best-known setting stored for NODE and WL by a sweep, with its evidence.\n"
+            "The unit of evidence is the worker process: the confirmation round ran the default and each\n"
+            "candidate in R fresh processes (in a drift-cancelling order), and every figure below is over\n"
+            "one value per process (the median of its samples): the median of those values with its\n"
+            "order-statistic 95%% interval, the speedup over the default (Hodges-Lehmann ratio) with its\n"
+            "exact rank 95%% interval, the Mann-Whitney p and its Holm correction for the number of\n"
+            "candidates, and whether the win is significant. When it is not, keep the default.\n"
             "The database is opened read-only: nothing is modified or created next to it.\n\n"
             "options:\n"
             "  --node NODE     node profile (knl, haswell, auto, ...)\n"
             "  --workload WL   workload (gemm, conv2d, alexnet, ...)\n"
             "  --db PATH       results database (default: $BKM_DB, else %s)\n"
-            "  --json          print {\"config\": {...}, \"median_ms\": ..., \"ci95\": [lo, hi],\n"
-            "                  \"speedup_vs_default\": ..., \"significant\": true|false, ...}\n"
+            "  --json          print {\"config\": {...}, \"median_ms\": ..., \"median_ci95_order_stat\":\n"
+            "                  [lo, hi], \"speedup_vs_default\": ..., \"significant\": true|false,\n"
+            "                  \"evidence\": {per-process medians of both sides, order, p, p_holm, ratio,\n"
+            "                  ratio_ci95_exact_rank, ...}, ...}\n"
             "  -h, --help      this help\n\n"
             "example:\n"
             "  tune best --node knl --workload alexnet --json\n\n"
@@ -49,7 +54,7 @@ static void print_json(const bkm_db_best_t *b)
     bkm_json_raw(&w, b->config_json); /* canonical JSON object, checked when stored */
     bkm_json_key(&w, "median_ms");
     bkm_json_double(&w, b->median_ms);
-    bkm_json_key(&w, "ci95");
+    bkm_json_key(&w, "median_ci95_order_stat");
     bkm_json_arr_begin(&w);
     bkm_json_double(&w, b->ci_lo_ms);
     bkm_json_double(&w, b->ci_hi_ms);
@@ -74,16 +79,69 @@ static void print_json(const bkm_db_best_t *b)
     bkm_buf_free(&out);
 }
 
+static double num_at(const bkm_json_t *arr, size_t i)
+{
+    const bkm_json_t *x = arr ? bkm_json_at(arr, i) : NULL;
+    return x && x->type == BKM_JSON_NUM ? x->num : NAN;
+}
+
+static void print_doubles(const char *what, const bkm_json_t *arm)
+{
+    const bkm_json_t *v = arm ? bkm_json_get(arm, "process_median_ms") : NULL;
+    if (v == NULL || v->type != BKM_JSON_ARR)
+        return;
+    printf("  %s:", what);
+    for (const bkm_json_t *x = v->child; x; x = x->next)
+        if (x->type == BKM_JSON_NUM)
+            printf(" %.4g", x->num);
+    printf(" ms\n");
+}
+
+/* The claim's evidence as stored by the sweep (older sweeps stored less: shown when present). */
+static void print_evidence(const char *evidence)
+{
+    bkm_json_t *ev = NULL;
+    const bkm_json_t *cands, *win, *w = NULL;
+    if (evidence == NULL || bkm_json_parse(evidence, &ev, NULL) < 0 || ev->type != BKM_JSON_OBJ)
+        goto out;
+    cands = bkm_json_get(ev, "candidates");
+    win = bkm_json_get(ev, "winner");
+    if (cands && win && win->type == BKM_JSON_NUM)
+        for (const bkm_json_t *c = cands->child; c; c = c->next)
+            if (bkm_json_get_num(c, "arm", -1) == win->num)
+                w = c;
+    if (bkm_json_get(ev, "replicates"))
+        printf("  evidence: %g processes per side, order %s (seed %g), %g candidate(s) tested, %s correction, "
+               "family-wise alpha %g\n", bkm_json_get_num(ev, "replicates", NAN),
+               bkm_json_get_str(ev, "order") ? bkm_json_get_str(ev, "order") : "?", bkm_json_get_num(ev, "order_seed", NAN),
+               bkm_json_get_num(ev, "candidates_tested", NAN),
+               bkm_json_get_str(ev, "correction") ? bkm_json_get_str(ev, "correction") : "no",
+               bkm_json_get_num(ev, "alpha_familywise", NAN));
+    if (w) {
+        const bkm_json_t *ci = bkm_json_get(w, "ratio_ci95_exact_rank");
+        printf("  claim: %.3gx, 95%% interval [%.3g, %.3g] (exact rank), Mann-Whitney p %.2g, Holm-adjusted %.2g\n",
+               bkm_json_get_num(w, "ratio", NAN), num_at(ci, 0), num_at(ci, 1), bkm_json_get_num(w, "p", NAN),
+               bkm_json_get_num(w, "p_holm", NAN));
+        print_doubles("best, per process", w);
+    }
+    print_doubles("default, per process", bkm_json_get(ev, "default"));
+    if (bkm_json_get_str(ev, "verdict"))
+        printf("  verdict: %s\n", bkm_json_get_str(ev, "verdict"));
+out:
+    bkm_json_free(ev);
+}
+
 static void print_text(const bkm_db_best_t *b)
 {
     printf("best-known setting for node %s, workload %s (stored %s, sweep %s)\n", b->node, b->workload,
            b->created_at ? b->created_at : "?", b->sweep_uuid ? b->sweep_uuid : "?");
     printf("  config:  %s\n", b->config_json);
-    printf("  median:  %.4g ms, 95%% CI [%.4g, %.4g] ms\n", b->median_ms, b->ci_lo_ms, b->ci_hi_ms);
+    printf("  median:  %.4g ms, 95%% CI [%.4g, %.4g] ms (order statistics)\n", b->median_ms, b->ci_lo_ms, b->ci_hi_ms);
     if (isfinite(b->default_median_ms))
         printf("  default: %.4g ms, speedup %.3fx\n", b->default_median_ms, b->speedup);
     printf("  %s\n", b->significant ? "significant: beats the default beyond the noise"
                                     : "not significant: the default setting stands");
+    print_evidence(b->evidence_json);
 }
 
 int bkm_cli_best(int argc, char **argv)

@@ -15,6 +15,7 @@
 #include "bkm/affinity.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "bkm_revision.h"
 #include "cli_common.h"
 #include "cli_topofix.h"
 
@@ -61,6 +62,13 @@ static void usage(FILE *f)
             "                       rungs, local's final round) gets k x the timeout; samples and time\n"
             "                       stay within the limits above\n"
             "  --confirm-top K      candidates re-measured against the default (default 3)\n"
+            "  --replicates R       confirmation: each candidate and the default run in R fresh worker\n"
+            "                       processes (default %d, at least 6), in a drift-cancelling order;\n"
+            "                       the claim uses one value per process\n"
+            "  --min-ratio X        smallest speedup over the default worth claiming (default 1.02)\n"
+            "  --aa                 A/A run: no search; the default is confirmed against --confirm-top\n"
+            "                       copies of itself through the same code; exit 1 if a (false) claim\n"
+            "                       would have been made; nothing is stored as best-known\n"
             "  --counters LIST      PAPI events per trial, comma-separated; 'none' disables (default:\n"
             "                       cycles, instructions, cache misses, FP ops and the perf:: software\n"
             "                       events; unavailable ones are stored with PAPI's reason)\n"
@@ -79,10 +87,10 @@ static void usage(FILE *f)
             "HWLOC_XMLFILE, HWLOC_SYNTHETIC and the like must not be set (they would plan for\n"
             "another machine); no HWLOC_*, OMP_*, KMP_* or GOMP_* variable reaches a worker\n"
             "(see tune worker --help).\n\n"
-            "exit codes: 0 done, 2 bad usage or input, 3 environment (database, worker), 4 some trials\n"
-            "            failed (stored; the rest completed), 130/143/129 interrupted by SIGINT/SIGTERM/\n"
-            "            SIGHUP (completed trials kept)\n",
-            BKM_TUNE_STRATEGY_DEFAULT, BKM_DB_DEFAULT_PATH);
+            "exit codes: 0 done, 1 --aa only: a claim would have been made, 2 bad usage or input,\n"
+            "            3 environment (database, worker), 4 some trials failed (stored; the rest\n"
+            "            completed), 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (completed trials kept)\n",
+            BKM_TUNE_STRATEGY_DEFAULT, BKM_TUNE_REPLICATES_DEFAULT, BKM_DB_DEFAULT_PATH);
 }
 
 typedef struct opts {
@@ -109,6 +117,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->sw.fresh = 1;
         } else if (strcmp(a, "--tunables") == 0) {
             o->sp.sweep_tunables = 1;
+        } else if (strcmp(a, "--aa") == 0) {
+            o->sw.aa = 1;
         } else if (v == NULL) {
             fprintf(stderr, "tune: unknown option or missing value: '%s' (see tune sweep --help)\n", a);
             return -1;
@@ -176,6 +186,18 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 o->sw.base.timeout_s = d;
             else
                 o->sw.time_budget_s = d;
+        } else if (strcmp(a, "--replicates") == 0) {
+            if (bkm_parse_int(v, 6, 1000, &n) < 0) {
+                fprintf(stderr, "tune: --replicates '%s' is not a number of processes in 6..1000\n", v);
+                return -1;
+            }
+            o->sw.replicates = (int)n;
+        } else if (strcmp(a, "--min-ratio") == 0) {
+            if (bkm_parse_double(v, &d) < 0 || !(d >= 1.0 && d <= 100.0)) {
+                fprintf(stderr, "tune: --min-ratio '%s' is not a ratio in 1..100\n", v);
+                return -1;
+            }
+            o->sw.min_ratio = d;
         } else if (strcmp(a, "--counters") == 0) {
             char names[64][64];
             int nn = 0;
@@ -324,7 +346,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_tune_space_t *sp = NULL;
     bkm_db_t *db = NULL;
     bkm_tune_runner_t runner;
-    bkm_tune_sweep_result_t res;
+    bkm_tune_sweep_result_t res = {0};
     bkm_aff_topo_fix_t fix = {0};
     bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
     bkm_buf_t cmd, out;
@@ -405,6 +427,7 @@ int bkm_cli_sweep(int argc, char **argv)
         bkm_buf_printf(&cmd, " %s", argv[i]);
     o.sw.node = prof.name;
     o.sw.command = bkm_buf_str(&cmd);
+    o.sw.git_revision = BKM_BUILD_REVISION;
     o.sw.runner = &runner;
     stop = bkm_cli_stop_signals_catch();
     runner.stop = stop;
@@ -420,7 +443,8 @@ int bkm_cli_sweep(int argc, char **argv)
         goto fail;
     bkm_tune_sweep_summary_render(&res, o.db, &out, o.json);
     fputs(bkm_buf_str(&out), stdout);
-    rc = res.interrupted ? 128 + (int)*stop : res.failed ? 4 : 0;
+    /* an A/A run whose default "beats" itself is a failed check */
+    rc = res.interrupted ? 128 + (int)*stop : res.failed ? 4 : res.aa && res.significant ? 1 : 0;
     goto done;
 fail:
     fprintf(stderr, "tune: %s\n", err.msg);
@@ -433,5 +457,6 @@ done:
     bkm_topo_close(host);
     bkm_buf_free(&cmd);
     bkm_buf_free(&out);
+    bkm_tune_sweep_result_clear(&res);
     return rc;
 }

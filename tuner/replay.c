@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Replay: run a strategy against an exhaustive sweep stored in the database, without running
- * anything. The stored trials are the oracle: an evaluation returns the median of a seeded
- * bootstrap resample of the configuration's stored samples (so the strategy sees realistic
- * noise), and the strategy's pick is judged by its stored median against the exhaustive best. */
+ * anything. The stored trials are the oracle, and the process is the unit: every configuration
+ * has several runs (passes of the exhaustive sweep, each a worker process); an evaluation returns
+ * the median of ONE randomly chosen run (so the strategy sees the run-to-run spread), and the
+ * strategy's pick is judged on the runs of that configuration it did not see. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +15,12 @@
 typedef struct oracle {
     size_t n;
     char **key;          /* canonical config JSON (borrowed from the trial list) */
-    double *median;
-    double **ms;
+    double **run;        /* per configuration: the median of each run (pass) */
+    size_t *n_run;
+    double *truth;       /* median of the run medians */
+    int64_t *best_id;    /* trial of the run with the lowest median (BKM_TUNE_REPLAY_BEST_PASS) */
+    double *best_med;    /* its median */
+    double **ms;         /* its samples (BKM_TUNE_REPLAY_BEST_PASS only) */
     size_t *n_ms;
     int n_dims;
     int *coord;
@@ -24,14 +29,39 @@ typedef struct oracle {
 
 static void oracle_free(oracle_t *o)
 {
+    if (o->run)
+        for (size_t i = 0; i < o->n + 1; i++)
+            bkm_free(o->run[i]);
     if (o->ms)
         for (size_t i = 0; i < o->n; i++)
             bkm_free(o->ms[i]);
     bkm_free(o->ms);
     bkm_free(o->n_ms);
+    bkm_free(o->best_id);
+    bkm_free(o->best_med);
+    bkm_free(o->run);
+    bkm_free(o->n_run);
+    bkm_free(o->truth);
     bkm_free(o->key);
-    bkm_free(o->median);
     bkm_free(o->coord);
+}
+
+static int run_add(oracle_t *o, size_t k, double v, int64_t trial_id)
+{
+    double *p = bkm_realloc(o->run[k], (o->n_run[k] + 1) * sizeof *p);
+    if (p == NULL)
+        return BKM_ENOMEM;
+    if (o->n_run[k] == 0 || v < o->best_med[k])
+        o->best_med[k] = v, o->best_id[k] = trial_id;
+    p[o->n_run[k]++] = v;
+    o->run[k] = p;
+    return BKM_OK;
+}
+
+static double median_of(const double *x, size_t n, double *scratch)
+{
+    memcpy(scratch, x, n * sizeof *x);
+    return bkm_tune_stats_median(scratch, n);
 }
 
 /* Flattened "path=value" members of a configuration object ("threads", "env.KMP_AFFINITY", ...). */
@@ -118,12 +148,14 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
     for (size_t i = 0; i < l->n; i++)
         cap += row_in(&l->rows[i], ref, pool);
     o->key = bkm_calloc(cap + 1, sizeof *o->key);
-    o->median = bkm_calloc(cap + 1, sizeof *o->median);
-    o->ms = bkm_calloc(cap + 1, sizeof *o->ms);
-    o->n_ms = bkm_calloc(cap + 1, sizeof *o->n_ms);
+    o->run = bkm_calloc(cap + 1, sizeof *o->run);
+    o->n_run = bkm_calloc(cap + 1, sizeof *o->n_run);
+    o->truth = bkm_calloc(cap + 1, sizeof *o->truth);
+    o->best_id = bkm_calloc(cap + 1, sizeof *o->best_id);
+    o->best_med = bkm_calloc(cap + 1, sizeof *o->best_med);
     raw = bkm_calloc((cap + 1) * MAX_PATHS, sizeof *raw);
     p = bkm_calloc(1, sizeof *p);
-    if (!o->key || !o->median || !o->ms || !o->n_ms || !raw || !p) {
+    if (!o->key || !o->run || !o->n_run || !o->truth || !o->best_id || !o->best_med || !raw || !p) {
         rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
         goto out;
     }
@@ -137,23 +169,11 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
         for (seen = 0; seen < o->n && strcmp(o->key[seen], r->config_json) != 0; seen++)
             ;
         if (seen < o->n) {
-            /* another pass over the same configuration: keep the least disturbed one (load on a
-             * shared machine only ever adds time, so the pass with the lowest median is the best
-             * estimate of the configuration's own time) */
-            double *more = NULL;
-            size_t n_more = 0;
-            if (!(r->median_ms < o->median[seen]))
-                continue;
-            if ((rc = bkm_db_trial_samples(db, r->id, &more, &n_more, err)) < 0)
+            /* another pass over the same configuration: one more run */
+            if (run_add(o, seen, r->median_ms, r->id) < 0) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
                 goto out;
-            if (n_more == 0) {
-                bkm_free(more);
-                continue;
             }
-            bkm_free(o->ms[seen]);
-            o->ms[seen] = more;
-            o->n_ms[seen] = n_more;
-            o->median[seen] = r->median_ms;
             continue;
         }
         if ((rc = bkm_json_parse(r->config_json, &j, err)) < 0)
@@ -192,18 +212,14 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
         }
         bkm_json_free(j);
         o->key[k] = r->config_json;
-        o->median[k] = r->median_ms;
-        if ((rc = bkm_db_trial_samples(db, r->id, &o->ms[k], &o->n_ms[k], err)) < 0)
+        if (run_add(o, k, r->median_ms, r->id) < 0) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
             goto out;
-        if (o->n_ms[k] == 0) {
-            bkm_free(o->ms[k]);
-            o->ms[k] = NULL;
-            continue;
         }
         o->n++;
     }
     if (o->n < 2) {
-        rc = bkm_err_set(err, BKM_EINVAL, "sweep %lld has %zu ok search trials with samples: nothing to replay",
+        rc = bkm_err_set(err, BKM_EINVAL, "sweep %lld has %zu ok search trials: nothing to replay",
                          (long long)sweep_id, o->n);
         goto out;
     }
@@ -233,20 +249,23 @@ out:
 }
 
 int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, size_t budget, size_t seeds,
-                        bkm_tune_replay_t *out, bkm_err_t *err)
+                        int oracle, bkm_tune_replay_t *out, bkm_err_t *err)
 {
     int pool = sweep_id == 0;
     bkm_db_trial_list_t l;
     oracle_t o;
     bkm_tune_problem_t pb;
-    size_t *first_at = NULL, scratch_n = 0;
-    double *scratch = NULL;
+    size_t *first_at = NULL, max_runs = 0, *seen_off = NULL;
+    unsigned char *seen = NULL;
+    double *scratch = NULL, *rels = NULL, *boot = NULL;
+    size_t boot_n = 0;
     int rc;
 
     memset(&l, 0, sizeof l);
     memset(&o, 0, sizeof o);
-    if (db == NULL || strategy == NULL || out == NULL || seeds == 0)
-        return bkm_err_set(err, BKM_EINVAL, "replay: NULL argument or no seeds");
+    if (db == NULL || strategy == NULL || out == NULL || seeds == 0 ||
+        (oracle != BKM_TUNE_REPLAY_UNSEEN_RUNS && oracle != BKM_TUNE_REPLAY_BEST_PASS))
+        return bkm_err_set(err, BKM_EINVAL, "replay: NULL argument, no seeds or unknown oracle %d", oracle);
     memset(out, 0, sizeof *out);
     if ((rc = bkm_db_trials_query(db, NULL, &l, err)) < 0)
         return rc;
@@ -279,19 +298,55 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     if ((rc = oracle_build(db, &l, sweep_id, pool, &o, err)) < 0)
         goto out;
     out->n_configs = o.n;
-    out->best_ms = o.median[0];
+    out->runs_min = (size_t)-1;
+    for (size_t i = 0; i < o.n; i++) {
+        max_runs = o.n_run[i] > max_runs ? o.n_run[i] : max_runs;
+        out->runs_min = o.n_run[i] < out->runs_min ? o.n_run[i] : out->runs_min;
+    }
+    out->runs_max = max_runs;
+    if ((scratch = bkm_malloc((max_runs > seeds ? max_runs : seeds) * sizeof *scratch)) == NULL ||
+        (seen_off = bkm_malloc((o.n + 1) * sizeof *seen_off)) == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
+        goto out;
+    }
+    seen_off[0] = 0;
+    for (size_t i = 0; i < o.n; i++) {
+        o.truth[i] = oracle == BKM_TUNE_REPLAY_BEST_PASS ? o.best_med[i] : median_of(o.run[i], o.n_run[i], scratch);
+        seen_off[i + 1] = seen_off[i] + o.n_run[i];
+    }
+    if (oracle == BKM_TUNE_REPLAY_BEST_PASS) {
+        /* the samples of each configuration's least disturbed pass, resampled by the evaluations */
+        if ((o.ms = bkm_calloc(o.n, sizeof *o.ms)) == NULL || (o.n_ms = bkm_calloc(o.n, sizeof *o.n_ms)) == NULL) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < o.n; i++) {
+            if ((rc = bkm_db_trial_samples(db, o.best_id[i], &o.ms[i], &o.n_ms[i], err)) < 0)
+                goto out;
+            if (o.n_ms[i] == 0) {
+                rc = bkm_err_set(err, BKM_EINVAL, "replay: trial %lld has no samples to resample",
+                                 (long long)o.best_id[i]);
+                goto out;
+            }
+        }
+    }
+    out->best_ms = o.truth[0];
     for (size_t i = 1; i < o.n; i++)
-        if (o.median[i] < out->best_ms)
-            out->best_ms = o.median[i];
+        if (o.truth[i] < out->best_ms)
+            out->best_ms = o.truth[i];
+    out->default_rel = o.truth[o.default_index] / out->best_ms;
     if (budget == 0)
         budget = o.n / 4 ? o.n / 4 : 1;
+    out->budget = budget;
     pb.n = o.n;
     pb.n_dims = o.n_dims;
     pb.coord = o.coord;
     pb.default_index = o.default_index;
     first_at = bkm_malloc(o.n * sizeof *first_at);
+    seen = bkm_malloc(seen_off[o.n] ? seen_off[o.n] : 1);
     out->runs = bkm_calloc(seeds, sizeof *out->runs);
-    if (first_at == NULL || out->runs == NULL) {
+    rels = bkm_malloc(seeds * sizeof *rels);
+    if (first_at == NULL || seen == NULL || out->runs == NULL || rels == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
         goto out;
     }
@@ -300,42 +355,65 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
         bkm_tune_ask_t ask;
         uint64_t rng = (s + 1) * 0xD1B54A32D192ED03ULL + 1;
         bkm_tune_replay_run_t *run = &out->runs[out->n_runs];
-        size_t pick;
+        size_t pick, unseen = 0;
         if ((rc = bkm_tune_strategy_create(&st, strategy, &pb, budget, s + 1, err)) < 0)
             goto out;
-        for (size_t i = 0; i < o.n; i++)
-            first_at[i] = 0;
+        memset(first_at, 0, o.n * sizeof *first_at);
+        memset(seen, 0, seen_off[o.n] ? seen_off[o.n] : 1);
         while (bkm_tune_strategy_next(st, &ask)) {
-            size_t m = o.n_ms[ask.config] * (size_t)(ask.scale > 0 ? ask.scale : 1);
-            if (m > scratch_n) {
-                double *ns = bkm_realloc(scratch, m * sizeof *ns);
-                if (ns == NULL) {
-                    bkm_tune_strategy_free(st);
-                    rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
-                    goto out;
+            if (oracle == BKM_TUNE_REPLAY_BEST_PASS) {
+                /* the median of a bootstrap resample (scale x n) of the best pass's samples */
+                size_t m = o.n_ms[ask.config] * (size_t)(ask.scale > 0 ? ask.scale : 1);
+                if (m > boot_n) {
+                    double *nb = bkm_realloc(boot, m * sizeof *nb);
+                    if (nb == NULL) {
+                        bkm_tune_strategy_free(st);
+                        rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
+                        goto out;
+                    }
+                    boot = nb, boot_n = m;
                 }
-                scratch = ns, scratch_n = m;
+                for (size_t k = 0; k < m; k++)
+                    boot[k] = o.ms[ask.config][bkm_tune_rng_next(&rng) % o.n_ms[ask.config]];
+                bkm_tune_strategy_report(st, &ask, bkm_tune_stats_median(boot, m));
+            } else {
+                /* one process: a run drawn at random (a re-measurement at a larger scale is one
+                 * longer process too) */
+                size_t r = (size_t)(bkm_tune_rng_next(&rng) % o.n_run[ask.config]);
+                seen[seen_off[ask.config] + r] = 1;
+                bkm_tune_strategy_report(st, &ask, o.run[ask.config][r]);
             }
-            for (size_t k = 0; k < m; k++)
-                scratch[k] = o.ms[ask.config][bkm_tune_rng_next(&rng) % o.n_ms[ask.config]];
-            bkm_tune_strategy_report(st, &ask, bkm_tune_stats_median(scratch, m));
             if (first_at[ask.config] == 0)
                 first_at[ask.config] = bkm_tune_strategy_spent(st);
         }
         pick = bkm_tune_strategy_best(st, NULL);
+        /* judged on the runs of the pick the strategy never saw; all of them when it saw every one
+         * (best-pass oracle: on that pass, which the strategy resampled) */
+        if (oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS)
+            for (size_t r = 0; r < o.n_run[pick]; r++)
+                if (!seen[seen_off[pick] + r])
+                    scratch[unseen++] = o.run[pick][r];
+        run->judged_on_unseen = unseen > 0;
+        run->rel = (unseen > 0 ? bkm_tune_stats_median(scratch, unseen) : o.truth[pick]) / out->best_ms;
+        out->n_judged_seen += oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS && unseen == 0;
         run->seed = s + 1;
-        run->rel = o.median[pick] / out->best_ms;
         run->found_at = first_at[pick];
         run->spent = bkm_tune_strategy_spent(st);
         if (run->rel <= 1.05 && (double)run->spent <= 0.25 * (double)o.n)
             out->n_within++;
+        rels[out->n_runs] = run->rel;
         out->n_runs++;
         bkm_tune_strategy_free(st);
     }
+    out->median_rel = bkm_tune_stats_median(rels, out->n_runs);
     rc = BKM_OK;
 out:
     bkm_free(first_at);
+    bkm_free(seen);
+    bkm_free(seen_off);
     bkm_free(scratch);
+    bkm_free(boot);
+    bkm_free(rels);
     oracle_free(&o);
     bkm_db_trial_list_free(&l);
     if (rc < 0)

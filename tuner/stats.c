@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Measurement statistics: robust summaries, the order-statistic CI of the median, the
- * Mann-Whitney U test and the "significantly faster" rule (reference/tuning-practice.md 3.1-3.3). */
+ * Mann-Whitney U test (reference/tuning-practice.md 3.1-3.3), and the claim rule on one value
+ * per process: drift-cancelling order, Holm correction, Hodges-Lehmann ratio with its exact
+ * rank interval. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bkm/tuner.h"
+#include "tuner_int.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -119,15 +122,16 @@ static int cmp_tagged(const void *a, const void *b)
     return cmp_double(&((const tagged_t *)a)->v, &((const tagged_t *)b)->v);
 }
 
-/* Exact two-sided p of U for sizes m, n without ties. The counts of U = 0..mn are the
+/* Null distribution of U for sizes m, n without ties: the counts of U = 0..mn are the
  * coefficients of the Gaussian binomial [m+n choose m](q) = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i);
- * they stay below C(50, 25) ~ 1.3e14 < 2^53, so doubles hold them exactly. */
-static int mwu_exact(double u, size_t m, size_t n, double *p)
+ * they stay below C(50, 25) ~ 1.3e14 < 2^53 when m + n <= 50, so doubles hold them exactly.
+ * Returns the mn + 1 counts (free) and their total, or NULL when out of memory. */
+static double *mwu_counts(size_t m, size_t n, double *total)
 {
-    size_t top = m * n, ui = (size_t)u;
-    double *c = calloc(top + 1, sizeof *c), total = 0.0, le = 0.0;
+    size_t top = m * n;
+    double *c = calloc(top + 1, sizeof *c);
     if (c == NULL)
-        return BKM_ENOMEM;
+        return NULL;
     c[0] = 1.0;
     for (size_t i = 1; i <= m; i++) {
         for (size_t k = top; k >= n + i; k--) /* multiply by 1 - q^(n+i) */
@@ -135,15 +139,40 @@ static int mwu_exact(double u, size_t m, size_t n, double *p)
         for (size_t k = i; k <= top; k++)     /* divide by 1 - q^i */
             c[k] += c[k - i];
     }
-    if (ui > top / 2) /* symmetric: use the lower tail */
-        ui = top - ui;
-    for (size_t k = 0; k <= top; k++) {
-        total += c[k];
-        if (k <= ui)
-            le += c[k];
+    *total = 0.0;
+    for (size_t k = 0; k <= top; k++)
+        *total += c[k];
+    return c;
+}
+
+/* Exact two-sided p of the rank-sum test, ties included: the permutation distribution of the
+ * sum of (doubled, so integral) mid-ranks of @p na of the @p N values, by dynamic programming
+ * over the values (f[k][s] = number of k-subsets with doubled rank sum s; at most C(50, 25) <
+ * 2^53, exact in doubles). p = P(|W - E| >= |w - E|) over all C(N, na) equally likely subsets,
+ * conditional on the observed ties; without ties it is the exact Mann-Whitney p. */
+static int mwu_exact(const long *rank2, size_t N, size_t na, long w2, double *p)
+{
+    long S = 0, e2 = (long)na * (long)(N + 1), dev = labs(w2 - e2);
+    double *f, total = 0.0, tail = 0.0;
+    for (size_t i = 0; i < N; i++)
+        S += rank2[i];
+    if ((f = calloc((na + 1) * (size_t)(S + 1), sizeof *f)) == NULL)
+        return BKM_ENOMEM;
+    f[0] = 1.0;
+    for (size_t i = 0; i < N; i++)
+        for (size_t k = (i + 1 < na ? i + 1 : na); k >= 1; k--) {
+            double *dst = f + k * (size_t)(S + 1), *src = f + (k - 1) * (size_t)(S + 1);
+            for (long s = S; s >= rank2[i]; s--)
+                dst[s] += src[s - rank2[i]];
+        }
+    for (long s = 0; s <= S; s++) {
+        double c = f[na * (size_t)(S + 1) + (size_t)s];
+        total += c;
+        if (labs(s - e2) >= dev)
+            tail += c;
     }
-    *p = fmin(1.0, 2.0 * le / total);
-    free(c);
+    *p = fmin(1.0, tail / total);
+    free(f);
     return BKM_OK;
 }
 
@@ -152,8 +181,9 @@ int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, siz
 {
     size_t N = na + nb, i = 0;
     tagged_t *t = NULL;
+    long *rank2 = NULL, w2 = 0;
     double rank_sum_a = 0.0, tie_term = 0.0;
-    int ties = 0, ret = BKM_OK;
+    int ret = BKM_OK;
     memset(out, 0, sizeof *out);
     if (na == 0 || nb == 0)
         return bkm_err_set(err, BKM_EINVAL, "Mann-Whitney test needs samples on both sides (got %zu and %zu)", na, nb);
@@ -169,26 +199,31 @@ int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, siz
         }
     }
     qsort(t, N, sizeof *t, cmp_tagged);
+    if ((rank2 = malloc(N * sizeof *rank2)) == NULL) {
+        ret = bkm_err_set(err, BKM_ENOMEM, "out of memory in the Mann-Whitney test");
+        goto out;
+    }
     while (i < N) { /* mid-ranks for runs of equal values */
         size_t j = i;
         double mid;
         while (j + 1 < N && t[j + 1].v == t[i].v)
             j++;
         mid = 0.5 * (double)(i + j) + 1.0;
-        for (size_t k = i; k <= j; k++)
+        for (size_t k = i; k <= j; k++) {
+            rank2[k] = (long)(i + j + 2); /* 2 x mid */
             if (t[k].from_a)
-                rank_sum_a += mid;
+                rank_sum_a += mid, w2 += rank2[k];
+        }
         if (j > i) {
             double len = (double)(j - i + 1);
-            ties = 1;
             tie_term += len * len * len - len;
         }
         i = j + 1;
     }
     out->u = rank_sum_a - (double)na * (double)(na + 1) / 2.0;
-    if (!ties && N <= 50) {
+    if (N <= 50) {
         out->exact = 1;
-        if (mwu_exact(out->u, na, nb, &out->p) < 0)
+        if (mwu_exact(rank2, N, na, w2, &out->p) < 0)
             ret = bkm_err_set(err, BKM_ENOMEM, "out of memory in the Mann-Whitney test");
     } else {
         double mu = (double)na * (double)nb / 2.0;
@@ -201,55 +236,199 @@ int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, siz
         }
     }
 out:
+    free(rank2);
     free(t);
     return ret;
 }
 
+
 /* ---------------------------------------------------------------------------------------- */
-void bkm_tune_faster_rule_defaults(bkm_tune_faster_rule_t *rule)
+/* Claims: one value per process. */
+
+/* splitmix64: spreads a user seed (1, 2, 3...) over the state of the xorshift generator. */
+static uint64_t seed_mix(uint64_t x)
 {
-    rule->min_ratio = 1.05;
-    rule->alpha = 0.01;
-    rule->min_n = 10;
-    rule->floor = 0.0;
-    rule->require_ci_separation = 1;
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return x ? x : 0x2545F4914F6CDD1DULL;
 }
 
-#define REASON(...) snprintf(out->reason, sizeof out->reason, __VA_ARGS__)
-
-int bkm_tune_stats_faster(const double *cand, size_t nc, const double *base, size_t nb,
-                          const bkm_tune_faster_rule_t *rule, bkm_tune_faster_t *out, bkm_err_t *err)
+int bkm_tune_claim_order(size_t arms, size_t rounds, uint64_t seed, size_t *order, bkm_err_t *err)
 {
-    bkm_tune_faster_rule_t def;
-    int ret;
-    memset(out, 0, sizeof *out);
-    if (rule == NULL) {
-        bkm_tune_faster_rule_defaults(&def);
-        rule = &def;
-    }
-    if ((ret = bkm_tune_stats_compute(cand, nc, NULL, &out->cand, err)) < 0)
-        return bkm_err_prefix(err, "candidate");
-    if ((ret = bkm_tune_stats_compute(base, nb, NULL, &out->base, err)) < 0)
-        return bkm_err_prefix(err, "baseline");
-    if ((ret = bkm_tune_stats_mann_whitney(cand, nc, base, nb, &out->mwu, err)) < 0)
-        return ret;
-    out->ratio = out->cand.median > 0.0 ? out->base.median / out->cand.median : NAN;
-    out->ratio_lo = out->cand.ci_hi > 0.0 ? out->base.ci_lo / out->cand.ci_hi : NAN;
-    out->ratio_hi = out->cand.ci_lo > 0.0 ? out->base.ci_hi / out->cand.ci_lo : NAN;
-    if (nc < rule->min_n || nb < rule->min_n)
-        REASON("too few samples (%zu and %zu, need %zu per side)", nc, nb, rule->min_n);
-    else if (!(out->ratio >= rule->min_ratio))
-        REASON("median ratio %.4f below %.4f", out->ratio, rule->min_ratio);
-    else if (!(out->mwu.p < rule->alpha))
-        REASON("Mann-Whitney p %.3g not below %.3g", out->mwu.p, rule->alpha);
-    else if (!(out->base.median - out->cand.median > rule->floor))
-        REASON("difference %.4g not above the floor %.4g", out->base.median - out->cand.median, rule->floor);
-    else if (rule->require_ci_separation && !(out->cand.ci_hi < out->base.ci_lo))
-        REASON("95%% CIs overlap ([%.4g, %.4g] vs [%.4g, %.4g])", out->cand.ci_lo, out->cand.ci_hi, out->base.ci_lo,
-               out->base.ci_hi);
-    else {
-        out->significant = 1;
-        REASON("faster");
+    uint64_t rng = seed_mix(seed);
+    if (arms == 0 || rounds == 0 || order == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "confirmation order: %zu arms x %zu rounds (need at least 1 of each)",
+                           arms, rounds);
+    for (size_t r = 0; r < rounds; r++) {
+        size_t *row = order + r * arms;
+        if (r % 2 == 1) { /* the second round of a pair: the first one reversed */
+            for (size_t a = 0; a < arms; a++)
+                row[a] = order[(r - 1) * arms + arms - 1 - a];
+            continue;
+        }
+        for (size_t a = 0; a < arms; a++)
+            row[a] = a;
+        for (size_t a = arms; a > 1; a--) { /* Fisher-Yates */
+            size_t j = (size_t)(bkm_tune_rng_next(&rng) % a), t = row[a - 1];
+            row[a - 1] = row[j];
+            row[j] = t;
+        }
     }
     return BKM_OK;
+}
+
+void bkm_tune_claim_rule_defaults(bkm_tune_claim_rule_t *rule)
+{
+    rule->min_ratio = 1.02;
+    rule->alpha = 0.01;
+    rule->min_n = BKM_TUNE_REPLICATES_DEFAULT;
+    rule->floor = 0.0;
+}
+
+static int claim_values_check(const double *x, size_t n, const char *side, bkm_err_t *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || x[i] <= 0.0)
+            return bkm_err_set(err, BKM_EINVAL, "%s: process value %zu is %g (a positive time is needed)", side, i,
+                               x[i]);
+    return BKM_OK;
+}
+
+/* The Hodges-Lehmann ratio base / cand and its exact rank (Moses) interval at level @p conf:
+ * [d(k), d(mn + 1 - k)] of the sorted pairwise log ratios d, k the largest with
+ * P(U <= k - 1) <= (1 - conf) / 2 under the null; coverage 1 - 2 P(U <= k - 1). Beyond 50 values
+ * in all, k comes from the normal approximation of U and the coverage is reported as conf. */
+static int claim_ratio(const double *base, size_t nb, const double *cand, size_t nc, double conf,
+                       bkm_tune_claim_test_t *t)
+{
+    size_t mn = nb * nc, k = 1;
+    double *d = malloc(mn * sizeof *d), tail = (1.0 - conf) / 2.0, med;
+    if (d == NULL)
+        return BKM_ENOMEM;
+    for (size_t j = 0; j < nb; j++)
+        for (size_t i = 0; i < nc; i++)
+            d[j * nc + i] = log(base[j]) - log(cand[i]);
+    qsort(d, mn, sizeof *d, cmp_double);
+    med = mn % 2 ? d[mn / 2] : 0.5 * (d[mn / 2 - 1] + d[mn / 2]);
+    t->ratio = exp(med);
+    if (nb + nc <= 50) {
+        double total, cdf = 0.0, *c = mwu_counts(nb, nc, &total), cov_tail;
+        if (c == NULL) {
+            free(d);
+            return BKM_ENOMEM;
+        }
+        cov_tail = c[0] / total;
+        for (size_t u = 0; u <= mn / 2; u++) {
+            cdf += c[u] / total;
+            if (cdf > tail)
+                break;
+            k = u + 1;
+            cov_tail = cdf;
+        }
+        t->ratio_coverage = 1.0 - 2.0 * cov_tail;
+        free(c);
+    } else {
+        double kk = floor((double)mn / 2.0 - 1.959963984540054 * sqrt((double)mn * (double)(nb + nc + 1) / 12.0));
+        k = kk >= 1.0 ? (size_t)kk : 1;
+        t->ratio_coverage = conf;
+    }
+    t->ratio_lo = exp(d[k - 1]);
+    t->ratio_hi = exp(d[mn - k]);
+    free(d);
+    return BKM_OK;
+}
+
+#define CLAIM_REASON(t, ...) snprintf((t)->reason, sizeof (t)->reason, __VA_ARGS__)
+
+int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *cand, const size_t *nc, size_t k,
+                          const bkm_tune_claim_rule_t *rule, bkm_tune_claim_test_t *out, bkm_err_t *err)
+{
+    bkm_tune_claim_rule_t def;
+    size_t *rank = NULL, m = 0;
+    double *scratch = NULL, running = 0.0;
+    int ret = BKM_OK;
+    if (rule == NULL) {
+        bkm_tune_claim_rule_defaults(&def);
+        rule = &def;
+    }
+    if (k > 0)
+        memset(out, 0, k * sizeof *out);
+    if (base == NULL || nb == 0)
+        return bkm_err_set(err, BKM_EINVAL, "claim: the default has no process values");
+    if ((ret = claim_values_check(base, nb, "default", err)) < 0)
+        return ret;
+    for (size_t c = 0; c < k; c++)
+        if (nc[c] > 0 && (ret = claim_values_check(cand[c], nc[c], "candidate", err)) < 0)
+            return bkm_err_prefix(err, "candidate %zu", c + 1);
+    if ((rank = malloc((k ? k : 1) * sizeof *rank)) == NULL ||
+        (scratch = malloc(nb * sizeof *scratch)) == NULL) {
+        ret = bkm_err_set(err, BKM_ENOMEM, "claim: out of memory");
+        goto out;
+    }
+    memcpy(scratch, base, nb * sizeof *scratch);
+    for (size_t c = 0; c < k; c++) {
+        bkm_tune_claim_test_t *t = &out[c];
+        double *cs;
+        t->n_base = nb;
+        t->n_cand = nc[c];
+        t->base_median = bkm_tune_stats_median(scratch, nb);
+        t->cand_median = t->ratio = t->ratio_lo = t->ratio_hi = t->ratio_coverage = t->p_holm = NAN;
+        t->mwu.p = NAN;
+        if (nc[c] == 0) {
+            CLAIM_REASON(t, "not tested: the candidate failed in the confirmation round");
+            continue;
+        }
+        t->tested = 1;
+        if ((cs = malloc(nc[c] * sizeof *cs)) == NULL) {
+            ret = bkm_err_set(err, BKM_ENOMEM, "claim: out of memory");
+            goto out;
+        }
+        memcpy(cs, cand[c], nc[c] * sizeof *cs);
+        t->cand_median = bkm_tune_stats_median(cs, nc[c]);
+        free(cs);
+        if ((ret = bkm_tune_stats_mann_whitney(cand[c], nc[c], base, nb, &t->mwu, err)) < 0)
+            goto out;
+        if (claim_ratio(base, nb, cand[c], nc[c], 0.95, t) < 0) {
+            ret = bkm_err_set(err, BKM_ENOMEM, "claim: out of memory");
+            goto out;
+        }
+        rank[m++] = c;
+    }
+    /* Holm: the i-th smallest of m p-values is multiplied by m - i (i from 0), and the adjusted
+     * values are made monotone, so a candidate is claimed only if every smaller p is too. */
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i; j > 0 && out[rank[j]].mwu.p < out[rank[j - 1]].mwu.p; j--) {
+            size_t tmp = rank[j];
+            rank[j] = rank[j - 1];
+            rank[j - 1] = tmp;
+        }
+    for (size_t i = 0; i < m; i++) {
+        double adj = fmin(1.0, (double)(m - i) * out[rank[i]].mwu.p);
+        running = fmax(running, adj);
+        out[rank[i]].p_holm = running;
+    }
+    for (size_t c = 0; c < k; c++) {
+        bkm_tune_claim_test_t *t = &out[c];
+        if (!t->tested)
+            continue;
+        if (t->n_cand < rule->min_n || t->n_base < rule->min_n)
+            CLAIM_REASON(t, "too few processes (%zu and %zu, need %zu per side)", t->n_cand, t->n_base, rule->min_n);
+        else if (!(t->ratio >= rule->min_ratio))
+            CLAIM_REASON(t, "ratio %.4f below %.4f", t->ratio, rule->min_ratio);
+        else if (!(t->p_holm < rule->alpha))
+            CLAIM_REASON(t, "Mann-Whitney p %.3g (Holm-adjusted over %zu candidates: %.3g) not below %.3g", t->mwu.p,
+                         m, t->p_holm, rule->alpha);
+        else if (!(t->base_median - t->cand_median > rule->floor))
+            CLAIM_REASON(t, "difference %.4g not above the floor %.4g", t->base_median - t->cand_median, rule->floor);
+        else {
+            t->significant = 1;
+            CLAIM_REASON(t, "faster");
+        }
+    }
+out:
+    free(rank);
+    free(scratch);
+    return ret;
 }

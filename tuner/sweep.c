@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The sweep: strategy -> trial runner -> one transaction per finished trial, resume by sweep
- * key, progress, confirmation round (top candidates interleaved with the default), and the
- * best-known-setting derivation (claimed only when it beats the default beyond noise). */
+ * key, progress, confirmation round (the default and the top candidates, each in several fresh
+ * worker processes, in a drift-cancelling order), and the best-known-setting derivation on one
+ * value per process (claimed only when it beats the default beyond noise, Holm-corrected). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ void bkm_tune_sweep_cfg_defaults(bkm_tune_sweep_cfg_t *cfg)
     cfg->strategy = BKM_TUNE_STRATEGY_DEFAULT;
     cfg->seed = 1;
     cfg->confirm_top = 3;
-    cfg->confirm_rounds = 2;
+    cfg->replicates = BKM_TUNE_REPLICATES_DEFAULT;
     bkm_tune_trial_spec_defaults(&cfg->base);
 }
 
@@ -126,9 +127,10 @@ static void progress_emit(sweep_state_t *st, const bkm_tune_config_t *c, const c
 }
 
 /* Run one configuration as a trial (scale x the samples) and store it under (role, round). On
- * success *value is its median (NaN unless ok) and, when wanted, *samples its samples. */
+ * success *value is its median (NaN unless ok) and, when wanted, prec[0..1] the 95% interval of
+ * that median from the process's own samples (its precision). */
 static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, int scale, double *value,
-                    double **samples, size_t *n_samples, bkm_err_t *err)
+                    double *prec, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
     const bkm_tune_config_t *c = bkm_tune_space_config(st->space, ci);
@@ -137,7 +139,7 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_tune_trial_result_t res;
     bkm_db_trial_t t;
     bkm_db_counter_t *ctr = NULL;
-    bkm_buf_t env, check;
+    bkm_buf_t env, check, bind;
     char exit_info[48];
     const char *key;
     int64_t trial_id = 0;
@@ -146,18 +148,18 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     memset(&res, 0, sizeof res);
     bkm_buf_init(&env);
     bkm_buf_init(&check);
+    bkm_buf_init(&bind);
     *value = NAN;
-    if (samples)
-        *samples = NULL, *n_samples = 0;
+    if (prec)
+        prec[0] = prec[1] = NAN;
     if ((rc = config_key(st, ci, &key, err)) < 0)
         return rc;
     row = stored_find(st, role, round, key);
     if (row != NULL) {
         /* measured before an interruption: reuse, never run again */
         *value = row->status == BKM_DB_TRIAL_OK ? row->median_ms : NAN;
-        if (samples && row->status == BKM_DB_TRIAL_OK &&
-            (rc = bkm_db_trial_samples(st->db, row->id, samples, n_samples, err)) < 0)
-            return rc;
+        if (prec && row->status == BKM_DB_TRIAL_OK)
+            prec[0] = row->ci_lo_ms, prec[1] = row->ci_hi_ms;
         st->prog.done++;
         st->prog.resumed++;
         if (row->status != BKM_DB_TRIAL_OK)
@@ -233,6 +235,13 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
             bkm_json_obj_end(&w);
             t.check_json = bkm_buf_str(&check);
         }
+        /* the binding evidence itself (planned vs actual mask of every thread), not only the
+         * verdict: the worker's "binding" member as it is */
+        if (res.doc != NULL && bkm_json_get(res.doc, "binding") != NULL) {
+            bkm_json_w_init(&w, &bind, 0);
+            bkm_json_write_tree(&w, bkm_json_get(res.doc, "binding"));
+            t.binding_json = bkm_buf_str(&bind);
+        }
     }
     t.impl = res.impl[0] ? res.impl : NULL;
     if (res.n_counters > 0) {
@@ -259,15 +268,8 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
             st->prog.best_ms = *value;
             bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
         }
-        if (samples && res.n_samples > 0) {
-            *samples = bkm_malloc((size_t)res.n_samples * sizeof **samples);
-            if (*samples == NULL) {
-                rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-                goto out;
-            }
-            memcpy(*samples, res.samples_ms, (size_t)res.n_samples * sizeof **samples);
-            *n_samples = (size_t)res.n_samples;
-        }
+        if (prec)
+            prec[0] = res.ci95_lo_ms, prec[1] = res.ci95_hi_ms;
     } else {
         char label[256];
         st->prog.failed++;
@@ -281,6 +283,7 @@ out:
     bkm_free(ctr);
     bkm_buf_free(&env);
     bkm_buf_free(&check);
+    bkm_buf_free(&bind);
     bkm_tune_trial_result_free(&res);
     return rc;
 }
@@ -290,24 +293,38 @@ static int stopped(const bkm_tune_sweep_cfg_t *cfg)
     return cfg->stop != NULL && *cfg->stop != 0;
 }
 
+/* One arm of the confirmation round: its per-process medians, their precision (the 95%
+ * interval of each median from its own samples, lo/hi pairs) and their positions (1-based) in
+ * the confirmation order. */
 typedef struct cand {
     size_t config;
-    double *ms;
-    size_t n;
+    double *proc;
+    double *prec;
+    int *pos;
+    size_t n, cap;
     int failed;
 } cand_t;
 
-static int cand_append(cand_t *c, double *ms, size_t n, bkm_err_t *err)
+static int cand_append(cand_t *c, double v, const double *prec, int pos, bkm_err_t *err)
 {
-    double *p;
-    if (n == 0)
-        return BKM_OK;
-    p = bkm_realloc(c->ms, (c->n + n) * sizeof *p);
-    if (p == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-    memcpy(p + c->n, ms, n * sizeof *p);
-    c->ms = p;
-    c->n += n;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 8;
+        double *p = bkm_realloc(c->proc, cap * sizeof *p), *q;
+        int *r;
+        if (p == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        c->proc = p;
+        if ((q = bkm_realloc(c->prec, 2 * cap * sizeof *q)) == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        c->prec = q;
+        if ((r = bkm_realloc(c->pos, cap * sizeof *r)) == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        c->pos = r;
+        c->cap = cap;
+    }
+    c->proc[c->n] = v;
+    c->prec[2 * c->n] = prec[0], c->prec[2 * c->n + 1] = prec[1];
+    c->pos[c->n++] = pos;
     return BKM_OK;
 }
 
@@ -333,6 +350,11 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     bkm_json_key(&w, "target_ci_rel"), bkm_json_double(&w, cfg->base.target_ci_rel);
     bkm_json_key(&w, "strategy"), bkm_json_str(&w, strategy);
     bkm_json_key(&w, "seed"), bkm_json_int(&w, (int64_t)cfg->seed);
+    /* the confirmation protocol: processes per arm, and A/A runs apart from real ones */
+    bkm_json_key(&w, "confirm"), bkm_json_str(&w, "process-medians/" BKM_TUNE_CLAIM_ORDER_NAME);
+    bkm_json_key(&w, "replicates"), bkm_json_int(&w, cfg->replicates);
+    bkm_json_key(&w, "confirm_top"), bkm_json_int(&w, cfg->confirm_top);
+    bkm_json_key(&w, "aa"), bkm_json_bool(&w, cfg->aa);
     bkm_json_obj_end(&w);
     rc = bkm_db_sweep_key(bkm_buf_str(&sj), st->node, cfg->workload, key, err);
     bkm_buf_free(&sj);
@@ -344,6 +366,7 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     info.node = st->node;
     info.workload = cfg->workload;
     info.strategy = strategy;
+    info.label = cfg->aa ? "A/A" : NULL;
     info.git_revision = cfg->git_revision;
     info.host_id = cfg->host_id;
     if ((rc = bkm_db_sweep_open(st->db, &info, cfg->fresh, &st->sweep_id, &res->resumed, err)) < 0)
@@ -366,7 +389,7 @@ static int search_run(sweep_state_t *st, bkm_tune_strategy_t *strat, bkm_err_t *
             bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
             break;
         }
-        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
+        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, err)) < 0)
             return rc;
         if (stopped(cfg))
             break;   /* the trial may have been cut short: nothing to report */
@@ -424,123 +447,260 @@ out:
     return rc;
 }
 
-/* Confirmation: rounds of default, c1, c2, c3 (interleaved across rounds: ABAB), role "confirm". */
+/* Confirmation: the default and every candidate in cfg->replicates fresh processes each, in
+ * bkm_tune_claim_order's order; a trial's round is its 1-based position in that order (so the
+ * order is stored, resume finds every trial at its place, and A/A copies of the default are
+ * distinct trials). A candidate whose process fails is dropped from the round. */
 static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
-    int rc;
+    size_t R = (size_t)cfg->replicates, total = n_cand * R, *order = NULL;
+    int rc = BKM_OK;
     st->prog.phase = "confirm";
-    st->prog.total = st->prog.done + (n_cand > 1 ? (size_t)cfg->confirm_rounds * n_cand : 0);
-    for (int r = 1; n_cand > 1 && r <= cfg->confirm_rounds; r++)
-        for (size_t c = 0; c < n_cand; c++) {
-            double v, *ms = NULL;
-            size_t nm = 0;
-            if (stopped(cfg))
-                return BKM_OK;
-            if (cand[c].failed)
-                continue;
-            if ((rc = trial_do(st, cand[c].config, "confirm", r, 1, &v, &ms, &nm, err)) < 0)
-                return rc;
-            if (stopped(cfg)) {
-                bkm_free(ms);
-                return BKM_OK;   /* the trial may have been cut short */
-            }
-            if (isnan(v))
-                cand[c].failed = 1;
-            rc = cand_append(&cand[c], ms, nm, err);
-            bkm_free(ms);
-            if (rc < 0)
-                return rc;
-        }
-    return BKM_OK;
+    if (n_cand < 2)
+        return BKM_OK;
+    st->prog.total = st->prog.done + total;
+    if ((order = bkm_malloc(total * sizeof *order)) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+    if ((rc = bkm_tune_claim_order(n_cand, R, cfg->seed, order, err)) < 0)
+        goto out;
+    for (size_t t = 0; t < total; t++) {
+        cand_t *c = &cand[order[t]];
+        double v, prec[2];
+        if (stopped(cfg))
+            break;
+        if (c->failed)
+            continue;
+        if ((rc = trial_do(st, c->config, "confirm", (int)t + 1, 1, &v, prec, err)) < 0)
+            goto out;
+        if (stopped(cfg))
+            break;   /* the trial may have been cut short: nothing stored, nothing to count */
+        if (isnan(v))
+            c->failed = 1;
+        else if ((rc = cand_append(c, v, prec, (int)t + 1, err)) < 0)
+            goto out;
+    }
+out:
+    bkm_free(order);
+    return rc;
 }
 
-/* The fastest candidate that beats the default beyond noise (stats rule), else the default.
- * *win is the winning candidate's index (0 = the default stands). */
-static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_cand, bkm_tune_sweep_result_t *res,
-                       size_t *win, bkm_tune_faster_t *win_fv, bkm_err_t *err)
+/* Summary of per-process values: median and its order-statistic 95% interval. */
+static void proc_summary(const cand_t *c, double *median, double *lo, double *hi)
 {
+    bkm_tune_stats_t s;
+    *median = *lo = *hi = NAN;
+    if (c->n > 0 && bkm_tune_stats_compute(c->proc, c->n, NULL, &s, NULL) == BKM_OK)
+        *median = s.median, *lo = s.ci_lo, *hi = s.ci_hi;
+}
+
+static void json_doubles(bkm_json_w_t *w, const char *key, const double *x, size_t n)
+{
+    bkm_json_key(w, key);
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < n; i++)
+        bkm_json_double(w, x[i]);
+    bkm_json_arr_end(w);
+}
+
+static void json_arm(bkm_json_w_t *w, const sweep_state_t *st, const cand_t *c)
+{
+    double med, lo, hi;
+    proc_summary(c, &med, &lo, &hi);
+    bkm_json_key(w, "config"), bkm_tune_config_to_json(bkm_tune_space_config(st->space, c->config), w);
+    bkm_json_key(w, "processes"), bkm_json_int(w, (int64_t)c->n);
+    json_doubles(w, "process_median_ms", c->proc, c->n);
+    /* the precision of each process's value, from its own samples (not evidence between arms) */
+    bkm_json_key(w, "process_median_ci95_order_stat");
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < c->n; i++) {
+        bkm_json_arr_begin(w);
+        bkm_json_double(w, c->prec[2 * i]), bkm_json_double(w, c->prec[2 * i + 1]);
+        bkm_json_arr_end(w);
+    }
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "positions");
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < c->n; i++)
+        bkm_json_int(w, c->pos[i]);
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "failed"), bkm_json_bool(w, c->failed);
+    bkm_json_key(w, "median_ms"), bkm_json_double(w, med);
+    bkm_json_key(w, "median_ci95_order_stat");
+    bkm_json_arr_begin(w);
+    bkm_json_double(w, lo), bkm_json_double(w, hi);
+    bkm_json_arr_end(w);
+}
+
+/* The evidence of the claim (or of its absence), one JSON object. */
+static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n_cand,
+                           const bkm_tune_claim_rule_t *rule, const bkm_tune_claim_test_t *tests, size_t win,
+                           bkm_tune_sweep_result_t *res, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    size_t R = (size_t)cfg->replicates, total = n_cand * R, *order = NULL, tested = 0;
+    bkm_json_w_t w;
+    bkm_buf_t ev;
+    int rc;
+    bkm_buf_init(&ev);
+    if ((order = bkm_malloc((total ? total : 1) * sizeof *order)) == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        goto out;
+    }
+    if ((rc = bkm_tune_claim_order(n_cand, R, cfg->seed, order, err)) < 0)
+        goto out;
+    for (size_t c = 1; c < n_cand; c++)
+        tested += (size_t)tests[c - 1].tested;
+    bkm_json_w_init(&w, &ev, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
+    bkm_json_key(&w, "claim"), bkm_json_bool(&w, res->significant);
+    bkm_json_key(&w, "aa"), bkm_json_bool(&w, cfg->aa);
+    bkm_json_key(&w, "unit"), bkm_json_str(&w, "process: one value per worker process, the median of its samples");
+    bkm_json_key(&w, "replicates"), bkm_json_int(&w, cfg->replicates);
+    bkm_json_key(&w, "order"), bkm_json_str(&w, BKM_TUNE_CLAIM_ORDER_NAME);
+    bkm_json_key(&w, "order_seed"), bkm_json_int(&w, (int64_t)cfg->seed);
+    bkm_json_key(&w, "order_arms");   /* arm measured at each position: 0 the default, i candidate i */
+    bkm_json_arr_begin(&w);
+    for (size_t t = 0; t < total; t++)
+        bkm_json_int(&w, (int64_t)order[t]);
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "test"), bkm_json_str(&w, "Mann-Whitney U, two-sided, on the per-process medians");
+    bkm_json_key(&w, "correction"), bkm_json_str(&w, "holm");
+    bkm_json_key(&w, "candidates_tested"), bkm_json_int(&w, (int64_t)tested);
+    bkm_json_key(&w, "alpha_familywise"), bkm_json_double(&w, rule->alpha);
+    bkm_json_key(&w, "min_ratio"), bkm_json_double(&w, rule->min_ratio);
+    bkm_json_key(&w, "min_processes"), bkm_json_int(&w, (int64_t)rule->min_n);
+    bkm_json_key(&w, "ratio"), bkm_json_str(&w, "Hodges-Lehmann estimate of default / candidate (median of the "
+                                                "pairwise ratios of process medians), exact rank (Moses) 95% interval");
+    bkm_json_key(&w, "default");
+    bkm_json_obj_begin(&w);
+    json_arm(&w, st, &cand[0]);
+    bkm_json_obj_end(&w);
+    bkm_json_key(&w, "candidates");
+    bkm_json_arr_begin(&w);
+    for (size_t c = 1; c < n_cand; c++) {
+        const bkm_tune_claim_test_t *t = &tests[c - 1];
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "arm"), bkm_json_int(&w, (int64_t)c);
+        json_arm(&w, st, &cand[c]);
+        bkm_json_key(&w, "tested"), bkm_json_bool(&w, t->tested);
+        bkm_json_key(&w, "p"), bkm_json_double(&w, t->mwu.p);
+        bkm_json_key(&w, "p_exact"), bkm_json_bool(&w, t->mwu.exact);
+        bkm_json_key(&w, "p_holm"), bkm_json_double(&w, t->p_holm);
+        bkm_json_key(&w, "ratio"), bkm_json_double(&w, t->ratio);
+        bkm_json_key(&w, "ratio_ci95_exact_rank");
+        bkm_json_arr_begin(&w);
+        bkm_json_double(&w, t->ratio_lo), bkm_json_double(&w, t->ratio_hi);
+        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "ratio_ci_coverage"), bkm_json_double(&w, t->ratio_coverage);
+        bkm_json_key(&w, "significant"), bkm_json_bool(&w, t->significant);
+        bkm_json_key(&w, "reason"), bkm_json_str(&w, t->reason);
+        bkm_json_obj_end(&w);
+    }
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "winner");
+    if (win > 0)
+        bkm_json_int(&w, (int64_t)win);
+    else
+        bkm_json_null(&w);
+    bkm_json_obj_end(&w);
+    if ((res->evidence_json = bkm_buf_take(&ev)) == NULL)
+        rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+out:
+    bkm_free(order);
+    bkm_buf_free(&ev);
+    return rc;
+}
+
+/* The claim: bkm_tune_claim_decide on the per-process medians; the winner is the significant
+ * candidate with the largest ratio (*win, 0 = the default stands). */
+static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_cand, bkm_tune_sweep_result_t *res,
+                       size_t *win, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
     const bkm_tune_space_t *space = st->space;
-    bkm_tune_stats_t ds;
-    bkm_tune_faster_t fv;
-    double win_med = NAN, best_ratio = NAN;
+    bkm_tune_claim_rule_t rule;
+    bkm_tune_claim_test_t tests[8];
+    const double *vals[8];
+    size_t nv[8];
+    double best_ratio = NAN;
+    const char *aa = cfg->aa ? "A/A: " : "";
     int rc;
     *win = 0;
-    memset(win_fv, 0, sizeof *win_fv);
+    bkm_tune_claim_rule_defaults(&rule);
+    if (cfg->min_ratio > 0)
+        rule.min_ratio = cfg->min_ratio;
     res->dflt = *bkm_tune_space_config(space, 0);
     res->best = res->dflt;
+    res->speedup_lo = res->speedup_hi = NAN;
     if (n_cand == 1) {
         snprintf(res->verdict, sizeof res->verdict, "only the default was measured: it stands");
         return BKM_OK;
     }
-    if (cand[0].n == 0 || cand[0].failed || bkm_tune_stats_compute(cand[0].ms, cand[0].n, NULL, &ds, NULL) < 0) {
-        snprintf(res->verdict, sizeof res->verdict, "the default setting failed in the confirmation round");
+    if (cand[0].n == 0 || cand[0].failed) {
+        snprintf(res->verdict, sizeof res->verdict, "%sthe default setting failed in the confirmation round", aa);
         return BKM_OK;
     }
-    snprintf(res->verdict, sizeof res->verdict, "no setting beats the default beyond noise");
-    res->default_median_ms = res->best_median_ms = ds.median;
-    res->default_ci_lo_ms = res->best_ci_lo_ms = ds.ci_lo;
-    res->default_ci_hi_ms = res->best_ci_hi_ms = ds.ci_hi;
+    for (size_t c = 1; c < n_cand; c++) {
+        vals[c - 1] = cand[c].proc;
+        nv[c - 1] = cand[c].failed ? 0 : cand[c].n;
+    }
+    if ((rc = bkm_tune_claim_decide(cand[0].proc, cand[0].n, vals, nv, n_cand - 1, &rule, tests, err)) < 0)
+        return rc;
+    proc_summary(&cand[0], &res->default_median_ms, &res->default_ci_lo_ms, &res->default_ci_hi_ms);
+    res->best_median_ms = res->default_median_ms;
+    res->best_ci_lo_ms = res->default_ci_lo_ms, res->best_ci_hi_ms = res->default_ci_hi_ms;
     res->speedup = 1.0;
     res->has_best = 1;
+    snprintf(res->verdict, sizeof res->verdict, "%sno setting beats the default beyond noise", aa);
     for (size_t c = 1; c < n_cand; c++) {
-        if (cand[c].failed || cand[c].n == 0)
-            continue;
-        if ((rc = bkm_tune_stats_faster(cand[c].ms, cand[c].n, cand[0].ms, cand[0].n, NULL, &fv, err)) < 0)
-            return rc;
-        if (fv.significant) {
-            if (isnan(win_med) || fv.cand.median < win_med)
-                *win = c, win_med = fv.cand.median, *win_fv = fv;
-        } else if (*win == 0 && (isnan(best_ratio) || fv.ratio > best_ratio)) {
+        const bkm_tune_claim_test_t *t = &tests[c - 1];
+        if (t->significant && (*win == 0 || t->ratio > tests[*win - 1].ratio))
+            *win = c;
+        if (*win == 0 && t->tested && (isnan(best_ratio) || t->ratio > best_ratio)) {
             char label[160];
-            best_ratio = fv.ratio;
-            bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
+            best_ratio = t->ratio;
+            if (cfg->aa)
+                snprintf(label, sizeof label, "copy %zu of the default", c);
+            else
+                bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
             snprintf(res->verdict, sizeof res->verdict,
-                     "no setting beats the default beyond noise (closest: %s at %.3gx: %s)", label, fv.ratio,
-                     fv.reason);
+                     "%sno setting beats the default beyond noise (closest: %s at %.3gx: %s)", aa, label, t->ratio,
+                     t->reason);
         }
     }
     if (*win > 0) {
+        const bkm_tune_claim_test_t *t = &tests[*win - 1];
         res->best = *bkm_tune_space_config(space, cand[*win].config);
-        res->best_median_ms = win_fv->cand.median;
-        res->best_ci_lo_ms = win_fv->cand.ci_lo, res->best_ci_hi_ms = win_fv->cand.ci_hi;
-        res->speedup = win_fv->ratio;
+        proc_summary(&cand[*win], &res->best_median_ms, &res->best_ci_lo_ms, &res->best_ci_hi_ms);
+        res->speedup = t->ratio;
+        res->speedup_lo = t->ratio_lo, res->speedup_hi = t->ratio_hi;
         res->significant = 1;
-        snprintf(res->verdict, sizeof res->verdict, "faster than the default beyond noise (Mann-Whitney p %s %.2g)",
-                 win_fv->mwu.p > 1e-300 ? "=" : "<", win_fv->mwu.p > 1e-300 ? win_fv->mwu.p : 1e-300);
+        snprintf(res->verdict, sizeof res->verdict,
+                 "%s%.3gx faster than the default, 95%% interval [%.3g, %.3g] (exact rank); Mann-Whitney p %.2g on "
+                 "%zu vs %zu processes, Holm-adjusted %.2g",
+                 cfg->aa ? "A/A: FALSE CLAIM: a copy of the default was found " : "", t->ratio, t->ratio_lo,
+                 t->ratio_hi, t->mwu.p, t->n_cand, t->n_base, t->p_holm);
+    } else if (cfg->aa) {
+        size_t len = strlen(res->verdict);
+        snprintf(res->verdict + len, sizeof res->verdict - len, ": no claim, as it should be");
     }
-    return BKM_OK;
+    return evidence_render(st, cand, n_cand, &rule, tests, *win, res, err);
 }
 
 /* Store the best-known setting with its evidence. */
-static int best_store(const sweep_state_t *st, const cand_t *cand, size_t n_cand, size_t win,
-                      const bkm_tune_faster_t *win_fv, const bkm_tune_sweep_result_t *res, bkm_err_t *err)
+static int best_store(const sweep_state_t *st, const bkm_tune_sweep_result_t *res, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
     bkm_db_best_t b;
-    bkm_buf_t cj, ev;
+    bkm_buf_t cj;
     bkm_json_w_t w;
     int rc;
     memset(&b, 0, sizeof b);
     bkm_buf_init(&cj);
-    bkm_buf_init(&ev);
     bkm_json_w_init(&w, &cj, 0);
     bkm_tune_config_to_json(&res->best, &w);
-    bkm_json_w_init(&w, &ev, 0);
-    bkm_json_obj_begin(&w);
-    bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
-    bkm_json_key(&w, "default_samples"), bkm_json_int(&w, (int64_t)cand[0].n);
-    if (win > 0) {
-        bkm_json_key(&w, "best_samples"), bkm_json_int(&w, (int64_t)cand[win].n);
-        bkm_json_key(&w, "mwu_p"), bkm_json_double(&w, win_fv->mwu.p);
-        bkm_json_key(&w, "ratio_ci95");
-        bkm_json_arr_begin(&w);
-        bkm_json_double(&w, win_fv->ratio_lo), bkm_json_double(&w, win_fv->ratio_hi);
-        bkm_json_arr_end(&w);
-    }
-    bkm_json_key(&w, "confirm_rounds"), bkm_json_int(&w, cfg->confirm_rounds);
-    bkm_json_key(&w, "candidates"), bkm_json_int(&w, (int64_t)n_cand - 1);
-    bkm_json_obj_end(&w);
     b.node = st->node;
     b.workload = cfg->workload;
     b.sweep_id = st->sweep_id;
@@ -550,11 +710,18 @@ static int best_store(const sweep_state_t *st, const cand_t *cand, size_t n_cand
     b.default_median_ms = res->default_median_ms;
     b.speedup = res->speedup;
     b.significant = res->significant;
-    b.evidence_json = bkm_buf_str(&ev);
+    b.evidence_json = res->evidence_json;
     rc = bkm_db_best_store(st->db, &b, err);
     bkm_buf_free(&cj);
-    bkm_buf_free(&ev);
     return rc;
+}
+
+void bkm_tune_sweep_result_clear(bkm_tune_sweep_result_t *res)
+{
+    if (res == NULL)
+        return;
+    bkm_free(res->evidence_json);
+    res->evidence_json = NULL;
 }
 
 int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *space, bkm_db_t *db,
@@ -563,7 +730,6 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     sweep_state_t st;
     bkm_tune_problem_t pb;
     bkm_tune_strategy_t *strat = NULL;
-    bkm_tune_faster_t win_fv;
     cand_t cand[8];
     int *coord = NULL, rc;
     size_t n, n_cand = 0, budget, win = 0;
@@ -575,10 +741,16 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         return bkm_err_set(err, BKM_EINVAL, "sweep_run: NULL argument");
     memset(res, 0, sizeof *res);
     res->best_median_ms = res->default_median_ms = res->speedup = NAN;
+    res->speedup_lo = res->speedup_hi = NAN;
+    res->aa = cfg->aa;
+    res->replicates = cfg->replicates;
+    if (cfg->replicates < 1 || cfg->confirm_top < 0 || (size_t)cfg->confirm_top + 1 > sizeof cand / sizeof cand[0])
+        return bkm_err_set(err, BKM_EINVAL, "sweep: replicates %d (>= 1) or confirm_top %d (0..%zu) out of range",
+                           cfg->replicates, cfg->confirm_top, sizeof cand / sizeof cand[0] - 1);
     n = bkm_tune_space_size(space);
     st.cfg = cfg, st.space = space, st.db = db;
     st.prog.best_ms = st.prog.eta_s = NAN;
-    st.prog.phase = "search";
+    st.prog.phase = cfg->aa ? "confirm" : "search";
     st.t0_ns = bkm_now_ns();
     if ((rc = bkm_tune_node_resolve(cfg->node, res->node, sizeof res->node, err)) < 0)
         goto out;
@@ -595,15 +767,25 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
                                        budget, cfg->seed, err)) < 0 ||
         (rc = sweep_open(&st, res, err)) < 0)
         goto out;
-    st.prog.total = budget + (size_t)(cfg->confirm_rounds * (cfg->confirm_top + 1));
-    if ((rc = search_run(&st, strat, err)) < 0)
-        goto out;
-    if (!stopped(cfg)) {
-        if ((rc = candidates_pick(&st, bkm_tune_strategy_best(strat, NULL), cand, sizeof cand / sizeof cand[0],
-                                  &n_cand, err)) < 0 ||
-            (rc = confirm_run(&st, cand, n_cand, err)) < 0)
+    if (cfg->aa) {
+        /* A/A: no search; copies of the default are the candidates, everything after is the
+         * same code as a real sweep */
+        size_t k = cfg->confirm_top > 0 ? (size_t)cfg->confirm_top : 1;
+        for (n_cand = 0; n_cand <= k; n_cand++)
+            cand[n_cand].config = 0;
+        bkm_log(cfg->log, BKM_LOG_INFO, "A/A: the default against %zu cop%s of itself, %d processes each", k,
+                k == 1 ? "y" : "ies", cfg->replicates);
+        st.prog.total = (k + 1) * (size_t)cfg->replicates;
+    } else {
+        st.prog.total = budget + (size_t)cfg->replicates * ((size_t)cfg->confirm_top + 1);
+        if ((rc = search_run(&st, strat, err)) < 0)
+            goto out;
+        if (!stopped(cfg) && (rc = candidates_pick(&st, bkm_tune_strategy_best(strat, NULL), cand,
+                                                   sizeof cand / sizeof cand[0], &n_cand, err)) < 0)
             goto out;
     }
+    if (!stopped(cfg) && (rc = confirm_run(&st, cand, n_cand, err)) < 0)
+        goto out;
     res->trials = st.prog.done;
     res->failed = st.prog.failed;
     res->resumed_trials = st.prog.resumed;
@@ -613,13 +795,16 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         rc = bkm_db_sweep_finish(db, st.sweep_id, "interrupted", err);
         goto out;
     }
-    if ((rc = best_derive(&st, cand, n_cand, res, &win, &win_fv, err)) < 0 ||
-        (res->has_best && (rc = best_store(&st, cand, n_cand, win, &win_fv, res, err)) < 0))
+    if ((rc = best_derive(&st, cand, n_cand, res, &win, err)) < 0 ||
+        (res->has_best && !cfg->aa && (rc = best_store(&st, res, err)) < 0))
         goto out;
     rc = bkm_db_sweep_finish(db, st.sweep_id, res->failed ? "partial" : "done", err);
 out:
-    for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++)
-        bkm_free(cand[c].ms);
+    for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
+        bkm_free(cand[c].proc);
+        bkm_free(cand[c].prec);
+        bkm_free(cand[c].pos);
+    }
     if (st.keys)
         for (size_t i = 0; i < n; i++)
             bkm_free(st.keys[i]);

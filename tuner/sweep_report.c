@@ -7,8 +7,8 @@
 #include "bkm/tuner.h"
 
 static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, const char *workload,
-                      int host_match, const char *strat, size_t budget, size_t merged, size_t dropped,
-                      const char *run_cmd, bkm_buf_t *out)
+                      int host_match, const char *strat, size_t budget, int replicates, size_t merged,
+                      size_t dropped, const char *run_cmd, bkm_buf_t *out)
 {
     bkm_json_w_t w;
     size_t n = bkm_tune_space_size(sp);
@@ -20,6 +20,7 @@ static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof
     bkm_json_key(&w, "will_run"), bkm_json_bool(&w, 0);
     bkm_json_key(&w, "strategy"), bkm_json_str(&w, strat);
     bkm_json_key(&w, "budget"), bkm_json_int(&w, (int64_t)budget);
+    bkm_json_key(&w, "replicates"), bkm_json_int(&w, replicates);
     bkm_json_key(&w, "merged"), bkm_json_int(&w, (int64_t)merged);
     bkm_json_key(&w, "dropped"), bkm_json_int(&w, (int64_t)dropped);
     bkm_json_key(&w, "notes");
@@ -47,15 +48,21 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
     char label[512];
     bkm_tune_space_counts(sp, &merged, &dropped);
     if (json) {
-        plan_json(sp, prof, workload, host_match, strat, budget, merged, dropped, run_cmd, out);
+        plan_json(sp, prof, workload, host_match, strat, budget, cfg->replicates, merged, dropped, run_cmd, out);
         return;
     }
     if (!host_match)
         bkm_buf_printf(out, "This host is not a %s node (%s).\ntune will not run these trials here, and never records "
                        "this host's timings under '%s'.\n\n", prof->name, prof->description, prof->name);
     bkm_buf_printf(out, "Planned sweep of %s on node %s: %zu configurations (%zu settings merged as identical, %zu "
-                   "dropped); strategy %s measures up to %zu of them, then re-measures the top %d against the "
-                   "default.\n", workload, prof->name, n, merged, dropped, strat, budget, cfg->confirm_top);
+                   "dropped); strategy %s measures up to %zu of them, then re-measures the top %d and the default "
+                   "in %d fresh processes each.\n", workload, prof->name, n, merged, dropped, strat, budget,
+                   cfg->confirm_top, cfg->replicates);
+    if (cfg->aa)
+        bkm_buf_printf(out, "A/A run: no search; the default is confirmed against %d cop%s of itself, %d processes "
+                       "each, through the same code; nothing is stored as best-known.\n",
+                       cfg->confirm_top > 0 ? cfg->confirm_top : 1, cfg->confirm_top > 1 ? "ies" : "y",
+                       cfg->replicates);
     for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
         bkm_buf_printf(out, "  note: %s\n", bkm_tune_space_note(sp, i));
     for (size_t i = 0; i < n; i++) {
@@ -70,7 +77,9 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
         bkm_buf_printf(out, "\nTo run it: %s\n", run_cmd);
 }
 
-/* Opens member @p key: {"config": ..., "median_ms": m, "ci95": [lo, hi]; the caller closes it. */
+/* Opens member @p key: {"config": ..., "median_ms": m, "median_ci95_order_stat": [lo, hi]; the
+ * caller closes it. The median is the median of the per-process medians of the confirmation
+ * round, the interval its distribution-free order-statistic 95% interval. */
 static void config_json(bkm_json_w_t *w, const char *key, const bkm_tune_config_t *c, double median_ms, double lo,
                         double hi)
 {
@@ -78,7 +87,7 @@ static void config_json(bkm_json_w_t *w, const char *key, const bkm_tune_config_
     bkm_json_obj_begin(w);
     bkm_json_key(w, "config"), bkm_tune_config_to_json(c, w);
     bkm_json_key(w, "median_ms"), bkm_json_double(w, median_ms);
-    bkm_json_key(w, "ci95");
+    bkm_json_key(w, "median_ci95_order_stat");
     bkm_json_arr_begin(w);
     bkm_json_double(w, lo), bkm_json_double(w, hi);
     bkm_json_arr_end(w);
@@ -91,11 +100,23 @@ static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_b
     bkm_json_obj_begin(&w);
     config_json(&w, "best", &r->best, r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms);
     bkm_json_key(&w, "speedup_vs_default"), bkm_json_double(&w, r->speedup);
+    bkm_json_key(&w, "speedup_ci95_exact_rank");
+    bkm_json_arr_begin(&w);
+    bkm_json_double(&w, r->speedup_lo), bkm_json_double(&w, r->speedup_hi);
+    bkm_json_arr_end(&w);
     bkm_json_key(&w, "significant"), bkm_json_bool(&w, r->significant);
     bkm_json_key(&w, "verdict"), bkm_json_str(&w, r->verdict);
     bkm_json_obj_end(&w);
     config_json(&w, "default", &r->dflt, r->default_median_ms, r->default_ci_lo_ms, r->default_ci_hi_ms);
     bkm_json_obj_end(&w);
+    bkm_json_key(&w, "aa"), bkm_json_bool(&w, r->aa);
+    bkm_json_key(&w, "claim"), bkm_json_bool(&w, r->significant);
+    bkm_json_key(&w, "replicates"), bkm_json_int(&w, r->replicates);
+    bkm_json_key(&w, "evidence");
+    if (r->evidence_json)
+        bkm_json_raw(&w, r->evidence_json);
+    else
+        bkm_json_null(&w);
     bkm_json_key(&w, "trials"), bkm_json_int(&w, (int64_t)r->trials);
     bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)r->failed);
     bkm_json_key(&w, "resumed"), bkm_json_int(&w, (int64_t)r->resumed_trials);
@@ -119,15 +140,18 @@ void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char 
                        "command again to resume\n", r->trials, db);
         return;
     }
-    bkm_buf_printf(out, "sweep done: %zu trials on node %s (%zu resumed from %s, %zu failed)\n", r->trials, r->node,
-                   r->resumed_trials, db, r->failed);
+    bkm_buf_printf(out, "%s done: %zu trials on node %s (%zu resumed from %s, %zu failed)\n", r->aa ? "A/A run" : "sweep",
+                   r->trials, r->node, r->resumed_trials, db, r->failed);
     bkm_tune_config_label(&r->dflt, label, sizeof label);
-    bkm_buf_printf(out, "default:    %s: median %.4g ms, 95%% CI [%.4g, %.4g]\n", label, r->default_median_ms,
+    bkm_buf_printf(out, "default:    %s: median %.4g ms over %d processes (median of each process's samples), 95%% "
+                   "CI [%.4g, %.4g] (order statistics)\n", label, r->default_median_ms, r->replicates,
                    r->default_ci_lo_ms, r->default_ci_hi_ms);
-    if (r->significant) {
+    if (r->aa) {
+        bkm_buf_printf(out, "%s\n", r->verdict); /* "A/A: ..." */
+    } else if (r->significant) {
         bkm_tune_config_label(&r->best, label, sizeof label);
-        bkm_buf_printf(out, "best-known: %s: median %.4g ms, 95%% CI [%.4g, %.4g], %.3gx faster than the default "
-                       "(%s)\n", label, r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms, r->speedup, r->verdict);
+        bkm_buf_printf(out, "best-known: %s: median %.4g ms, 95%% CI [%.4g, %.4g] (order statistics); %s\n", label,
+                       r->best_median_ms, r->best_ci_lo_ms, r->best_ci_hi_ms, r->verdict);
     } else {
         bkm_buf_printf(out, "best-known: the default: %s\n", r->verdict);
     }

@@ -364,6 +364,10 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_json_double(&w, s.ci_lo);
     bkm_json_double(&w, s.ci_hi);
     bkm_json_arr_end(&w);
+    /* which interval "ci95_ms" is: the distribution-free 95% interval of the median of this
+     * process's samples (order statistics, bkm_tune_stats_median_ci_ranks) */
+    bkm_json_key(&w, "ci95_kind");
+    bkm_json_str(&w, "median, order statistics (binomial, distribution-free), within this process");
     bkm_json_key(&w, "stop_reason");
     bkm_json_str(&w, s.stop_reason);
     bkm_json_key(&w, "timed_s");
@@ -372,6 +376,9 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_json_int(&w, (int64_t)bkm_clock_resolution_ns());
     bkm_json_key(&w, "flops_per_iter");
     bkm_json_double(&w, flops);
+    bkm_json_key(&w, "flop_convention");
+    bkm_json_str(&w, "every multiply-add counted as 2 FLOP over all kernel taps, padding taps included "
+                     "(conv: 2 N K C/G R S P Q; benchdnn counts only taps inside the image); gflops from the median");
     bkm_json_key(&w, "gflops");
     bkm_json_double(&w, s.median > 0 ? flops / (s.median * 1e-3) * 1e-9 : NAN);
     bkm_json_key(&w, "check");

@@ -68,7 +68,7 @@ python3 - "$tmp/stdout" <<'PY' || fail "best json"
 import json, sys
 b = json.load(open(sys.argv[1]))
 assert b["config"] == {"affinity": "compact", "threads": 2}
-assert b["median_ms"] == 19.0 and b["ci95"] == [18.9, 19.1]
+assert b["median_ms"] == 19.0 and b["median_ci95_order_stat"] == [18.9, 19.1]
 assert abs(b["speedup_vs_default"] - 20 / 19) < 1e-12 and b["significant"] is True
 PY
 expect_rc 0 "$BKM_TUNE" best --db a.sqlite --node knl --workload gemm

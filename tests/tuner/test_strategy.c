@@ -329,7 +329,9 @@ START_TEST(replay_synthetic_db)
     store(db, s2, "{\"threads\":1}", 20);
     store(db, s2, "{\"threads\":2,\"env\":{\"KMP_BLOCKTIME\":\"0\"}}", 11);
 
-    ck_assert_msg(bkm_tune_replay_run(db, 0, "grid", 4, 3, &r, &err) == BKM_OK, "%s", err.msg);
+    /* the best-pass oracle: the least disturbed pass of each configuration */
+    ck_assert_msg(bkm_tune_replay_run(db, 0, "grid", 4, 3, BKM_TUNE_REPLAY_BEST_PASS, &r, &err) == BKM_OK, "%s",
+                  err.msg);
     ck_assert_uint_eq(r.n_configs, 4);
     ck_assert_double_eq(r.best_ms, 5);
     ck_assert_uint_eq(r.n_runs, 3);
@@ -341,16 +343,45 @@ START_TEST(replay_synthetic_db)
     ck_assert_uint_eq(r.n_within, 0);   /* 4 of 4 evaluations is more than 25% */
     bkm_tune_replay_free(&r);
     /* one evaluation (25%): only the default, 2x the best */
-    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "local", 1, 2, &r, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "local", 1, 2, BKM_TUNE_REPLAY_BEST_PASS, &r, &err), BKM_OK);
     ck_assert_double_eq(r.runs[0].rel, 2.0);
     ck_assert_uint_eq(r.runs[0].spent, 1);
     ck_assert_uint_eq(r.n_within, 0);
     bkm_tune_replay_free(&r);
     /* one pass alone: the disturbed one */
-    ck_assert_int_eq(bkm_tune_replay_run(db, s2, "grid", 0, 1, &r, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_tune_replay_run(db, s2, "grid", 0, 1, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "default"));
-    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "annealing", 0, 1, &r, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "annealing", 0, 1, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "annealing"));
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "grid", 0, 1, 7, &r, &err), BKM_EINVAL);
+    /* the honest oracle: each pass is a run; the truth is the median of a configuration's runs
+     * (default 10, threads=1 {5, 20} -> 12.5, threads=1 KMP_BLOCKTIME=0 8, threads=2
+     * KMP_BLOCKTIME=0 {12, 11} -> 11.5: the best is 8). Grid visits each configuration once and
+     * sees one random run. When it draws threads=1's lucky run (5) it picks threads=1 and is
+     * judged on the run it did not see (20): 2.5x the best; otherwise it picks the 8 ms setting,
+     * whose only run it saw (judged on it: 1.0x). */
+    ck_assert_msg(bkm_tune_replay_run(db, 0, "grid", 4, 20, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err) == BKM_OK, "%s",
+                  err.msg);
+    ck_assert_double_eq(r.best_ms, 8);
+    ck_assert_double_eq_tol(r.default_rel, 10.0 / 8.0, 1e-12);
+    ck_assert_uint_eq(r.runs_min, 1);
+    ck_assert_uint_eq(r.runs_max, 2);
+    {
+        size_t lucky = 0, seen_only = 0;
+        for (size_t i = 0; i < r.n_runs; i++) {
+            if (r.runs[i].judged_on_unseen) {
+                ck_assert_double_eq(r.runs[i].rel, 2.5);
+                lucky++;
+            } else {
+                ck_assert_double_eq(r.runs[i].rel, 1.0);
+                seen_only++;
+            }
+        }
+        ck_assert_uint_gt(lucky, 0);
+        ck_assert_uint_gt(seen_only, 0);
+        ck_assert_uint_eq(r.n_judged_seen, seen_only);
+    }
+    bkm_tune_replay_free(&r);
     bkm_db_close(db);
     unlink(path);
     rmdir(dir);

@@ -12,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tune=${1:-$here/../../../build}/tune
 shift || true
-which=${*:-gemm gemm64 conv2d alexnet convtun}
+which=${*:-gemm gemm64 conv2d alexnet convtun convtun2}
 passes=${PASSES:-3}
 # --budget 100000: every configuration (the default budget of random is a quarter of the space)
 common=(--strategy random --budget 100000 --confirm-top 0 --fresh --min-time 0.1 --max-samples 50)
@@ -38,7 +38,12 @@ for w in $which; do
           --param ptile=0,32,512 --param kc=0,64,512 --threads 1,2
           --affinity default --affinity granularity=fine,compact --blocktime 200 --hw-subset none
           --min-time 0.05 --max-samples 30) ;;
-  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet, convtun)" >&2; exit 2 ;;
+  convtun2) # AlexNet conv2 (5x5, 2 groups) at batch 1, the same tunables as convtun: algo x ptile x
+           # threads x {unbound, compact}; a second landscape where the default is not the best
+    args=(--workload conv2d --param shape=alexnet:conv2 --param batch=1 --param algo=1,2,3
+          --param ptile=0,32,512 --threads 1,2 --affinity default --affinity granularity=fine,compact
+          --blocktime 200 --hw-subset none --min-time 0.05 --max-samples 30) ;;
+  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet, convtun, convtun2)" >&2; exit 2 ;;
   esac
   rm -f "$here/$w.sqlite" "$here/$w.sqlite-wal" "$here/$w.sqlite-shm"
   for p in $(seq 1 "$passes"); do
