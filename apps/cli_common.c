@@ -2,6 +2,7 @@
 /* Helpers shared by the `tune` commands: database path, affinity environment, option values. */
 #define _GNU_SOURCE
 #include "cli_common.h"
+#include "cli_opt.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -103,21 +104,11 @@ int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, i
 
 int bkm_cli_parse_duration(const char *s, double *sec)
 {
-    char *end;
     double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !(v > 0) || !isfinite(v))
+    if (bkm_cli_opt_duration(s, &v) != 0 || !(v > 0))
         return -1;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        *sec = v;
-    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-        *sec = v * 60;
-    else if (strcmp(end, "h") == 0)
-        *sec = v * 3600;
-    else
-        return -1;
-    return isfinite(*sec) ? 0 : -1;   /* "1e308h" */
+    *sec = v;
+    return 0;
 }
 
 /* The only global of the CLI: set by the first SIGINT/SIGTERM/SIGHUP, read by the sweep and the
