@@ -355,6 +355,15 @@ const char *bkm_wl_name(const bkm_wl_t *wl)
     return wl->e->info.name;
 }
 
+int bkm_wl_layers_json(const bkm_wl_t *wl, bkm_buf_t *out)
+{
+    bkm_json_w_t w;
+    if (!wl->e->layers_json)
+        return 0;
+    bkm_json_w_init(&w, out, 0);
+    return wl->e->layers_json(wl, &w);
+}
+
 void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out)
 {
     bkm_json_w_t w;

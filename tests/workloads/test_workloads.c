@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bkm/kernels.h"
+#include "bkm/net.h"
 #include "bkm/workloads.h"
 
 START_TEST(registry_lookups)
@@ -137,24 +138,26 @@ END_TEST
 
 START_TEST(alexnet_flops_match_workloads_md)
 {
-    bkm_cnn_desc_t d;
+    bkm_net_desc_t d;
+    bkm_net_t net;
     bkm_err_t err = {0};
-    bkm_cnn_shape_t sh[BKM_CNN_MAX_LAYERS];
-    bkm_kern_cnn_alexnet(&d, 128);
-    ck_assert_int_eq(bkm_kern_cnn_check(&d, sh, &err), BKM_OK);
-    ck_assert_int_eq(sh[2].h, 27);   /* pool1 */
-    ck_assert_int_eq(sh[12].h, 6);   /* pool5: 256 x 6 x 6 = 9216 */
-    ck_assert_int_eq(sh[12].c * sh[12].h * sh[12].w, 9216);
+    bkm_net_desc_alexnet(&d, 128);
+    ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
+    ck_assert_int_eq(net.li[2].out.h, 27);   /* pool1 */
+    ck_assert_int_eq(net.li[12].out.h, 6);   /* pool5: 256 x 6 x 6 = 9216 */
+    ck_assert_int_eq(net.li[12].out.c * net.li[12].out.h * net.li[12].out.w, 9216);
+    ck_assert_int_eq(net.classes, 1000);
     /* workloads.md §3: fwd 1.428 GF/img, training 4.145 GF/img, 530.5 GF per 128-image step,
      * 61.10 M parameters */
-    ck_assert_msg(fabs(bkm_kern_cnn_flops(&d, 0) / 128 / 1e9 - 1.428) < 0.0005, "%g", bkm_kern_cnn_flops(&d, 0));
-    ck_assert_msg(fabs(bkm_kern_cnn_flops(&d, 1) / 128 / 1e9 - 4.145) < 0.0005, "%g", bkm_kern_cnn_flops(&d, 1));
-    ck_assert(fabs(bkm_kern_cnn_flops(&d, 1) / 1e9 - 530.5) < 0.1);
-    ck_assert(fabs((double)bkm_kern_cnn_n_params(&d) / 1e6 - 61.10) < 0.005);
+    ck_assert_msg(fabs(net.flops_fwd / 128 / 1e9 - 1.428) < 0.0005, "%g", net.flops_fwd);
+    ck_assert_msg(fabs(net.flops_train / 128 / 1e9 - 4.145) < 0.0005, "%g", net.flops_train);
+    ck_assert(fabs(net.flops_train / 1e9 - 530.5) < 0.1);
+    ck_assert(fabs((double)net.n_trainable / 1e6 - 61.10) < 0.005);
     /* the training count is 3 x fwd minus conv1's bwd-data, which equals conv1's fwd */
     bkm_conv2d_desc_t c1;
     ck_assert_int_eq(bkm_kern_conv2d_desc_parse("alexnet:conv1", 128, &c1, &err), BKM_OK);
-    ck_assert(fabs(bkm_kern_cnn_flops(&d, 1) - (3 * bkm_kern_cnn_flops(&d, 0) - bkm_kern_conv2d_flops(&c1))) < 1.0);
+    ck_assert(fabs(net.flops_train - (3 * net.flops_fwd - bkm_kern_conv2d_flops(&c1))) < 1.0);
+    ck_assert(net.li[0].flops[BKM_NET_BWD_D] == 0.0 && net.li[0].flops[BKM_NET_BWD_W] > 0.0);
 }
 END_TEST
 

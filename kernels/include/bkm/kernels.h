@@ -301,76 +301,7 @@ void bkm_kern_sgd_ref_step(size_t n, float *w, const float *g, float *v, float l
 /** FLOPs of one step: 2 per parameter, +2 with momentum, +2 with weight decay. */
 double bkm_kern_sgd_flops(size_t n, float mu, float wd);
 
-/* ======================================================================================== */
-/* CNN training network: description (backend-neutral) and the oneDNN chain (owner: onednn)  */
-/* ======================================================================================== */
-/* A sequential CNN for one training step: forward, mean cross-entropy loss over softmax, backward,
- * plain SGD (no momentum). Parameters live in user layouts (conv OIHW, FC OI with I in the C,H,W
- * order of the flattened NCHW input, bias O), like PyTorch, so any backend can start from the same
- * values. Dropout layers are in the list for fidelity to torchvision but run in eval mode: they
- * are the identity on every backend. */
-typedef enum {
-    BKM_CNN_CONV = 1, /**< 2-D convolution + bias, square kernel k, stride s, padding p, no groups */
-    BKM_CNN_RELU,     /**< ReLU */
-    BKM_CNN_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
-    BKM_CNN_DROPOUT,  /**< eval mode: identity */
-    BKM_CNN_FC        /**< fully connected + bias, flattens its input */
-} bkm_cnn_kind_t;
-
-typedef struct bkm_cnn_layer {
-    bkm_cnn_kind_t kind;
-    int64_t out;        /**< CONV: output channels; FC: output features */
-    int64_t k, s, p;    /**< CONV / MAXPOOL window, stride, padding */
-    char name[16];      /**< "conv1", "fc6", ... */
-} bkm_cnn_layer_t;
-
-#define BKM_CNN_MAX_LAYERS 32
-typedef struct bkm_cnn_desc {
-    int64_t mb, c, h, w;   /**< input batch and image (NCHW) */
-    float lr;              /**< SGD learning rate */
-    int n_layers;
-    bkm_cnn_layer_t layer[BKM_CNN_MAX_LAYERS];
-} bkm_cnn_desc_t;
-
-/** Output shape of each layer (index i = after layer i). */
-typedef struct bkm_cnn_shape { int64_t c, h, w; } bkm_cnn_shape_t;
-
-/** torchvision AlexNet (workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01. */
-void bkm_kern_cnn_alexnet(bkm_cnn_desc_t *d, int64_t mb);
-/** Validate @p d and compute every layer's output shape into @p shapes (n_layers entries, may be
- *  NULL). BKM_EINVAL naming the layer and value (non-positive size, last layer not FC, ...). */
-int bkm_kern_cnn_check(const bkm_cnn_desc_t *d, bkm_cnn_shape_t *shapes, bkm_err_t *err);
-/** FLOPs of one batch (workloads.md §2): forward = conv 2*N*K*C*R*S*P*Q + FC 2*N*in*out;
- *  training (@p training = 1) = 3 x forward minus the first parameterised layer's bwd-data. */
-double bkm_kern_cnn_flops(const bkm_cnn_desc_t *d, int training);
-/** Number of trainable parameters (weights + biases). */
-int64_t bkm_kern_cnn_n_params(const bkm_cnn_desc_t *d);
-
-/** Times of one training step, milliseconds: fwd = layers up to the last FC; bwd = loss (log-
- *  softmax + cross-entropy) and backward; update = SGD over all parameters. */
-typedef struct bkm_cnn_times { double fwd_ms, bwd_ms, update_ms; } bkm_cnn_times_t;
-
-/** oneDNN chain of a CNN. Activations stay in oneDNN's (blocked) layouts between layers; reorders
- *  only where two primitives want different layouts. Every primitive, memory and reorder is created
- *  here (untimed); primitives use user-managed scratchpads, so a step never allocates.
- *  BKM_ENOTSUP / BKM_EDEP (naming the call) if oneDNN cannot build a layer. Not thread-safe. */
-typedef struct bkm_onednn_cnn bkm_onednn_cnn_t;
-int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **net, const bkm_cnn_desc_t *d, bkm_err_t *err);
-/** User-layout buffers the caller fills before prepare: input (NCHW), labels (mb int32 classes),
- *  and the weight (BKM_ARG_WEI) / bias (BKM_ARG_BIAS) of CONV/FC layer @p layer (NULL otherwise). */
-float *bkm_kern_onednn_cnn_input(bkm_onednn_cnn_t *net, size_t *n);
-int32_t *bkm_kern_onednn_cnn_labels(bkm_onednn_cnn_t *net, size_t *n);
-float *bkm_kern_onednn_cnn_param(bkm_onednn_cnn_t *net, int layer, bkm_arg_t arg, size_t *n);
-/** Untimed: reorder the user input and parameters into oneDNN's layouts. BKM_EINVAL naming a label
- *  outside [0, classes). */
-int bkm_kern_onednn_cnn_prepare(bkm_onednn_cnn_t *net, bkm_err_t *err);
-/** TIMED: one training step; *loss = mean cross-entropy of this step's forward pass. */
-int bkm_kern_onednn_cnn_step(bkm_onednn_cnn_t *net, float *loss, bkm_cnn_times_t *t, bkm_err_t *err);
-/** Untimed: copy the current parameters back into the user-layout buffers. */
-int bkm_kern_onednn_cnn_finish(bkm_onednn_cnn_t *net, bkm_err_t *err);
-/** Distinct oneDNN implementations used, "onednn:jit:avx512_core+gemm:jit+..." */
-const char *bkm_kern_onednn_cnn_impl(const bkm_onednn_cnn_t *net);
-void bkm_kern_onednn_cnn_destroy(bkm_onednn_cnn_t *net);
+/* Networks (tables of these layers) and their executors: bkm/net.h. */
 
 #ifdef __cplusplus
 }
