@@ -67,6 +67,11 @@ int64_t bkm__wl_int(const bkm_wl_t *wl, const char *name);
 /* Append the kernel tunables @p desc (from bkm_kern_*_params) plus "isa" to @p out. */
 size_t bkm__wl_tunables_from(const bkm_param_desc_t *desc, size_t n, bkm_wl_param_t *out, size_t cap);
 
+/* Bytes this process may allocate: @p phys, or the tightest cgroup memory limit (v2 memory.max, v1
+ * memory.limit_in_bytes) of the groups listed in @p proc_cgroup (/proc/self/cgroup) and their
+ * parents under @p cgroup_root (/sys/fs/cgroup). @p src names where the figure came from. */
+double bkm__wl_mem_limit(const char *proc_cgroup, const char *cgroup_root, double phys, char *src, size_t src_n);
+
 /* Deterministic generators shared by every backend (same seed => same values). */
 uint64_t bkm__wl_hash(uint64_t seed, uint64_t stream, uint64_t i);
 /* Uniform in [-bound, bound). */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Workload registry: lookups, the merged parameter lists, configuration errors naming the bad
  * value, FLOP counts against workloads.md, and small gemm / conv2d runs on both backends. */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -114,7 +116,7 @@ START_TEST(bad_parameters_are_named)
 }
 END_TEST
 
-START_TEST(too_large_for_this_node_is_not_supported)
+START_TEST(too_large_for_this_node_is_bad_input)
 {
     bkm_wl_config_t cfg;
     bkm_err_t err = {0};
@@ -129,10 +131,52 @@ START_TEST(too_large_for_this_node_is_not_supported)
         ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
         return;
     }
-    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_ENOTSUP);
+    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
-    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_ENOTSUP);
+    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_EINVAL);
     ck_assert_ptr_null(wl);
+}
+END_TEST
+
+/* From workloads/registry.c (private): the memory limit, physical or the tightest cgroup's. */
+double bkm__wl_mem_limit(const char *proc_cgroup, const char *cgroup_root, double phys, char *src, size_t src_n);
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[512], cmd[600];
+    FILE *f;
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(cgroup_memory_limit_is_honoured)
+{
+    char root[] = "/tmp/bkm-cgroup-XXXXXX", dir[256], proc[300], src[1200];
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(proc, sizeof proc, "%s/cgroup", root);
+    /* v1: the group's parent has the tightest limit; v2 says "max" */
+    put(root, "cgroup", "4:memory:/a/b\n3:cpuset:/\n0::/u\n");
+    snprintf(dir, sizeof dir, "%s/memory/a/b", root);
+    put(dir, "memory.limit_in_bytes", "4000000000\n");
+    snprintf(dir, sizeof dir, "%s/memory/a", root);
+    put(dir, "memory.limit_in_bytes", "3000000000\n");
+    snprintf(dir, sizeof dir, "%s/u", root);
+    put(dir, "memory.max", "max\n");
+    ck_assert(bkm__wl_mem_limit(proc, root, 8e9, src, sizeof src) == 3e9);
+    ck_assert_msg(strstr(src, "memory/a/memory.limit_in_bytes") != NULL, "%s", src);
+    /* v2 limit below the physical memory */
+    put(dir, "memory.max", "1000000000\n");
+    ck_assert(bkm__wl_mem_limit(proc, root, 8e9, src, sizeof src) == 1e9);
+    ck_assert_msg(strstr(src, "u/memory.max") != NULL, "%s", src);
+    /* no cgroup file: the physical memory */
+    ck_assert(bkm__wl_mem_limit("/nonexistent/cgroup", root, 8e9, src, sizeof src) == 8e9);
+    ck_assert_str_eq(src, "physical memory");
+    snprintf(dir, sizeof dir, "rm -rf '%s'", root);
+    ck_assert_int_eq(system(dir), 0);
 }
 END_TEST
 
@@ -231,7 +275,8 @@ int main(void)
     tcase_add_test(tc, parameter_lists_merge_kernel_tunables);
     tcase_add_test(tc, bad_parameters_are_named);
     tcase_add_test(tc, alexnet_flops_match_workloads_md);
-    tcase_add_test(tc, too_large_for_this_node_is_not_supported);
+    tcase_add_test(tc, too_large_for_this_node_is_bad_input);
+    tcase_add_test(tc, cgroup_memory_limit_is_honoured);
     suite_add_tcase(s, tc);
     tc = tcase_create("run");
     tcase_add_test(tc, gemm_and_conv2d_backends_agree);
