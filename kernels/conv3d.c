@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/* conv3d (NCDHW, fp32): benchdnn 3-D descriptors, vol2col and col2vol over one flat index range
+ * split evenly over the threads (each thread decodes its start once and walks with carries;
+ * col2vol is a gather, so every element has one writer), forward / backward-data / backward-
+ * weights as vol2col + SGEMM, and 3-D max pooling. */
+#include "kernels_int.h"
+
+#include <ctype.h>
+#include <float.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define C3_DIM_MAX (1LL << 24)
+#define C3_ELEMS_MAX (1LL << 36)
+#define C3_TAPS_MAX 64 /* largest kernel extent along one axis (col2vol keeps its taps on the stack) */
+
+/* ---------------------------------------------------------------------------------------- */
+/* Descriptor                                                                                 */
+
+/* Spatial keys come in (d, h, w) triples from F_ID on, so that "missing h copies d, w copies h" is
+ * one loop. */
+enum { F_MB, F_G, F_IC, F_OC, F_ID, F_IH, F_IW, F_OD, F_OH, F_OW, F_KD, F_KH, F_KW, F_SD, F_SH, F_SW,
+       F_PD, F_PH, F_PW, F_DD, F_DH, F_DW, F_COUNT };
+static const char *const keys[F_COUNT] = {"mb", "g", "ic", "oc", "id", "ih", "iw", "od", "oh", "ow", "kd",
+                                          "kh", "kw", "sd", "sh", "sw", "pd", "ph", "pw", "dd", "dh", "dw"};
+
+static int64_t out_size(int64_t i, int64_t k, int64_t s, int64_t p)
+{
+    int64_t span = i + 2 * p - k;
+    return span < 0 || s <= 0 ? 0 : span / s + 1;
+}
+
+int bkm_kern_conv3d_desc_check(bkm_conv3d_desc_t *d, bkm_err_t *err)
+{
+    const int64_t pos[] = {d->mb, d->ic, d->id, d->ih, d->iw, d->oc, d->kd, d->kh, d->kw, d->sd, d->sh, d->sw};
+    const char *const pos_k[] = {"mb", "ic", "id", "ih", "iw", "oc", "kd", "kh", "kw", "sd", "sh", "sw"};
+    const int64_t pad[] = {d->pd, d->ph, d->pw};
+    const char *const pad_k[] = {"pd", "ph", "pw"};
+    int64_t o[3];
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i] <= 0 || pos[i] > C3_DIM_MAX)
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: %s%lld is out of range (1..%lld)", pos_k[i],
+                               (long long)pos[i], C3_DIM_MAX);
+    {
+        const int64_t k[3] = {d->kd, d->kh, d->kw};
+        for (int i = 0; i < 3; i++)
+            if (k[i] > C3_TAPS_MAX)
+                return bkm_err_set(err, BKM_EINVAL, "conv3d: %s%lld exceeds the largest kernel, %d", pos_k[6 + i],
+                                   (long long)k[i], C3_TAPS_MAX);
+    }
+    for (int i = 0; i < 3; i++)
+        if (pad[i] < 0 || pad[i] > C3_DIM_MAX)
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: padding %s%lld is out of range", pad_k[i], (long long)pad[i]);
+    o[0] = out_size(d->id, d->kd, d->sd, d->pd);
+    o[1] = out_size(d->ih, d->kh, d->sh, d->ph);
+    o[2] = out_size(d->iw, d->kw, d->sw, d->pw);
+    {
+        int64_t *decl[3] = {&d->od, &d->oh, &d->ow};
+        const char *const ok[3] = {"od", "oh", "ow"}, *const ik[3] = {"id", "ih", "iw"};
+        const int64_t in[3] = {d->id, d->ih, d->iw}, k[3] = {d->kd, d->kh, d->kw};
+        for (int i = 0; i < 3; i++) {
+            if (o[i] <= 0)
+                return bkm_err_set(err, BKM_EINVAL, "conv3d: empty output: %s%lld with a %lld-wide kernel and "
+                                   "padding %lld", ik[i], (long long)in[i], (long long)k[i], (long long)pad[i]);
+            if (*decl[i] != 0 && *decl[i] != o[i])
+                return bkm_err_set(err, BKM_EINVAL, "conv3d: %s%lld is inconsistent (the shape gives %s%lld)", ok[i],
+                                   (long long)*decl[i], ok[i], (long long)o[i]);
+            *decl[i] = o[i];
+        }
+    }
+    if ((double)d->mb * (double)d->ic * (double)(d->id * d->ih * d->iw) > (double)C3_ELEMS_MAX ||
+        (double)d->mb * (double)d->oc * (double)(d->od * d->oh * d->ow) > (double)C3_ELEMS_MAX ||
+        (double)d->ic * (double)(d->kd * d->kh * d->kw) * (double)(d->od * d->oh * d->ow) > (double)C3_ELEMS_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "conv3d: mb%lld ic%lld oc%lld: tensors too large", (long long)d->mb,
+                           (long long)d->ic, (long long)d->oc);
+    return BKM_OK;
+}
+
+int bkm_kern_conv3d_desc_parse(const char *text, int64_t mb_override, bkm_conv3d_desc_t *d, bkm_err_t *err)
+{
+    int64_t v[F_COUNT];
+    int set[F_COUNT] = {0};
+    const char *p = text;
+    if (!text || !*text)
+        return bkm_err_set(err, BKM_EINVAL, "conv3d: empty descriptor");
+    memset(d, 0, sizeof *d);
+    memset(v, 0, sizeof v);
+    while (*p) {
+        char key[8];
+        size_t kl = 0;
+        int f = -1;
+        char *end;
+        long long x;
+        if (*p == '_') {
+            p++;
+            continue;
+        }
+        while (isalpha((unsigned char)*p) && kl + 1 < sizeof key)
+            key[kl++] = *p++;
+        key[kl] = '\0';
+        if (isalpha((unsigned char)*p))
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: unknown key in '%s'", text);
+        for (int i = 0; i < F_COUNT; i++)
+            if (strcmp(key, keys[i]) == 0)
+                f = i;
+        if (f < 0 || !(isdigit((unsigned char)*p) || *p == '-'))
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: unknown key or missing value '%s' in '%s'", key, text);
+        x = strtoll(p, &end, 10);
+        if (end == p || x < -C3_DIM_MAX || x > C3_DIM_MAX)
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: bad value for %s in '%s'", key, text);
+        if (set[f])
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: %s given twice in '%s'", key, text);
+        v[f] = x;
+        set[f] = 1;
+        p = end;
+    }
+    if (set[F_G] && v[F_G] != 1)
+        return bkm_err_set(err, BKM_EINVAL, "conv3d: g%lld: groups are not supported", (long long)v[F_G]);
+    for (int f = F_DD; f <= F_DW; f++)
+        if (set[f] && v[f] != 0)
+            return bkm_err_set(err, BKM_EINVAL, "conv3d: %s%lld: dilation is not supported", keys[f], (long long)v[f]);
+    if (!set[F_ID])
+        return bkm_err_set(err, BKM_EINVAL, "conv3d: '%s' has no id: not a 3-D descriptor", text);
+    if (!set[F_IC] || !set[F_OC])
+        return bkm_err_set(err, BKM_EINVAL, "conv3d: '%s' needs ic and oc", text);
+    /* missing h copies d, missing w copies h (inputs, kernels, strides, paddings, outputs) */
+    for (int b = F_ID; b <= F_PD; b += 3)
+        for (int j = 1; j <= 2; j++)
+            if (!set[b + j] && set[b + j - 1]) {
+                v[b + j] = v[b + j - 1];
+                set[b + j] = 1;
+            }
+    d->mb = mb_override > 0 ? mb_override : set[F_MB] ? v[F_MB] : 2;
+    d->ic = v[F_IC];
+    d->oc = v[F_OC];
+    d->id = v[F_ID], d->ih = v[F_IH], d->iw = v[F_IW];
+    d->od = v[F_OD], d->oh = v[F_OH], d->ow = v[F_OW];
+    d->kd = set[F_KD] ? v[F_KD] : 3, d->kh = set[F_KH] ? v[F_KH] : 3, d->kw = set[F_KW] ? v[F_KW] : 3;
+    d->sd = set[F_SD] ? v[F_SD] : 1, d->sh = set[F_SH] ? v[F_SH] : 1, d->sw = set[F_SW] ? v[F_SW] : 1;
+    d->pd = v[F_PD], d->ph = v[F_PH], d->pw = v[F_PW];
+    d->has_bias = 1;
+    if (set[F_OD] && v[F_OD] <= 0)
+        return bkm_err_set(err, BKM_EINVAL, "conv3d: od%lld must be positive", (long long)v[F_OD]);
+    return bkm_kern_conv3d_desc_check(d, err);
+}
+
+void bkm_kern_conv3d_desc_format(const bkm_conv3d_desc_t *d, bkm_buf_t *out)
+{
+    bkm_buf_printf(out, "mb%lldic%lldoc%lld_id%lldod%lldkd%lldsd%lldpd%lld_ih%lldoh%lldkh%lldsh%lldph%lld_"
+                   "iw%lldow%lldkw%lldsw%lldpw%lld",
+                   (long long)d->mb, (long long)d->ic, (long long)d->oc, (long long)d->id, (long long)d->od,
+                   (long long)d->kd, (long long)d->sd, (long long)d->pd, (long long)d->ih, (long long)d->oh,
+                   (long long)d->kh, (long long)d->sh, (long long)d->ph, (long long)d->iw, (long long)d->ow,
+                   (long long)d->kw, (long long)d->sw, (long long)d->pw);
+}
+
+double bkm_kern_conv3d_flops(const bkm_conv3d_desc_t *d)
+{
+    return 2.0 * (double)d->mb * (double)d->oc * (double)d->ic * (double)(d->kd * d->kh * d->kw) *
+           (double)(d->od * d->oh * d->ow);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* vol2col / col2vol                                                                          */
+
+/* [lo, hi) of thread t of nt over n items, evenly (sizes differ by at most one). */
+static void split(int64_t n, int nt, int t, int64_t *lo, int64_t *hi)
+{
+    int64_t q = n / nt, r = n % nt;
+    *lo = t * q + (t < r ? t : r);
+    *hi = *lo + q + (t < r ? 1 : 0);
+}
+
+/* vol2col of the flat range [lo, hi) of col: decode the start once, then walk rows of q with carries. */
+static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *col, int64_t lo, int64_t hi)
+{
+    const int64_t P = d->od * d->oh * d->ow, taps = d->kd * d->kh * d->kw;
+    int64_t kk, pp, c, z, y, x, o, p, q, i = lo;
+    if (lo >= hi)
+        return;
+    kk = lo / P, pp = lo % P;
+    c = kk / taps, z = (kk % taps) / (d->kh * d->kw), y = (kk % (d->kh * d->kw)) / d->kw, x = kk % d->kw;
+    o = pp / (d->oh * d->ow), p = (pp / d->ow) % d->oh, q = pp % d->ow;
+    while (i < hi) {
+        int64_t n = d->ow - q < hi - i ? d->ow - q : hi - i; /* the rest of this output row */
+        int64_t iz = o * d->sd - d->pd + z, iy = p * d->sh - d->ph + y;
+        float *dst = col + i;
+        if (iz < 0 || iz >= d->id || iy < 0 || iy >= d->ih) {
+            memset(dst, 0, (size_t)n * sizeof(float));
+        } else {
+            const float *row = src + ((c * d->id + iz) * d->ih + iy) * d->iw;
+            int64_t ix = q * d->sw - d->pw + x;
+            if (d->sw == 1 && ix >= 0 && ix + n <= d->iw) {
+                memcpy(dst, row + ix, (size_t)n * sizeof(float));
+            } else {
+                for (int64_t j = 0; j < n; j++, ix += d->sw)
+                    dst[j] = ix >= 0 && ix < d->iw ? row[ix] : 0.0f;
+            }
+        }
+        i += n;
+        q += n;
+        if (q == d->ow) { /* carries: q -> p -> o -> x -> y -> z -> c */
+            q = 0;
+            if (++p == d->oh) {
+                p = 0;
+                if (++o == d->od) {
+                    o = 0;
+                    if (++x == d->kw) {
+                        x = 0;
+                        if (++y == d->kh) {
+                            y = 0;
+                            if (++z == d->kd) {
+                                z = 0;
+                                c++;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void bkm_kern_vol2col(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt)
+{
+    int64_t total = d->ic * d->kd * d->kh * d->kw * d->od * d->oh * d->ow;
+    if (nt <= 1) {
+        vol2col_range(d, src, col, 0, total);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        split(total, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
+        vol2col_range(d, src, col, lo, hi);
+    }
+}
+
+/* Taps of one axis that read input coordinate i: kernel offsets k with (i + pad - k) divisible by
+ * the stride and the output coordinate in range; out[j] = output coordinate, kofs[j] = k. */
+static int taps_of(int64_t i, int64_t pad, int64_t ksz, int64_t s, int64_t osz, int64_t *out, int64_t *kofs)
+{
+    int n = 0;
+    for (int64_t k = 0; k < ksz; k++) {
+        int64_t t = i + pad - k;
+        if (t < 0 || t % s != 0 || t / s >= osz)
+            continue;
+        out[n] = t / s;
+        kofs[n++] = k;
+    }
+    return n;
+}
+
+
+/* col2vol gather over the flat range [lo, hi) of the image: decode the start once, walk with carries. */
+static void col2vol_range(const bkm_conv3d_desc_t *d, const float *col, float *src, int64_t lo, int64_t hi)
+{
+    const int64_t P = d->od * d->oh * d->ow;
+    int64_t c, z, y, x, i;
+    int64_t oz[C3_TAPS_MAX], kz[C3_TAPS_MAX], oy[C3_TAPS_MAX], ky[C3_TAPS_MAX], ox[C3_TAPS_MAX], kx[C3_TAPS_MAX];
+    int nz = 0, ny = 0;
+    if (lo >= hi)
+        return;
+    c = lo / (d->id * d->ih * d->iw);
+    z = (lo / (d->ih * d->iw)) % d->id;
+    y = (lo / d->iw) % d->ih;
+    x = lo % d->iw;
+    nz = taps_of(z, d->pd, d->kd, d->sd, d->od, oz, kz);
+    ny = taps_of(y, d->ph, d->kh, d->sh, d->oh, oy, ky);
+    for (i = lo; i < hi; i++) {
+        double acc = 0.0;
+        int nx = taps_of(x, d->pw, d->kw, d->sw, d->ow, ox, kx);
+        for (int a = 0; a < nz; a++)
+            for (int b = 0; b < ny; b++) {
+                const float *cp = col + ((c * d->kd + kz[a]) * d->kh + ky[b]) * d->kw * P + (oz[a] * d->oh + oy[b]) * d->ow;
+                for (int e = 0; e < nx; e++)
+                    acc += (double)cp[kx[e] * P + ox[e]];
+            }
+        src[i] = (float)acc;
+        if (++x == d->iw) { /* carries: x -> y -> z -> c; the tap lists change only on a carry */
+            x = 0;
+            if (++y == d->ih) {
+                y = 0;
+                if (++z == d->id) {
+                    z = 0;
+                    c++;
+                }
+                nz = taps_of(z, d->pd, d->kd, d->sd, d->od, oz, kz);
+            }
+            ny = taps_of(y, d->ph, d->kh, d->sh, d->oh, oy, ky);
+        }
+    }
+}
+
+void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt)
+{
+    int64_t total = d->ic * d->id * d->ih * d->iw;
+    if (nt <= 1) {
+        col2vol_range(d, col, src, 0, total);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int64_t lo, hi;
+        split(total, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
+        col2vol_range(d, col, src, lo, hi);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* conv3d object                                                                              */
+
+enum { P_V2C, P_MC, P_KC, P_NC, P_COUNT };
+static const bkm_param_desc_t conv3d_params[P_COUNT] = {
+    {"v2c", 0, 1, 1, 1, "vol2col/col2vol: 1 one flat range split evenly over the threads, 0 serial"},
+    {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
+    {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
+    {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
+};
+
+const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params)
+{
+    *n_params = P_COUNT;
+    return conv3d_params;
+}
+
+struct bkm_kern_conv3d {
+    bkm_conv3d_desc_t d;
+    int nt, v2c_nt;
+    int64_t K, P;            /* col rows (ic*taps) and columns (od*oh*ow) */
+    bkm_gemm_cfg_t gcfg;
+    float *col;
+    void *ws;
+    char impl[96];
+};
+
+int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, const bkm_kern_params_t *params,
+                           bkm_err_t *err)
+{
+    int32_t v[P_COUNT];
+    bkm_kern_conv3d_t *cv = NULL;
+    bkm_conv3d_desc_t dd = *d;
+    int rc;
+    *out = NULL;
+    if ((rc = bkm_kern_conv3d_desc_check(&dd, err)) < 0)
+        return rc;
+    if (params) {
+        if ((rc = bkm_kern_params_resolve(params, conv3d_params, P_COUNT, v, err)) < 0)
+            return rc;
+    } else {
+        for (int i = 0; i < P_COUNT; i++)
+            v[i] = conv3d_params[i].def;
+    }
+    if (!(cv = bkm_calloc(1, sizeof *cv)))
+        return bkm_err_set(err, BKM_ENOMEM, "conv3d: out of memory");
+    cv->d = dd;
+    cv->nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
+    cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
+    cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
+    cv->P = dd.od * dd.oh * dd.ow;
+    if ((rc = bkm_kern_gemm_cfg_init(&cv->gcfg, params ? params->isa : BKM_ISA_AUTO, err)) < 0)
+        goto fail;
+    cv->gcfg.nt = cv->nt;
+    if ((v[P_MC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "mc", v[P_MC], err)) < 0) ||
+        (v[P_KC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "kc", v[P_KC], err)) < 0) ||
+        (v[P_NC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "nc", v[P_NC], err)) < 0) ||
+        (rc = bkm_kern_gemm_cfg_check(&cv->gcfg, err)) < 0) {
+        bkm_err_prefix(err, "conv3d");
+        goto fail;
+    }
+    cv->col = bkm_aligned_alloc(64, (size_t)(cv->K * cv->P) * sizeof(float));
+    cv->ws = bkm_aligned_alloc(64, bkm_kern_gemm_workspace_bytes(&cv->gcfg));
+    if (!cv->col || !cv->ws) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "conv3d: cannot allocate a %lld x %lld column buffer", (long long)cv->K,
+                         (long long)cv->P);
+        goto fail;
+    }
+    memset(cv->col, 0, (size_t)(cv->K * cv->P) * sizeof(float));
+    snprintf(cv->impl, sizeof cv->impl, "native:vol2col%s_gemm.%s", v[P_V2C] ? "" : "_serial",
+             bkm_kern_gemm_ukr_name(&cv->gcfg));
+    *out = cv;
+    return BKM_OK;
+fail:
+    bkm_kern_conv3d_destroy(cv);
+    return rc;
+}
+
+int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *wei, const float *bias, float *dst,
+                        bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P;
+    int rc;
+    for (int64_t n = 0; n < d->mb; n++) {
+        float *y = dst + n * out_sz;
+        bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
+        if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'N', d->oc, cv->P, cv->K, 1.0f, wei, cv->K, cv->col, cv->P, 0.0f, y,
+                                 cv->P, cv->ws, err)) < 0)
+            return rc;
+        if (bias && d->has_bias) {
+            int64_t P = cv->P;
+#pragma omp parallel for schedule(static) num_threads(cv->nt)
+            for (int64_t k = 0; k < d->oc; k++)
+                for (int64_t p = 0; p < P; p++)
+                    y[k * P + p] += bias[k];
+        }
+    }
+    return BKM_OK;
+}
+
+int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const float *wei, float *diff_src,
+                             bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P;
+    int rc;
+    for (int64_t n = 0; n < d->mb; n++) {
+        if ((rc = bkm_kern_sgemm(&cv->gcfg, 'T', 'N', cv->K, cv->P, d->oc, 1.0f, wei, cv->K, diff_dst + n * out_sz,
+                                 cv->P, 0.0f, cv->col, cv->P, cv->ws, err)) < 0)
+            return rc;
+        bkm_kern_col2vol(d, cv->col, diff_src + n * in_sz, cv->v2c_nt);
+    }
+    return BKM_OK;
+}
+
+int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const float *diff_dst, float *diff_wei,
+                                float *diff_bias, bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, P = cv->P, mb = d->mb;
+    int rc;
+    for (int64_t n = 0; n < mb; n++) {
+        bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
+        if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P, cv->col, P,
+                                 n ? 1.0f : 0.0f, diff_wei, cv->K, cv->ws, err)) < 0)
+            return rc;
+    }
+    if (diff_bias && d->has_bias) {
+#pragma omp parallel for schedule(static) num_threads(cv->nt)
+        for (int64_t k = 0; k < d->oc; k++) {
+            double s = 0.0;
+            for (int64_t n = 0; n < mb; n++)
+                for (int64_t p = 0; p < P; p++)
+                    s += (double)diff_dst[n * out_sz + k * P + p];
+            diff_bias[k] = (float)s;
+        }
+    }
+    return BKM_OK;
+}
+
+const char *bkm_kern_conv3d_impl(const bkm_kern_conv3d_t *cv)
+{
+    return cv->impl;
+}
+
+void bkm_kern_conv3d_destroy(bkm_kern_conv3d_t *cv)
+{
+    if (!cv)
+        return;
+    bkm_free(cv->col);
+    bkm_free(cv->ws);
+    bkm_free(cv);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* 3-D max pooling                                                                            */
+
+int bkm_kern_pool3d_desc_init(bkm_pool3d_desc_t *d, int64_t mb, int64_t c, int64_t id, int64_t ih, int64_t iw,
+                              int64_t k, int64_t s, int64_t p, bkm_err_t *err)
+{
+    if (mb <= 0 || c <= 0 || id <= 0 || ih <= 0 || iw <= 0 || k <= 0 || s <= 0 || p < 0 || p >= k)
+        return bkm_err_set(err, BKM_EINVAL, "pool3d: mb%lld c%lld id%lld ih%lld iw%lld k%lld s%lld p%lld: sizes must "
+                           "be positive and 0 <= p < k", (long long)mb, (long long)c, (long long)id, (long long)ih,
+                           (long long)iw, (long long)k, (long long)s, (long long)p);
+    *d = (bkm_pool3d_desc_t){mb, c, id, ih, iw, out_size(id, k, s, p), out_size(ih, k, s, p), out_size(iw, k, s, p),
+                             k, s, p};
+    if (d->od <= 0 || d->oh <= 0 || d->ow <= 0)
+        return bkm_err_set(err, BKM_EINVAL, "pool3d: empty output for a %lld-wide window over %lldx%lldx%lld",
+                           (long long)k, (long long)id, (long long)ih, (long long)iw);
+    return BKM_OK;
+}
+
+void bkm_kern_maxpool3d_fwd(const bkm_pool3d_desc_t *d, const float *src, float *dst, int32_t *argmax)
+{
+    const int64_t vin = d->id * d->ih * d->iw, vout = d->od * d->oh * d->ow;
+#pragma omp parallel for schedule(static)
+    for (int64_t nc = 0; nc < d->mb * d->c; nc++) {
+        const float *s = src + nc * vin;
+        for (int64_t o = 0; o < vout; o++) {
+            int64_t oz = o / (d->oh * d->ow), oy = (o / d->ow) % d->oh, ox = o % d->ow;
+            float best = -FLT_MAX;
+            int32_t arg = -1;
+            for (int64_t z = oz * d->s - d->p; z < oz * d->s - d->p + d->k; z++) {
+                if (z < 0 || z >= d->id)
+                    continue;
+                for (int64_t y = oy * d->s - d->p; y < oy * d->s - d->p + d->k; y++) {
+                    if (y < 0 || y >= d->ih)
+                        continue;
+                    for (int64_t x = ox * d->s - d->p; x < ox * d->s - d->p + d->k; x++) {
+                        int64_t i = (z * d->ih + y) * d->iw + x;
+                        if (x < 0 || x >= d->iw)
+                            continue;
+                        if (arg < 0 || s[i] > best) {
+                            best = s[i];
+                            arg = (int32_t)i;
+                        }
+                    }
+                }
+            }
+            dst[nc * vout + o] = best;
+            argmax[nc * vout + o] = arg;
+        }
+    }
+}
+
+void bkm_kern_maxpool3d_bwd(const bkm_pool3d_desc_t *d, const float *diff_dst, const int32_t *argmax,
+                            float *diff_src)
+{
+    const int64_t vin = d->id * d->ih * d->iw, vout = d->od * d->oh * d->ow;
+#pragma omp parallel for schedule(static)
+    for (int64_t nc = 0; nc < d->mb * d->c; nc++) {
+        float *g = diff_src + nc * vin;
+        memset(g, 0, (size_t)vin * sizeof(float));
+        for (int64_t o = 0; o < vout; o++)
+            g[argmax[nc * vout + o]] += diff_dst[nc * vout + o];
+    }
+}
