@@ -46,6 +46,10 @@ static inline void bkm__net_lap(bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir
     *t = now;
 }
 
+/* The batch-axis loss (BKM_NET_LOSS_BATCH): *loss and d loss / d logits into @p grad (double
+ * accumulation; mb x classes is small). Returns -1 for the class-axis loss (not handled here). */
+int bkm__net_xent(const bkm_net_t *net, const float *logits, const int32_t *labels, float *grad, double *loss);
+
 /* Append @p name to the '+'-separated list in @p buf unless it is already there. */
 void bkm__net_impl_add(char *buf, size_t cap, const char *name);
 

@@ -13,6 +13,9 @@ typedef struct nat_layer {
     bkm_fc_desc_t fd;
     bkm_kern_fc_t *fc;
     bkm_pool_desc_t pd;
+    bkm_conv3d_desc_t c3;
+    bkm_kern_conv3d_t *cv3;
+    bkm_pool3d_desc_t p3;
     int32_t *argmax;
     float *out;        /* owned output (conv, pool, fc); relu / dropout work in place */
     float *gin;        /* owned gradient wrt the input (when need_bwd_d and the layer does not work in place) */
@@ -41,6 +44,7 @@ static void nat_destroy(bkm_net_exec_t *ex)
     for (int i = 0; i < BKM_NET_MAX_LAYERS; i++) {
         nat_layer_t *l = &c->l[i];
         bkm_kern_conv2d_destroy(l->cv);
+        bkm_kern_conv3d_destroy(l->cv3);
         bkm_kern_fc_destroy(l->fc);
         bkm_free(l->argmax);
         bkm_free(l->out);
@@ -61,8 +65,8 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
     int64_t mb = net->d.mb;
     int rc = BKM_OK;
     l->in = i ? c->l[i - 1].y : ex->input;
-    l->n_in = (size_t)(mb * li->in.c * li->in.h * li->in.w);
-    l->n_out = (size_t)(mb * li->out.c * li->out.h * li->out.w);
+    l->n_in = (size_t)(mb * li->in.c * li->in.d * li->in.h * li->in.w);
+    l->n_out = (size_t)(mb * li->out.c * li->out.d * li->out.h * li->out.w);
     switch (nl->kind) {
     case BKM_NET_CONV: {
         bkm_conv2d_desc_t *d = &l->cd;
@@ -75,11 +79,45 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
         bkm__net_impl_add(ex->impl, sizeof ex->impl, bkm_kern_conv2d_impl(l->cv));
         break;
     }
+    case BKM_NET_CONV3D: {
+        bkm_kern_params_t ckp;
+        bkm_conv3d_desc_t *d = &l->c3;
+        memset(d, 0, sizeof *d);
+        d->mb = mb;
+        d->ic = li->in.c, d->id = li->in.d, d->ih = li->in.h, d->iw = li->in.w;
+        d->oc = nl->out;
+        d->kd = d->kh = d->kw = nl->k;
+        d->sd = d->sh = d->sw = nl->s;
+        d->pd = d->ph = d->pw = nl->p;
+        d->has_bias = 1;
+        snprintf(d->name, sizeof d->name, "net:%s", nl->name);
+        /* the conv3d tunables given (v2c, mc, kc, nc); the conv2d ones do not apply */
+        bkm_kern_params_init(&ckp);
+        ckp.isa = kp ? kp->isa : BKM_ISA_AUTO;
+        for (int j = 0; kp && j < kp->n; j++) {
+            size_t np;
+            const bkm_param_desc_t *pd = bkm_kern_conv3d_params(&np);
+            for (size_t q = 0; q < np; q++)
+                if (strcmp(kp->kv[j].key, pd[q].name) == 0 && ckp.n < (int)(sizeof ckp.kv / sizeof ckp.kv[0]))
+                    ckp.kv[ckp.n++] = kp->kv[j];
+        }
+        if ((rc = bkm_kern_conv3d_create(&l->cv3, d, &ckp, err)) < 0)
+            return rc;
+        bkm__net_impl_add(ex->impl, sizeof ex->impl, bkm_kern_conv3d_impl(l->cv3));
+        break;
+    }
+    case BKM_NET_MAXPOOL3D:
+        if ((rc = bkm_kern_pool3d_desc_init(&l->p3, mb, li->in.c, li->in.d, li->in.h, li->in.w, nl->k, nl->s, nl->p,
+                                            err)) < 0)
+            return rc;
+        if (!(l->argmax = bkm_calloc(l->n_out, sizeof(int32_t))))
+            return bkm_err_set(err, BKM_ENOMEM, "cannot allocate %zu pooling indices", l->n_out);
+        break;
     case BKM_NET_FC: {
         bkm_kern_params_t fkp;
         bkm_kern_params_init(&fkp);
         fkp.isa = kp ? kp->isa : BKM_ISA_AUTO;
-        l->fd = (bkm_fc_desc_t){mb, li->in.c * li->in.h * li->in.w, nl->out, 1};
+        l->fd = (bkm_fc_desc_t){mb, li->in.c * li->in.d * li->in.h * li->in.w, nl->out, 1};
         if ((rc = bkm_kern_fc_create(&l->fc, &l->fd, &fkp, err)) < 0)
             return rc;
         bkm__net_impl_add(ex->impl, sizeof ex->impl, "native:fc.sgemm");
@@ -154,6 +192,12 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         case BKM_NET_MAXPOOL:
             bkm_kern_maxpool_fwd(&l->pd, l->in, l->out, l->argmax);
             break;
+        case BKM_NET_CONV3D:
+            rc = bkm_kern_conv3d_fwd(l->cv3, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
+            break;
+        case BKM_NET_MAXPOOL3D:
+            bkm_kern_maxpool3d_fwd(&l->p3, l->in, l->out, l->argmax);
+            break;
         case BKM_NET_RELU:
             bkm_kern_relu_fwd(l->n_in, l->in, l->in);
             break;
@@ -165,11 +209,13 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
     }
     t1 = t = bkm_now_ns();
-    if ((rc = bkm_kern_softmax_xent_fwd(mb, net->classes, c->l[loss_i].in, ex->labels, c->prob, &loss, err)) < 0)
-        return rc;
-    bkm__net_lap(ex, loss_i, BKM_NET_FWD, &t);
-    if ((rc = bkm_kern_softmax_xent_bwd(mb, net->classes, c->prob, ex->labels, c->dlogits, err)) < 0)
-        return rc;
+    if (bkm__net_xent(net, c->l[loss_i].in, ex->labels, c->dlogits, &loss) < 0) {
+        if ((rc = bkm_kern_softmax_xent_fwd(mb, net->classes, c->l[loss_i].in, ex->labels, c->prob, &loss, err)) < 0)
+            return rc;
+        bkm__net_lap(ex, loss_i, BKM_NET_FWD, &t);
+        if ((rc = bkm_kern_softmax_xent_bwd(mb, net->classes, c->prob, ex->labels, c->dlogits, err)) < 0)
+            return rc;
+    }
     bkm__net_lap(ex, loss_i, BKM_NET_BWD_D, &t);
     g = c->dlogits;
     for (int i = loss_i - 1; i >= 0 && net->li[i].need_bwd; i--) {
@@ -196,6 +242,17 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             bkm_kern_maxpool_bwd(&l->pd, g, l->argmax, l->gin);
             g = l->gin;
             break;
+        case BKM_NET_CONV3D:
+            rc = bkm_kern_conv3d_bwd_weights(l->cv3, l->in, g, dw, db, err);
+            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
+            if (rc == BKM_OK && li->need_bwd_d)
+                rc = bkm_kern_conv3d_bwd_data(l->cv3, g, w, l->gin, err);
+            g = l->gin;
+            break;
+        case BKM_NET_MAXPOOL3D:
+            bkm_kern_maxpool3d_bwd(&l->p3, g, l->argmax, l->gin);
+            g = l->gin;
+            break;
         case BKM_NET_RELU:
             bkm_kern_relu_bwd(l->n_in, l->y, g, g);
             break;
@@ -208,7 +265,7 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }
     t2 = t = bkm_now_ns();
-    for (int i = 0; i < nl; i++) {
+    for (int i = 0; i < nl && net->d.lr > 0.0f; i++) {
         const bkm_net_layer_info_t *li = &net->li[i];
         if (!li->n_wei)
             continue;

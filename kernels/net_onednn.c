@@ -282,7 +282,7 @@ typedef struct onet_cur {
     onet_tensor_t t;
     int is_input;     /* still the constant network input: conversions go to the prepare phase */
     int nd;
-    dnnl_dim_t dims[4];
+    dnnl_dim_t dims[5];
 } onet_cur_t;
 
 /* Per-layer record kept from the forward build for the backward build. */
@@ -293,8 +293,27 @@ typedef struct onet_rec {
     onet_tensor_t ws;             /* pooling workspace */
     int skip;                     /* dropout: identity */
     int unflatten;                /* FC over a 4-D input: its 2-D input gradient is viewed back as 4-D */
-    dnnl_dim_t in_dims[4];
+    dnnl_dim_t in_dims[5];
+    int in_nd;
 } onet_rec_t;
+
+/* Window geometry of layer @p i (2-D or 3-D): kernel, strides, left and right padding per spatial
+ * axis (oneDNN's right padding makes the output size exact); returns the number of axes. */
+static int window_of(const odn_t *net, int i, dnnl_dim_t *k, dnnl_dim_t *st, dnnl_dim_t *pl, dnnl_dim_t *pr)
+{
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    const bkm_net_layer_info_t *li = &net->ex->net.li[i];
+    int sp = l->kind == BKM_NET_CONV3D || l->kind == BKM_NET_MAXPOOL3D ? 3 : 2;
+    const int64_t in[3] = {li->in.d, li->in.h, li->in.w}, out[3] = {li->out.d, li->out.h, li->out.w};
+    for (int j = 0; j < sp; j++) {
+        int a = j + 3 - sp;
+        k[j] = l->k;
+        st[j] = l->s;
+        pl[j] = l->p;
+        pr[j] = (out[a] - 1) * l->s + l->k - in[a] - l->p;
+    }
+    return sp;
+}
 
 /* View tensor @p t (plain, contiguous) with descriptor @p md (same bytes, other dims). */
 static int net_view(odn_t *net, const onet_tensor_t *t, const dnnl_memory_desc_t *md, onet_tensor_t *view,
@@ -313,15 +332,18 @@ static int flatten_input(odn_t *net, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t
 {
     int rc = BKM_OK;
     dnnl_memory_desc_t plain4, flat;
-    dnnl_dim_t fdims[2] = {cur->dims[0], cur->dims[1] * cur->dims[2] * cur->dims[3]};
+    dnnl_dim_t fdims[2] = {cur->dims[0], 1};
     onet_tensor_t t4;
-    if ((rc = bkm__odnn_plain_md(&plain4, 4, cur->dims, err)) < 0 ||
+    for (int j = 1; j < cur->nd; j++)
+        fdims[1] *= cur->dims[j];
+    if ((rc = bkm__odnn_plain_md(&plain4, cur->nd, cur->dims, err)) < 0 ||
         (rc = net_convert(net, &cur->t, &plain4, cur->is_input ? &net->prep : &net->fwd, &t4, err)) < 0)
         return rc;
     BKM_ODNN_TRY(dnnl_memory_desc_reshape(&flat, &plain4, 2, fdims));
     if ((rc = net_view(net, &t4, &flat, &cur->t, err)) < 0)
         return rc;
     rec->unflatten = 1;
+    rec->in_nd = cur->nd;
     memcpy(rec->in_dims, cur->dims, sizeof rec->in_dims);
     cur->nd = 2;
     cur->dims[1] = fdims[1];
@@ -333,29 +355,30 @@ static int build_conv_or_fc(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec,
 {
     const bkm_net_layer_t *l = &net->d.layer[i];
     const bkm_net_layer_info_t *li = &net->ex->net.li[i];
-    int rc = BKM_OK, is_conv = l->kind == BKM_NET_CONV;
+    int rc = BKM_OK, is_conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
     dnnl_memory_desc_t src_any, wei_any, bias_any, dst_md;
-    dnnl_dim_t wdims[4], bdims[1] = {l->out}, ddims[4];
+    dnnl_dim_t wdims[5], bdims[1] = {l->out}, ddims[5];
     int wnd;
     dnnl_primitive_desc_t pd = NULL;
     onet_step_t *s;
     onet_tensor_t src;
 
     if (is_conv) {
-        dnnl_dim_t strides[2] = {l->s, l->s}, pad[2] = {l->p, l->p};
-        dnnl_dim_t pr[2] = {(net->shape[i].h - 1) * l->s + l->k - cur->dims[2] - l->p,
-                            (net->shape[i].w - 1) * l->s + l->k - cur->dims[3] - l->p};
+        dnnl_dim_t kk[3], strides[3], pad[3], pr[3];
+        int sp = window_of(net, i, kk, strides, pad, pr);
+        const int64_t out[3] = {net->shape[i].d, net->shape[i].h, net->shape[i].w};
         dnnl_convolution_desc_t cd;
-        wnd = 4;
+        wnd = 2 + sp;
         wdims[0] = l->out;
         wdims[1] = cur->dims[1];
-        wdims[2] = wdims[3] = l->k;
         ddims[0] = net->d.mb;
         ddims[1] = l->out;
-        ddims[2] = net->shape[i].h;
-        ddims[3] = net->shape[i].w;
-        if ((rc = any_md(&src_any, 4, cur->dims, err)) < 0 || (rc = any_md(&wei_any, 4, wdims, err)) < 0 ||
-            (rc = any_md(&bias_any, 1, bdims, err)) < 0 || (rc = any_md(&dst_md, 4, ddims, err)) < 0)
+        for (int j = 0; j < sp; j++) {
+            wdims[2 + j] = l->k;
+            ddims[2 + j] = out[j + 3 - sp];
+        }
+        if ((rc = any_md(&src_any, cur->nd, cur->dims, err)) < 0 || (rc = any_md(&wei_any, wnd, wdims, err)) < 0 ||
+            (rc = any_md(&bias_any, 1, bdims, err)) < 0 || (rc = any_md(&dst_md, wnd, ddims, err)) < 0)
             return rc;
         BKM_ODNN_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &src_any,
                                                         &wei_any, &bias_any, &dst_md, strides, pad, pr));
@@ -365,7 +388,7 @@ static int build_conv_or_fc(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec,
         /* A 4-D input (pool5's blocked output) is reordered to plain NCHW and viewed as 2-D
          * [mb][C*H*W]: a small activation reorder per step instead of reorders of the 37.7 M
          * fc6 weights between the fwd / bwd-data / bwd-weights layouts oneDNN picks for 4-D. */
-        if (cur->nd == 4 && (rc = flatten_input(net, cur, rec, err)) < 0)
+        if (cur->nd >= 4 && (rc = flatten_input(net, cur, rec, err)) < 0)
             return rc;
         wnd = 2;
         wdims[0] = l->out;
@@ -407,7 +430,7 @@ static int build_conv_or_fc(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec,
     step_arg(s, DNNL_ARG_DST, rec->dst.mem);
     cur->t = rec->dst;
     cur->is_input = 0;
-    cur->nd = is_conv ? 4 : 2;
+    cur->nd = is_conv ? wnd : 2;
     memcpy(cur->dims, ddims, sizeof ddims);
 out:
     return rc;
@@ -444,17 +467,19 @@ static int build_pool(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_e
     int rc = BKM_OK;
     dnnl_pooling_desc_t pdsc;
     dnnl_memory_desc_t dst_any;
-    dnnl_dim_t ddims[4] = {net->d.mb, cur->dims[1], net->shape[i].h, net->shape[i].w};
-    dnnl_dim_t k[2] = {l->k, l->k}, st[2] = {l->s, l->s}, pl[2] = {l->p, l->p};
-    dnnl_dim_t pr[2] = {(ddims[2] - 1) * l->s + l->k - cur->dims[2] - l->p,
-                        (ddims[3] - 1) * l->s + l->k - cur->dims[3] - l->p};
+    dnnl_dim_t k[3], st[3], pl[3], pr[3];
+    int sp = window_of(net, i, k, st, pl, pr);
+    dnnl_dim_t ddims[5] = {net->d.mb, cur->dims[1], 0, 0, 0};
+    const int64_t out[3] = {net->shape[i].d, net->shape[i].h, net->shape[i].w};
     dnnl_primitive_desc_t pd = NULL;
     const dnnl_memory_desc_t *ws_md;
     onet_step_t *s;
     if (cur->is_input)
         return bkm_err_set(err, BKM_ENOTSUP, "net layer %d (%s): pooling directly on the input is not supported", i,
                            l->name);
-    if ((rc = any_md(&dst_any, 4, ddims, err)) < 0)
+    for (int j = 0; j < sp; j++)
+        ddims[2 + j] = out[j + 3 - sp];
+    if ((rc = any_md(&dst_any, 2 + sp, ddims, err)) < 0)
         return rc;
     BKM_ODNN_TRY(dnnl_pooling_forward_desc_init(&pdsc, dnnl_forward_training, dnnl_pooling_max, &cur->t.md, &dst_any,
                                                 st, k, pl, pr));
@@ -512,12 +537,10 @@ static int build_bwd(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_e
         step_arg(s, DNNL_ARG_DIFF_SRC, g->mem);
         return BKM_OK;
     }
-    if (l->kind == BKM_NET_MAXPOOL) {
+    if (l->kind == BKM_NET_MAXPOOL || l->kind == BKM_NET_MAXPOOL3D) {
         dnnl_pooling_desc_t pdsc;
-        dnnl_dim_t k[2] = {l->k, l->k}, st[2] = {l->s, l->s}, pl[2] = {l->p, l->p};
-        int64_t ih = rec->src.md.dims[2], iw = rec->src.md.dims[3];
-        dnnl_dim_t pr[2] = {(net->shape[i].h - 1) * l->s + l->k - ih - l->p,
-                            (net->shape[i].w - 1) * l->s + l->k - iw - l->p};
+        dnnl_dim_t k[3], st[3], pl[3], pr[3];
+        window_of(net, i, k, st, pl, pr);
         BKM_ODNN_TRY(dnnl_pooling_backward_desc_init(&pdsc, dnnl_pooling_max, &rec->src.md, &rec->dst.md, st, k, pl,
                                                      pr));
         BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &pdsc, net->attr, net->eng, rec->fwd_pd));
@@ -540,15 +563,13 @@ static int build_bwd(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_e
     /* CONV or FC: backward weights, then backward data (skipped when nothing needs it). */
     net->tag_dir = BKM_NET_BWD_W;
     {
-        int is_conv = l->kind == BKM_NET_CONV;
+        int is_conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
         dnnl_memory_desc_t src_any, wei_any, bias_any, dst_any;
         const dnnl_memory_desc_t *wmd = &net->wei[i].w.md;
         onet_tensor_t src, dw, db, w;
-        dnnl_dim_t strides[2] = {l->s, l->s}, pad[2] = {l->p, l->p}, pr[2] = {0, 0};
-        if (is_conv) {
-            pr[0] = (net->shape[i].h - 1) * l->s + l->k - rec->src.md.dims[2] - l->p;
-            pr[1] = (net->shape[i].w - 1) * l->s + l->k - rec->src.md.dims[3] - l->p;
-        }
+        dnnl_dim_t kk[3], strides[3] = {0}, pad[3] = {0}, pr[3] = {0};
+        if (is_conv)
+            window_of(net, i, kk, strides, pad, pr);
         if ((rc = any_md(&src_any, rec->src.md.ndims, rec->src.md.dims, err)) < 0 ||
             (rc = any_md(&wei_any, wmd->ndims, wmd->dims, err)) < 0 ||
             (rc = any_md(&bias_any, 1, &l->out, err)) < 0 ||
@@ -612,7 +633,7 @@ static int build_bwd(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_e
         *g = gsrc;
         if (rec->unflatten) {
             dnnl_memory_desc_t plain4;
-            if ((rc = bkm__odnn_plain_md(&plain4, 4, rec->in_dims, err)) < 0 ||
+            if ((rc = bkm__odnn_plain_md(&plain4, rec->in_nd, rec->in_dims, err)) < 0 ||
                 (rc = net_view(net, &gsrc, &plain4, g, err)) < 0)
                 goto out;
         }
@@ -666,15 +687,18 @@ static int odn_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
 
     /* forward */
     memset(&cur, 0, sizeof cur);
-    cur.nd = 4;
+    cur.nd = d->d ? 5 : 4;
     cur.dims[0] = d->mb;
     cur.dims[1] = d->c;
-    cur.dims[2] = d->h;
-    cur.dims[3] = d->w;
+    if (d->d)
+        cur.dims[2] = d->d;
+    cur.dims[cur.nd - 2] = d->h;
+    cur.dims[cur.nd - 1] = d->w;
     cur.is_input = 1;
     {
         dnnl_memory_desc_t umd;
-        if ((rc = bkm__odnn_plain_md(&umd, 4, cur.dims, err)) < 0 || (rc = net_mem(net, &cur.t, &umd, ex->input, err)) < 0)
+        if ((rc = bkm__odnn_plain_md(&umd, cur.nd, cur.dims, err)) < 0 ||
+            (rc = net_mem(net, &cur.t, &umd, ex->input, err)) < 0)
             goto out;
     }
     for (int i = 0; i < loss_i; i++) {
@@ -682,6 +706,7 @@ static int odn_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
         net->tag_dir = BKM_NET_FWD;
         switch (d->layer[i].kind) {
         case BKM_NET_CONV:
+        case BKM_NET_CONV3D:
         case BKM_NET_FC:
             rc = build_conv_or_fc(net, i, &cur, &rec[i], err);
             break;
@@ -689,6 +714,7 @@ static int odn_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
             rc = build_relu(net, i, &cur, &rec[i], err);
             break;
         case BKM_NET_MAXPOOL:
+        case BKM_NET_MAXPOOL3D:
             rc = build_pool(net, i, &cur, &rec[i], err);
             break;
         default: /* dropout in eval mode */
@@ -718,7 +744,9 @@ static int odn_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
             rc = bkm_err_set(err, BKM_EDEP, "net: oneDNN did not produce plain logits");
             goto out;
         }
-        BKM_ODNN_TRY(dnnl_logsoftmax_forward_desc_init(&ld, dnnl_forward_inference, &plain, 1));
+        /* the class axis, or the batch axis for BKM_NET_LOSS_BATCH */
+        BKM_ODNN_TRY(dnnl_logsoftmax_forward_desc_init(&ld, dnnl_forward_inference, &plain,
+                                                       d->layer[loss_i].kind == BKM_NET_LOSS_BATCH ? 0 : 1));
         BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ld, net->attr, net->eng, NULL));
         if ((rc = net_mem(net, &net->logp, &plain, NULL, err)) < 0 ||
             (rc = net_mem(net, &net->dlogits, &plain, NULL, err)) < 0)
@@ -776,14 +804,32 @@ static int odn_prepare(bkm_net_exec_t *ex, bkm_err_t *err)
 
 static int odn_finish(bkm_net_exec_t *ex, bkm_err_t *err)
 {
-    return run_steps(ex->st, &((odn_t *)ex->st)->fin, 0, NULL, err);
+    odn_t *net = ex->st;
+    int rc;
+    /* without an update step the gradients are still in the backward primitives' layouts */
+    if (net->d.lr == 0.0f && (rc = run_steps(net, &net->upd, 0, NULL, err)) < 0)
+        return rc;
+    return run_steps(net, &net->fin, 0, NULL, err);
 }
 
-/* Mean cross-entropy from log-probabilities, and d loss / d logits = (p - onehot) / mb. */
-static double xent(int64_t mb, int64_t nc, const float *logp, const int32_t *labels, float *dlogits)
+/* Mean cross-entropy from log-probabilities, and d loss / d logits = (p - onehot) / mb. With
+ * @p batch_axis (log-softmax over the batch): (cnt_j * p - onehot) / mb, cnt_j = samples labelled j. */
+static double xent(int64_t mb, int64_t nc, const float *logp, const int32_t *labels, float *dlogits, int batch_axis)
 {
     double loss = 0.0;
     float inv = 1.0f / (float)mb;
+    if (batch_axis) {
+        for (int64_t j = 0; j < nc; j++) {
+            int64_t cnt = 0;
+            for (int64_t i = 0; i < mb; i++)
+                cnt += labels[i] == j;
+            for (int64_t i = 0; i < mb; i++)
+                dlogits[i * nc + j] = ((float)cnt * expf(logp[i * nc + j]) - (labels[i] == j ? 1.0f : 0.0f)) * inv;
+        }
+        for (int64_t i = 0; i < mb; i++)
+            loss -= (double)logp[i * nc + labels[i]];
+        return loss / (double)mb;
+    }
     for (int64_t i = 0; i < mb; i++) {
         const float *lp = logp + i * nc;
         float *g = dlogits + i * nc;
@@ -812,14 +858,14 @@ static int odn_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
     BKM_ODNN_TRY(dnnl_stream_wait(net->strm));
     BKM_ODNN_TRY(dnnl_memory_get_data_handle(net->logp.mem, &logp));
     BKM_ODNN_TRY(dnnl_memory_get_data_handle(net->dlogits.mem, &dl));
-    l = xent(net->d.mb, ex->net.classes, logp, ex->labels, dl);
+    l = xent(net->d.mb, ex->net.classes, logp, ex->labels, dl, net->d.layer[loss_i].kind == BKM_NET_LOSS_BATCH);
     bkm__net_lap(ex, loss_i, BKM_NET_FWD, &t);
     if ((rc = run_steps(net, &net->bwd, 1, &t, err)) < 0)
         goto out;
     t2 = t = bkm_now_ns();
-    if ((rc = run_steps(net, &net->upd, 0, &t, err)) < 0)
+    if (net->d.lr > 0.0f && (rc = run_steps(net, &net->upd, 0, &t, err)) < 0)
         goto out;
-    for (int i = 0; i < loss_i; i++) {
+    for (int i = 0; i < loss_i && net->d.lr > 0.0f; i++) {
         void *w, *dw;
         if (!net->has_param[i])
             continue;

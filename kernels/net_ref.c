@@ -42,7 +42,7 @@ static int ref_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
     r->n[0] = ex->n_input;
     for (int i = 0; i < net->d.n_layers; i++) {
         const bkm_net_shape_t *o = &net->li[i].out;
-        r->n[i + 1] = (size_t)(net->d.mb * o->c * o->h * o->w);
+        r->n[i + 1] = (size_t)(net->d.mb * o->c * o->d * o->h * o->w);
     }
     for (int i = 0; i <= net->d.n_layers; i++) {
         if ((i > 0 && !(r->act[i] = bkm_calloc(r->n[i], sizeof(float)))) ||
@@ -79,6 +79,28 @@ static void pool_desc(const bkm_net_t *net, int i, bkm_pool_desc_t *d)
                            l->k, l->k, l->s, l->s, l->p, l->p};
 }
 
+static void conv3d_desc(const bkm_net_t *net, int i, bkm_conv3d_desc_t *d)
+{
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    const bkm_net_layer_info_t *li = &net->li[i];
+    memset(d, 0, sizeof *d);
+    d->mb = net->d.mb;
+    d->ic = li->in.c, d->id = li->in.d, d->ih = li->in.h, d->iw = li->in.w;
+    d->oc = l->out, d->od = li->out.d, d->oh = li->out.h, d->ow = li->out.w;
+    d->kd = d->kh = d->kw = l->k;
+    d->sd = d->sh = d->sw = l->s;
+    d->pd = d->ph = d->pw = l->p;
+    d->has_bias = 1;
+}
+
+static void pool3d_desc(const bkm_net_t *net, int i, bkm_pool3d_desc_t *d)
+{
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    const bkm_net_layer_info_t *li = &net->li[i];
+    *d = (bkm_pool3d_desc_t){net->d.mb, li->in.c, li->in.d, li->in.h, li->in.w, li->out.d, li->out.h, li->out.w,
+                             l->k, l->s, l->p};
+}
+
 static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 {
     const bkm_net_t *net = &ex->net;
@@ -101,8 +123,20 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             break;
         }
         case BKM_NET_FC: {
-            bkm_fc_desc_t d = {mb, li->in.c * li->in.h * li->in.w, net->d.layer[i].out, 1};
+            bkm_fc_desc_t d = {mb, li->in.c * li->in.d * li->in.h * li->in.w, net->d.layer[i].out, 1};
             bkm_kern_fc_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
+            break;
+        }
+        case BKM_NET_CONV3D: {
+            bkm_conv3d_desc_t d;
+            conv3d_desc(net, i, &d);
+            bkm_kern_conv3d_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
+            break;
+        }
+        case BKM_NET_MAXPOOL3D: {
+            bkm_pool3d_desc_t d;
+            pool3d_desc(net, i, &d);
+            bkm_kern_maxpool3d_ref_fwd(&d, r->act[i], r->act[i + 1]);
             break;
         }
         case BKM_NET_MAXPOOL: {
@@ -121,13 +155,15 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
     }
     t1 = t = bkm_now_ns();
-    if ((rc = bkm_kern_softmax_xent_ref_fwd(mb, nc, r->act[loss_i], ex->labels, r->prob, &loss, err)) < 0)
-        return rc;
-    bkm__net_lap(ex, loss_i, BKM_NET_FWD, &t);
-    for (int64_t n = 0; n < mb; n++) /* d loss / d logits = (prob - onehot) / mb */
-        for (int64_t j = 0; j < nc; j++)
-            r->grad[loss_i][n * nc + j] =
-                (float)(((double)r->prob[n * nc + j] - (j == ex->labels[n] ? 1.0 : 0.0)) / (double)mb);
+    if (bkm__net_xent(net, r->act[loss_i], ex->labels, r->grad[loss_i], &loss) < 0) {
+        if ((rc = bkm_kern_softmax_xent_ref_fwd(mb, nc, r->act[loss_i], ex->labels, r->prob, &loss, err)) < 0)
+            return rc;
+        bkm__net_lap(ex, loss_i, BKM_NET_FWD, &t);
+        for (int64_t n = 0; n < mb; n++) /* d loss / d logits = (prob - onehot) / mb */
+            for (int64_t j = 0; j < nc; j++)
+                r->grad[loss_i][n * nc + j] =
+                    (float)(((double)r->prob[n * nc + j] - (j == ex->labels[n] ? 1.0 : 0.0)) / (double)mb);
+    }
     bkm__net_lap(ex, loss_i, BKM_NET_BWD_D, &t);
     for (int i = loss_i - 1; i >= 0 && net->li[i].need_bwd; i--) {
         const bkm_net_layer_info_t *li = &net->li[i];
@@ -145,8 +181,23 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
                 bkm_kern_conv2d_ref_bwd_data(&d, g, w, gin);
             break;
         }
+        case BKM_NET_CONV3D: {
+            bkm_conv3d_desc_t d;
+            conv3d_desc(net, i, &d);
+            bkm_kern_conv3d_ref_bwd_weights(&d, r->act[i], g, dw, db);
+            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
+            if (li->need_bwd_d)
+                bkm_kern_conv3d_ref_bwd_data(&d, g, w, gin);
+            break;
+        }
+        case BKM_NET_MAXPOOL3D: {
+            bkm_pool3d_desc_t d;
+            pool3d_desc(net, i, &d);
+            bkm_kern_maxpool3d_ref_bwd(&d, r->act[i], g, gin);
+            break;
+        }
         case BKM_NET_FC: {
-            bkm_fc_desc_t d = {mb, li->in.c * li->in.h * li->in.w, net->d.layer[i].out, 1};
+            bkm_fc_desc_t d = {mb, li->in.c * li->in.d * li->in.h * li->in.w, net->d.layer[i].out, 1};
             bkm_kern_fc_ref_bwd_weights(&d, r->act[i], g, dw, db);
             bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
             if (li->need_bwd_d)
@@ -170,7 +221,7 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }
     t2 = t = bkm_now_ns();
-    for (int i = 0; i < nl; i++) {
+    for (int i = 0; i < nl && net->d.lr > 0.0f; i++) {
         const bkm_net_layer_info_t *li = &net->li[i];
         if (!li->n_wei)
             continue;

@@ -69,6 +69,58 @@ static void pool_first(bkm_net_desc_t *d)
     bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
 }
 
+/* Small odd 3-D network: conv3d (stride 2, padding 1), pool3d, conv3d, ReLU, FC, FC, a loss over the
+ * batch axis (the conv3d seed's quirk) and no update (lr 0), or the class loss with an update. */
+static void small3d_lossk(bkm_net_desc_t *d, bkm_net_kind_t loss, float lr)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = 3;
+    d->c = 2;
+    d->d = 6;
+    d->h = 7;
+    d->w = 5;
+    d->lr = lr;
+    bkm_net_desc_add(d, BKM_NET_CONV3D, "c1", 4, 3, 2, 1);
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL3D, "p1", 0, 2, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV3D, "c2", 5, 2, 1, 1);
+    bkm_net_desc_add(d, BKM_NET_FC, "f3", 9, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r3", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "f4", 6, 0, 0, 0);
+    bkm_net_desc_add(d, loss, "loss", 0, 0, 0, 0);
+}
+
+static void small3d(bkm_net_desc_t *d)
+{
+    small3d_lossk(d, BKM_NET_LOSS_BATCH, 0.0f);
+}
+
+START_TEST(conv3d_seed_table)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_err_t err = {0};
+    bkm_net_desc_conv3d_seed(&d, 4);
+    ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
+    /* workloads.md §5: 33x33x18, 31x31x16, 15x15x8, 13x13x6, 11x11x4, 5x5x2 (-> 6400) */
+    static const int64_t dhw[6][3] = {{33, 33, 18}, {31, 31, 16}, {15, 15, 8}, {13, 13, 6}, {11, 11, 4}, {5, 5, 2}};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(net.li[i].out.d, dhw[i][0]);
+        ck_assert_int_eq(net.li[i].out.h, dhw[i][1]);
+        ck_assert_int_eq(net.li[i].out.w, dhw[i][2]);
+        ck_assert_int_eq(net.li[i].out.nsp, 3);
+    }
+    ck_assert_int_eq(net.li[6].in.c * net.li[6].in.d * net.li[6].in.h * net.li[6].in.w, 6400);
+    ck_assert_int_eq(net.classes, 512);
+    /* MAC per sample: 33.87 M, 1700.46 M, 224.28 M, 214.11 M; fwd 17.41 GF and fwd+bwd (no conv1
+     * bwd-data) 51.96 GF per 4-sample iteration */
+    ck_assert(fabs(net.li[0].flops[BKM_NET_FWD] / 8 - 33.87e6) < 0.01e6);
+    ck_assert(fabs(net.li[1].flops[BKM_NET_FWD] / 8 - 1700.46e6) < 0.01e6);
+    ck_assert_msg(fabs(net.flops_fwd / 1e9 - 17.41) < 0.005, "%g", net.flops_fwd);
+    ck_assert_msg(fabs(net.flops_train / 1e9 - 51.96) < 0.005, "%g", net.flops_train);
+    ck_assert(net.li[1].flops[BKM_NET_UPD] == 0.0); /* lr 0: no update step */
+}
+END_TEST
+
 START_TEST(table_derivations)
 {
     bkm_net_desc_t d;
@@ -146,8 +198,23 @@ START_TEST(table_rejects_bad_input)
     d.layer[d.n_layers - 2].kind = BKM_NET_RELU; /* loss not after an FC */
     refused(&d, "FC");
     small_cnn(&d);
-    d.lr = 0.0f;
-    refused(&d, "learning rate 0");
+    d.lr = -1.0f;
+    refused(&d, "learning rate -1");
+    small_cnn(&d);
+    d.layer[3].kind = BKM_NET_CONV3D; /* a 3-D layer on a 2-D tensor */
+    refused(&d, "c2");
+    small3d(&d);
+    d.layer[1].kind = BKM_NET_MAXPOOL; /* a 2-D layer on a 3-D tensor */
+    refused(&d, "needs a 2-D (NCHW) input");
+    small3d(&d);
+    d.layer[4] = (bkm_net_layer_t){BKM_NET_CONV3D, 2, 1, 1, 0, "c5"}; /* conv after the FC flattened */
+    refused(&d, "flat features");
+    small3d(&d);
+    d.d = -2;
+    refused(&d, "d=-2");
+    small3d(&d);
+    d.layer[0].k = 9; /* deeper than the input (d = 6) */
+    refused(&d, "d=6");
     small_cnn(&d);
     d.layer[6].out = (int64_t)1 << 45; /* too large to address */
     refused(&d, "f3");
@@ -174,7 +241,7 @@ static bkm_net_exec_t *make_exec(const bkm_net_desc_t *d, bkm_net_engine_t eng)
     ck_assert_msg(bkm_net_exec_create(&ex, &net, eng, NULL, &err) == BKM_OK, "%s: %s", bkm_net_engine_name(eng),
                   err.msg);
     float *in = bkm_net_exec_input(ex, &n);
-    ck_assert_uint_eq(n, (size_t)(d->mb * d->c * d->h * d->w));
+    ck_assert_uint_eq(n, (size_t)(d->mb * d->c * (d->d ? d->d : 1) * d->h * d->w));
     fill(in, n, 1, 1.0f);
     int32_t *lab = bkm_net_exec_labels(ex, &n);
     ck_assert_uint_eq(n, (size_t)d->mb);
@@ -204,7 +271,10 @@ static void agree_with_reference(const bkm_net_desc_t *d, bkm_net_engine_t eng)
                   bkm_net_engine_name(eng), s1.loss, r1.loss);
     ck_assert_msg(fabs(s2.loss - r2.loss) <= 1e-4 * fabs(r2.loss), "%s second loss %.7f vs reference %.7f",
                   bkm_net_engine_name(eng), s2.loss, r2.loss);
-    ck_assert_msg(r2.loss < r1.loss, "a step on the same batch must lower the loss: %g -> %g", r1.loss, r2.loss);
+    if (d->lr > 0.0f)
+        ck_assert_msg(r2.loss < r1.loss, "a step on the same batch must lower the loss: %g -> %g", r1.loss, r2.loss);
+    else
+        ck_assert_msg(r2.loss == r1.loss, "no update: the same loss twice (%g, %g)", r1.loss, r2.loss);
     ck_assert(s1.fwd_ms >= 0.0 && s1.bwd_ms >= 0.0 && s1.update_ms >= 0.0);
     const bkm_net_t *net = bkm_net_exec_net(ex);
     const float *p = bkm_net_exec_params(ex, &n), *rp = bkm_net_exec_params(ref, NULL);
@@ -234,6 +304,10 @@ START_TEST(native_matches_reference)
     agree_with_reference(&d, BKM_NET_NATIVE);
     pool_first(&d);
     agree_with_reference(&d, BKM_NET_NATIVE);
+    small3d(&d);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    small3d_lossk(&d, BKM_NET_LOSS, 0.05f);
+    agree_with_reference(&d, BKM_NET_NATIVE);
 }
 END_TEST
 
@@ -244,6 +318,10 @@ START_TEST(onednn_matches_reference)
     bkm_net_exec_t *ex = NULL;
     bkm_err_t err = {0};
     small_cnn(&d);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+    small3d(&d);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+    small3d_lossk(&d, BKM_NET_LOSS, 0.05f);
     agree_with_reference(&d, BKM_NET_ONEDNN);
     /* oneDNN's chain starts at a parameter layer: a pool on the input is refused, naming it */
     pool_first(&d);
@@ -321,6 +399,7 @@ int main(void)
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, table_derivations);
     tcase_add_test(tc, table_rejects_bad_input);
+    tcase_add_test(tc, conv3d_seed_table);
     suite_add_tcase(s, tc);
     tc = tcase_create("exec");
     tcase_add_test(tc, native_matches_reference);

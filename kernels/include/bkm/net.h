@@ -32,17 +32,24 @@ typedef enum {
     BKM_NET_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
     BKM_NET_DROPOUT,  /**< eval mode: the identity on every engine */
     BKM_NET_FC,       /**< fully connected + bias, flattens its input (C,H,W order) */
-    BKM_NET_LOSS      /**< softmax + mean cross-entropy over the classes; last layer, after an FC */
+    BKM_NET_LOSS,     /**< softmax + mean cross-entropy over the classes; last layer, after an FC */
+    BKM_NET_CONV3D,   /**< 3-D convolution + bias (NCDHW, OIDHW), cubic kernel k, stride s, padding p */
+    BKM_NET_MAXPOOL3D,/**< 3-D max pooling, cubic window k, stride s, padding p */
+    BKM_NET_LOSS_BATCH/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
+                           each sample's label (berkely.py's log_softmax(dim=0) quirk, workloads.md §5);
+                           last layer, after an FC */
 } bkm_net_kind_t;
 
 /** Name of a kind ("conv", "relu", "maxpool", "dropout", "fc", "loss"). */
 const char *bkm_net_kind_name(bkm_net_kind_t kind);
+/** 1 for the loss kinds. */
+int bkm_net_kind_is_loss(bkm_net_kind_t kind);
 
 /** One row of the table. */
 typedef struct bkm_net_layer {
     bkm_net_kind_t kind;
-    int64_t out;        /**< CONV: output channels; FC: output features; 0 otherwise */
-    int64_t k, s, p;    /**< CONV / MAXPOOL window, stride, padding; 0 otherwise */
+    int64_t out;        /**< CONV / CONV3D: output channels; FC: output features; 0 otherwise */
+    int64_t k, s, p;    /**< CONV / MAXPOOL (2-D and 3-D) window, stride, padding; 0 otherwise */
     char name[16];      /**< "conv1", "fc6", ... */
 } bkm_net_layer_t;
 
@@ -51,7 +58,9 @@ typedef struct bkm_net_layer {
 /** The table: input shape, learning rate and layers. A plain value. */
 typedef struct bkm_net_desc {
     int64_t mb, c, h, w;   /**< input batch and image (NCHW) */
-    float lr;              /**< SGD learning rate (no momentum, no weight decay) */
+    int64_t d;             /**< input depth: 0 = a 2-D input (NCHW), >= 1 a 3-D one (NCDHW) */
+    float lr;              /**< SGD learning rate (no momentum, no weight decay); 0 = no update step
+                                (the conv3d seed times forward + backward only) */
     int n_layers;
     bkm_net_layer_t layer[BKM_NET_MAX_LAYERS];
 } bkm_net_desc_t;
@@ -62,14 +71,19 @@ bkm_net_layer_t *bkm_net_desc_add(bkm_net_desc_t *d, bkm_net_kind_t kind, const 
 /** torchvision AlexNet (workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01, ending in the
  *  loss layer. */
 void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb);
+/** The NERSC conv3d seed network exactly (workloads.md §5, berkely.py): input mb x 1 x 35x35x20,
+ *  conv3d 1->64->64 (3^3), max pool 2, conv3d 64->128->128, max pool 2, FC 6400->512->512, loss
+ *  over the batch dimension; no activations, no update step (lr 0). The seed's batch is 4. */
+void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
 
 /** Directions of a layer, for FLOPs and timing. */
 typedef enum { BKM_NET_FWD = 0, BKM_NET_BWD_D, BKM_NET_BWD_W, BKM_NET_UPD, BKM_NET_NDIR } bkm_net_dir_t;
 /** "fwd", "bwd_d", "bwd_w", "update". */
 const char *bkm_net_dir_name(bkm_net_dir_t dir);
 
-/** A shape: channels (or features) and spatial size; an FC output is c x 1 x 1. */
-typedef struct bkm_net_shape { int64_t c, h, w; } bkm_net_shape_t;
+/** A shape: channels (or features) and spatial size (d = 1 for 2-D); an FC output is c x 1 x 1 x 1
+ *  with nsp = 0; nsp = number of spatial dimensions (2 NCHW, 3 NCDHW, 0 flat). */
+typedef struct bkm_net_shape { int64_t c, d, h, w; int nsp; } bkm_net_shape_t;
 
 /** What bkm_net_init derives for one layer. */
 typedef struct bkm_net_layer_info {
@@ -88,6 +102,7 @@ typedef struct bkm_net {
     size_t n_params;              /**< floats in the flat parameter array (with 64-byte alignment gaps) */
     int64_t n_trainable;          /**< weights + biases */
     int64_t classes;              /**< features entering the loss */
+    size_t n_input;               /**< floats of the input (mb x c x d x h x w) */
     double flops_fwd;             /**< forward of the parameter layers */
     double flops_train;           /**< forward + backward (workloads.md §2: 3 x fwd minus the first bwd-data) */
 } bkm_net_t;
@@ -98,8 +113,8 @@ typedef enum { BKM_NET_NATIVE = 0, BKM_NET_ONEDNN = 1, BKM_NET_REF = 2 } bkm_net
 const char *bkm_net_engine_name(bkm_net_engine_t eng);
 
 /** Check @p d and derive @p net. BKM_EINVAL naming the layer and value: non-positive sizes, a
- *  window larger than its padded input, a layer after the loss, a loss not after an FC layer, no
- *  loss layer, too many layers, a learning rate that is not positive. */
+ *  window larger than its padded input, a 2-D layer on a 3-D tensor or the reverse, a layer after the
+ *  loss, a loss not after an FC layer, no loss layer, too many layers, a negative learning rate. */
 int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err);
 /** Bytes the executor of @p net allocates on @p eng (an upper estimate; for memory checks). */
 double bkm_net_bytes(const bkm_net_t *net, bkm_net_engine_t eng);
