@@ -219,7 +219,7 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
             return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): unknown kind %d", i, l->name, (int)l->kind);
         }
         li->out = (bkm_net_shape_t){c, dd, h, w, nsp};
-        li->need_bwd_d = seen_param;
+        li->need_bwd_d = seen_param || d->grad_input != 0;
         if (li->n_wei) {
             seen_param = 1;
             if (first_param < 0)
@@ -235,7 +235,7 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
             if (d->lr > 0.0f)
                 li->flops[BKM_NET_UPD] = 2.0 * (double)(li->n_wei + li->n_bias);
         }
-        li->need_bwd = seen_param;
+        li->need_bwd = seen_param || d->grad_input != 0;
         net->flops_fwd += li->flops[BKM_NET_FWD];
         net->flops_train += li->flops[BKM_NET_FWD] + li->flops[BKM_NET_BWD_D] + li->flops[BKM_NET_BWD_W];
     }
@@ -401,7 +401,10 @@ int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err)
 
 int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 {
-    int rc = ex->ops->step(ex, st, err);
+    int rc;
+    if (ex->timing)
+        memset(ex->last, 0, sizeof ex->last);
+    rc = ex->ops->step(ex, st, err);
     if (rc == BKM_OK && ex->timing)
         ex->timed_steps++;
     return rc;
@@ -430,6 +433,13 @@ double bkm_net_exec_layer_ms(const bkm_net_exec_t *ex, int layer, bkm_net_dir_t 
     if (layer < 0 || layer >= ex->net.d.n_layers || (unsigned)dir >= BKM_NET_NDIR || ex->timed_steps == 0)
         return 0.0;
     return ex->ms[layer][dir] / (double)ex->timed_steps;
+}
+
+double bkm_net_exec_last_ms(const bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir)
+{
+    if (layer < 0 || layer >= ex->net.d.n_layers || (unsigned)dir >= BKM_NET_NDIR)
+        return 0.0;
+    return ex->last[layer][dir];
 }
 
 const char *bkm_net_exec_impl(const bkm_net_exec_t *ex)

@@ -27,6 +27,7 @@ struct bkm_net_exec {
     int timing;                   /* per-layer timing on */
     long timed_steps;
     double ms[BKM_NET_MAX_LAYERS][BKM_NET_NDIR];   /* sums since the last reset */
+    double last[BKM_NET_MAX_LAYERS][BKM_NET_NDIR]; /* the last step */
     char impl[512];
 };
 
@@ -43,6 +44,7 @@ static inline void bkm__net_lap(bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir
         return;
     now = bkm_now_ns();
     ex->ms[layer][dir] += (double)(now - *t) * 1e-6;
+    ex->last[layer][dir] += (double)(now - *t) * 1e-6;
     *t = now;
 }
 

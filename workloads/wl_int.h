@@ -47,6 +47,7 @@ typedef struct bkm_wl_entry {
 extern const bkm_wl_entry_t bkm__wl_gemm;
 extern const bkm_wl_entry_t bkm__wl_conv2d;
 extern const bkm_wl_entry_t bkm__wl_alexnet;
+extern const bkm_wl_entry_t bkm__wl_conv3d;
 
 /* Network workloads (wl_net.c): the hooks of any workload whose entry has a net_table. Parameters
  * the table may read: "backend", and "layers" (1 = per-layer timing and table). Inputs, labels and
@@ -59,6 +60,8 @@ int bkm__wl_net_check(bkm_wl_t *wl, double *value, bkm_err_t *err);
 double bkm__wl_net_flops(const bkm_wl_t *wl);
 void bkm__wl_net_destroy(bkm_wl_t *wl);
 int bkm__wl_net_layers_json(const bkm_wl_t *wl, bkm_json_w_t *w);
+/* The executor of a created network workload. */
+bkm_net_exec_t *bkm__wl_net_exec(const bkm_wl_t *wl);
 
 /* Effective value of parameter @p name (NULL if the workload has none). */
 const char *bkm__wl_val(const bkm_wl_t *wl, const char *name);

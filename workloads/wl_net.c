@@ -111,6 +111,12 @@ int bkm__wl_net_run(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err)
     return BKM_OK;
 }
 
+bkm_net_exec_t *bkm__wl_net_exec(const bkm_wl_t *wl)
+{
+    const wl_net_t *a = wl->priv;
+    return a ? a->ex : NULL;
+}
+
 int bkm__wl_net_check(bkm_wl_t *wl, double *value, bkm_err_t *err)
 {
     if (!isfinite(wl->first_loss))

@@ -61,6 +61,8 @@ typedef struct bkm_net_desc {
     int64_t d;             /**< input depth: 0 = a 2-D input (NCHW), >= 1 a 3-D one (NCDHW) */
     float lr;              /**< SGD learning rate (no momentum, no weight decay); 0 = no update step
                                 (the conv3d seed times forward + backward only) */
+    int grad_input;        /**< 1: compute the gradient wrt the network input too (the first parameter
+                                layer's bwd-data; single-layer benchmarks), 0: not (training) */
     int n_layers;
     bkm_net_layer_t layer[BKM_NET_MAX_LAYERS];
 } bkm_net_desc_t;
@@ -158,6 +160,8 @@ void bkm_net_exec_reset_times(bkm_net_exec_t *ex);
 /** Mean milliseconds of layer @p layer in direction @p dir over the timed steps since the last
  *  reset (0 when none ran or the layer has no such direction); *steps (may be NULL) = their number. */
 double bkm_net_exec_layer_ms(const bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir, long *steps);
+/** Milliseconds of layer @p layer in direction @p dir in the last step (timing on; 0 otherwise). */
+double bkm_net_exec_last_ms(const bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir);
 /** Implementations used ("native:im2col_gemm...+native:fc.sgemm", "onednn:jit:avx512_core+..."). */
 const char *bkm_net_exec_impl(const bkm_net_exec_t *ex);
 void bkm_net_exec_destroy(bkm_net_exec_t *ex);
