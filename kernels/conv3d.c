@@ -312,9 +312,13 @@ void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, 
 /* ---------------------------------------------------------------------------------------- */
 /* conv3d object                                                                              */
 
-enum { P_V2C, P_MC, P_KC, P_NC, P_COUNT };
+enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_COUNT };
+enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3 };
 static const bkm_param_desc_t conv3d_params[P_COUNT] = {
-    {"v2c", 0, 1, 1, 1, "vol2col/col2vol: 1 one flat range split evenly over the threads, 0 serial"},
+    {"algo", 0, 3, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
+     "GEMM, intra-sample (images in turn, parallel vol2col + parallel GEMM); 3 depth unfold + the native conv2d "
+     "(each output depth plane of each image is a 2-D image of ic*kd channels); 0 auto (3)"},
+    {"v2c", 0, 1, 1, 1, "intra-sample vol2col/col2vol: 1 one flat range split evenly over the threads, 0 serial"},
     {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
     {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
@@ -328,12 +332,17 @@ const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params)
 
 struct bkm_kern_conv3d {
     bkm_conv3d_desc_t d;
-    int nt, v2c_nt;
+    int nt, v2c_nt, algo;
     int64_t K, P;            /* col rows (ic*taps) and columns (od*oh*ow) */
-    bkm_gemm_cfg_t gcfg;
-    float *col;
-    void *ws;
-    char impl[96];
+    bkm_gemm_cfg_t gcfg;     /* nt threads (intra) or 1 (batch) */
+    int n_bufs;              /* column buffers / GEMM workspaces: 1 (intra) or nt (batch) */
+    float *col;              /* n_bufs x K x P */
+    char *ws;                /* n_bufs x ws_bytes */
+    size_t ws_bytes;
+    float *wpart;            /* batch bwd-weights: partial diff_wei of threads 1..nt-1 */
+    bkm_kern_conv2d_t *c2;   /* unfold: the 2-D convolution of mb*od images of ic*kd channels */
+    float *xu, *gxu, *yu;    /* unfold: unfolded input / its gradient, 2-D output [n][o][k][p][q] */
+    char impl[160];
 };
 
 int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, const bkm_kern_params_t *params,
@@ -357,12 +366,14 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
         return bkm_err_set(err, BKM_ENOMEM, "conv3d: out of memory");
     cv->d = dd;
     cv->nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
+    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : ALGO_UNFOLD;
     cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
     cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
     cv->P = dd.od * dd.oh * dd.ow;
+    cv->n_bufs = cv->algo == ALGO_BATCH ? cv->nt : 1;
     if ((rc = bkm_kern_gemm_cfg_init(&cv->gcfg, params ? params->isa : BKM_ISA_AUTO, err)) < 0)
         goto fail;
-    cv->gcfg.nt = cv->nt;
+    cv->gcfg.nt = cv->algo == ALGO_BATCH ? 1 : cv->nt;
     if ((v[P_MC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "mc", v[P_MC], err)) < 0) ||
         (v[P_KC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "kc", v[P_KC], err)) < 0) ||
         (v[P_NC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "nc", v[P_NC], err)) < 0) ||
@@ -370,15 +381,58 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
         bkm_err_prefix(err, "conv3d");
         goto fail;
     }
-    cv->col = bkm_aligned_alloc(64, (size_t)(cv->K * cv->P) * sizeof(float));
-    cv->ws = bkm_aligned_alloc(64, bkm_kern_gemm_workspace_bytes(&cv->gcfg));
-    if (!cv->col || !cv->ws) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "conv3d: cannot allocate a %lld x %lld column buffer", (long long)cv->K,
-                         (long long)cv->P);
+    if (cv->algo == ALGO_UNFOLD) {
+        bkm_conv2d_desc_t c2 = {dd.mb * dd.od, 1, dd.ic * dd.kd, dd.ih, dd.iw, dd.oc, dd.oh, dd.ow, dd.kh, dd.kw,
+                                dd.sh, dd.sw, dd.ph, dd.pw, dd.has_bias, "conv3d:unfolded"};
+        bkm_kern_params_t kp2;
+        size_t nxu = (size_t)(dd.mb * dd.od * dd.ic * dd.kd * dd.ih * dd.iw), nyu = (size_t)(dd.mb * dd.od * dd.oc * dd.oh * dd.ow);
+        bkm_kern_params_init(&kp2);
+        kp2.isa = params ? params->isa : BKM_ISA_AUTO;
+        if ((rc = bkm_kern_conv2d_create(&cv->c2, &c2, &kp2, err)) < 0) {
+            bkm_err_prefix(err, "conv3d (unfolded)");
+            goto fail;
+        }
+        cv->xu = bkm_aligned_alloc(64, nxu * sizeof(float));
+        cv->gxu = bkm_aligned_alloc(64, nxu * sizeof(float));
+        cv->yu = bkm_aligned_alloc(64, nyu * sizeof(float));
+        if (!cv->xu || !cv->gxu || !cv->yu) {
+            rc = bkm_err_set(err, BKM_ENOMEM, "conv3d: cannot allocate the unfolded input (%zu floats)", nxu);
+            goto fail;
+        }
+#pragma omp parallel num_threads(cv->nt)
+        {
+#pragma omp for schedule(static) nowait
+            for (size_t i = 0; i < nxu; i++)
+                cv->xu[i] = cv->gxu[i] = 0.0f;
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < nyu; i++)
+                cv->yu[i] = 0.0f;
+        }
+        snprintf(cv->impl, sizeof cv->impl, "native:unfold_%s", bkm_kern_conv2d_impl(cv->c2) + strlen("native:"));
+        *out = cv;
+        return BKM_OK;
+    }
+    cv->ws_bytes = (bkm_kern_gemm_workspace_bytes(&cv->gcfg) + 63) & ~(size_t)63;
+    cv->col = bkm_aligned_alloc(64, (size_t)cv->n_bufs * (size_t)(cv->K * cv->P) * sizeof(float));
+    cv->ws = bkm_aligned_alloc(64, (size_t)cv->n_bufs * cv->ws_bytes);
+    if (cv->algo == ALGO_BATCH && cv->nt > 1)
+        cv->wpart = bkm_aligned_alloc(64, (size_t)(cv->nt - 1) * (size_t)(dd.oc * cv->K) * sizeof(float));
+    if (!cv->col || !cv->ws || (cv->algo == ALGO_BATCH && cv->nt > 1 && !cv->wpart)) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "conv3d: cannot allocate %d column buffers of %lld x %lld", cv->n_bufs,
+                         (long long)cv->K, (long long)cv->P);
         goto fail;
     }
-    memset(cv->col, 0, (size_t)(cv->K * cv->P) * sizeof(float));
-    snprintf(cv->impl, sizeof cv->impl, "native:vol2col%s_gemm.%s", v[P_V2C] ? "" : "_serial",
+    /* first touch by the threads that use each buffer */
+#pragma omp parallel num_threads(cv->n_bufs)
+    {
+        int t = omp_get_thread_num();
+        if (t < cv->n_bufs)
+            memset(cv->col + (size_t)t * (size_t)(cv->K * cv->P), 0, (size_t)(cv->K * cv->P) * sizeof(float));
+        if (t > 0 && cv->wpart)
+            memset(cv->wpart + (size_t)(t - 1) * (size_t)(dd.oc * cv->K), 0, (size_t)(dd.oc * cv->K) * sizeof(float));
+    }
+    snprintf(cv->impl, sizeof cv->impl, "native:vol2col%s_gemm.%s.%s",
+             cv->algo == ALGO_BATCH ? "" : v[P_V2C] ? "_par" : "_serial", cv->algo == ALGO_BATCH ? "batch" : "intra",
              bkm_kern_gemm_ukr_name(&cv->gcfg));
     *out = cv;
     return BKM_OK;
@@ -387,21 +441,95 @@ fail:
     return rc;
 }
 
-int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *wei, const float *bias, float *dst,
-                        bkm_err_t *err)
+/* Record the first error of a parallel region (rc shared, err written once). */
+#define C3_KEEP_FIRST(rc_shared, rc_local)                                                                            \
+    do {                                                                                                              \
+        if ((rc_local) < 0) {                                                                                         \
+            _Pragma("omp critical(bkm_conv3d_err)") if ((rc_shared) == BKM_OK)(rc_shared) = (rc_local);               \
+        }                                                                                                             \
+    } while (0)
+
+/* Depth unfold: xu[n][o][c * kd + t] = src[n][c][o * sd - pd + t] (a zero plane in the depth
+ * padding); one (n, o, c) group of kd planes per iteration. */
+static void unfold(const bkm_kern_conv3d_t *cv, const float *src, float *xu)
 {
     const bkm_conv3d_desc_t *d = &cv->d;
-    int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P;
-    int rc;
-    for (int64_t n = 0; n < d->mb; n++) {
-        float *y = dst + n * out_sz;
-        bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
-        if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'N', d->oc, cv->P, cv->K, 1.0f, wei, cv->K, cv->col, cv->P, 0.0f, y,
-                                 cv->P, cv->ws, err)) < 0)
-            return rc;
-        if (bias && d->has_bias) {
-            int64_t P = cv->P;
+    const int64_t plane = d->ih * d->iw, groups = d->mb * d->od * d->ic;
 #pragma omp parallel for schedule(static) num_threads(cv->nt)
+    for (int64_t g = 0; g < groups; g++) {
+        int64_t n = g / (d->od * d->ic), o = (g / d->ic) % d->od, c = g % d->ic;
+        float *dst = xu + g * d->kd * plane;
+        for (int64_t t = 0; t < d->kd; t++) {
+            int64_t z = o * d->sd - d->pd + t;
+            if (z < 0 || z >= d->id)
+                memset(dst + t * plane, 0, (size_t)plane * sizeof(float));
+            else
+                memcpy(dst + t * plane, src + ((n * d->ic + c) * d->id + z) * plane, (size_t)plane * sizeof(float));
+        }
+    }
+}
+
+/* The adjoint of unfold as a gather: dsrc[n][c][z] = sum over (o, t) with o * sd - pd + t = z of
+ * gxu[n][o][c * kd + t]; each (n, c, z) plane has one writer. */
+static void fold(const bkm_kern_conv3d_t *cv, const float *gxu, float *dsrc)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    const int64_t plane = d->ih * d->iw, planes = d->mb * d->ic * d->id;
+#pragma omp parallel for schedule(static) num_threads(cv->nt)
+    for (int64_t g = 0; g < planes; g++) {
+        int64_t n = g / (d->ic * d->id), c = (g / d->id) % d->ic, z = g % d->id;
+        float *dst = dsrc + g * plane;
+        int first = 1;
+        for (int64_t t = 0; t < d->kd; t++) {
+            int64_t num = z + d->pd - t, o;
+            const float *s;
+            if (num < 0 || num % d->sd)
+                continue;
+            if ((o = num / d->sd) >= d->od)
+                continue;
+            s = gxu + (((n * d->od + o) * d->ic + c) * d->kd + t) * plane;
+            if (first)
+                memcpy(dst, s, (size_t)plane * sizeof(float));
+            else
+                for (int64_t i = 0; i < plane; i++)
+                    dst[i] += s[i];
+            first = 0;
+        }
+        if (first)
+            memset(dst, 0, (size_t)plane * sizeof(float));
+    }
+}
+
+/* [n][a][b][pq] <-> [n][b][a][pq] for (a, b) = (od, oc) (to_3d = 0: dst layout -> unfolded) or the
+ * reverse; parallel over the destination planes. */
+static void swap_planes(const bkm_kern_conv3d_t *cv, const float *from, float *to, int to_3d)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    const int64_t pq = d->oh * d->ow, A = to_3d ? d->oc : d->od, B = to_3d ? d->od : d->oc, planes = d->mb * A * B;
+#pragma omp parallel for schedule(static) num_threads(cv->nt)
+    for (int64_t g = 0; g < planes; g++) {
+        int64_t n = g / (A * B), a = (g / B) % A, b = g % B;
+        memcpy(to + g * pq, from + ((n * B + b) * A + a) * pq, (size_t)pq * sizeof(float));
+    }
+}
+
+/* One image of the forward: column buffer @p col, workspace @p ws, vol2col over @p v2c_nt threads. */
+static int fwd_image(bkm_kern_conv3d_t *cv, const float *x, const float *wei, const float *bias, float *y,
+                     float *col, void *ws, int v2c_nt, bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    const int64_t P = cv->P;
+    int rc;
+    bkm_kern_vol2col(d, x, col, v2c_nt);
+    if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'N', d->oc, P, cv->K, 1.0f, wei, cv->K, col, P, 0.0f, y, P, ws, err)) < 0)
+        return rc;
+    if (bias && d->has_bias) {
+        if (v2c_nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(v2c_nt)
+            for (int64_t k = 0; k < d->oc; k++)
+                for (int64_t p = 0; p < P; p++)
+                    y[k * P + p] += bias[k];
+        } else {
             for (int64_t k = 0; k < d->oc; k++)
                 for (int64_t p = 0; p < P; p++)
                     y[k * P + p] += bias[k];
@@ -410,12 +538,66 @@ int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *we
     return BKM_OK;
 }
 
+int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *wei, const float *bias, float *dst,
+                        bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &cv->d;
+    const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, kp = cv->K * cv->P;
+    int rc = BKM_OK;
+    if (cv->algo == ALGO_UNFOLD) {
+        unfold(cv, src, cv->xu);
+        if ((rc = bkm_kern_conv2d_fwd(cv->c2, cv->xu, wei, bias, cv->yu, err)) < 0)
+            return rc;
+        swap_planes(cv, cv->yu, dst, 1);
+        return BKM_OK;
+    }
+    if (cv->algo == ALGO_BATCH) {
+#pragma omp parallel num_threads(cv->nt)
+        {
+            int t = omp_get_thread_num(), r;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < d->mb; n++) {
+                r = fwd_image(cv, src + n * in_sz, wei, bias, dst + n * out_sz, cv->col + t * kp,
+                              cv->ws + (size_t)t * cv->ws_bytes, 1, NULL);
+                C3_KEEP_FIRST(rc, r);
+            }
+        }
+        return rc < 0 ? bkm_err_set(err, rc, "conv3d: forward GEMM failed") : BKM_OK;
+    }
+    for (int64_t n = 0; n < d->mb; n++)
+        if ((rc = fwd_image(cv, src + n * in_sz, wei, bias, dst + n * out_sz, cv->col, cv->ws, cv->v2c_nt, err)) < 0)
+            return rc;
+    return BKM_OK;
+}
+
 int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const float *wei, float *diff_src,
                              bkm_err_t *err)
 {
     const bkm_conv3d_desc_t *d = &cv->d;
-    int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P;
-    int rc;
+    const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, kp = cv->K * cv->P;
+    int rc = BKM_OK;
+    if (cv->algo == ALGO_UNFOLD) {
+        swap_planes(cv, diff_dst, cv->yu, 0);
+        if ((rc = bkm_kern_conv2d_bwd_data(cv->c2, cv->yu, wei, cv->gxu, err)) < 0)
+            return rc;
+        fold(cv, cv->gxu, diff_src);
+        return BKM_OK;
+    }
+    if (cv->algo == ALGO_BATCH) {
+#pragma omp parallel num_threads(cv->nt)
+        {
+            int t = omp_get_thread_num(), r;
+            float *col = cv->col + t * kp;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < d->mb; n++) {
+                r = bkm_kern_sgemm(&cv->gcfg, 'T', 'N', cv->K, cv->P, d->oc, 1.0f, wei, cv->K, diff_dst + n * out_sz,
+                                   cv->P, 0.0f, col, cv->P, cv->ws + (size_t)t * cv->ws_bytes, NULL);
+                C3_KEEP_FIRST(rc, r);
+                bkm_kern_col2vol(d, col, diff_src + n * in_sz, 1);
+            }
+        }
+        return rc < 0 ? bkm_err_set(err, rc, "conv3d: backward-data GEMM failed") : BKM_OK;
+    }
     for (int64_t n = 0; n < d->mb; n++) {
         if ((rc = bkm_kern_sgemm(&cv->gcfg, 'T', 'N', cv->K, cv->P, d->oc, 1.0f, wei, cv->K, diff_dst + n * out_sz,
                                  cv->P, 0.0f, cv->col, cv->P, cv->ws, err)) < 0)
@@ -429,13 +611,45 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
                                 float *diff_bias, bkm_err_t *err)
 {
     const bkm_conv3d_desc_t *d = &cv->d;
-    int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, P = cv->P, mb = d->mb;
-    int rc;
-    for (int64_t n = 0; n < mb; n++) {
-        bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
-        if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P, cv->col, P,
-                                 n ? 1.0f : 0.0f, diff_wei, cv->K, cv->ws, err)) < 0)
-            return rc;
+    const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, P = cv->P, mb = d->mb,
+                  kp = cv->K * cv->P, nw = d->oc * cv->K;
+    int rc = BKM_OK;
+    if (cv->algo == ALGO_UNFOLD) {
+        unfold(cv, src, cv->xu);
+        swap_planes(cv, diff_dst, cv->yu, 0);
+        return bkm_kern_conv2d_bwd_weights(cv->c2, cv->xu, cv->yu, diff_wei, d->has_bias ? diff_bias : NULL, err);
+    }
+    if (cv->algo == ALGO_BATCH) {
+        /* thread t sums its images (a static split: the reduction order is fixed for a thread count)
+         * into diff_wei (t = 0) or its partial buffer, then the partials are added in thread order */
+#pragma omp parallel num_threads(cv->nt)
+        {
+            int t = omp_get_thread_num(), nth = omp_get_num_threads(), r;
+            int64_t lo = mb * t / nth, hi = mb * (t + 1) / nth;
+            float *dw = t == 0 ? diff_wei : cv->wpart + (size_t)(t - 1) * (size_t)nw;
+            if (lo == hi)
+                memset(dw, 0, (size_t)nw * sizeof(float));
+            for (int64_t n = lo; n < hi; n++) {
+                bkm_kern_vol2col(d, src + n * in_sz, cv->col + t * kp, 1);
+                r = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P, cv->col + t * kp,
+                                   P, n > lo ? 1.0f : 0.0f, dw, cv->K, cv->ws + (size_t)t * cv->ws_bytes, NULL);
+                C3_KEEP_FIRST(rc, r);
+            }
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < nw; i++)
+                for (int u = 1; u < nth; u++)
+                    diff_wei[i] += cv->wpart[(size_t)(u - 1) * (size_t)nw + (size_t)i];
+        }
+        if (rc < 0)
+            return bkm_err_set(err, rc, "conv3d: backward-weights GEMM failed");
+    } else {
+        for (int64_t n = 0; n < mb; n++) {
+            bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
+            if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P, cv->col, P,
+                                     n ? 1.0f : 0.0f, diff_wei, cv->K, cv->ws, err)) < 0)
+                return rc;
+        }
     }
     if (diff_bias && d->has_bias) {
 #pragma omp parallel for schedule(static) num_threads(cv->nt)
@@ -461,6 +675,11 @@ void bkm_kern_conv3d_destroy(bkm_kern_conv3d_t *cv)
         return;
     bkm_free(cv->col);
     bkm_free(cv->ws);
+    bkm_free(cv->wpart);
+    bkm_kern_conv2d_destroy(cv->c2);
+    bkm_free(cv->xu);
+    bkm_free(cv->gxu);
+    bkm_free(cv->yu);
     bkm_free(cv);
 }
 

@@ -129,11 +129,20 @@ START_TEST(conv3d_matches_reference)
     bkm_err_t err = {0};
     bkm_kern_conv3d_t *cv = NULL;
     bkm_kern_params_t kp;
-    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[_i / 2], 0, &d, &err), BKM_OK);
+    /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
+     * depth unfold + conv2d */
+    static const char *const algo[4] = {"algo=1", "algo=2", "algo=2", "algo=3"};
+    static const char *const v2c[4] = {"v2c=1", "v2c=1", "v2c=0", "v2c=1"};
+    static const char *const impl[4] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
+                                        "native:unfold_"};
+    const char *shape = shapes[_i / 4];
+    int var = _i % 4;
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
-    ck_assert_int_eq(bkm_kern_params_add(&kp, _i % 2 ? "v2c=0" : "v2c=1", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, algo[var], &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, v2c[var], &err), BKM_OK);
     ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_ptr_nonnull(strstr(bkm_kern_conv3d_impl(cv), _i % 2 ? "vol2col_serial" : "native:vol2col_gemm"));
+    ck_assert_msg(strstr(bkm_kern_conv3d_impl(cv), impl[var]) != NULL, "%s", bkm_kern_conv3d_impl(cv));
     size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
            nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
     float *src = rnd(ns, 1), *wei = rnd(nw, 2), *bias = rnd((size_t)d.oc, 3), *dd = rnd(nd, 4);
@@ -145,10 +154,10 @@ START_TEST(conv3d_matches_reference)
     bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, yr);
     bkm_kern_conv3d_ref_bwd_data(&d, dd, wei, gsr);
     bkm_kern_conv3d_ref_bwd_weights(&d, src, dd, gwr, gbr);
-    ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s", shapes[_i / 2]);
-    ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s", shapes[_i / 2]);
-    ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s", shapes[_i / 2]);
-    ck_assert_msg(rel_diff(gb, gbr, (size_t)d.oc) < 1e-5, "bias %s", shapes[_i / 2]);
+    ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s", shape);
+    ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s", shape);
+    ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s", shape);
+    ck_assert_msg(rel_diff(gb, gbr, (size_t)d.oc) < 1e-5, "bias %s", shape);
     /* a second bwd_w overwrites (does not accumulate) */
     ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
     ck_assert(rel_diff(gw, gwr, nw) < 1e-5);
@@ -264,7 +273,7 @@ int main(void)
     TCase *tc = tcase_create("conv3d");
     tcase_add_test(tc, desc_grammar);
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
-    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 2 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 4 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 3);
