@@ -701,35 +701,48 @@ int bkm_kern_pool3d_desc_init(bkm_pool3d_desc_t *d, int64_t mb, int64_t c, int64
     return BKM_OK;
 }
 
+/* Window start and clipped extent along one axis. */
+static inline void win(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t a = o * s - p, e = a + k;
+    *lo = a < 0 ? 0 : a;
+    *hi = e > n ? n : e;
+}
+
 void bkm_kern_maxpool3d_fwd(const bkm_pool3d_desc_t *d, const float *src, float *dst, int32_t *argmax)
 {
     const int64_t vin = d->id * d->ih * d->iw, vout = d->od * d->oh * d->ow;
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < d->mb * d->c; nc++) {
         const float *s = src + nc * vin;
-        for (int64_t o = 0; o < vout; o++) {
-            int64_t oz = o / (d->oh * d->ow), oy = (o / d->ow) % d->oh, ox = o % d->ow;
-            float best = -FLT_MAX;
-            int32_t arg = -1;
-            for (int64_t z = oz * d->s - d->p; z < oz * d->s - d->p + d->k; z++) {
-                if (z < 0 || z >= d->id)
-                    continue;
-                for (int64_t y = oy * d->s - d->p; y < oy * d->s - d->p + d->k; y++) {
-                    if (y < 0 || y >= d->ih)
-                        continue;
-                    for (int64_t x = ox * d->s - d->p; x < ox * d->s - d->p + d->k; x++) {
-                        int64_t i = (z * d->ih + y) * d->iw + x;
-                        if (x < 0 || x >= d->iw)
-                            continue;
-                        if (arg < 0 || s[i] > best) {
-                            best = s[i];
-                            arg = (int32_t)i;
+        float *y = dst + nc * vout;
+        int32_t *am = argmax + nc * vout;
+        for (int64_t oz = 0; oz < d->od; oz++) {
+            int64_t z0, z1;
+            win(oz, d->s, d->p, d->k, d->id, &z0, &z1);
+            for (int64_t oy = 0; oy < d->oh; oy++) {
+                int64_t y0, y1;
+                win(oy, d->s, d->p, d->k, d->ih, &y0, &y1);
+                for (int64_t ox = 0; ox < d->ow; ox++) {
+                    int64_t x0, x1, arg = (z0 * d->ih + y0) * d->iw;
+                    float best;
+                    win(ox, d->s, d->p, d->k, d->iw, &x0, &x1);
+                    arg += x0;
+                    best = s[arg];
+                    /* row-major scan, strict >: the first maximum wins (as the reference) */
+                    for (int64_t z = z0; z < z1; z++)
+                        for (int64_t yy = y0; yy < y1; yy++) {
+                            const float *row = s + (z * d->ih + yy) * d->iw;
+                            for (int64_t x = x0; x < x1; x++)
+                                if (row[x] > best) {
+                                    best = row[x];
+                                    arg = (z * d->ih + yy) * d->iw + x;
+                                }
                         }
-                    }
+                    y[(oz * d->oh + oy) * d->ow + ox] = best;
+                    am[(oz * d->oh + oy) * d->ow + ox] = (int32_t)arg;
                 }
             }
-            dst[nc * vout + o] = best;
-            argmax[nc * vout + o] = arg;
         }
     }
 }
