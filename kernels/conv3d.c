@@ -223,19 +223,21 @@ static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *c
     }
 }
 
+void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t)
+{
+    int64_t lo, hi;
+    split(d->ic * d->kd * d->kh * d->kw * d->od * d->oh * d->ow, nt, t, &lo, &hi);
+    vol2col_range(d, src, col, lo, hi);
+}
+
 void bkm_kern_vol2col(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt)
 {
-    int64_t total = d->ic * d->kd * d->kh * d->kw * d->od * d->oh * d->ow;
     if (nt <= 1) {
-        vol2col_range(d, src, col, 0, total);
+        bkm__kern_vol2col_part(d, src, col, 1, 0);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    {
-        int64_t lo, hi;
-        split(total, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
-        vol2col_range(d, src, col, lo, hi);
-    }
+    bkm__kern_vol2col_part(d, src, col, omp_get_num_threads(), omp_get_thread_num());
 }
 
 /* Taps of one axis that read input coordinate i: kernel offsets k with (i + pad - k) divisible by
@@ -294,19 +296,21 @@ static void col2vol_range(const bkm_conv3d_desc_t *d, const float *col, float *s
     }
 }
 
+void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t)
+{
+    int64_t lo, hi;
+    split(d->ic * d->id * d->ih * d->iw, nt, t, &lo, &hi);
+    col2vol_range(d, col, src, lo, hi);
+}
+
 void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt)
 {
-    int64_t total = d->ic * d->id * d->ih * d->iw;
     if (nt <= 1) {
-        col2vol_range(d, col, src, 0, total);
+        bkm__kern_col2vol_part(d, col, src, 1, 0);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    {
-        int64_t lo, hi;
-        split(total, omp_get_num_threads(), omp_get_thread_num(), &lo, &hi);
-        col2vol_range(d, col, src, lo, hi);
-    }
+    bkm__kern_col2vol_part(d, col, src, omp_get_num_threads(), omp_get_thread_num());
 }
 
 /* ---------------------------------------------------------------------------------------- */

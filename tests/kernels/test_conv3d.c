@@ -10,6 +10,10 @@
 
 #include "bkm/kernels.h"
 
+/* kernels/kernels_int.h (private): thread t's part of an nt-way split, without a team. */
+void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
+void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
+
 static double rel_diff(const float *a, const float *b, size_t n)
 {
     double md = 0.0, mb = 1.0;
@@ -97,13 +101,23 @@ START_TEST(vol2col_parallel_equals_serial_and_adjoint)
     float *x1 = calloc(nin, sizeof(float)), *xn = calloc(nin, sizeof(float));
     bkm_kern_vol2col(&d, x, c1, 1);
     bkm_kern_col2vol(&d, c, x1, 1);
-    for (int nt = 2; nt <= 5; nt++) { /* uneven splits: ranges start inside rows and kernels */
+    /* the team of 2 (this machine's cores), then every part of uneven 3..7-way splits run one by one
+     * (ranges start inside rows and kernels; larger teams than cores would only oversubscribe) */
+    memset(cn, 0xff, ncol * sizeof(float));
+    memset(xn, 0xff, nin * sizeof(float));
+    bkm_kern_vol2col(&d, x, cn, 2);
+    bkm_kern_col2vol(&d, c, xn, 2);
+    ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col, 2 threads");
+    ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol, 2 threads");
+    for (int nt = 3; nt <= 7; nt++) {
         memset(cn, 0xff, ncol * sizeof(float));
         memset(xn, 0xff, nin * sizeof(float));
-        bkm_kern_vol2col(&d, x, cn, nt);
-        bkm_kern_col2vol(&d, c, xn, nt);
-        ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col %d threads", nt);
-        ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol %d threads", nt);
+        for (int t = nt - 1; t >= 0; t--) {
+            bkm__kern_vol2col_part(&d, x, cn, nt, t);
+            bkm__kern_col2vol_part(&d, c, xn, nt, t);
+        }
+        ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col, %d parts", nt);
+        ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol, %d parts", nt);
     }
     /* <vol2col(x), c> == <x, col2vol(c)> */
     double a = 0.0, b = 0.0;
