@@ -154,4 +154,13 @@ void bkm__conv2d_fast_gather_avx512(int64_t kb, int64_t m, const int64_t *const 
 /* "native:im2col_packed.<isa>_<mr>x<nr>" into buf. */
 void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
 
+/* ======================================================================================== */
+/* conv3d (conv3d.c; owner: networks)                                                         */
+/* ======================================================================================== */
+
+/* Part @p t of an even @p nt-way split of vol2col's / col2vol's flat range: what thread t of a
+ * team of nt runs inside bkm_kern_vol2col / bkm_kern_col2vol (tests call it without a team). */
+void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
+void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
+
 #endif /* BKM_KERNELS_INT_H */

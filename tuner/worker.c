@@ -383,6 +383,15 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_json_double(&w, s.median > 0 ? flops / (s.median * 1e-3) * 1e-9 : NAN);
     bkm_json_key(&w, "check");
     bkm_json_raw(&w, bkm_buf_str(&check));
+    {   /* network workloads with layers=1: the per-layer table */
+        bkm_buf_t layers;
+        bkm_buf_init(&layers);
+        if (bkm_wl_layers_json(wl, &layers) > 0 && !layers.oom) {
+            bkm_json_key(&w, "layers");
+            bkm_json_raw(&w, bkm_buf_str(&layers));
+        }
+        bkm_buf_free(&layers);
+    }
     bkm_json_key(&w, "counters");
     bkm_tune_counters_to_json(ctr, &w);
     bkm_json_key(&w, "probe");

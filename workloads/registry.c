@@ -3,12 +3,13 @@
  * and the generic bkm_wl_* calls that dispatch to a workload's hooks. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "wl_int.h"
 
-static const bkm_wl_entry_t *const registry[] = {&bkm__wl_gemm, &bkm__wl_conv2d, &bkm__wl_alexnet};
+static const bkm_wl_entry_t *const registry[] = {&bkm__wl_gemm, &bkm__wl_conv2d, &bkm__wl_alexnet, &bkm__wl_conv3d};
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 size_t bkm_wl_count(void)
@@ -222,20 +223,84 @@ static int resolve(bkm_wl_t *wl, const bkm_wl_entry_t *e, const bkm_wl_config_t 
     return BKM_OK;
 }
 
-/* Refuse a configuration whose buffers cannot fit in this node's memory (BKM_ENOTSUP naming
- * both sizes) rather than letting the allocation succeed on overcommit and the fill be killed. */
+/* Read one byte count from @p path ("max" = no limit): 1 when read. */
+static int read_limit(const char *path, double *bytes)
+{
+    FILE *f = fopen(path, "r");
+    char line[64];
+    int ok = 0;
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof line, f) && strncmp(line, "max", 3) != 0) {
+        char *end = NULL;
+        double v = strtod(line, &end);
+        if (end != line && v > 0.0)
+            *bytes = v, ok = 1;
+    }
+    fclose(f);
+    return ok;
+}
+
+double bkm__wl_mem_limit(const char *proc_cgroup, const char *cgroup_root, double phys, char *src, size_t src_n)
+{
+    FILE *f = fopen(proc_cgroup, "r");
+    char line[512], path[1024];
+    double best = phys, v;
+    snprintf(src, src_n, "physical memory");
+    if (!f)
+        return best;
+    while (fgets(line, sizeof line, f)) {
+        /* v2 "0::/path", v1 "N:memory:/path" (or "N:...,memory,...:/path") */
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *nl;
+        int v2;
+        if (!c2)
+            continue;
+        if ((nl = strchr(c2, '\n')))
+            *nl = '\0';
+        v2 = c2 == c1 + 1;
+        *c2 = '\0';
+        if (!v2 && !strstr(c1 + 1, "memory"))
+            continue;
+        *c2 = ':';
+        /* the process's own group and each parent up to the root: the tightest limit applies */
+        for (char *cut = c2 + strlen(c2); cut > c2; ) {
+            *cut = '\0';
+            snprintf(path, sizeof path, v2 ? "%s%s/memory.max" : "%s/memory%s/memory.limit_in_bytes", cgroup_root,
+                     c2 + 1);
+            if (read_limit(path, &v) && v < best) {
+                best = v;
+                snprintf(src, src_n, "the cgroup limit (%s)", path);
+            }
+            cut = strrchr(c2 + 1, '/');
+            if (!cut)
+                break;
+        }
+        snprintf(path, sizeof path, v2 ? "%s/memory.max" : "%s/memory/memory.limit_in_bytes", cgroup_root);
+        if (read_limit(path, &v) && v < best) {
+            best = v;
+            snprintf(src, src_n, "the cgroup limit (%s)", path);
+        }
+    }
+    fclose(f);
+    return best;
+}
+
+/* Refuse a configuration whose buffers cannot fit in the memory this process may use (physical
+ * memory, or the cgroup limit when lower) as bad input, BKM_EINVAL naming both sizes, rather than
+ * letting the allocation succeed on overcommit and the fill be killed. */
 static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     double need, have;
+    char src[1200];
     if (!wl->e->bytes || pages <= 0 || psz <= 0)
         return BKM_OK;
     need = wl->e->bytes(wl);
-    have = (double)pages * (double)psz;
+    have = bkm__wl_mem_limit("/proc/self/cgroup", "/sys/fs/cgroup", (double)pages * (double)psz, src, sizeof src);
     if (need > 0.9 * have)
-        return bkm_err_set(err, BKM_ENOTSUP, "%s: this configuration needs about %.1f GiB, more than 90%% of the "
-                           "%.1f GiB of memory of this node", wl->e->info.name, need / 1073741824.0,
-                           have / 1073741824.0);
+        return bkm_err_set(err, BKM_EINVAL, "%s: this configuration needs about %.1f GiB, more than 90%% of the "
+                           "%.1f GiB this process may use (%s)", wl->e->info.name, need / 1073741824.0,
+                           have / 1073741824.0, src);
     return BKM_OK;
 }
 
@@ -353,6 +418,15 @@ const char *bkm_wl_impl(const bkm_wl_t *wl)
 const char *bkm_wl_name(const bkm_wl_t *wl)
 {
     return wl->e->info.name;
+}
+
+int bkm_wl_layers_json(const bkm_wl_t *wl, bkm_buf_t *out)
+{
+    bkm_json_w_t w;
+    if (!wl->e->layers_json)
+        return 0;
+    bkm_json_w_init(&w, out, 0);
+    return wl->e->layers_json(wl, &w);
 }
 
 void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out)

@@ -4,6 +4,7 @@
 #define BKM_WL_INT_H
 
 #include "bkm/kernels.h"
+#include "bkm/net.h"
 #include "bkm/workloads.h"
 
 #define BKM_WL_VAL_MAX 96
@@ -37,11 +38,30 @@ typedef struct bkm_wl_entry {
     int (*check)(bkm_wl_t *wl, double *value, bkm_err_t *err);
     double (*flops)(const bkm_wl_t *wl);
     void (*destroy)(bkm_wl_t *wl);
+    /* per-layer table (network workloads; NULL otherwise): write a JSON array, return 1; 0 = none */
+    int (*layers_json)(const bkm_wl_t *wl, bkm_json_w_t *w);
+    /* network workloads: the table for the resolved parameters (wl_net.c runs it) */
+    int (*net_table)(const bkm_wl_t *wl, bkm_net_desc_t *d, bkm_err_t *err);
 } bkm_wl_entry_t;
 
 extern const bkm_wl_entry_t bkm__wl_gemm;
 extern const bkm_wl_entry_t bkm__wl_conv2d;
 extern const bkm_wl_entry_t bkm__wl_alexnet;
+extern const bkm_wl_entry_t bkm__wl_conv3d;
+
+/* Network workloads (wl_net.c): the hooks of any workload whose entry has a net_table. Parameters
+ * the table may read: "backend", and "layers" (1 = per-layer timing and table). Inputs, labels and
+ * parameters are seeded the same way on every engine. */
+int bkm__wl_net_validate(const bkm_wl_t *wl, bkm_err_t *err);
+double bkm__wl_net_bytes(const bkm_wl_t *wl);
+int bkm__wl_net_create(bkm_wl_t *wl, bkm_err_t *err);
+int bkm__wl_net_run(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err);
+int bkm__wl_net_check(bkm_wl_t *wl, double *value, bkm_err_t *err);
+double bkm__wl_net_flops(const bkm_wl_t *wl);
+void bkm__wl_net_destroy(bkm_wl_t *wl);
+int bkm__wl_net_layers_json(const bkm_wl_t *wl, bkm_json_w_t *w);
+/* The executor of a created network workload. */
+bkm_net_exec_t *bkm__wl_net_exec(const bkm_wl_t *wl);
 
 /* Effective value of parameter @p name (NULL if the workload has none). */
 const char *bkm__wl_val(const bkm_wl_t *wl, const char *name);
@@ -49,6 +69,11 @@ const char *bkm__wl_val(const bkm_wl_t *wl, const char *name);
 int64_t bkm__wl_int(const bkm_wl_t *wl, const char *name);
 /* Append the kernel tunables @p desc (from bkm_kern_*_params) plus "isa" to @p out. */
 size_t bkm__wl_tunables_from(const bkm_param_desc_t *desc, size_t n, bkm_wl_param_t *out, size_t cap);
+
+/* Bytes this process may allocate: @p phys, or the tightest cgroup memory limit (v2 memory.max, v1
+ * memory.limit_in_bytes) of the groups listed in @p proc_cgroup (/proc/self/cgroup) and their
+ * parents under @p cgroup_root (/sys/fs/cgroup). @p src names where the figure came from. */
+double bkm__wl_mem_limit(const char *proc_cgroup, const char *cgroup_root, double phys, char *src, size_t src_n);
 
 /* Deterministic generators shared by every backend (same seed => same values). */
 uint64_t bkm__wl_hash(uint64_t seed, uint64_t stream, uint64_t i);

@@ -170,6 +170,8 @@ const bkm_wl_entry_t bkm__wl_gemm = {
     op_checksum,
     op_flops,
     op_destroy,
+    NULL,
+    NULL,
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -257,4 +259,6 @@ const bkm_wl_entry_t bkm__wl_conv2d = {
     op_checksum,
     op_flops,
     op_destroy,
+    NULL,
+    NULL,
 };

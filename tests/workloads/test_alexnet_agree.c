@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Native and oneDNN AlexNet training steps start from the same seeded weights, input and labels,
  * so their first-iteration losses must agree (1e-3 relative), and a second step must lower the
- * loss on the same batch on both backends. Batch 2 keeps it under a minute on 2 cores. */
+ * loss on the same batch on both backends; with layers=1 each writes the per-layer table. Batch 2
+ * keeps it under a minute on 2 cores. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ static void run_alexnet(const char *backend, double *first, double *second, doub
     snprintf(kv, sizeof kv, "backend=%s", backend);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, kv, &err), BKM_OK);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "batch=2", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "layers=1", &err), BKM_OK);
     ck_assert_msg(bkm_wl_create(&wl, "alexnet", &cfg, 42, &err) == BKM_OK, "%s: %s", backend, err.msg);
     ck_assert_int_eq(bkm_wl_check_value(wl, &v, &err), BKM_EINVAL); /* nothing ran yet */
     ck_assert_msg(bkm_wl_run(wl, &s, &err) == BKM_OK, "%s: %s", backend, err.msg);
@@ -32,6 +34,20 @@ static void run_alexnet(const char *backend, double *first, double *second, doub
     ck_assert_int_eq(bkm_wl_check_value(wl, &v, &err), BKM_OK);
     ck_assert(v == *first); /* the check value is the FIRST iteration's loss */
     *flops = bkm_wl_flops(wl);
+    {   /* layers=1: the per-layer table, one row per layer and direction run (not the first step) */
+        bkm_buf_t b;
+        const char *j;
+        bkm_buf_init(&b);
+        ck_assert_int_eq(bkm_wl_layers_json(wl, &b), 1);
+        j = bkm_buf_str(&b);
+        ck_assert_msg(strstr(j, "{\"layer\":\"conv1\",\"kind\":\"conv\",\"direction\":\"fwd\",\"ms\":") != NULL,
+                      "%s", j);
+        ck_assert_msg(strstr(j, "{\"layer\":\"fc6\",\"kind\":\"fc\",\"direction\":\"bwd_w\"") != NULL, "%s", j);
+        ck_assert_msg(strstr(j, "\"conv2\",\"kind\":\"conv\",\"direction\":\"bwd_d\"") != NULL, "%s", j);
+        ck_assert_msg(strstr(j, "\"conv1\",\"kind\":\"conv\",\"direction\":\"bwd_d\"") == NULL, "%s", j);
+        ck_assert_msg(strstr(j, "\"steps\":1") != NULL, "%s", j);
+        bkm_buf_free(&b);
+    }
     ck_assert_msg(strncmp(bkm_wl_impl(wl), backend, strlen(backend)) == 0, "impl '%s'", bkm_wl_impl(wl));
     bkm_wl_destroy(wl);
 }

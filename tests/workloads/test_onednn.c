@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* oneDNN backend against the naive references: the conv2d op (every direction, odd shapes with
- * groups, strides and padding), the GEMM op, and one training step of a small CNN built from
- * oneDNN primitives (conv, ReLU, max pooling, FC, log-softmax + cross-entropy, SGD) compared with
- * the same step computed by the reference layers. */
+ * groups, strides and padding) and the GEMM op. (Networks on oneDNN: tests/kernels/test_net.c.) */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -31,14 +29,6 @@ static float *copy_of(const float *p, size_t n)
     if (n)
         memcpy(q, p, n * sizeof(float));
     return q;
-}
-
-static void fill(float *p, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -141,194 +131,6 @@ START_TEST(gemm_op_matches_reference)
 }
 END_TEST
 
-/* ---------------------------------------------------------------------------------------- */
-/* CNN chain vs the reference layers                                                          */
-
-static void small_cnn(bkm_cnn_desc_t *d)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = 3;
-    d->c = 3;
-    d->h = 13;
-    d->w = 11;
-    d->lr = 0.1f;
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_CONV, 8, 3, 2, 1, "c1"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_RELU, 0, 0, 0, 0, "r1"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_MAXPOOL, 0, 3, 2, 0, "p1"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_CONV, 16, 3, 1, 1, "c2"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_RELU, 0, 0, 0, 0, "r2"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_DROPOUT, 0, 0, 0, 0, "d3"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_FC, 20, 0, 0, 0, "f3"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_RELU, 0, 0, 0, 0, "r3"};
-    d->layer[d->n_layers++] = (bkm_cnn_layer_t){BKM_CNN_FC, 7, 0, 0, 0, "f4"};
-}
-
-/* Reference training step over user-layout tensors; w[i]/b[i] updated in place. */
-static double ref_step(const bkm_cnn_desc_t *d, const float *input, const int32_t *labels, float **w, float **b)
-{
-    bkm_cnn_shape_t sh[BKM_CNN_MAX_LAYERS];
-    float *act[BKM_CNN_MAX_LAYERS + 1], *g, *gin;
-    size_t nact[BKM_CNN_MAX_LAYERS + 1];
-    bkm_conv2d_desc_t cd[BKM_CNN_MAX_LAYERS];
-    bkm_fc_desc_t fd[BKM_CNN_MAX_LAYERS];
-    bkm_pool_desc_t pd[BKM_CNN_MAX_LAYERS];
-    double loss = 0.0;
-    int nl = d->n_layers;
-    bkm_err_t err = {0};
-    ck_assert_int_eq(bkm_kern_cnn_check(d, sh, &err), BKM_OK);
-    nact[0] = (size_t)(d->mb * d->c * d->h * d->w);
-    act[0] = copy_of(input, nact[0]);
-    for (int i = 0; i < nl; i++) {
-        const bkm_cnn_layer_t *l = &d->layer[i];
-        int64_t ic = i ? sh[i - 1].c : d->c, ih = i ? sh[i - 1].h : d->h, iw = i ? sh[i - 1].w : d->w;
-        nact[i + 1] = (size_t)(d->mb * sh[i].c * sh[i].h * sh[i].w);
-        act[i + 1] = calloc(nact[i + 1], sizeof(float));
-        switch (l->kind) {
-        case BKM_CNN_CONV:
-            cd[i] = (bkm_conv2d_desc_t){d->mb, 1, ic, ih, iw, l->out, sh[i].h, sh[i].w, l->k, l->k, l->s, l->s, l->p,
-                                        l->p, 1, ""};
-            bkm_kern_conv2d_ref_fwd(&cd[i], act[i], w[i], b[i], act[i + 1]);
-            break;
-        case BKM_CNN_FC:
-            fd[i] = (bkm_fc_desc_t){d->mb, ic * ih * iw, l->out, 1};
-            bkm_kern_fc_ref_fwd(&fd[i], act[i], w[i], b[i], act[i + 1]);
-            break;
-        case BKM_CNN_MAXPOOL:
-            ck_assert_int_eq(bkm_kern_pool_desc_init(&pd[i], d->mb, ic, ih, iw, l->k, l->s, l->p, &err), BKM_OK);
-            bkm_kern_maxpool_ref_fwd(&pd[i], act[i], act[i + 1]);
-            break;
-        case BKM_CNN_RELU:
-            bkm_kern_relu_ref_fwd(nact[i], act[i], act[i + 1]);
-            break;
-        default:
-            memcpy(act[i + 1], act[i], nact[i] * sizeof(float));
-            break;
-        }
-    }
-    int64_t nc = d->layer[nl - 1].out;
-    float *prob = calloc(nact[nl], sizeof(float));
-    g = calloc(nact[nl], sizeof(float));
-    ck_assert_int_eq(bkm_kern_softmax_xent_ref_fwd(d->mb, nc, act[nl], labels, prob, &loss, &err), BKM_OK);
-    ck_assert_int_eq(bkm_kern_softmax_xent_bwd(d->mb, nc, prob, labels, g, &err), BKM_OK);
-    for (int i = nl - 1; i >= 0; i--) {
-        const bkm_cnn_layer_t *l = &d->layer[i];
-        size_t nw = 0, nb = (size_t)l->out;
-        float *dw = NULL, *db = NULL;
-        gin = calloc(nact[i], sizeof(float));
-        switch (l->kind) {
-        case BKM_CNN_CONV:
-            nw = (size_t)(cd[i].oc * cd[i].ic * cd[i].kh * cd[i].kw);
-            dw = calloc(nw, sizeof(float)), db = calloc(nb, sizeof(float));
-            bkm_kern_conv2d_ref_bwd_weights(&cd[i], act[i], g, dw, db);
-            bkm_kern_conv2d_ref_bwd_data(&cd[i], g, w[i], gin);
-            break;
-        case BKM_CNN_FC:
-            nw = (size_t)(fd[i].in * fd[i].out);
-            dw = calloc(nw, sizeof(float)), db = calloc(nb, sizeof(float));
-            bkm_kern_fc_ref_bwd_weights(&fd[i], act[i], g, dw, db);
-            bkm_kern_fc_ref_bwd_data(&fd[i], g, w[i], gin);
-            break;
-        case BKM_CNN_MAXPOOL:
-            bkm_kern_maxpool_ref_bwd(&pd[i], act[i], g, gin);
-            break;
-        case BKM_CNN_RELU:
-            bkm_kern_relu_ref_bwd(nact[i], act[i + 1], g, gin);
-            break;
-        default:
-            memcpy(gin, g, nact[i] * sizeof(float));
-            break;
-        }
-        if (dw) {
-            for (size_t j = 0; j < nw; j++)
-                w[i][j] -= d->lr * dw[j];
-            for (size_t j = 0; j < nb; j++)
-                b[i][j] -= d->lr * db[j];
-        }
-        free(dw), free(db), free(g);
-        g = gin;
-    }
-    free(g), free(prob);
-    for (int i = 0; i <= nl; i++)
-        free(act[i]);
-    return loss;
-}
-
-START_TEST(cnn_step_matches_reference_layers)
-{
-    bkm_cnn_desc_t d;
-    bkm_onednn_cnn_t *net = NULL;
-    bkm_err_t err = {0};
-    float *w[BKM_CNN_MAX_LAYERS] = {0}, *b[BKM_CNN_MAX_LAYERS] = {0};
-    size_t nw[BKM_CNN_MAX_LAYERS] = {0}, nb[BKM_CNN_MAX_LAYERS] = {0}, n_in, n_lab;
-    small_cnn(&d);
-    ck_assert_msg(bkm_kern_onednn_cnn_create(&net, &d, &err) == BKM_OK, "%s", err.msg);
-    float *input = bkm_kern_onednn_cnn_input(net, &n_in);
-    int32_t *labels = bkm_kern_onednn_cnn_labels(net, &n_lab);
-    ck_assert_uint_eq(n_in, 3 * 3 * 13 * 11);
-    ck_assert_uint_eq(n_lab, 3);
-    fill(input, n_in, 1);
-    for (size_t i = 0; i < n_lab; i++)
-        labels[i] = (int32_t)((i * 5 + 2) % 7);
-    for (int i = 0; i < d.n_layers; i++) {
-        float *pw = bkm_kern_onednn_cnn_param(net, i, BKM_ARG_WEI, &nw[i]);
-        float *pb = bkm_kern_onednn_cnn_param(net, i, BKM_ARG_BIAS, &nb[i]);
-        if (!pw)
-            continue;
-        fill(pw, nw[i], 100u + (unsigned)i);
-        for (size_t j = 0; j < nw[i]; j++)
-            pw[j] *= 0.3f;
-        fill(pb, nb[i], 200u + (unsigned)i);
-        w[i] = copy_of(pw, nw[i]);
-        b[i] = copy_of(pb, nb[i]);
-    }
-    ck_assert_int_eq(bkm_kern_cnn_n_params(&d), 8 * 27 + 8 + 16 * 72 + 16 + 20 * 16 * 3 * 2 + 20 + 7 * 20 + 7);
-
-    float loss = 0.0f;
-    bkm_cnn_times_t t;
-    ck_assert_msg(bkm_kern_onednn_cnn_prepare(net, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_msg(bkm_kern_onednn_cnn_step(net, &loss, &t, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_int_eq(bkm_kern_onednn_cnn_finish(net, &err), BKM_OK);
-    ck_assert(t.fwd_ms >= 0.0 && t.bwd_ms >= 0.0 && t.update_ms >= 0.0);
-    ck_assert_ptr_nonnull(strstr(bkm_kern_onednn_cnn_impl(net), "onednn:"));
-
-    double ref_loss = ref_step(&d, input, labels, w, b);
-    ck_assert_msg(fabs(loss - ref_loss) <= 1e-4 * fabs(ref_loss), "loss %g vs reference %g", (double)loss, ref_loss);
-    for (int i = 0; i < d.n_layers; i++) {
-        if (!w[i])
-            continue;
-        float *pw = bkm_kern_onednn_cnn_param(net, i, BKM_ARG_WEI, NULL);
-        float *pb = bkm_kern_onednn_cnn_param(net, i, BKM_ARG_BIAS, NULL);
-        ck_assert_msg(rel_diff(pw, w[i], nw[i]) < 1e-5, "layer %d weights after one step", i);
-        ck_assert_msg(rel_diff(pb, b[i], nb[i]) < 1e-5, "layer %d bias after one step", i);
-        free(w[i]), free(b[i]);
-    }
-    bkm_kern_onednn_cnn_destroy(net);
-}
-END_TEST
-
-START_TEST(cnn_rejects_bad_descriptions)
-{
-    bkm_cnn_desc_t d;
-    bkm_onednn_cnn_t *net = NULL;
-    bkm_err_t err = {0};
-    small_cnn(&d);
-    d.layer[d.n_layers - 1].kind = BKM_CNN_RELU;
-    ck_assert_int_eq(bkm_kern_onednn_cnn_create(&net, &d, &err), BKM_EINVAL);
-    ck_assert_ptr_null(net);
-    small_cnn(&d);
-    d.layer[0].k = 40; /* window larger than the padded input */
-    ck_assert_int_eq(bkm_kern_cnn_check(&d, NULL, &err), BKM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "c1"));
-    /* a label outside [0, classes) is named at prepare */
-    small_cnn(&d);
-    ck_assert_int_eq(bkm_kern_onednn_cnn_create(&net, &d, &err), BKM_OK);
-    bkm_kern_onednn_cnn_labels(net, NULL)[1] = 7;
-    ck_assert_int_eq(bkm_kern_onednn_cnn_prepare(net, &err), BKM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "label[1] = 7"));
-    bkm_kern_onednn_cnn_destroy(net);
-}
-END_TEST
-
 static Suite *onednn_suite(void)
 {
     Suite *s = suite_create("onednn");
@@ -336,11 +138,6 @@ static Suite *onednn_suite(void)
     tcase_add_loop_test(tc, conv2d_op_matches_reference, 0, (int)(sizeof conv_shapes / sizeof conv_shapes[0]));
     tcase_add_test(tc, conv2d_op_single_direction_and_errors);
     tcase_add_loop_test(tc, gemm_op_matches_reference, 0, 4);
-    tcase_set_timeout(tc, 120);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("cnn");
-    tcase_add_test(tc, cnn_step_matches_reference_layers);
-    tcase_add_test(tc, cnn_rejects_bad_descriptions);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;

@@ -1,27 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* Workload registry: lookups, the merged parameter lists, configuration errors naming the bad
  * value, FLOP counts against workloads.md, and small gemm / conv2d runs on both backends. */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bkm/kernels.h"
+#include "bkm/net.h"
 #include "bkm/workloads.h"
 
 START_TEST(registry_lookups)
 {
     const bkm_wl_info_t *info = NULL;
     bkm_err_t err = {0};
-    ck_assert_uint_eq(bkm_wl_count(), 3);
+    ck_assert_uint_eq(bkm_wl_count(), 4);
     ck_assert_str_eq(bkm_wl_info_at(0)->name, "gemm");
-    ck_assert_ptr_null(bkm_wl_info_at(3));
+    ck_assert_str_eq(bkm_wl_info_at(3)->name, "conv3d");
+    ck_assert_ptr_null(bkm_wl_info_at(4));
     ck_assert_int_eq(bkm_wl_find("alexnet", &info, &err), BKM_OK);
     ck_assert_str_eq(info->check_key, "loss");
     ck_assert_ptr_nonnull(strstr(info->description, "SGD"));
     ck_assert_int_eq(bkm_wl_find("conv2d", &info, &err), BKM_OK);
     ck_assert_str_eq(info->check_key, "checksum");
+    ck_assert_int_eq(bkm_wl_find("conv3d", &info, &err), BKM_OK);
+    ck_assert_str_eq(info->check_key, "loss");
     ck_assert_int_eq(bkm_wl_find("resnet", &info, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'resnet'"));
     ck_assert_ptr_nonnull(strstr(err.msg, "alexnet")); /* lists the known ones */
@@ -113,7 +119,7 @@ START_TEST(bad_parameters_are_named)
 }
 END_TEST
 
-START_TEST(too_large_for_this_node_is_not_supported)
+START_TEST(too_large_for_this_node_is_bad_input)
 {
     bkm_wl_config_t cfg;
     bkm_err_t err = {0};
@@ -128,33 +134,77 @@ START_TEST(too_large_for_this_node_is_not_supported)
         ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
         return;
     }
-    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_ENOTSUP);
+    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
-    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_ENOTSUP);
+    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_EINVAL);
     ck_assert_ptr_null(wl);
+}
+END_TEST
+
+/* From workloads/registry.c (private): the memory limit, physical or the tightest cgroup's. */
+double bkm__wl_mem_limit(const char *proc_cgroup, const char *cgroup_root, double phys, char *src, size_t src_n);
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[512], cmd[600];
+    FILE *f;
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(cgroup_memory_limit_is_honoured)
+{
+    char root[] = "/tmp/bkm-cgroup-XXXXXX", dir[256], proc[300], src[1200];
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(proc, sizeof proc, "%s/cgroup", root);
+    /* v1: the group's parent has the tightest limit; v2 says "max" */
+    put(root, "cgroup", "4:memory:/a/b\n3:cpuset:/\n0::/u\n");
+    snprintf(dir, sizeof dir, "%s/memory/a/b", root);
+    put(dir, "memory.limit_in_bytes", "4000000000\n");
+    snprintf(dir, sizeof dir, "%s/memory/a", root);
+    put(dir, "memory.limit_in_bytes", "3000000000\n");
+    snprintf(dir, sizeof dir, "%s/u", root);
+    put(dir, "memory.max", "max\n");
+    ck_assert(bkm__wl_mem_limit(proc, root, 8e9, src, sizeof src) == 3e9);
+    ck_assert_msg(strstr(src, "memory/a/memory.limit_in_bytes") != NULL, "%s", src);
+    /* v2 limit below the physical memory */
+    put(dir, "memory.max", "1000000000\n");
+    ck_assert(bkm__wl_mem_limit(proc, root, 8e9, src, sizeof src) == 1e9);
+    ck_assert_msg(strstr(src, "u/memory.max") != NULL, "%s", src);
+    /* no cgroup file: the physical memory */
+    ck_assert(bkm__wl_mem_limit("/nonexistent/cgroup", root, 8e9, src, sizeof src) == 8e9);
+    ck_assert_str_eq(src, "physical memory");
+    snprintf(dir, sizeof dir, "rm -rf '%s'", root);
+    ck_assert_int_eq(system(dir), 0);
 }
 END_TEST
 
 START_TEST(alexnet_flops_match_workloads_md)
 {
-    bkm_cnn_desc_t d;
+    bkm_net_desc_t d;
+    bkm_net_t net;
     bkm_err_t err = {0};
-    bkm_cnn_shape_t sh[BKM_CNN_MAX_LAYERS];
-    bkm_kern_cnn_alexnet(&d, 128);
-    ck_assert_int_eq(bkm_kern_cnn_check(&d, sh, &err), BKM_OK);
-    ck_assert_int_eq(sh[2].h, 27);   /* pool1 */
-    ck_assert_int_eq(sh[12].h, 6);   /* pool5: 256 x 6 x 6 = 9216 */
-    ck_assert_int_eq(sh[12].c * sh[12].h * sh[12].w, 9216);
+    bkm_net_desc_alexnet(&d, 128);
+    ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
+    ck_assert_int_eq(net.li[2].out.h, 27);   /* pool1 */
+    ck_assert_int_eq(net.li[12].out.h, 6);   /* pool5: 256 x 6 x 6 = 9216 */
+    ck_assert_int_eq(net.li[12].out.c * net.li[12].out.h * net.li[12].out.w, 9216);
+    ck_assert_int_eq(net.classes, 1000);
     /* workloads.md §3: fwd 1.428 GF/img, training 4.145 GF/img, 530.5 GF per 128-image step,
      * 61.10 M parameters */
-    ck_assert_msg(fabs(bkm_kern_cnn_flops(&d, 0) / 128 / 1e9 - 1.428) < 0.0005, "%g", bkm_kern_cnn_flops(&d, 0));
-    ck_assert_msg(fabs(bkm_kern_cnn_flops(&d, 1) / 128 / 1e9 - 4.145) < 0.0005, "%g", bkm_kern_cnn_flops(&d, 1));
-    ck_assert(fabs(bkm_kern_cnn_flops(&d, 1) / 1e9 - 530.5) < 0.1);
-    ck_assert(fabs((double)bkm_kern_cnn_n_params(&d) / 1e6 - 61.10) < 0.005);
+    ck_assert_msg(fabs(net.flops_fwd / 128 / 1e9 - 1.428) < 0.0005, "%g", net.flops_fwd);
+    ck_assert_msg(fabs(net.flops_train / 128 / 1e9 - 4.145) < 0.0005, "%g", net.flops_train);
+    ck_assert(fabs(net.flops_train / 1e9 - 530.5) < 0.1);
+    ck_assert(fabs((double)net.n_trainable / 1e6 - 61.10) < 0.005);
     /* the training count is 3 x fwd minus conv1's bwd-data, which equals conv1's fwd */
     bkm_conv2d_desc_t c1;
     ck_assert_int_eq(bkm_kern_conv2d_desc_parse("alexnet:conv1", 128, &c1, &err), BKM_OK);
-    ck_assert(fabs(bkm_kern_cnn_flops(&d, 1) - (3 * bkm_kern_cnn_flops(&d, 0) - bkm_kern_conv2d_flops(&c1))) < 1.0);
+    ck_assert(fabs(net.flops_train - (3 * net.flops_fwd - bkm_kern_conv2d_flops(&c1))) < 1.0);
+    ck_assert(net.li[0].flops[BKM_NET_BWD_D] == 0.0 && net.li[0].flops[BKM_NET_BWD_W] > 0.0);
 }
 END_TEST
 
@@ -228,7 +278,8 @@ int main(void)
     tcase_add_test(tc, parameter_lists_merge_kernel_tunables);
     tcase_add_test(tc, bad_parameters_are_named);
     tcase_add_test(tc, alexnet_flops_match_workloads_md);
-    tcase_add_test(tc, too_large_for_this_node_is_not_supported);
+    tcase_add_test(tc, too_large_for_this_node_is_bad_input);
+    tcase_add_test(tc, cgroup_memory_limit_is_honoured);
     suite_add_tcase(s, tc);
     tc = tcase_create("run");
     tcase_add_test(tc, gemm_and_conv2d_backends_agree);

@@ -302,75 +302,77 @@ void bkm_kern_sgd_ref_step(size_t n, float *w, const float *g, float *v, float l
 double bkm_kern_sgd_flops(size_t n, float mu, float wd);
 
 /* ======================================================================================== */
-/* CNN training network: description (backend-neutral) and the oneDNN chain (owner: onednn)  */
+/* conv3d and 3-D max pooling (owner: networks): NCDHW fp32, weights OIDHW, vol2col + SGEMM. */
 /* ======================================================================================== */
-/* A sequential CNN for one training step: forward, mean cross-entropy loss over softmax, backward,
- * plain SGD (no momentum). Parameters live in user layouts (conv OIHW, FC OI with I in the C,H,W
- * order of the flattened NCHW input, bias O), like PyTorch, so any backend can start from the same
- * values. Dropout layers are in the list for fidelity to torchvision but run in eval mode: they
- * are the identity on every backend. */
-typedef enum {
-    BKM_CNN_CONV = 1, /**< 2-D convolution + bias, square kernel k, stride s, padding p, no groups */
-    BKM_CNN_RELU,     /**< ReLU */
-    BKM_CNN_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
-    BKM_CNN_DROPOUT,  /**< eval mode: identity */
-    BKM_CNN_FC        /**< fully connected + bias, flattens its input */
-} bkm_cnn_kind_t;
 
-typedef struct bkm_cnn_layer {
-    bkm_cnn_kind_t kind;
-    int64_t out;        /**< CONV: output channels; FC: output features */
-    int64_t k, s, p;    /**< CONV / MAXPOOL window, stride, padding */
-    char name[16];      /**< "conv1", "fc6", ... */
-} bkm_cnn_layer_t;
+/** conv3d problem, benchdnn conventions (no groups, no dilation). */
+typedef struct bkm_conv3d_desc {
+    int64_t mb, ic, id, ih, iw, oc, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw;
+    int has_bias;
+    char name[64];
+} bkm_conv3d_desc_t;
+/** Parse a benchdnn 3-D descriptor ("mb4ic64id35ih35iw20oc64kd3", `_` allowed; id is required;
+ *  missing ih copies id, iw copies ih, likewise for k, s (default 1) and p (default 0); outputs
+ *  deduced, declared ones checked), batch @p mb_override (0 = keep). BKM_EINVAL naming the value:
+ *  unknown key, g other than 1, dilation, non-positive size, empty output, inconsistent output. */
+int bkm_kern_conv3d_desc_parse(const char *text, int64_t mb_override, bkm_conv3d_desc_t *d, bkm_err_t *err);
+/** Check a filled descriptor (outputs 0 = deduce them); same errors as parse. */
+int bkm_kern_conv3d_desc_check(bkm_conv3d_desc_t *d, bkm_err_t *err);
+/** Canonical descriptor string ("mb4ic1oc64_id35od33kd3sd1pd0_ih35oh33kh3sh1ph0_iw20ow18kw3sw1pw0"). */
+void bkm_kern_conv3d_desc_format(const bkm_conv3d_desc_t *d, bkm_buf_t *out);
+/** FLOPs of one direction: 2*N*K*C*T*R*S*O*P*Q (workloads.md §2). */
+double bkm_kern_conv3d_flops(const bkm_conv3d_desc_t *d);
 
-#define BKM_CNN_MAX_LAYERS 32
-typedef struct bkm_cnn_desc {
-    int64_t mb, c, h, w;   /**< input batch and image (NCHW) */
-    float lr;              /**< SGD learning rate */
-    int n_layers;
-    bkm_cnn_layer_t layer[BKM_CNN_MAX_LAYERS];
-} bkm_cnn_desc_t;
+/** vol2col of one image: col[(c,z,y,x)][(o,p,q)] = src[c][o*sd-pd+z][p*sh-ph+y][q*sw-pw+x] (0 in
+ *  the padding), a (ic*kd*kh*kw) x (od*oh*ow) row-major matrix. With @p nt > 1 the flat index
+ *  range is split evenly over nt threads, each decoding its start once and walking with carries;
+ *  nt = 1 runs serially without a parallel region. */
+void bkm_kern_vol2col(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt);
+/** col2vol of one image as a gather: src[c][z][y][x] = sum of the col entries that vol2col took
+ *  from it (overwritten). Every output element has exactly one writer (no atomics); the flat range
+ *  of src is split over @p nt threads as in vol2col. */
+void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt);
 
-/** Output shape of each layer (index i = after layer i). */
-typedef struct bkm_cnn_shape { int64_t c, h, w; } bkm_cnn_shape_t;
+/** Native conv3d: per image, vol2col (parallel) + one parallel SGEMM. Owns its column buffer and
+ *  GEMM workspace (sized at creation for omp_get_max_threads()); never allocates in fwd/bwd. Not
+ *  re-entrant; call from outside a parallel region. Tunables (bkm_kern_conv3d_params): v2c (1
+ *  parallel flat-range vol2col/col2vol, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default). */
+typedef struct bkm_kern_conv3d bkm_kern_conv3d_t;
+int bkm_kern_conv3d_create(bkm_kern_conv3d_t **cv, const bkm_conv3d_desc_t *d, const bkm_kern_params_t *params,
+                           bkm_err_t *err);
+int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *wei, const float *bias, float *dst,
+                        bkm_err_t *err);
+int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const float *wei, float *diff_src,
+                             bkm_err_t *err);
+/** diff_wei (and diff_bias when non-NULL) overwritten with the batch sum. */
+int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const float *diff_dst, float *diff_wei,
+                                float *diff_bias, bkm_err_t *err);
+const char *bkm_kern_conv3d_impl(const bkm_kern_conv3d_t *cv);
+const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params);
+void bkm_kern_conv3d_destroy(bkm_kern_conv3d_t *cv);
+void bkm_kern_conv3d_ref_fwd(const bkm_conv3d_desc_t *d, const float *src, const float *wei, const float *bias,
+                             float *dst);
+void bkm_kern_conv3d_ref_bwd_data(const bkm_conv3d_desc_t *d, const float *diff_dst, const float *wei,
+                                  float *diff_src);
+void bkm_kern_conv3d_ref_bwd_weights(const bkm_conv3d_desc_t *d, const float *src, const float *diff_dst,
+                                     float *diff_wei, float *diff_bias);
 
-/** torchvision AlexNet (workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01. */
-void bkm_kern_cnn_alexnet(bkm_cnn_desc_t *d, int64_t mb);
-/** Validate @p d and compute every layer's output shape into @p shapes (n_layers entries, may be
- *  NULL). BKM_EINVAL naming the layer and value (non-positive size, last layer not FC, ...). */
-int bkm_kern_cnn_check(const bkm_cnn_desc_t *d, bkm_cnn_shape_t *shapes, bkm_err_t *err);
-/** FLOPs of one batch (workloads.md §2): forward = conv 2*N*K*C*R*S*P*Q + FC 2*N*in*out;
- *  training (@p training = 1) = 3 x forward minus the first parameterised layer's bwd-data. */
-double bkm_kern_cnn_flops(const bkm_cnn_desc_t *d, int training);
-/** Number of trainable parameters (weights + biases). */
-int64_t bkm_kern_cnn_n_params(const bkm_cnn_desc_t *d);
+/** 3-D max pooling (cubic window k, stride s, padding p < k; padded taps never win). */
+typedef struct bkm_pool3d_desc {
+    int64_t mb, c, id, ih, iw, od, oh, ow, k, s, p;
+} bkm_pool3d_desc_t;
+int bkm_kern_pool3d_desc_init(bkm_pool3d_desc_t *d, int64_t mb, int64_t c, int64_t id, int64_t ih, int64_t iw,
+                              int64_t k, int64_t s, int64_t p, bkm_err_t *err);
+/** argmax[i] = index (z*ih + y)*iw + x inside the volume of the first maximum. Parallel over (n, c). */
+void bkm_kern_maxpool3d_fwd(const bkm_pool3d_desc_t *d, const float *src, float *dst, int32_t *argmax);
+/** diff_src overwritten: diff_dst scattered to argmax (each (n, c) volume by one thread). */
+void bkm_kern_maxpool3d_bwd(const bkm_pool3d_desc_t *d, const float *diff_dst, const int32_t *argmax,
+                            float *diff_src);
+void bkm_kern_maxpool3d_ref_fwd(const bkm_pool3d_desc_t *d, const float *src, float *dst);
+void bkm_kern_maxpool3d_ref_bwd(const bkm_pool3d_desc_t *d, const float *src, const float *diff_dst,
+                                float *diff_src);
 
-/** Times of one training step, milliseconds: fwd = layers up to the last FC; bwd = loss (log-
- *  softmax + cross-entropy) and backward; update = SGD over all parameters. */
-typedef struct bkm_cnn_times { double fwd_ms, bwd_ms, update_ms; } bkm_cnn_times_t;
-
-/** oneDNN chain of a CNN. Activations stay in oneDNN's (blocked) layouts between layers; reorders
- *  only where two primitives want different layouts. Every primitive, memory and reorder is created
- *  here (untimed); primitives use user-managed scratchpads, so a step never allocates.
- *  BKM_ENOTSUP / BKM_EDEP (naming the call) if oneDNN cannot build a layer. Not thread-safe. */
-typedef struct bkm_onednn_cnn bkm_onednn_cnn_t;
-int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **net, const bkm_cnn_desc_t *d, bkm_err_t *err);
-/** User-layout buffers the caller fills before prepare: input (NCHW), labels (mb int32 classes),
- *  and the weight (BKM_ARG_WEI) / bias (BKM_ARG_BIAS) of CONV/FC layer @p layer (NULL otherwise). */
-float *bkm_kern_onednn_cnn_input(bkm_onednn_cnn_t *net, size_t *n);
-int32_t *bkm_kern_onednn_cnn_labels(bkm_onednn_cnn_t *net, size_t *n);
-float *bkm_kern_onednn_cnn_param(bkm_onednn_cnn_t *net, int layer, bkm_arg_t arg, size_t *n);
-/** Untimed: reorder the user input and parameters into oneDNN's layouts. BKM_EINVAL naming a label
- *  outside [0, classes). */
-int bkm_kern_onednn_cnn_prepare(bkm_onednn_cnn_t *net, bkm_err_t *err);
-/** TIMED: one training step; *loss = mean cross-entropy of this step's forward pass. */
-int bkm_kern_onednn_cnn_step(bkm_onednn_cnn_t *net, float *loss, bkm_cnn_times_t *t, bkm_err_t *err);
-/** Untimed: copy the current parameters back into the user-layout buffers. */
-int bkm_kern_onednn_cnn_finish(bkm_onednn_cnn_t *net, bkm_err_t *err);
-/** Distinct oneDNN implementations used, "onednn:jit:avx512_core+gemm:jit+..." */
-const char *bkm_kern_onednn_cnn_impl(const bkm_onednn_cnn_t *net);
-void bkm_kern_onednn_cnn_destroy(bkm_onednn_cnn_t *net);
+/* Networks (tables of these layers) and their executors: bkm/net.h. */
 
 #ifdef __cplusplus
 }

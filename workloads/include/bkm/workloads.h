@@ -104,6 +104,11 @@ int bkm_wl_check_value(bkm_wl_t *wl, double *value, bkm_err_t *err);
 double bkm_wl_flops(const bkm_wl_t *wl);
 /** Implementations used, e.g. "onednn:jit:avx512_core" or "native:im2col_gemm..." (owned). */
 const char *bkm_wl_impl(const bkm_wl_t *wl);
+/** Per-layer table of a network workload run with layers=1, as a JSON array into @p out: one
+ *  object per layer and direction {"layer", "kind", "direction" (fwd|bwd_d|bwd_w|update), "ms" (mean
+ *  over the iterations after the first), "gflops" (null for layers without FLOPs), "steps"}.
+ *  Returns 1 when written, 0 (nothing written) for other workloads or layers=0. Untimed. */
+int bkm_wl_layers_json(const bkm_wl_t *wl, bkm_buf_t *out);
 /** Resolved parameters (every parameter with its effective value) as a JSON object. */
 void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out);
 /** Name of the workload ("alexnet"). */

@@ -1,146 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* CNN training-step description (AlexNet, shapes, FLOPs) and its oneDNN chain: forward_training
- * primitives whose outputs stay in oneDNN's blocked layouts, log-softmax + cross-entropy, the
- * backward primitives, and the SGD update (bkm_kern_sgd_step, the loop the native chain uses). */
+/* The oneDNN engine of the network executor: forward_training primitives whose outputs stay in
+ * oneDNN's blocked layouts, log-softmax + cross-entropy, the backward primitives, and the SGD
+ * update (bkm_kern_sgd_step, the loop the native engine uses), over any checked table. Every step
+ * is tagged with its layer and direction for the per-layer times. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "net_int.h"
 #include "onednn_int.h"
-
-/* ---------------------------------------------------------------------------------------- */
-/* Description                                                                                */
-/* ---------------------------------------------------------------------------------------- */
-
-static void add_layer(bkm_cnn_desc_t *d, bkm_cnn_kind_t kind, const char *name, int64_t out, int64_t k, int64_t s,
-                      int64_t p)
-{
-    bkm_cnn_layer_t *l = &d->layer[d->n_layers++];
-    l->kind = kind;
-    l->out = out;
-    l->k = k;
-    l->s = s;
-    l->p = p;
-    snprintf(l->name, sizeof l->name, "%s", name);
-}
-
-void bkm_kern_cnn_alexnet(bkm_cnn_desc_t *d, int64_t mb)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = mb;
-    d->c = 3;
-    d->h = d->w = 224;
-    d->lr = 0.01f;
-    /* torchvision.models.alexnet: features, (adaptive avgpool 6x6 = identity at 224), classifier */
-    add_layer(d, BKM_CNN_CONV, "conv1", 64, 11, 4, 2);
-    add_layer(d, BKM_CNN_RELU, "relu1", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_MAXPOOL, "pool1", 0, 3, 2, 0);
-    add_layer(d, BKM_CNN_CONV, "conv2", 192, 5, 1, 2);
-    add_layer(d, BKM_CNN_RELU, "relu2", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_MAXPOOL, "pool2", 0, 3, 2, 0);
-    add_layer(d, BKM_CNN_CONV, "conv3", 384, 3, 1, 1);
-    add_layer(d, BKM_CNN_RELU, "relu3", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_CONV, "conv4", 256, 3, 1, 1);
-    add_layer(d, BKM_CNN_RELU, "relu4", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_CONV, "conv5", 256, 3, 1, 1);
-    add_layer(d, BKM_CNN_RELU, "relu5", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_MAXPOOL, "pool5", 0, 3, 2, 0);
-    add_layer(d, BKM_CNN_DROPOUT, "drop6", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_FC, "fc6", 4096, 0, 0, 0);
-    add_layer(d, BKM_CNN_RELU, "relu6", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_DROPOUT, "drop7", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_FC, "fc7", 4096, 0, 0, 0);
-    add_layer(d, BKM_CNN_RELU, "relu7", 0, 0, 0, 0);
-    add_layer(d, BKM_CNN_FC, "fc8", 1000, 0, 0, 0);
-}
-
-int bkm_kern_cnn_check(const bkm_cnn_desc_t *d, bkm_cnn_shape_t *shapes, bkm_err_t *err)
-{
-    int64_t c = d->c, h = d->h, w = d->w;
-    if (d->mb <= 0 || c <= 0 || h <= 0 || w <= 0)
-        return bkm_err_set(err, BKM_EINVAL, "cnn: input %lldx%lldx%lldx%lld must be positive", (long long)d->mb,
-                           (long long)c, (long long)h, (long long)w);
-    if (d->n_layers < 1 || d->n_layers > BKM_CNN_MAX_LAYERS || d->layer[d->n_layers - 1].kind != BKM_CNN_FC)
-        return bkm_err_set(err, BKM_EINVAL, "cnn: %d layers: need 1..%d ending with an FC layer", d->n_layers,
-                           BKM_CNN_MAX_LAYERS);
-    if (!(d->lr > 0.0f) || !isfinite(d->lr))
-        return bkm_err_set(err, BKM_EINVAL, "cnn: learning rate %g must be positive", (double)d->lr);
-    for (int i = 0; i < d->n_layers; i++) {
-        const bkm_cnn_layer_t *l = &d->layer[i];
-        switch (l->kind) {
-        case BKM_CNN_CONV:
-        case BKM_CNN_MAXPOOL:
-            if (l->k <= 0 || l->s <= 0 || l->p < 0 || (l->kind == BKM_CNN_CONV && l->out <= 0))
-                return bkm_err_set(err, BKM_EINVAL, "cnn layer %d (%s): k=%lld s=%lld p=%lld out=%lld", i, l->name,
-                                   (long long)l->k, (long long)l->s, (long long)l->p, (long long)l->out);
-            h = (h + 2 * l->p - l->k) / l->s + 1;
-            w = (w + 2 * l->p - l->k) / l->s + 1;
-            if (h <= 0 || w <= 0 || h + 2 * l->p < l->k)
-                return bkm_err_set(err, BKM_EINVAL, "cnn layer %d (%s): empty output for a %lld-wide window", i,
-                                   l->name, (long long)l->k);
-            if (l->kind == BKM_CNN_CONV)
-                c = l->out;
-            break;
-        case BKM_CNN_FC:
-            if (l->out <= 0)
-                return bkm_err_set(err, BKM_EINVAL, "cnn layer %d (%s): out=%lld", i, l->name, (long long)l->out);
-            c = l->out;
-            h = w = 1;
-            break;
-        case BKM_CNN_RELU:
-        case BKM_CNN_DROPOUT:
-            break;
-        default:
-            return bkm_err_set(err, BKM_EINVAL, "cnn layer %d: unknown kind %d", i, (int)l->kind);
-        }
-        if (shapes)
-            shapes[i] = (bkm_cnn_shape_t){c, h, w};
-    }
-    return BKM_OK;
-}
-
-double bkm_kern_cnn_flops(const bkm_cnn_desc_t *d, int training)
-{
-    bkm_cnn_shape_t sh[BKM_CNN_MAX_LAYERS];
-    double fwd = 0.0, first = -1.0;
-    int64_t c = d->c, h = d->h, w = d->w;
-    if (bkm_kern_cnn_check(d, sh, NULL) < 0)
-        return 0.0;
-    for (int i = 0; i < d->n_layers; i++) {
-        const bkm_cnn_layer_t *l = &d->layer[i];
-        double f = 0.0;
-        if (l->kind == BKM_CNN_CONV)
-            f = 2.0 * (double)d->mb * (double)l->out * (double)c * (double)(l->k * l->k) * (double)(sh[i].h * sh[i].w);
-        else if (l->kind == BKM_CNN_FC)
-            f = 2.0 * (double)d->mb * (double)(c * h * w) * (double)l->out;
-        if (f > 0.0 && first < 0.0)
-            first = f;
-        fwd += f;
-        c = sh[i].c;
-        h = sh[i].h;
-        w = sh[i].w;
-    }
-    return training ? 3.0 * fwd - first : fwd;
-}
-
-int64_t bkm_kern_cnn_n_params(const bkm_cnn_desc_t *d)
-{
-    bkm_cnn_shape_t sh[BKM_CNN_MAX_LAYERS];
-    int64_t n = 0, c = d->c, h = d->h, w = d->w;
-    if (bkm_kern_cnn_check(d, sh, NULL) < 0)
-        return 0;
-    for (int i = 0; i < d->n_layers; i++) {
-        const bkm_cnn_layer_t *l = &d->layer[i];
-        if (l->kind == BKM_CNN_CONV)
-            n += l->out * c * l->k * l->k + l->out;
-        else if (l->kind == BKM_CNN_FC)
-            n += l->out * c * h * w + l->out;
-        c = sh[i].c;
-        h = sh[i].h;
-        w = sh[i].w;
-    }
-    return n;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* oneDNN chain                                                                               */
@@ -156,6 +24,8 @@ typedef struct onet_step {
     dnnl_primitive_t prim;
     dnnl_exec_arg_t args[ONET_MAX_ARGS];
     int n_args;
+    int layer;                /* the layer and direction its time belongs to */
+    bkm_net_dir_t dir;
 } onet_step_t;
 
 typedef struct onet_steps {
@@ -169,9 +39,10 @@ typedef struct onet_t {
     dnnl_memory_t mem;
 } onet_tensor_t;
 
-/* A trainable tensor: the user copy, the fwd-layout value and its gradient in that layout. */
+/* A trainable tensor: the user copy (in the executor's flat arrays), the fwd-layout value and its
+ * gradient in that layout. */
 typedef struct onet_param {
-    float *user;              /* user layout (OIHW / OI / O), owned */
+    float *user;              /* user layout (OIHW / OI / O) in ex->params, borrowed */
     size_t n_user;
     dnnl_memory_t user_mem;
     onet_tensor_t w;          /* layout chosen by the forward primitive */
@@ -179,9 +50,12 @@ typedef struct onet_param {
     size_t n_int;             /* floats in w / dw (including any blocking padding) */
 } onet_param_t;
 
-struct bkm_onednn_cnn {
-    bkm_cnn_desc_t d;
-    bkm_cnn_shape_t shape[BKM_CNN_MAX_LAYERS];
+typedef struct odn {
+    bkm_net_exec_t *ex;
+    bkm_net_desc_t d;
+    bkm_net_shape_t shape[BKM_NET_MAX_LAYERS];   /* output of each layer */
+    int tag_layer;            /* layer and direction of the steps being built */
+    bkm_net_dir_t tag_dir;
     dnnl_engine_t eng;
     dnnl_stream_t strm;
     dnnl_primitive_attr_t attr;
@@ -193,23 +67,20 @@ struct bkm_onednn_cnn {
 
     onet_steps_t prep, fwd, bwd, upd, fin;
 
-    float *input;             /* user NCHW input, owned */
-    size_t n_input;
-    int32_t *labels;
-    onet_param_t wei[BKM_CNN_MAX_LAYERS], bias[BKM_CNN_MAX_LAYERS];
-    int has_param[BKM_CNN_MAX_LAYERS];
+    onet_param_t wei[BKM_NET_MAX_LAYERS], bias[BKM_NET_MAX_LAYERS];
+    int has_param[BKM_NET_MAX_LAYERS];
 
     onet_tensor_t logits;     /* last FC output, plain nc */
     onet_tensor_t logp;       /* log-softmax of the logits, plain nc */
     onet_tensor_t dlogits;    /* gradient of the loss wrt the logits, plain nc */
     char impl[512];
-};
+} odn_t;
 
-static int net_mem(bkm_onednn_cnn_t *net, onet_tensor_t *t, const dnnl_memory_desc_t *md, void *handle, bkm_err_t *err)
+static int net_mem(odn_t *net, onet_tensor_t *t, const dnnl_memory_desc_t *md, void *handle, bkm_err_t *err)
 {
     int rc;
     if (net->n_mems == ONET_MAX_MEMS)
-        return bkm_err_set(err, BKM_ENOMEM, "cnn: more than %d oneDNN memories", ONET_MAX_MEMS);
+        return bkm_err_set(err, BKM_ENOMEM, "net: more than %d oneDNN memories", ONET_MAX_MEMS);
     t->md = *md;
     if ((rc = bkm__odnn_mem(&t->mem, md, net->eng, handle, err)) < 0)
         return rc;
@@ -217,11 +88,11 @@ static int net_mem(bkm_onednn_cnn_t *net, onet_tensor_t *t, const dnnl_memory_de
     return BKM_OK;
 }
 
-static int net_keep_prim(bkm_onednn_cnn_t *net, dnnl_primitive_t p, bkm_err_t *err)
+static int net_keep_prim(odn_t *net, dnnl_primitive_t p, bkm_err_t *err)
 {
     if (net->n_prims == ONET_MAX_PRIMS) {
         dnnl_primitive_destroy(p);
-        return bkm_err_set(err, BKM_ENOMEM, "cnn: more than %d oneDNN primitives", ONET_MAX_PRIMS);
+        return bkm_err_set(err, BKM_ENOMEM, "net: more than %d oneDNN primitives", ONET_MAX_PRIMS);
     }
     net->prims[net->n_prims++] = p;
     return BKM_OK;
@@ -245,7 +116,7 @@ static void step_arg(onet_step_t *s, int arg, dnnl_memory_t m)
 }
 
 /* Note the implementation of @p pd in the impl summary (distinct names only). */
-static void net_note_impl(bkm_onednn_cnn_t *net, const_dnnl_primitive_desc_t pd)
+static void net_note_impl(odn_t *net, const_dnnl_primitive_desc_t pd)
 {
     char name[96];
     size_t len = strlen(net->impl);
@@ -270,7 +141,7 @@ static void net_note_impl(bkm_onednn_cnn_t *net, const_dnnl_primitive_desc_t pd)
 
 /* Primitive from @p pd (destroys pd), its scratchpad, and a step in @p ss; a compute primitive
  * (not a reorder) also names its implementation in the impl summary. */
-static int net_prim(bkm_onednn_cnn_t *net, dnnl_primitive_desc_t pd, onet_steps_t *ss, onet_step_t **step,
+static int net_prim(odn_t *net, dnnl_primitive_desc_t pd, onet_steps_t *ss, onet_step_t **step,
                     bkm_err_t *err)
 {
     int rc = BKM_OK;
@@ -286,9 +157,11 @@ static int net_prim(bkm_onednn_cnn_t *net, dnnl_primitive_desc_t pd, onet_steps_
     if (smd && dnnl_memory_desc_get_size(smd) > 0 && (rc = net_mem(net, &scratch, smd, NULL, err)) < 0)
         goto out;
     if (!(*step = steps_add(ss, p))) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "cnn: more than %d steps in one phase", ONET_MAX_STEPS);
+        rc = bkm_err_set(err, BKM_ENOMEM, "net: more than %d steps in one phase", ONET_MAX_STEPS);
         goto out;
     }
+    (*step)->layer = net->tag_layer;
+    (*step)->dir = net->tag_dir;
     step_arg(*step, DNNL_ARG_SCRATCHPAD, scratch.mem);
 out:
     dnnl_primitive_desc_destroy(pd);
@@ -297,7 +170,7 @@ out:
 
 /* Make @p have available in layout @p want: returns @p have itself when the layouts match, else a
  * new tensor filled by a reorder step appended to @p ss. */
-static int net_convert(bkm_onednn_cnn_t *net, const onet_tensor_t *have, const dnnl_memory_desc_t *want,
+static int net_convert(odn_t *net, const onet_tensor_t *have, const dnnl_memory_desc_t *want,
                        onet_steps_t *ss, onet_tensor_t *out_t, bkm_err_t *err)
 {
     int rc = BKM_OK;
@@ -331,28 +204,27 @@ out:
 }
 
 /* User copy + fwd-layout value + gradient of one parameter tensor. */
-static int net_param(bkm_onednn_cnn_t *net, onet_param_t *pr, int nd, const dnnl_dim_t *dims,
-                     const dnnl_memory_desc_t *fwd_md, bkm_err_t *err)
+/* @p user / @p grad: the tensor's place in the executor's flat parameter / gradient arrays. */
+static int net_param(odn_t *net, onet_param_t *pr, int nd, const dnnl_dim_t *dims,
+                     const dnnl_memory_desc_t *fwd_md, float *user, float *grad, bkm_err_t *err)
 {
     int rc;
     dnnl_memory_desc_t umd;
-    onet_tensor_t ut;
+    onet_tensor_t ut, gt;
     size_t n = 1;
     for (int i = 0; i < nd; i++)
         n *= (size_t)dims[i];
     if ((rc = bkm__odnn_plain_md(&umd, nd, dims, err)) < 0)
         return rc;
-    if (!(pr->user = bkm_aligned_alloc(64, n * sizeof(float))))
-        return bkm_err_set(err, BKM_ENOMEM, "cnn: cannot allocate %zu parameters", n);
-    memset(pr->user, 0, n * sizeof(float));
+    pr->user = user;
     pr->n_user = n;
-    if ((rc = net_mem(net, &ut, &umd, pr->user, err)) < 0)
+    if ((rc = net_mem(net, &ut, &umd, user, err)) < 0 || (rc = net_mem(net, &gt, &umd, grad, err)) < 0)
         return rc;
     pr->user_mem = ut.mem;
     if ((rc = net_mem(net, &pr->w, fwd_md, NULL, err)) < 0 || (rc = net_mem(net, &pr->dw, fwd_md, NULL, err)) < 0)
         return rc;
     pr->n_int = dnnl_memory_desc_get_size(fwd_md) / sizeof(float);
-    /* prepare: user -> w; finish: w -> user (both through a reorder even when the layouts match) */
+    /* prepare: user -> w; finish: w -> user, dw -> grad (through reorders even when the layouts match) */
     {
         dnnl_primitive_desc_t pd = NULL;
         onet_step_t *s;
@@ -366,6 +238,11 @@ static int net_param(bkm_onednn_cnn_t *net, onet_param_t *pr, int nd, const dnnl
             return rc;
         step_arg(s, DNNL_ARG_FROM, pr->w.mem);
         step_arg(s, DNNL_ARG_TO, ut.mem);
+        BKM_ODNN_TRY(dnnl_reorder_primitive_desc_create(&pd, fwd_md, net->eng, &umd, net->eng, net->attr));
+        if ((rc = net_prim(net, pd, &net->fin, &s, err)) < 0)
+            return rc;
+        step_arg(s, DNNL_ARG_FROM, pr->dw.mem);
+        step_arg(s, DNNL_ARG_TO, gt.mem);
     }
 out:
     return rc;
@@ -373,7 +250,7 @@ out:
 
 /* The gradient a backward primitive writes in layout @p bw_md, brought into the fwd layout of
  * @p pr before the update. Returns the tensor the primitive must write. */
-static int net_grad_target(bkm_onednn_cnn_t *net, onet_param_t *pr, const dnnl_memory_desc_t *bw_md,
+static int net_grad_target(odn_t *net, onet_param_t *pr, const dnnl_memory_desc_t *bw_md,
                            onet_tensor_t *target, bkm_err_t *err)
 {
     int rc;
@@ -393,6 +270,7 @@ static int net_grad_target(bkm_onednn_cnn_t *net, onet_param_t *pr, const dnnl_m
             return bkm__kern_onednn_status((int)st, "reorder of a weight gradient", err);
         if ((r2 = net_prim(net, pd, &net->upd, &s, err)) < 0)
             return r2;
+        s->dir = BKM_NET_UPD;
         step_arg(s, DNNL_ARG_FROM, target->mem);
         step_arg(s, DNNL_ARG_TO, pr->dw.mem);
     }
@@ -404,7 +282,7 @@ typedef struct onet_cur {
     onet_tensor_t t;
     int is_input;     /* still the constant network input: conversions go to the prepare phase */
     int nd;
-    dnnl_dim_t dims[4];
+    dnnl_dim_t dims[5];
 } onet_cur_t;
 
 /* Per-layer record kept from the forward build for the backward build. */
@@ -415,11 +293,30 @@ typedef struct onet_rec {
     onet_tensor_t ws;             /* pooling workspace */
     int skip;                     /* dropout: identity */
     int unflatten;                /* FC over a 4-D input: its 2-D input gradient is viewed back as 4-D */
-    dnnl_dim_t in_dims[4];
+    dnnl_dim_t in_dims[5];
+    int in_nd;
 } onet_rec_t;
 
+/* Window geometry of layer @p i (2-D or 3-D): kernel, strides, left and right padding per spatial
+ * axis (oneDNN's right padding makes the output size exact); returns the number of axes. */
+static int window_of(const odn_t *net, int i, dnnl_dim_t *k, dnnl_dim_t *st, dnnl_dim_t *pl, dnnl_dim_t *pr)
+{
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    const bkm_net_layer_info_t *li = &net->ex->net.li[i];
+    int sp = l->kind == BKM_NET_CONV3D || l->kind == BKM_NET_MAXPOOL3D ? 3 : 2;
+    const int64_t in[3] = {li->in.d, li->in.h, li->in.w}, out[3] = {li->out.d, li->out.h, li->out.w};
+    for (int j = 0; j < sp; j++) {
+        int a = j + 3 - sp;
+        k[j] = l->k;
+        st[j] = l->s;
+        pl[j] = l->p;
+        pr[j] = (out[a] - 1) * l->s + l->k - in[a] - l->p;
+    }
+    return sp;
+}
+
 /* View tensor @p t (plain, contiguous) with descriptor @p md (same bytes, other dims). */
-static int net_view(bkm_onednn_cnn_t *net, const onet_tensor_t *t, const dnnl_memory_desc_t *md, onet_tensor_t *view,
+static int net_view(odn_t *net, const onet_tensor_t *t, const dnnl_memory_desc_t *md, onet_tensor_t *view,
                     bkm_err_t *err)
 {
     int rc = BKM_OK;
@@ -431,19 +328,22 @@ out:
 }
 
 /* Turn the 4-D current activation into a plain 2-D [mb][C*H*W] view (reorder step if needed). */
-static int flatten_input(bkm_onednn_cnn_t *net, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
+static int flatten_input(odn_t *net, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
 {
     int rc = BKM_OK;
     dnnl_memory_desc_t plain4, flat;
-    dnnl_dim_t fdims[2] = {cur->dims[0], cur->dims[1] * cur->dims[2] * cur->dims[3]};
+    dnnl_dim_t fdims[2] = {cur->dims[0], 1};
     onet_tensor_t t4;
-    if ((rc = bkm__odnn_plain_md(&plain4, 4, cur->dims, err)) < 0 ||
+    for (int j = 1; j < cur->nd; j++)
+        fdims[1] *= cur->dims[j];
+    if ((rc = bkm__odnn_plain_md(&plain4, cur->nd, cur->dims, err)) < 0 ||
         (rc = net_convert(net, &cur->t, &plain4, cur->is_input ? &net->prep : &net->fwd, &t4, err)) < 0)
         return rc;
     BKM_ODNN_TRY(dnnl_memory_desc_reshape(&flat, &plain4, 2, fdims));
     if ((rc = net_view(net, &t4, &flat, &cur->t, err)) < 0)
         return rc;
     rec->unflatten = 1;
+    rec->in_nd = cur->nd;
     memcpy(rec->in_dims, cur->dims, sizeof rec->in_dims);
     cur->nd = 2;
     cur->dims[1] = fdims[1];
@@ -451,32 +351,34 @@ out:
     return rc;
 }
 
-static int build_conv_or_fc(bkm_onednn_cnn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
+static int build_conv_or_fc(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
 {
-    const bkm_cnn_layer_t *l = &net->d.layer[i];
-    int rc = BKM_OK, is_conv = l->kind == BKM_CNN_CONV;
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    const bkm_net_layer_info_t *li = &net->ex->net.li[i];
+    int rc = BKM_OK, is_conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
     dnnl_memory_desc_t src_any, wei_any, bias_any, dst_md;
-    dnnl_dim_t wdims[4], bdims[1] = {l->out}, ddims[4];
+    dnnl_dim_t wdims[5], bdims[1] = {l->out}, ddims[5];
     int wnd;
     dnnl_primitive_desc_t pd = NULL;
     onet_step_t *s;
     onet_tensor_t src;
 
     if (is_conv) {
-        dnnl_dim_t strides[2] = {l->s, l->s}, pad[2] = {l->p, l->p};
-        dnnl_dim_t pr[2] = {(net->shape[i].h - 1) * l->s + l->k - cur->dims[2] - l->p,
-                            (net->shape[i].w - 1) * l->s + l->k - cur->dims[3] - l->p};
+        dnnl_dim_t kk[3], strides[3], pad[3], pr[3];
+        int sp = window_of(net, i, kk, strides, pad, pr);
+        const int64_t out[3] = {net->shape[i].d, net->shape[i].h, net->shape[i].w};
         dnnl_convolution_desc_t cd;
-        wnd = 4;
+        wnd = 2 + sp;
         wdims[0] = l->out;
         wdims[1] = cur->dims[1];
-        wdims[2] = wdims[3] = l->k;
         ddims[0] = net->d.mb;
         ddims[1] = l->out;
-        ddims[2] = net->shape[i].h;
-        ddims[3] = net->shape[i].w;
-        if ((rc = any_md(&src_any, 4, cur->dims, err)) < 0 || (rc = any_md(&wei_any, 4, wdims, err)) < 0 ||
-            (rc = any_md(&bias_any, 1, bdims, err)) < 0 || (rc = any_md(&dst_md, 4, ddims, err)) < 0)
+        for (int j = 0; j < sp; j++) {
+            wdims[2 + j] = l->k;
+            ddims[2 + j] = out[j + 3 - sp];
+        }
+        if ((rc = any_md(&src_any, cur->nd, cur->dims, err)) < 0 || (rc = any_md(&wei_any, wnd, wdims, err)) < 0 ||
+            (rc = any_md(&bias_any, 1, bdims, err)) < 0 || (rc = any_md(&dst_md, wnd, ddims, err)) < 0)
             return rc;
         BKM_ODNN_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &src_any,
                                                         &wei_any, &bias_any, &dst_md, strides, pad, pr));
@@ -486,7 +388,7 @@ static int build_conv_or_fc(bkm_onednn_cnn_t *net, int i, onet_cur_t *cur, onet_
         /* A 4-D input (pool5's blocked output) is reordered to plain NCHW and viewed as 2-D
          * [mb][C*H*W]: a small activation reorder per step instead of reorders of the 37.7 M
          * fc6 weights between the fwd / bwd-data / bwd-weights layouts oneDNN picks for 4-D. */
-        if (cur->nd == 4 && (rc = flatten_input(net, cur, rec, err)) < 0)
+        if (cur->nd >= 4 && (rc = flatten_input(net, cur, rec, err)) < 0)
             return rc;
         wnd = 2;
         wdims[0] = l->out;
@@ -511,9 +413,9 @@ static int build_conv_or_fc(bkm_onednn_cnn_t *net, int i, onet_cur_t *cur, onet_
     /* parameters */
     net->has_param[i] = 1;
     if ((rc = net_param(net, &net->wei[i], wnd, wdims, dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_weights_md, 0),
-                        err)) < 0 ||
+                        net->ex->params + li->wei_off, net->ex->grads + li->wei_off, err)) < 0 ||
         (rc = net_param(net, &net->bias[i], 1, bdims, dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_weights_md, 1),
-                        err)) < 0)
+                        net->ex->params + li->bias_off, net->ex->grads + li->bias_off, err)) < 0)
         return rc;
     if ((rc = net_mem(net, &rec->dst, dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_dst_md, 0), NULL, err)) < 0)
         return rc;
@@ -528,20 +430,20 @@ static int build_conv_or_fc(bkm_onednn_cnn_t *net, int i, onet_cur_t *cur, onet_
     step_arg(s, DNNL_ARG_DST, rec->dst.mem);
     cur->t = rec->dst;
     cur->is_input = 0;
-    cur->nd = is_conv ? 4 : 2;
+    cur->nd = is_conv ? wnd : 2;
     memcpy(cur->dims, ddims, sizeof ddims);
 out:
     return rc;
 }
 
-static int build_relu(bkm_onednn_cnn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
+static int build_relu(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
 {
     int rc = BKM_OK;
     dnnl_eltwise_desc_t ed;
     dnnl_primitive_desc_t pd = NULL;
     onet_step_t *s;
     if (cur->is_input)
-        return bkm_err_set(err, BKM_EINVAL, "cnn layer %d (%s): ReLU directly on the input is not supported", i,
+        return bkm_err_set(err, BKM_ENOTSUP, "net layer %d (%s): ReLU directly on the input is not supported", i,
                            net->d.layer[i].name);
     /* In place: the forward output is what the backward needs (relu_use_dst_for_bwd). */
     BKM_ODNN_TRY(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_training, dnnl_eltwise_relu_use_dst_for_bwd,
@@ -559,23 +461,25 @@ out:
     return rc;
 }
 
-static int build_pool(bkm_onednn_cnn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
+static int build_pool(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec, bkm_err_t *err)
 {
-    const bkm_cnn_layer_t *l = &net->d.layer[i];
+    const bkm_net_layer_t *l = &net->d.layer[i];
     int rc = BKM_OK;
     dnnl_pooling_desc_t pdsc;
     dnnl_memory_desc_t dst_any;
-    dnnl_dim_t ddims[4] = {net->d.mb, cur->dims[1], net->shape[i].h, net->shape[i].w};
-    dnnl_dim_t k[2] = {l->k, l->k}, st[2] = {l->s, l->s}, pl[2] = {l->p, l->p};
-    dnnl_dim_t pr[2] = {(ddims[2] - 1) * l->s + l->k - cur->dims[2] - l->p,
-                        (ddims[3] - 1) * l->s + l->k - cur->dims[3] - l->p};
+    dnnl_dim_t k[3], st[3], pl[3], pr[3];
+    int sp = window_of(net, i, k, st, pl, pr);
+    dnnl_dim_t ddims[5] = {net->d.mb, cur->dims[1], 0, 0, 0};
+    const int64_t out[3] = {net->shape[i].d, net->shape[i].h, net->shape[i].w};
     dnnl_primitive_desc_t pd = NULL;
     const dnnl_memory_desc_t *ws_md;
     onet_step_t *s;
     if (cur->is_input)
-        return bkm_err_set(err, BKM_EINVAL, "cnn layer %d (%s): pooling directly on the input is not supported", i,
+        return bkm_err_set(err, BKM_ENOTSUP, "net layer %d (%s): pooling directly on the input is not supported", i,
                            l->name);
-    if ((rc = any_md(&dst_any, 4, ddims, err)) < 0)
+    for (int j = 0; j < sp; j++)
+        ddims[2 + j] = out[j + 3 - sp];
+    if ((rc = any_md(&dst_any, 2 + sp, ddims, err)) < 0)
         return rc;
     BKM_ODNN_TRY(dnnl_pooling_forward_desc_init(&pdsc, dnnl_forward_training, dnnl_pooling_max, &cur->t.md, &dst_any,
                                                 st, k, pl, pr));
@@ -601,18 +505,20 @@ out:
 }
 
 /* Backward of layer @p i: @p g holds the gradient wrt its output; on return the gradient wrt
- * its input (unset for the first layer, whose input needs none). */
-static int build_bwd(bkm_onednn_cnn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_err_t *err)
+ * its input (unset when no parameter layer precedes it: nothing needs it). */
+static int build_bwd(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_err_t *err)
 {
-    const bkm_cnn_layer_t *l = &net->d.layer[i];
-    int rc = BKM_OK, first = (i == 0);
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    int rc = BKM_OK, first = !net->ex->net.li[i].need_bwd_d;
     dnnl_primitive_desc_t pd = NULL;
     onet_step_t *s;
     onet_tensor_t gd, gsrc;
 
+    net->tag_layer = i;
+    net->tag_dir = BKM_NET_BWD_D;
     if (rec->skip)
         return BKM_OK;
-    if (l->kind == BKM_CNN_RELU) {
+    if (l->kind == BKM_NET_RELU) {
         dnnl_eltwise_desc_t ed;
         onet_tensor_t dst;
         /* gradient in the layout it arrives in; the forward output converted if it differs */
@@ -631,12 +537,10 @@ static int build_bwd(bkm_onednn_cnn_t *net, int i, onet_rec_t *rec, onet_tensor_
         step_arg(s, DNNL_ARG_DIFF_SRC, g->mem);
         return BKM_OK;
     }
-    if (l->kind == BKM_CNN_MAXPOOL) {
+    if (l->kind == BKM_NET_MAXPOOL || l->kind == BKM_NET_MAXPOOL3D) {
         dnnl_pooling_desc_t pdsc;
-        dnnl_dim_t k[2] = {l->k, l->k}, st[2] = {l->s, l->s}, pl[2] = {l->p, l->p};
-        int64_t ih = rec->src.md.dims[2], iw = rec->src.md.dims[3];
-        dnnl_dim_t pr[2] = {(net->shape[i].h - 1) * l->s + l->k - ih - l->p,
-                            (net->shape[i].w - 1) * l->s + l->k - iw - l->p};
+        dnnl_dim_t k[3], st[3], pl[3], pr[3];
+        window_of(net, i, k, st, pl, pr);
         BKM_ODNN_TRY(dnnl_pooling_backward_desc_init(&pdsc, dnnl_pooling_max, &rec->src.md, &rec->dst.md, st, k, pl,
                                                      pr));
         BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &pdsc, net->attr, net->eng, rec->fwd_pd));
@@ -656,17 +560,16 @@ static int build_bwd(bkm_onednn_cnn_t *net, int i, onet_rec_t *rec, onet_tensor_
         return BKM_OK;
     }
 
-    /* CONV or FC: backward weights, then backward data (skipped for the first layer). */
+    /* CONV or FC: backward weights, then backward data (skipped when nothing needs it). */
+    net->tag_dir = BKM_NET_BWD_W;
     {
-        int is_conv = l->kind == BKM_CNN_CONV;
+        int is_conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
         dnnl_memory_desc_t src_any, wei_any, bias_any, dst_any;
         const dnnl_memory_desc_t *wmd = &net->wei[i].w.md;
         onet_tensor_t src, dw, db, w;
-        dnnl_dim_t strides[2] = {l->s, l->s}, pad[2] = {l->p, l->p}, pr[2] = {0, 0};
-        if (is_conv) {
-            pr[0] = (net->shape[i].h - 1) * l->s + l->k - rec->src.md.dims[2] - l->p;
-            pr[1] = (net->shape[i].w - 1) * l->s + l->k - rec->src.md.dims[3] - l->p;
-        }
+        dnnl_dim_t kk[3], strides[3] = {0}, pad[3] = {0}, pr[3] = {0};
+        if (is_conv)
+            window_of(net, i, kk, strides, pad, pr);
         if ((rc = any_md(&src_any, rec->src.md.ndims, rec->src.md.dims, err)) < 0 ||
             (rc = any_md(&wei_any, wmd->ndims, wmd->dims, err)) < 0 ||
             (rc = any_md(&bias_any, 1, &l->out, err)) < 0 ||
@@ -702,6 +605,7 @@ static int build_bwd(bkm_onednn_cnn_t *net, int i, onet_rec_t *rec, onet_tensor_
         step_arg(s, DNNL_ARG_DIFF_BIAS, db.mem);
         if (first)
             return BKM_OK;
+        net->tag_dir = BKM_NET_BWD_D;
 
         if (is_conv) {
             dnnl_convolution_desc_t cd;
@@ -729,7 +633,7 @@ static int build_bwd(bkm_onednn_cnn_t *net, int i, onet_rec_t *rec, onet_tensor_
         *g = gsrc;
         if (rec->unflatten) {
             dnnl_memory_desc_t plain4;
-            if ((rc = bkm__odnn_plain_md(&plain4, 4, rec->in_dims, err)) < 0 ||
+            if ((rc = bkm__odnn_plain_md(&plain4, rec->in_nd, rec->in_dims, err)) < 0 ||
                 (rc = net_view(net, &gsrc, &plain4, g, err)) < 0)
                 goto out;
         }
@@ -740,32 +644,42 @@ out:
     return rc;
 }
 
-int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **netp, const bkm_cnn_desc_t *d, bkm_err_t *err)
+static void odn_destroy(bkm_net_exec_t *ex)
+{
+    odn_t *net = ex->st;
+    if (!net)
+        return;
+    for (int i = 0; i < net->n_prims; i++)
+        dnnl_primitive_destroy(net->prims[i]);
+    for (int i = 0; i < net->n_mems; i++)
+        dnnl_memory_destroy(net->mems[i]);
+    if (net->attr)
+        dnnl_primitive_attr_destroy(net->attr);
+    dnnl_stream_destroy(net->strm);
+    dnnl_engine_destroy(net->eng);
+    bkm_free(net);
+    ex->st = NULL;
+}
+
+static int odn_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t *err)
 {
     int rc = BKM_OK;
-    bkm_onednn_cnn_t *net = NULL;
-    onet_rec_t rec[BKM_CNN_MAX_LAYERS];
+    odn_t *net = NULL;
+    onet_rec_t rec[BKM_NET_MAX_LAYERS];
     onet_cur_t cur;
     dnnl_primitive_desc_t pd = NULL;
-    int nl = d->n_layers;
-    const bkm_cnn_layer_t *last;
+    const bkm_net_desc_t *d = &ex->net.d;
+    int loss_i = d->n_layers - 1;
 
+    (void)kp; /* oneDNN picks its own implementations */
     memset(rec, 0, sizeof rec);
-    *netp = NULL;
     if (!(net = bkm_calloc(1, sizeof *net)))
-        return bkm_err_set(err, BKM_ENOMEM, "cnn: out of memory");
+        return bkm_err_set(err, BKM_ENOMEM, "net: out of memory");
+    ex->st = net;
+    net->ex = ex;
     net->d = *d;
-    if ((rc = bkm_kern_cnn_check(d, net->shape, err)) < 0)
-        goto out;
-    last = &d->layer[nl - 1];
-    net->n_input = (size_t)(d->mb * d->c * d->h * d->w);
-    net->input = bkm_aligned_alloc(64, net->n_input * sizeof(float));
-    net->labels = bkm_calloc((size_t)d->mb, sizeof(int32_t));
-    if (!net->input || !net->labels) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "cnn: cannot allocate the input of %zu floats", net->n_input);
-        goto out;
-    }
-    memset(net->input, 0, net->n_input * sizeof(float));
+    for (int i = 0; i < d->n_layers; i++)
+        net->shape[i] = ex->net.li[i].out;
     BKM_ODNN_TRY(dnnl_engine_create(&net->eng, dnnl_cpu, 0));
     BKM_ODNN_TRY(dnnl_stream_create(&net->strm, net->eng, dnnl_stream_default_flags));
     if ((rc = bkm__odnn_attr(&net->attr, err)) < 0)
@@ -773,27 +687,34 @@ int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **netp, const bkm_cnn_desc_t *d,
 
     /* forward */
     memset(&cur, 0, sizeof cur);
-    cur.nd = 4;
+    cur.nd = d->d ? 5 : 4;
     cur.dims[0] = d->mb;
     cur.dims[1] = d->c;
-    cur.dims[2] = d->h;
-    cur.dims[3] = d->w;
+    if (d->d)
+        cur.dims[2] = d->d;
+    cur.dims[cur.nd - 2] = d->h;
+    cur.dims[cur.nd - 1] = d->w;
     cur.is_input = 1;
     {
         dnnl_memory_desc_t umd;
-        if ((rc = bkm__odnn_plain_md(&umd, 4, cur.dims, err)) < 0 || (rc = net_mem(net, &cur.t, &umd, net->input, err)) < 0)
+        if ((rc = bkm__odnn_plain_md(&umd, cur.nd, cur.dims, err)) < 0 ||
+            (rc = net_mem(net, &cur.t, &umd, ex->input, err)) < 0)
             goto out;
     }
-    for (int i = 0; i < nl; i++) {
+    for (int i = 0; i < loss_i; i++) {
+        net->tag_layer = i;
+        net->tag_dir = BKM_NET_FWD;
         switch (d->layer[i].kind) {
-        case BKM_CNN_CONV:
-        case BKM_CNN_FC:
+        case BKM_NET_CONV:
+        case BKM_NET_CONV3D:
+        case BKM_NET_FC:
             rc = build_conv_or_fc(net, i, &cur, &rec[i], err);
             break;
-        case BKM_CNN_RELU:
+        case BKM_NET_RELU:
             rc = build_relu(net, i, &cur, &rec[i], err);
             break;
-        case BKM_CNN_MAXPOOL:
+        case BKM_NET_MAXPOOL:
+        case BKM_NET_MAXPOOL3D:
             rc = build_pool(net, i, &cur, &rec[i], err);
             break;
         default: /* dropout in eval mode */
@@ -802,25 +723,30 @@ int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **netp, const bkm_cnn_desc_t *d,
             break;
         }
         if (rc < 0) {
-            bkm_err_prefix(err, "cnn layer %d (%s)", i, d->layer[i].name);
+            bkm_err_prefix(err, "net layer %d (%s)", i, d->layer[i].name);
             goto out;
         }
     }
 
-    /* loss: log-softmax over the plain logits; the cross-entropy loop runs in step() */
+    /* loss: log-softmax over the plain logits (the FC before the loss writes them plain); the
+     * cross-entropy loop runs in step() */
     net->logits = cur.t;
+    net->tag_layer = loss_i;
+    net->tag_dir = BKM_NET_FWD;
     {
         dnnl_logsoftmax_desc_t ld;
         onet_step_t *s;
-        dnnl_dim_t nc[2] = {d->mb, last->out};
+        dnnl_dim_t nc[2] = {d->mb, ex->net.classes};
         dnnl_memory_desc_t plain;
         if ((rc = bkm__odnn_plain_md(&plain, 2, nc, err)) < 0)
             goto out;
         if (!dnnl_memory_desc_equal(&plain, &net->logits.md)) {
-            rc = bkm_err_set(err, BKM_EDEP, "cnn: oneDNN did not produce plain logits");
+            rc = bkm_err_set(err, BKM_EDEP, "net: oneDNN did not produce plain logits");
             goto out;
         }
-        BKM_ODNN_TRY(dnnl_logsoftmax_forward_desc_init(&ld, dnnl_forward_inference, &plain, 1));
+        /* the class axis, or the batch axis for BKM_NET_LOSS_BATCH */
+        BKM_ODNN_TRY(dnnl_logsoftmax_forward_desc_init(&ld, dnnl_forward_inference, &plain,
+                                                       d->layer[loss_i].kind == BKM_NET_LOSS_BATCH ? 0 : 1));
         BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ld, net->attr, net->eng, NULL));
         if ((rc = net_mem(net, &net->logp, &plain, NULL, err)) < 0 ||
             (rc = net_mem(net, &net->dlogits, &plain, NULL, err)) < 0)
@@ -837,79 +763,73 @@ int bkm_kern_onednn_cnn_create(bkm_onednn_cnn_t **netp, const bkm_cnn_desc_t *d,
      * is run between it and the rest (see step). */
     {
         onet_tensor_t g = net->dlogits;
-        for (int i = nl - 1; i >= 0; i--) {
+        for (int i = loss_i - 1; i >= 0 && ex->net.li[i].need_bwd; i--) {
             if ((rc = build_bwd(net, i, &rec[i], &g, err)) < 0) {
-                bkm_err_prefix(err, "cnn layer %d (%s) backward", i, d->layer[i].name);
+                bkm_err_prefix(err, "net layer %d (%s) backward", i, d->layer[i].name);
                 goto out;
             }
         }
     }
-    *netp = net;
-    net = NULL;
+    snprintf(ex->impl, sizeof ex->impl, "%s", net->impl);
 out:
-    for (int i = 0; i < BKM_CNN_MAX_LAYERS; i++)
+    for (int i = 0; i < BKM_NET_MAX_LAYERS; i++)
         if (rec[i].fwd_pd)
             dnnl_primitive_desc_destroy(rec[i].fwd_pd);
     if (pd)
         dnnl_primitive_desc_destroy(pd);
-    bkm_kern_onednn_cnn_destroy(net);
     return rc;
 }
 
-float *bkm_kern_onednn_cnn_input(bkm_onednn_cnn_t *net, size_t *n)
-{
-    if (n)
-        *n = net->n_input;
-    return net->input;
-}
-
-int32_t *bkm_kern_onednn_cnn_labels(bkm_onednn_cnn_t *net, size_t *n)
-{
-    if (n)
-        *n = (size_t)net->d.mb;
-    return net->labels;
-}
-
-float *bkm_kern_onednn_cnn_param(bkm_onednn_cnn_t *net, int layer, bkm_arg_t arg, size_t *n)
-{
-    onet_param_t *p = NULL;
-    if (layer >= 0 && layer < net->d.n_layers && net->has_param[layer])
-        p = arg == BKM_ARG_WEI ? &net->wei[layer] : arg == BKM_ARG_BIAS ? &net->bias[layer] : NULL;
-    if (n)
-        *n = p ? p->n_user : 0;
-    return p ? p->user : NULL;
-}
-
-static int run_steps(bkm_onednn_cnn_t *net, const onet_steps_t *ss, int from, bkm_err_t *err)
+/* Run the steps of @p ss from index @p from; with timing on, each step's time goes to its layer
+ * and direction (CPU primitives execute synchronously on the calling thread's OpenMP team). */
+static int run_steps(odn_t *net, const onet_steps_t *ss, int from, uint64_t *t, bkm_err_t *err)
 {
     int rc = BKM_OK;
-    for (int i = from; i < ss->n; i++)
+    for (int i = from; i < ss->n; i++) {
         BKM_ODNN_TRY(dnnl_primitive_execute(ss->s[i].prim, net->strm, ss->s[i].n_args, ss->s[i].args));
+        if (t && net->ex->timing) {
+            BKM_ODNN_TRY(dnnl_stream_wait(net->strm));
+            bkm__net_lap(net->ex, ss->s[i].layer, ss->s[i].dir, t);
+        }
+    }
     BKM_ODNN_TRY(dnnl_stream_wait(net->strm));
 out:
     return rc;
 }
 
-int bkm_kern_onednn_cnn_prepare(bkm_onednn_cnn_t *net, bkm_err_t *err)
+static int odn_prepare(bkm_net_exec_t *ex, bkm_err_t *err)
 {
-    int64_t classes = net->d.layer[net->d.n_layers - 1].out;
-    for (int64_t i = 0; i < net->d.mb; i++)
-        if (net->labels[i] < 0 || net->labels[i] >= classes)
-            return bkm_err_set(err, BKM_EINVAL, "cnn: label[%lld] = %d outside [0, %lld)", (long long)i,
-                               (int)net->labels[i], (long long)classes);
-    return run_steps(net, &net->prep, 0, err);
+    return run_steps(ex->st, &((odn_t *)ex->st)->prep, 0, NULL, err);
 }
 
-int bkm_kern_onednn_cnn_finish(bkm_onednn_cnn_t *net, bkm_err_t *err)
+static int odn_finish(bkm_net_exec_t *ex, bkm_err_t *err)
 {
-    return run_steps(net, &net->fin, 0, err);
+    odn_t *net = ex->st;
+    int rc;
+    /* without an update step the gradients are still in the backward primitives' layouts */
+    if (net->d.lr == 0.0f && (rc = run_steps(net, &net->upd, 0, NULL, err)) < 0)
+        return rc;
+    return run_steps(net, &net->fin, 0, NULL, err);
 }
 
-/* Mean cross-entropy from log-probabilities, and d loss / d logits = (p - onehot) / mb. */
-static double xent(int64_t mb, int64_t nc, const float *logp, const int32_t *labels, float *dlogits)
+/* Mean cross-entropy from log-probabilities, and d loss / d logits = (p - onehot) / mb. With
+ * @p batch_axis (log-softmax over the batch): (cnt_j * p - onehot) / mb, cnt_j = samples labelled j. */
+static double xent(int64_t mb, int64_t nc, const float *logp, const int32_t *labels, float *dlogits, int batch_axis)
 {
     double loss = 0.0;
     float inv = 1.0f / (float)mb;
+    if (batch_axis) {
+        for (int64_t j = 0; j < nc; j++) {
+            int64_t cnt = 0;
+            for (int64_t i = 0; i < mb; i++)
+                cnt += labels[i] == j;
+            for (int64_t i = 0; i < mb; i++)
+                dlogits[i * nc + j] = ((float)cnt * expf(logp[i * nc + j]) - (labels[i] == j ? 1.0f : 0.0f)) * inv;
+        }
+        for (int64_t i = 0; i < mb; i++)
+            loss -= (double)logp[i * nc + labels[i]];
+        return loss / (double)mb;
+    }
     for (int64_t i = 0; i < mb; i++) {
         const float *lp = logp + i * nc;
         float *g = dlogits + i * nc;
@@ -921,29 +841,31 @@ static double xent(int64_t mb, int64_t nc, const float *logp, const int32_t *lab
     return loss / (double)mb;
 }
 
-int bkm_kern_onednn_cnn_step(bkm_onednn_cnn_t *net, float *loss, bkm_cnn_times_t *t, bkm_err_t *err)
+static int odn_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 {
-    int rc = BKM_OK;
-    uint64_t t0, t1, t2, t3;
+    odn_t *net = ex->st;
+    int rc = BKM_OK, loss_i = net->d.n_layers - 1;
+    uint64_t t0, t1, t2, t3, t;
     void *logp = NULL, *dl = NULL;
     onet_step_t *ls = &net->bwd.s[0];
     double l;
 
-    t0 = bkm_now_ns();
-    if ((rc = run_steps(net, &net->fwd, 0, err)) < 0)
+    t0 = t = bkm_now_ns();
+    if ((rc = run_steps(net, &net->fwd, 0, &t, err)) < 0)
         goto out;
-    t1 = bkm_now_ns();
+    t1 = t = bkm_now_ns();
     BKM_ODNN_TRY(dnnl_primitive_execute(ls->prim, net->strm, ls->n_args, ls->args));
     BKM_ODNN_TRY(dnnl_stream_wait(net->strm));
     BKM_ODNN_TRY(dnnl_memory_get_data_handle(net->logp.mem, &logp));
     BKM_ODNN_TRY(dnnl_memory_get_data_handle(net->dlogits.mem, &dl));
-    l = xent(net->d.mb, net->d.layer[net->d.n_layers - 1].out, logp, net->labels, dl);
-    if ((rc = run_steps(net, &net->bwd, 1, err)) < 0)
+    l = xent(net->d.mb, ex->net.classes, logp, ex->labels, dl, net->d.layer[loss_i].kind == BKM_NET_LOSS_BATCH);
+    bkm__net_lap(ex, loss_i, BKM_NET_FWD, &t);
+    if ((rc = run_steps(net, &net->bwd, 1, &t, err)) < 0)
         goto out;
-    t2 = bkm_now_ns();
-    if ((rc = run_steps(net, &net->upd, 0, err)) < 0)
+    t2 = t = bkm_now_ns();
+    if (net->d.lr > 0.0f && (rc = run_steps(net, &net->upd, 0, &t, err)) < 0)
         goto out;
-    for (int i = 0; i < net->d.n_layers; i++) {
+    for (int i = 0; i < loss_i && net->d.lr > 0.0f; i++) {
         void *w, *dw;
         if (!net->has_param[i])
             continue;
@@ -953,41 +875,15 @@ int bkm_kern_onednn_cnn_step(bkm_onednn_cnn_t *net, float *loss, bkm_cnn_times_t
             BKM_ODNN_TRY(dnnl_memory_get_data_handle(p->dw.mem, &dw));
             bkm_kern_sgd_step(p->n_int, w, dw, NULL, net->d.lr, 0.0f, 0.0f);
         }
+        bkm__net_lap(ex, i, BKM_NET_UPD, &t);
     }
     t3 = bkm_now_ns();
-    if (loss)
-        *loss = (float)l;
-    if (t) {
-        t->fwd_ms = (double)(t1 - t0) * 1e-6;
-        t->bwd_ms = (double)(t2 - t1) * 1e-6;
-        t->update_ms = (double)(t3 - t2) * 1e-6;
-    }
+    st->loss = l;
+    st->fwd_ms = (double)(t1 - t0) * 1e-6;
+    st->bwd_ms = (double)(t2 - t1) * 1e-6;
+    st->update_ms = (double)(t3 - t2) * 1e-6;
 out:
     return rc;
 }
 
-const char *bkm_kern_onednn_cnn_impl(const bkm_onednn_cnn_t *net)
-{
-    return net->impl;
-}
-
-void bkm_kern_onednn_cnn_destroy(bkm_onednn_cnn_t *net)
-{
-    if (!net)
-        return;
-    for (int i = 0; i < net->n_prims; i++)
-        dnnl_primitive_destroy(net->prims[i]);
-    for (int i = 0; i < net->n_mems; i++)
-        dnnl_memory_destroy(net->mems[i]);
-    for (int i = 0; i < BKM_CNN_MAX_LAYERS; i++) {
-        bkm_free(net->wei[i].user);
-        bkm_free(net->bias[i].user);
-    }
-    if (net->attr)
-        dnnl_primitive_attr_destroy(net->attr);
-    dnnl_stream_destroy(net->strm);
-    dnnl_engine_destroy(net->eng);
-    bkm_free(net->input);
-    bkm_free(net->labels);
-    bkm_free(net);
-}
+const bkm__net_ops_t bkm__net_onednn_ops = {odn_create, odn_prepare, odn_step, odn_finish, odn_destroy};

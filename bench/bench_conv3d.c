@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_conv3d: (1) vol2col and col2vol of the seed's conv3d_2 image (ic64 33x33x18, 3^3 kernel)
+ * serial vs split over the OpenMP threads, interleaved, best and median of the repetitions; (2) the
+ * conv3d workload (the NERSC seed network, workloads.md §5, or one layer with --shape) on the
+ * native and oneDNN backends in one process, same threads, same seeded data, iterations
+ * interleaved after warm-up; ms per iteration (forward + loss + backward, as berkely.py), GFLOP/s,
+ * % of the FMA peak measured on the same threads, CPU share, the native/oneDNN ratio, and the
+ * seed's own "avg time X millisecond" line. Not a test: it asserts nothing about speed. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bkm/kernels.h"
+#include "bkm/workloads.h"
+
+enum { B_ONEDNN, B_NATIVE, B_COUNT };
+static const char *const backend_name[B_COUNT] = {"onednn", "native"};
+
+typedef struct cfg {
+    long long batch, warmup, steps, reps;
+    const char *shape;
+    int use[B_COUNT];
+    bkm_wl_config_t extra;
+} cfg_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bench_conv3d [options]\n"
+            "(1) vol2col / col2vol of one image of the seed's conv3d_2 (ic64, 33x33x18, 3^3 kernel): serial vs\n"
+            "    one flat range split over the OpenMP threads, interleaved; (2) the conv3d workload (the NERSC\n"
+            "    seed network, or one layer with --shape) with oneDNN and native kernels in one process,\n"
+            "    iterations interleaved after warm-up. Prints ms per iteration (forward + loss + backward),\n"
+            "    GFLOP/s, %% of the measured FMA peak, CPU share, native/oneDNN, and the seed's line.\n\n"
+            "options:\n"
+            "  --batch N     samples per iteration (default 0: the seed's 4 or the descriptor's mb)\n"
+            "  --warmup N    untimed iterations per backend (default 5, as the seed)\n"
+            "  --steps N     timed iterations per backend (default 10, as the seed)\n"
+            "  --reps N      vol2col/col2vol repetitions per variant (default 20; 0 skips part 1)\n"
+            "  --shape S     'seed' (default) or a benchdnn 3-D descriptor (single-layer mode)\n"
+            "  --backend B   onednn, native or both (default both)\n"
+            "  --param K=V   native tunable (v2c, mc, kc, nc, isa)\n"
+            "  --help        this text\n\n"
+            "example:\n"
+            "  OMP_NUM_THREADS=2 KMP_AFFINITY=granularity=fine,compact bench_conv3d\n");
+}
+
+static int parse_count(const char *opt, const char *v, long long min, long long max, long long *out)
+{
+    if (!v || bkm_parse_int(v, min, max, out) != BKM_OK) {
+        fprintf(stderr, "bench_conv3d: %s '%s' is not an integer in [%lld, %lld]\n", opt, v ? v : "", min, max);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, cfg_t *c)
+{
+    bkm_err_t err = {0};
+    memset(c, 0, sizeof *c);
+    c->warmup = 5;
+    c->steps = 10;
+    c->reps = 20;
+    c->shape = "seed";
+    c->use[B_ONEDNN] = c->use[B_NATIVE] = 1;
+    bkm_wl_config_init(&c->extra);
+    for (int i = 1; i < argc; i++, i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_count(a, v, 0, 256, &c->batch) < 0)
+                return -1;
+        } else if (!strcmp(a, "--warmup")) {
+            if (parse_count(a, v, 1, 1000, &c->warmup) < 0)
+                return -1;
+        } else if (!strcmp(a, "--steps")) {
+            if (parse_count(a, v, 1, 1000, &c->steps) < 0)
+                return -1;
+        } else if (!strcmp(a, "--reps")) {
+            if (parse_count(a, v, 0, 100000, &c->reps) < 0)
+                return -1;
+        } else if (!strcmp(a, "--shape") && v) {
+            c->shape = v;
+        } else if (!strcmp(a, "--backend") && v && (!strcmp(v, "both") || !strcmp(v, "onednn") || !strcmp(v, "native"))) {
+            c->use[B_ONEDNN] = strcmp(v, "native") != 0;
+            c->use[B_NATIVE] = strcmp(v, "onednn") != 0;
+        } else if (!strcmp(a, "--param")) {
+            if (!v || bkm_wl_config_add(&c->extra, v, &err) < 0) {
+                fprintf(stderr, "bench_conv3d: --param: %s\n", v ? err.msg : "missing K=V");
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "bench_conv3d: bad option '%s'%s (see --help)\n", a, v ? "" : " or missing value");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Part 1: vol2col and col2vol, serial (1) vs parallel (nt), interleaved repetitions. */
+static int bench_v2c(long long reps, int nt)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    double *t[4];
+    float *src, *col;
+    size_t nin, ncol;
+    if (bkm_kern_conv3d_desc_parse("mb1ic64id33ih33iw18oc64kd3", 0, &d, &err) < 0) {
+        fprintf(stderr, "bench_conv3d: %s\n", err.msg);
+        return 1;
+    }
+    nin = (size_t)(d.ic * d.id * d.ih * d.iw);
+    ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * d.od * d.oh * d.ow);
+    src = bkm_aligned_alloc(64, nin * sizeof(float));
+    col = bkm_aligned_alloc(64, ncol * sizeof(float));
+    for (int i = 0; i < 4; i++)
+        t[i] = calloc((size_t)reps, sizeof(double));
+    if (!src || !col || !t[0] || !t[1] || !t[2] || !t[3]) {
+        fprintf(stderr, "bench_conv3d: out of memory\n");
+        return 3;
+    }
+    for (size_t i = 0; i < nin; i++)
+        src[i] = (float)(i % 97) * 0.01f;
+    bkm_kern_vol2col(&d, src, col, nt); /* first touch by the team, then warm both variants */
+    bkm_kern_vol2col(&d, src, col, 1);
+    bkm_kern_col2vol(&d, col, src, nt);
+    for (long long r = 0; r < reps; r++) {
+        for (int v = 0; v < 4; v++) {
+            uint64_t t0 = bkm_now_ns();
+            if (v < 2)
+                bkm_kern_vol2col(&d, src, col, v == 0 ? 1 : nt);
+            else
+                bkm_kern_col2vol(&d, col, src, v == 2 ? 1 : nt);
+            t[v][r] = (double)(bkm_now_ns() - t0) * 1e-6;
+        }
+    }
+    printf("vol2col / col2vol, one image of conv3d_2 (ic64 33x33x18, 3^3 kernel: %.1f M column entries), "
+           "%lld interleaved repetitions\n", (double)ncol / 1e6, reps);
+    printf("%-8s %12s %12s %12s %12s %9s\n", "op", "serial min", "serial med", "par min", "par med", "speedup");
+    for (int op = 0; op < 2; op++) {
+        double *s = t[2 * op], *p = t[2 * op + 1];
+        qsort(s, (size_t)reps, sizeof(double), cmp_double);
+        qsort(p, (size_t)reps, sizeof(double), cmp_double);
+        printf("%-8s %9.3f ms %9.3f ms %9.3f ms %9.3f ms %8.2fx  (%d threads, medians)\n", op ? "col2vol" : "vol2col",
+               s[0], s[reps / 2], p[0], p[reps / 2], s[reps / 2] / p[reps / 2], nt);
+    }
+    printf("\n");
+    for (int i = 0; i < 4; i++)
+        free(t[i]);
+    bkm_free(src);
+    bkm_free(col);
+    return 0;
+}
+
+static int create(const cfg_t *c, int b, bkm_wl_t **wl, bkm_err_t *err)
+{
+    bkm_wl_config_t k = b == B_NATIVE ? c->extra : (bkm_wl_config_t){0};
+    char kv[160];
+    int rc;
+    snprintf(kv, sizeof kv, "backend=%s", backend_name[b]);
+    if ((rc = bkm_wl_config_add(&k, kv, err)) < 0)
+        return rc;
+    snprintf(kv, sizeof kv, "batch=%lld", c->batch);
+    if ((rc = bkm_wl_config_add(&k, kv, err)) < 0)
+        return rc;
+    snprintf(kv, sizeof kv, "shape=%s", c->shape);
+    if ((rc = bkm_wl_config_add(&k, kv, err)) < 0)
+        return rc;
+    return bkm_wl_create(wl, "conv3d", &k, 1, err);
+}
+
+int main(int argc, char **argv)
+{
+    cfg_t c;
+    bkm_wl_t *wl[B_COUNT] = {NULL, NULL};
+    bkm_err_t err = {0};
+    bkm_wl_sample_t s;
+    double ms[B_COUNT] = {0}, wall[B_COUNT] = {0}, cpu[B_COUNT] = {0}, loss[B_COUNT] = {0}, flops = 0.0, peak;
+    int nt, rc = 0;
+    if (parse_args(argc, argv, &c) < 0)
+        return 2;
+    nt = omp_get_max_threads();
+    peak = bkm_kern_peak_gflops(BKM_ISA_AUTO, nt);
+    if (c.reps > 0 && (rc = bench_v2c(c.reps, nt)) != 0)
+        return rc;
+    for (int b = 0; b < B_COUNT; b++) {
+        if (!c.use[b])
+            continue;
+        if (create(&c, b, &wl[b], &err) < 0) {
+            fprintf(stderr, "bench_conv3d: %s: %s\n", backend_name[b], err.msg);
+            rc = bkm_status_exit_code(err.code);
+            goto out;
+        }
+        flops = bkm_wl_flops(wl[b]);
+    }
+    for (long long i = 0; i < c.warmup + c.steps; i++)
+        for (int b = 0; b < B_COUNT; b++) {
+            double c0 = cpu_seconds();
+            uint64_t w0 = bkm_now_ns();
+            if (!wl[b])
+                continue;
+            if (bkm_wl_run(wl[b], &s, &err) < 0) {
+                fprintf(stderr, "bench_conv3d: %s iteration %lld: %s\n", backend_name[b], i, err.msg);
+                rc = bkm_status_exit_code(err.code);
+                goto out;
+            }
+            if (i == 0)
+                loss[b] = s.loss;
+            if (i < c.warmup)
+                continue;
+            ms[b] += s.ms / (double)c.steps;
+            wall[b] += (double)(bkm_now_ns() - w0) * 1e-9;
+            cpu[b] += cpu_seconds() - c0;
+        }
+    peak = fmax(peak, bkm_kern_peak_gflops(BKM_ISA_AUTO, nt));
+    printf("conv3d workload, shape %s, %d threads, %lld warm-up + %lld timed iterations per backend, interleaved\n",
+           c.shape, nt, c.warmup, c.steps);
+    printf("FLOPs %.2f GF/iteration (fwd + bwd, dense formula); FMA peak %.1f GF/s (measured)\n\n", flops / 1e9, peak);
+    printf("%-8s %10s %9s %7s %12s %6s\n", "backend", "ms/iter", "GF/s", "%peak", "loss(1st)", "cpu%");
+    for (int b = 0; b < B_COUNT; b++)
+        if (wl[b])
+            printf("%-8s %10.2f %9.1f %6.1f%% %12.6f %5.0f%%\n", backend_name[b], ms[b], flops / (ms[b] * 1e-3) / 1e9,
+                   100.0 * flops / (ms[b] * 1e-3) / 1e9 / peak, loss[b], 100.0 * cpu[b] / (wall[b] * nt));
+    if (wl[B_ONEDNN] && wl[B_NATIVE])
+        printf("native/oneDNN speed: %.3f (first-iteration losses differ by %.2e relative)\n", ms[B_ONEDNN] / ms[B_NATIVE],
+               fabs(loss[B_NATIVE] - loss[B_ONEDNN]) / fabs(loss[B_ONEDNN]));
+    for (int b = 0; b < B_COUNT; b++)
+        if (wl[b])
+            printf("impl %s: %s\n", backend_name[b], bkm_wl_impl(wl[b]));
+    /* the seed's line (berkely.py) */
+    for (int b = 0; b < B_COUNT; b++)
+        if (wl[b])
+            printf("%s: avg time %.4f millisecond\n", backend_name[b], ms[b]);
+out:
+    for (int b = 0; b < B_COUNT; b++)
+        bkm_wl_destroy(wl[b]);
+    return rc;
+}

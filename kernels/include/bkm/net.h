@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/** @file bkm/net.h
+ * Networks as data: a network is a table of layers (bkm_net_desc_t). bkm_net_init checks the table
+ * once (shapes chain, sizes positive) and derives once every layer's input/output shape, parameter
+ * count and offsets, and FLOPs per direction (reference/workloads.md §2). An executor runs one
+ * training step of ANY such table (forward, softmax cross-entropy loss, backward, SGD update) on
+ * one engine: native (this suite's kernels), oneDNN (primitives, blocked layouts between layers) or
+ * the naive reference (double accumulation, the test oracle). Adding a network is adding a table.
+ *
+ * Parameters and gradients are owned in one place: the executor's flat user-layout arrays
+ * (bkm_net_exec_params / bkm_net_exec_grads), layer i's weight at net->li[i].wei_off (conv OIHW, FC
+ * OI with I in the C,H,W order of the flattened NCHW input) and bias at net->li[i].bias_off. The
+ * native and reference engines compute on them directly; the oneDNN engine reorders them into its
+ * layouts at prepare and back at finish.
+ *
+ * Error convention: bkm/common.h. BKM_EINVAL names the layer and the value. Executors are used by
+ * one thread at a time, outside any OpenMP parallel region; a step never allocates.
+ */
+#ifndef BKM_NET_H
+#define BKM_NET_H
+
+#include "bkm/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Layer kinds. */
+typedef enum {
+    BKM_NET_CONV = 1, /**< 2-D convolution + bias, square kernel k, stride s, padding p, no groups */
+    BKM_NET_RELU,     /**< ReLU */
+    BKM_NET_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
+    BKM_NET_DROPOUT,  /**< eval mode: the identity on every engine */
+    BKM_NET_FC,       /**< fully connected + bias, flattens its input (C,H,W order) */
+    BKM_NET_LOSS,     /**< softmax + mean cross-entropy over the classes; last layer, after an FC */
+    BKM_NET_CONV3D,   /**< 3-D convolution + bias (NCDHW, OIDHW), cubic kernel k, stride s, padding p */
+    BKM_NET_MAXPOOL3D,/**< 3-D max pooling, cubic window k, stride s, padding p */
+    BKM_NET_LOSS_BATCH/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
+                           each sample's label (berkely.py's log_softmax(dim=0) quirk, workloads.md §5);
+                           last layer, after an FC */
+} bkm_net_kind_t;
+
+/** Name of a kind ("conv", "relu", "maxpool", "dropout", "fc", "loss"). */
+const char *bkm_net_kind_name(bkm_net_kind_t kind);
+/** 1 for the loss kinds. */
+int bkm_net_kind_is_loss(bkm_net_kind_t kind);
+
+/** One row of the table. */
+typedef struct bkm_net_layer {
+    bkm_net_kind_t kind;
+    int64_t out;        /**< CONV / CONV3D: output channels; FC: output features; 0 otherwise */
+    int64_t k, s, p;    /**< CONV / MAXPOOL (2-D and 3-D) window, stride, padding; 0 otherwise */
+    char name[16];      /**< "conv1", "fc6", ... */
+} bkm_net_layer_t;
+
+#define BKM_NET_MAX_LAYERS 32
+
+/** The table: input shape, learning rate and layers. A plain value. */
+typedef struct bkm_net_desc {
+    int64_t mb, c, h, w;   /**< input batch and image (NCHW) */
+    int64_t d;             /**< input depth: 0 = a 2-D input (NCHW), >= 1 a 3-D one (NCDHW) */
+    float lr;              /**< SGD learning rate (no momentum, no weight decay); 0 = no update step
+                                (the conv3d seed times forward + backward only) */
+    int grad_input;        /**< 1: compute the gradient wrt the network input too (the first parameter
+                                layer's bwd-data; single-layer benchmarks), 0: not (training) */
+    int n_layers;
+    bkm_net_layer_t layer[BKM_NET_MAX_LAYERS];
+} bkm_net_desc_t;
+
+/** Append a layer to @p d (no check; bkm_net_init checks). Returns the layer or NULL when full. */
+bkm_net_layer_t *bkm_net_desc_add(bkm_net_desc_t *d, bkm_net_kind_t kind, const char *name, int64_t out, int64_t k,
+                                  int64_t s, int64_t p);
+/** torchvision AlexNet (workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01, ending in the
+ *  loss layer. */
+void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb);
+/** The NERSC conv3d seed network exactly (workloads.md §5, berkely.py): input mb x 1 x 35x35x20,
+ *  conv3d 1->64->64 (3^3), max pool 2, conv3d 64->128->128, max pool 2, FC 6400->512->512, loss
+ *  over the batch dimension; no activations, no update step (lr 0). The seed's batch is 4. */
+void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
+
+/** Directions of a layer, for FLOPs and timing. */
+typedef enum { BKM_NET_FWD = 0, BKM_NET_BWD_D, BKM_NET_BWD_W, BKM_NET_UPD, BKM_NET_NDIR } bkm_net_dir_t;
+/** "fwd", "bwd_d", "bwd_w", "update". */
+const char *bkm_net_dir_name(bkm_net_dir_t dir);
+
+/** A shape: channels (or features) and spatial size (d = 1 for 2-D); an FC output is c x 1 x 1 x 1
+ *  with nsp = 0; nsp = number of spatial dimensions (2 NCHW, 3 NCDHW, 0 flat). */
+typedef struct bkm_net_shape { int64_t c, d, h, w; int nsp; } bkm_net_shape_t;
+
+/** What bkm_net_init derives for one layer. */
+typedef struct bkm_net_layer_info {
+    bkm_net_shape_t in, out;
+    int64_t n_wei, n_bias;        /**< parameter counts (0 for layers without parameters) */
+    size_t wei_off, bias_off;     /**< offsets (floats) into the flat parameter / gradient arrays */
+    int need_bwd;                 /**< a parameter layer is at or before this one: backward runs */
+    int need_bwd_d;               /**< a parameter layer is strictly before: the input gradient is needed */
+    double flops[BKM_NET_NDIR];   /**< per step; 0 for directions not run */
+} bkm_net_layer_info_t;
+
+/** A checked network: the table plus everything derived from it. A plain value. */
+typedef struct bkm_net {
+    bkm_net_desc_t d;
+    bkm_net_layer_info_t li[BKM_NET_MAX_LAYERS];
+    size_t n_params;              /**< floats in the flat parameter array (with 64-byte alignment gaps) */
+    int64_t n_trainable;          /**< weights + biases */
+    int64_t classes;              /**< features entering the loss */
+    size_t n_input;               /**< floats of the input (mb x c x d x h x w) */
+    double flops_fwd;             /**< forward of the parameter layers */
+    double flops_train;           /**< forward + backward (workloads.md §2: 3 x fwd minus the first bwd-data) */
+} bkm_net_t;
+
+/** Engines. */
+typedef enum { BKM_NET_NATIVE = 0, BKM_NET_ONEDNN = 1, BKM_NET_REF = 2 } bkm_net_engine_t;
+/** "native", "onednn", "ref". */
+const char *bkm_net_engine_name(bkm_net_engine_t eng);
+
+/** Check @p d and derive @p net. BKM_EINVAL naming the layer and value: non-positive sizes, a
+ *  window larger than its padded input, a 2-D layer on a 3-D tensor or the reverse, a layer after the
+ *  loss, a loss not after an FC layer, no loss layer, too many layers, a negative learning rate. */
+int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err);
+/** Bytes the executor of @p net allocates on @p eng (an upper estimate; for memory checks). */
+double bkm_net_bytes(const bkm_net_t *net, bkm_net_engine_t eng);
+
+/** Times and loss of one step. Phases as the seed script splits them: fwd = the layers before
+ *  the loss; bwd = the loss and the backward; update = SGD over every parameter. */
+typedef struct bkm_net_step {
+    double loss;
+    double fwd_ms, bwd_ms, update_ms;
+} bkm_net_step_t;
+
+typedef struct bkm_net_exec bkm_net_exec_t;
+
+/** Create the executor of @p net on @p eng: every buffer, primitive and workspace for the batch
+ *  (untimed). Parameters, gradients and the input start at zero. @p kp: native conv2d tunables
+ *  (NULL = defaults; ignored by the other engines). BKM_ENOTSUP / BKM_EDEP when the engine cannot
+ *  build a layer (naming it), BKM_ENOMEM. */
+int bkm_net_exec_create(bkm_net_exec_t **ex, const bkm_net_t *net, bkm_net_engine_t eng, const bkm_kern_params_t *kp,
+                        bkm_err_t *err);
+/** The checked network the executor runs (a copy it owns). */
+const bkm_net_t *bkm_net_exec_net(const bkm_net_exec_t *ex);
+/** User-layout input (NCHW) and labels (mb classes) the caller fills before prepare. */
+float *bkm_net_exec_input(bkm_net_exec_t *ex, size_t *n);
+int32_t *bkm_net_exec_labels(bkm_net_exec_t *ex, size_t *n);
+/** The flat parameter array (see the file comment); fill before prepare, read after finish. */
+float *bkm_net_exec_params(bkm_net_exec_t *ex, size_t *n);
+/** The flat gradient array of the last step (same offsets); valid after finish. */
+const float *bkm_net_exec_grads(const bkm_net_exec_t *ex, size_t *n);
+/** Untimed: check the labels (BKM_EINVAL naming the first outside [0, classes)) and bring the
+ *  input and parameters into the engine's layouts. */
+int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err);
+/** TIMED: one training step. Never allocates. */
+int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err);
+/** Untimed: parameters and gradients back into the flat user-layout arrays. */
+int bkm_net_exec_finish(bkm_net_exec_t *ex, bkm_err_t *err);
+/** Per-layer timing on (1) or off (0, the default): when on, every step adds each layer's time per
+ *  direction (a clock read per layer and direction) to the table bkm_net_exec_layer_ms reads. */
+void bkm_net_exec_set_timing(bkm_net_exec_t *ex, int on);
+/** Forget the per-layer times accumulated so far. */
+void bkm_net_exec_reset_times(bkm_net_exec_t *ex);
+/** Mean milliseconds of layer @p layer in direction @p dir over the timed steps since the last
+ *  reset (0 when none ran or the layer has no such direction); *steps (may be NULL) = their number. */
+double bkm_net_exec_layer_ms(const bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir, long *steps);
+/** Milliseconds of layer @p layer in direction @p dir in the last step (timing on; 0 otherwise). */
+double bkm_net_exec_last_ms(const bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir);
+/** Implementations used ("native:im2col_gemm...+native:fc.sgemm", "onednn:jit:avx512_core+..."). */
+const char *bkm_net_exec_impl(const bkm_net_exec_t *ex);
+void bkm_net_exec_destroy(bkm_net_exec_t *ex);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BKM_NET_H */

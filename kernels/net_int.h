@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to the network executors (net*.c): the executor object and the engine interface. */
+#ifndef BKM_NET_INT_H
+#define BKM_NET_INT_H
+
+#include "bkm/net.h"
+
+/* What an engine implements; the executor (net.c) owns the input, labels, parameters, gradients,
+ * timing table and impl string, the engine its private state (ex->st). */
+typedef struct bkm__net_ops {
+    int (*create)(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t *err);
+    int (*prepare)(bkm_net_exec_t *ex, bkm_err_t *err);
+    int (*step)(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err);
+    int (*finish)(bkm_net_exec_t *ex, bkm_err_t *err);
+    void (*destroy)(bkm_net_exec_t *ex);
+} bkm__net_ops_t;
+
+struct bkm_net_exec {
+    bkm_net_t net;
+    bkm_net_engine_t eng;
+    const bkm__net_ops_t *ops;
+    void *st;                     /* engine state */
+    float *input;                 /* user NCHW input */
+    size_t n_input;
+    int32_t *labels;
+    float *params, *grads;        /* flat, user layout, offsets in net.li[] */
+    int timing;                   /* per-layer timing on */
+    long timed_steps;
+    double ms[BKM_NET_MAX_LAYERS][BKM_NET_NDIR];   /* sums since the last reset */
+    double last[BKM_NET_MAX_LAYERS][BKM_NET_NDIR]; /* the last step */
+    char impl[512];
+};
+
+extern const bkm__net_ops_t bkm__net_native_ops;
+extern const bkm__net_ops_t bkm__net_onednn_ops;
+extern const bkm__net_ops_t bkm__net_ref_ops;
+
+/* Per-layer lap: when timing is on, add the time since *t to layer @p layer, direction @p dir, and
+ * restart *t. One clock read; nothing when timing is off. */
+static inline void bkm__net_lap(bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir, uint64_t *t)
+{
+    uint64_t now;
+    if (!ex->timing)
+        return;
+    now = bkm_now_ns();
+    ex->ms[layer][dir] += (double)(now - *t) * 1e-6;
+    ex->last[layer][dir] += (double)(now - *t) * 1e-6;
+    *t = now;
+}
+
+/* The batch-axis loss (BKM_NET_LOSS_BATCH): *loss and d loss / d logits into @p grad (double
+ * accumulation; mb x classes is small). Returns -1 for the class-axis loss (not handled here). */
+int bkm__net_xent(const bkm_net_t *net, const float *logits, const int32_t *labels, float *grad, double *loss);
+
+/* Append @p name to the '+'-separated list in @p buf unless it is already there. */
+void bkm__net_impl_add(char *buf, size_t cap, const char *name);
+
+#endif /* BKM_NET_INT_H */

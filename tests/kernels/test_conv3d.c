@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/* conv3d and 3-D max pooling: the benchdnn 3-D grammar and its errors, vol2col / col2vol (parallel
+ * equals serial bit for bit, col2vol is vol2col's adjoint), every direction against the naive
+ * references on small odd shapes (stride, padding, non-cubic), and finite-difference gradient
+ * checks of conv3d and 3-D pooling. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/kernels.h"
+
+/* kernels/kernels_int.h (private): thread t's part of an nt-way split, without a team. */
+void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
+void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
+
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double md = 0.0, mb = 1.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > md || isnan(d))
+            md = isnan(d) ? INFINITY : d;
+        if (fabs((double)b[i]) > mb)
+            mb = fabs((double)b[i]);
+    }
+    return md / mb;
+}
+
+static float *rnd(size_t n, unsigned seed)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return p;
+}
+
+static const char *shapes[] = {
+    "mb2ic3id7ih6iw5oc4kd3",                      /* cubic kernel, no padding, odd sizes */
+    "mb1ic2id6ih7iw9oc3kd3kh2kw3sd2sh1sw2pd1ph0pw1", /* strides, padding, non-cubic */
+    "mb3ic1id5ih5iw4oc5kd1kh3kw3ph1pw1",          /* kd 1 */
+    "mb2ic4id4ih3iw3oc2kd2sd2",                   /* stride = kernel */
+};
+
+START_TEST(desc_grammar)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    bkm_buf_t b;
+    /* the seed's conv3d_2 (workloads.md §5) */
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse("mb4ic64id33ih33iw18oc64kd3", 0, &d, &err), BKM_OK);
+    ck_assert_int_eq(d.od, 31);
+    ck_assert_int_eq(d.oh, 31);
+    ck_assert_int_eq(d.ow, 16);
+    ck_assert_int_eq(d.kw, 3);
+    ck_assert_msg(fabs(bkm_kern_conv3d_flops(&d) / 4 / 2 - 1700.46e6) < 0.01e6, "%g", bkm_kern_conv3d_flops(&d));
+    bkm_buf_init(&b);
+    bkm_kern_conv3d_desc_format(&d, &b);
+    ck_assert_str_eq(bkm_buf_str(&b), "mb4ic64oc64_id33od31kd3sd1pd0_ih33oh31kh3sh1ph0_iw18ow16kw3sw1pw0");
+    bkm_buf_free(&b);
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse("mb1_ic2id6ih7iw9_oc3_kd3kh2kw3_sd2sw2_pd1pw1", 5, &d, &err), BKM_OK);
+    ck_assert_int_eq(d.mb, 5);
+    ck_assert_int_eq(d.od, 3);
+    ck_assert_int_eq(d.oh, 4); /* (7 + 2 - 2) / 2 + 1: sh and ph copied from sd and pd */
+    ck_assert_int_eq(d.ow, 5);
+    ck_assert_int_eq(d.sh, 2); /* sh copies sd, sw given */
+    ck_assert_int_eq(d.ph, 1);
+    /* errors name the value */
+    static const struct { const char *text, *needle; } bad[] = {
+        {"mb2ic3ih7oc4kh3", "no id"},
+        {"mb2g2ic4id7oc4", "g2"},
+        {"mb2ic4id7oc4dd1", "dd1"},
+        {"mb2ic0id7oc4", "ic0"},
+        {"mb2ic3id2oc4kd3", "empty output"},
+        {"mb2ic3id7oc4kd3od9", "od9"},
+        {"mb2ic3id7oc4xx3", "xx"},
+        {"mb2ic3id7oc4kd3ic5", "ic given twice"},
+        {"mb2ic3id70oc4kd65", "kd65"},
+        {"mb2ic3id7oc4pd-1", "pd-1"},
+        {"", "empty"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(bkm_kern_conv3d_desc_parse(bad[i].text, 0, &d, &err) == BKM_EINVAL, "%s accepted", bad[i].text);
+        ck_assert_msg(strstr(err.msg, bad[i].needle) != NULL, "%s: '%s' does not name '%s'", bad[i].text, err.msg,
+                      bad[i].needle);
+    }
+}
+END_TEST
+
+START_TEST(vol2col_parallel_equals_serial_and_adjoint)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[_i], 1, &d, &err), BKM_OK);
+    size_t nin = (size_t)(d.ic * d.id * d.ih * d.iw), ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * d.od * d.oh * d.ow);
+    float *x = rnd(nin, 3), *c = rnd(ncol, 4);
+    float *c1 = calloc(ncol, sizeof(float)), *cn = calloc(ncol, sizeof(float));
+    float *x1 = calloc(nin, sizeof(float)), *xn = calloc(nin, sizeof(float));
+    bkm_kern_vol2col(&d, x, c1, 1);
+    bkm_kern_col2vol(&d, c, x1, 1);
+    /* the team of 2 (this machine's cores), then every part of uneven 3..7-way splits run one by one
+     * (ranges start inside rows and kernels; larger teams than cores would only oversubscribe) */
+    memset(cn, 0xff, ncol * sizeof(float));
+    memset(xn, 0xff, nin * sizeof(float));
+    bkm_kern_vol2col(&d, x, cn, 2);
+    bkm_kern_col2vol(&d, c, xn, 2);
+    ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col, 2 threads");
+    ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol, 2 threads");
+    for (int nt = 3; nt <= 7; nt++) {
+        memset(cn, 0xff, ncol * sizeof(float));
+        memset(xn, 0xff, nin * sizeof(float));
+        for (int t = nt - 1; t >= 0; t--) {
+            bkm__kern_vol2col_part(&d, x, cn, nt, t);
+            bkm__kern_col2vol_part(&d, c, xn, nt, t);
+        }
+        ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col, %d parts", nt);
+        ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol, %d parts", nt);
+    }
+    /* <vol2col(x), c> == <x, col2vol(c)> */
+    double a = 0.0, b = 0.0;
+    for (size_t i = 0; i < ncol; i++)
+        a += (double)c1[i] * (double)c[i];
+    for (size_t i = 0; i < nin; i++)
+        b += (double)x[i] * (double)x1[i];
+    ck_assert_msg(fabs(a - b) <= 1e-4 * (fabs(a) + 1.0), "%g vs %g", a, b);
+    /* one entry by its definition: (c, z, y, x) = (0, kd-1, 0, kw-1) at output (od-1, 0, ow-1) */
+    {
+        int64_t P = d.od * d.oh * d.ow, row = ((0 * d.kd + d.kd - 1) * d.kh + 0) * d.kw + d.kw - 1;
+        int64_t iz = (d.od - 1) * d.sd - d.pd + d.kd - 1, iy = -d.ph, ix = (d.ow - 1) * d.sw - d.pw + d.kw - 1;
+        float want = (iz >= 0 && iz < d.id && iy >= 0 && ix >= 0 && ix < d.iw) ? x[(iz * d.ih + iy) * d.iw + ix] : 0.0f;
+        ck_assert(c1[row * P + (d.od - 1) * d.oh * d.ow + d.ow - 1] == want);
+    }
+    free(x), free(c), free(c1), free(cn), free(x1), free(xn);
+}
+END_TEST
+
+START_TEST(conv3d_matches_reference)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    bkm_kern_conv3d_t *cv = NULL;
+    bkm_kern_params_t kp;
+    /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
+     * depth unfold + conv2d */
+    static const char *const algo[4] = {"algo=1", "algo=2", "algo=2", "algo=3"};
+    static const char *const v2c[4] = {"v2c=1", "v2c=1", "v2c=0", "v2c=1"};
+    static const char *const impl[4] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
+                                        "native:unfold_"};
+    const char *shape = shapes[_i / 4];
+    int var = _i % 4;
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
+    bkm_kern_params_init(&kp);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, algo[var], &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, v2c[var], &err), BKM_OK);
+    ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(strstr(bkm_kern_conv3d_impl(cv), impl[var]) != NULL, "%s", bkm_kern_conv3d_impl(cv));
+    size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
+           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
+    float *src = rnd(ns, 1), *wei = rnd(nw, 2), *bias = rnd((size_t)d.oc, 3), *dd = rnd(nd, 4);
+    float *y = calloc(nd, 4), *yr = calloc(nd, 4), *gs = calloc(ns, 4), *gsr = calloc(ns, 4);
+    float *gw = calloc(nw, 4), *gwr = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4), *gbr = calloc((size_t)d.oc, 4);
+    ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, y, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, gs, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
+    bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, yr);
+    bkm_kern_conv3d_ref_bwd_data(&d, dd, wei, gsr);
+    bkm_kern_conv3d_ref_bwd_weights(&d, src, dd, gwr, gbr);
+    ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s", shape);
+    ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s", shape);
+    ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s", shape);
+    ck_assert_msg(rel_diff(gb, gbr, (size_t)d.oc) < 1e-5, "bias %s", shape);
+    /* a second bwd_w overwrites (does not accumulate) */
+    ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
+    ck_assert(rel_diff(gw, gwr, nw) < 1e-5);
+    bkm_kern_conv3d_destroy(cv);
+    free(src), free(wei), free(bias), free(dd), free(y), free(yr), free(gs), free(gsr), free(gw), free(gwr);
+    free(gb), free(gbr);
+}
+END_TEST
+
+START_TEST(conv3d_rejects_bad_tunables)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    bkm_kern_conv3d_t *cv = NULL;
+    bkm_kern_params_t kp;
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[0], 0, &d, &err), BKM_OK);
+    bkm_kern_params_init(&kp);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "v2c=2", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv3d_create(&cv, &d, &kp, &err), BKM_EINVAL);
+    ck_assert_ptr_null(cv);
+    ck_assert_ptr_nonnull(strstr(err.msg, "v2c"));
+    d.oc = 0;
+    ck_assert_int_eq(bkm_kern_conv3d_create(&cv, &d, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "oc0"));
+}
+END_TEST
+
+/* Finite differences of L = sum(conv(src, wei) * g) against bwd-data and bwd-weights. */
+START_TEST(conv3d_gradient_check)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[1], 0, &d, &err), BKM_OK);
+    size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
+           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
+    float *src = rnd(ns, 5), *wei = rnd(nw, 6), *bias = rnd((size_t)d.oc, 7), *g = rnd(nd, 8), *y = calloc(nd, 4);
+    float *gs = calloc(ns, 4), *gw = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4);
+    bkm_kern_conv3d_t *cv = NULL;
+    ck_assert_int_eq(bkm_kern_conv3d_create(&cv, &d, NULL, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, g, wei, gs, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, g, gw, gb, &err), BKM_OK);
+    const float eps = 1e-2f;
+    for (int pass = 0; pass < 3; pass++) {
+        float *v = pass == 0 ? src : pass == 1 ? wei : bias, *grad = pass == 0 ? gs : pass == 1 ? gw : gb;
+        size_t n = pass == 0 ? ns : pass == 1 ? nw : (size_t)d.oc;
+        for (size_t j = 0; j < n; j += n / 7 + 1) {
+            double lp = 0.0, lm = 0.0;
+            float keep = v[j];
+            v[j] = keep + eps;
+            bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, y);
+            for (size_t i = 0; i < nd; i++)
+                lp += (double)y[i] * g[i];
+            v[j] = keep - eps;
+            bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, y);
+            for (size_t i = 0; i < nd; i++)
+                lm += (double)y[i] * g[i];
+            v[j] = keep;
+            double fd = (lp - lm) / (2.0 * eps);
+            ck_assert_msg(fabs(fd - grad[j]) <= 1e-3 * (fabs(fd) + 1.0), "pass %d element %zu: fd %g analytic %g", pass,
+                          j, fd, (double)grad[j]);
+        }
+    }
+    bkm_kern_conv3d_destroy(cv);
+    free(src), free(wei), free(bias), free(g), free(y), free(gs), free(gw), free(gb);
+}
+END_TEST
+
+START_TEST(pool3d_matches_reference_and_gradient)
+{
+    bkm_pool3d_desc_t d;
+    bkm_err_t err = {0};
+    static const int64_t cfg[][4] = {{2, 2, 0, 7}, {3, 2, 1, 6}, {2, 1, 0, 5}}; /* k, s, p, size */
+    ck_assert_int_eq(bkm_kern_pool3d_desc_init(&d, 2, 3, cfg[_i][3], cfg[_i][3] - 1, cfg[_i][3] + 1, cfg[_i][0],
+                                               cfg[_i][1], cfg[_i][2], &err), BKM_OK);
+    size_t ni = (size_t)(d.mb * d.c * d.id * d.ih * d.iw), no = (size_t)(d.mb * d.c * d.od * d.oh * d.ow);
+    float *src = malloc(ni * 4), *g = rnd(no, 9), *y = calloc(no, 4), *yr = calloc(no, 4);
+    float *gs = calloc(ni, 4), *gsr = calloc(ni, 4);
+    int32_t *arg = calloc(no, sizeof(int32_t));
+    for (size_t i = 0; i < ni; i++) /* distinct values: no ties, finite differences keep the argmax */
+        src[i] = (float)((i * 7919u) % ni) * 0.01f;
+    bkm_kern_maxpool3d_fwd(&d, src, y, arg);
+    bkm_kern_maxpool3d_bwd(&d, g, arg, gs);
+    bkm_kern_maxpool3d_ref_fwd(&d, src, yr);
+    bkm_kern_maxpool3d_ref_bwd(&d, src, g, gsr);
+    ck_assert(rel_diff(y, yr, no) == 0.0);
+    ck_assert(rel_diff(gs, gsr, ni) < 1e-6);
+    for (size_t j = 0; j < ni; j += ni / 11 + 1) {
+        double lp = 0.0, lm = 0.0, eps = 1e-3;
+        float keep = src[j];
+        src[j] = keep + (float)eps;
+        bkm_kern_maxpool3d_ref_fwd(&d, src, yr);
+        for (size_t i = 0; i < no; i++)
+            lp += (double)yr[i] * g[i];
+        src[j] = keep - (float)eps;
+        bkm_kern_maxpool3d_ref_fwd(&d, src, yr);
+        for (size_t i = 0; i < no; i++)
+            lm += (double)yr[i] * g[i];
+        src[j] = keep;
+        ck_assert_msg(fabs((lp - lm) / (2 * eps) - gs[j]) < 1e-2, "element %zu", j);
+    }
+    /* bad windows */
+    ck_assert_int_eq(bkm_kern_pool3d_desc_init(&d, 1, 1, 4, 4, 4, 2, 2, 2, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "p2"));
+    ck_assert_int_eq(bkm_kern_pool3d_desc_init(&d, 1, 1, 1, 4, 4, 2, 2, 0, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "empty output"));
+    free(src), free(g), free(y), free(yr), free(gs), free(gsr), free(arg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("conv3d");
+    TCase *tc = tcase_create("conv3d");
+    tcase_add_test(tc, desc_grammar);
+    tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 4 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_test(tc, conv3d_rejects_bad_tunables);
+    tcase_add_test(tc, conv3d_gradient_check);
+    tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 3);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/* Networks as data: the table's one-time check and derivations, every error naming its value, and
+ * one training step of small odd tables on the native and oneDNN executors against the reference
+ * executor over the same table (loss, updated parameters, gradients), plus per-layer timing. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/net.h"
+
+/* max |a - b| / max(1, max |b|) */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double md = 0.0, mb = 1.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > md || isnan(d))
+            md = isnan(d) ? INFINITY : d;
+        if (fabs((double)b[i]) > mb)
+            mb = fabs((double)b[i]);
+    }
+    return md / mb;
+}
+
+static void fill(float *p, size_t n, unsigned seed, float scale)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
+    }
+}
+
+/* Small odd CNN: conv (stride 2, padding 1), ReLU, pool, conv, ReLU, dropout, FC, ReLU, FC, loss. */
+static void small_cnn(bkm_net_desc_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = 3;
+    d->c = 3;
+    d->h = 13;
+    d->w = 11;
+    d->lr = 0.05f;
+    bkm_net_desc_add(d, BKM_NET_CONV, "c1", 8, 3, 2, 1);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "p1", 0, 3, 2, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV, "c2", 16, 3, 1, 1);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r2", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_DROPOUT, "d3", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "f3", 20, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r3", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "f4", 7, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
+}
+
+/* Layers before the first parameter layer get no backward: a pool and ReLU on the input. */
+static void pool_first(bkm_net_desc_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = 2;
+    d->c = 2;
+    d->h = 9;
+    d->w = 10;
+    d->lr = 0.1f;
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "p0", 0, 2, 2, 1);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r0", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV, "c1", 5, 3, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "f2", 4, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
+}
+
+/* Small odd 3-D network: conv3d (stride 2, padding 1), pool3d, conv3d, ReLU, FC, FC, a loss over the
+ * batch axis (the conv3d seed's quirk) and no update (lr 0), or the class loss with an update. */
+static void small3d_lossk(bkm_net_desc_t *d, bkm_net_kind_t loss, float lr)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = 3;
+    d->c = 2;
+    d->d = 6;
+    d->h = 7;
+    d->w = 5;
+    d->lr = lr;
+    bkm_net_desc_add(d, BKM_NET_CONV3D, "c1", 4, 3, 2, 1);
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL3D, "p1", 0, 2, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV3D, "c2", 5, 2, 1, 1);
+    bkm_net_desc_add(d, BKM_NET_FC, "f3", 9, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r3", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "f4", 6, 0, 0, 0);
+    bkm_net_desc_add(d, loss, "loss", 0, 0, 0, 0);
+}
+
+static void small3d(bkm_net_desc_t *d)
+{
+    small3d_lossk(d, BKM_NET_LOSS_BATCH, 0.0f);
+}
+
+START_TEST(conv3d_seed_table)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_err_t err = {0};
+    bkm_net_desc_conv3d_seed(&d, 4);
+    ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
+    /* workloads.md §5: 33x33x18, 31x31x16, 15x15x8, 13x13x6, 11x11x4, 5x5x2 (-> 6400) */
+    static const int64_t dhw[6][3] = {{33, 33, 18}, {31, 31, 16}, {15, 15, 8}, {13, 13, 6}, {11, 11, 4}, {5, 5, 2}};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(net.li[i].out.d, dhw[i][0]);
+        ck_assert_int_eq(net.li[i].out.h, dhw[i][1]);
+        ck_assert_int_eq(net.li[i].out.w, dhw[i][2]);
+        ck_assert_int_eq(net.li[i].out.nsp, 3);
+    }
+    ck_assert_int_eq(net.li[6].in.c * net.li[6].in.d * net.li[6].in.h * net.li[6].in.w, 6400);
+    ck_assert_int_eq(net.classes, 512);
+    /* MAC per sample: 33.87 M, 1700.46 M, 224.28 M, 214.11 M; fwd 17.41 GF and fwd+bwd (no conv1
+     * bwd-data) 51.96 GF per 4-sample iteration */
+    ck_assert(fabs(net.li[0].flops[BKM_NET_FWD] / 8 - 33.87e6) < 0.01e6);
+    ck_assert(fabs(net.li[1].flops[BKM_NET_FWD] / 8 - 1700.46e6) < 0.01e6);
+    ck_assert_msg(fabs(net.flops_fwd / 1e9 - 17.41) < 0.005, "%g", net.flops_fwd);
+    ck_assert_msg(fabs(net.flops_train / 1e9 - 51.96) < 0.005, "%g", net.flops_train);
+    ck_assert(net.li[1].flops[BKM_NET_UPD] == 0.0); /* lr 0: no update step */
+}
+END_TEST
+
+START_TEST(table_derivations)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_err_t err = {0};
+    small_cnn(&d);
+    ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
+    /* c1: 13x11 -> 7x6; p1: 7x6 -> 3x2; c2 keeps 3x2; f3 flattens 16*3*2 = 96 */
+    ck_assert_int_eq(net.li[0].out.h, 7);
+    ck_assert_int_eq(net.li[0].out.w, 6);
+    ck_assert_int_eq(net.li[2].out.h, 3);
+    ck_assert_int_eq(net.li[2].out.w, 2);
+    ck_assert_int_eq(net.li[6].in.c * net.li[6].in.h * net.li[6].in.w, 96);
+    ck_assert_int_eq(net.li[6].n_wei, 20 * 96);
+    ck_assert_int_eq(net.classes, 7);
+    ck_assert_int_eq(net.n_trainable, 8 * 27 + 8 + 16 * 72 + 16 + 20 * 96 + 20 + 7 * 20 + 7);
+    for (int i = 0; i < d.n_layers; i++) {
+        ck_assert_uint_eq(net.li[i].wei_off % 16, 0);
+        ck_assert_uint_eq(net.li[i].bias_off % 16, 0);
+        if (net.li[i].n_wei)
+            ck_assert(net.li[i].bias_off + (size_t)net.li[i].n_bias <= net.n_params);
+    }
+    /* FLOPs: conv 2*N*K*C*R*S*P*Q, FC 2*N*in*out; no bwd-data for the first parameter layer */
+    ck_assert(net.li[0].flops[BKM_NET_FWD] == 2.0 * 3 * 8 * 3 * 9 * 7 * 6);
+    ck_assert(net.li[0].flops[BKM_NET_BWD_D] == 0.0);
+    ck_assert(net.li[3].flops[BKM_NET_BWD_D] == net.li[3].flops[BKM_NET_FWD]);
+    ck_assert(net.li[8].flops[BKM_NET_FWD] == 2.0 * 3 * 20 * 7);
+    ck_assert(net.flops_train == 3.0 * net.flops_fwd - net.li[0].flops[BKM_NET_FWD]);
+    ck_assert(!net.li[0].need_bwd_d && net.li[1].need_bwd_d && net.li[0].need_bwd);
+
+    pool_first(&d);
+    ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
+    ck_assert(!net.li[0].need_bwd && !net.li[1].need_bwd && net.li[2].need_bwd && !net.li[2].need_bwd_d);
+    ck_assert_int_eq(net.li[0].out.h, 5); /* (9 + 2 - 2) / 2 + 1 */
+}
+END_TEST
+
+/* @p d must be refused with BKM_EINVAL and a message containing @p needle. */
+static void refused(const bkm_net_desc_t *d, const char *needle)
+{
+    bkm_net_t net;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_net_init(&net, d, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, needle) != NULL, "'%s' does not name '%s'", err.msg, needle);
+}
+
+START_TEST(table_rejects_bad_input)
+{
+    bkm_net_desc_t d;
+    small_cnn(&d);
+    d.mb = 0;
+    refused(&d, "mb=0");
+    small_cnn(&d);
+    d.h = -4;
+    refused(&d, "h=-4");
+    small_cnn(&d);
+    d.layer[0].k = 40; /* window larger than the padded input */
+    refused(&d, "c1");
+    small_cnn(&d);
+    d.layer[3].out = 0;
+    refused(&d, "out=0");
+    small_cnn(&d);
+    d.layer[2].p = -1;
+    refused(&d, "p=-1");
+    small_cnn(&d);
+    d.layer[2].p = 3; /* pooling padding as wide as the window */
+    refused(&d, "p=3");
+    small_cnn(&d);
+    d.layer[d.n_layers - 1].kind = BKM_NET_RELU; /* no loss */
+    refused(&d, "loss");
+    small_cnn(&d);
+    d.layer[7].kind = BKM_NET_LOSS; /* loss in the middle */
+    refused(&d, "r3");
+    small_cnn(&d);
+    d.layer[d.n_layers - 2].kind = BKM_NET_RELU; /* loss not after an FC */
+    refused(&d, "FC");
+    small_cnn(&d);
+    d.lr = -1.0f;
+    refused(&d, "learning rate -1");
+    small_cnn(&d);
+    d.layer[3].kind = BKM_NET_CONV3D; /* a 3-D layer on a 2-D tensor */
+    refused(&d, "c2");
+    small3d(&d);
+    d.layer[1].kind = BKM_NET_MAXPOOL; /* a 2-D layer on a 3-D tensor */
+    refused(&d, "needs a 2-D (NCHW) input");
+    small3d(&d);
+    d.layer[4] = (bkm_net_layer_t){BKM_NET_CONV3D, 2, 1, 1, 0, "c5"}; /* conv after the FC flattened */
+    refused(&d, "flat features");
+    small3d(&d);
+    d.d = -2;
+    refused(&d, "d=-2");
+    small3d(&d);
+    d.layer[0].k = 9; /* deeper than the input (d = 6) */
+    refused(&d, "d=6");
+    small_cnn(&d);
+    d.layer[6].out = (int64_t)1 << 45; /* too large to address */
+    refused(&d, "f3");
+    small_cnn(&d);
+    d.layer[4].kind = (bkm_net_kind_t)99;
+    refused(&d, "kind 99");
+    small_cnn(&d);
+    d.n_layers = BKM_NET_MAX_LAYERS + 1;
+    refused(&d, "33 layers");
+    small_cnn(&d);
+    ck_assert_ptr_null(bkm_net_desc_add(&(bkm_net_desc_t){.n_layers = BKM_NET_MAX_LAYERS}, BKM_NET_RELU, "x", 0, 0, 0,
+                                        0));
+}
+END_TEST
+
+/* One executor of @p d on @p eng, with seeded input, labels and parameters. */
+static bkm_net_exec_t *make_exec(const bkm_net_desc_t *d, bkm_net_engine_t eng)
+{
+    bkm_net_t net;
+    bkm_net_exec_t *ex = NULL;
+    bkm_err_t err = {0};
+    size_t n;
+    ck_assert_msg(bkm_net_init(&net, d, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_net_exec_create(&ex, &net, eng, NULL, &err) == BKM_OK, "%s: %s", bkm_net_engine_name(eng),
+                  err.msg);
+    float *in = bkm_net_exec_input(ex, &n);
+    ck_assert_uint_eq(n, (size_t)(d->mb * d->c * (d->d ? d->d : 1) * d->h * d->w));
+    fill(in, n, 1, 1.0f);
+    int32_t *lab = bkm_net_exec_labels(ex, &n);
+    ck_assert_uint_eq(n, (size_t)d->mb);
+    for (size_t i = 0; i < n; i++)
+        lab[i] = (int32_t)((i * 5 + 2) % (size_t)net.classes);
+    float *p = bkm_net_exec_params(ex, &n);
+    ck_assert_uint_eq(n, net.n_params);
+    fill(p, n, 100, 0.3f);
+    ck_assert_msg(bkm_net_exec_prepare(ex, &err) == BKM_OK, "%s", err.msg);
+    return ex;
+}
+
+/* Two steps of @p d on @p eng and on the reference: losses, parameters and gradients agree. */
+static void agree_with_reference(const bkm_net_desc_t *d, bkm_net_engine_t eng)
+{
+    bkm_net_exec_t *ex = make_exec(d, eng), *ref = make_exec(d, BKM_NET_REF);
+    bkm_err_t err = {0};
+    bkm_net_step_t s1, s2, r1, r2;
+    size_t n;
+    ck_assert_msg(bkm_net_exec_step(ex, &s1, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_net_exec_step(ex, &s2, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_net_exec_finish(ex, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_step(ref, &r1, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_step(ref, &r2, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_finish(ref, &err), BKM_OK);
+    ck_assert_msg(fabs(s1.loss - r1.loss) <= 1e-4 * fabs(r1.loss), "%s loss %.7f vs reference %.7f",
+                  bkm_net_engine_name(eng), s1.loss, r1.loss);
+    ck_assert_msg(fabs(s2.loss - r2.loss) <= 1e-4 * fabs(r2.loss), "%s second loss %.7f vs reference %.7f",
+                  bkm_net_engine_name(eng), s2.loss, r2.loss);
+    if (d->lr > 0.0f)
+        ck_assert_msg(r2.loss < r1.loss, "a step on the same batch must lower the loss: %g -> %g", r1.loss, r2.loss);
+    else
+        ck_assert_msg(r2.loss == r1.loss, "no update: the same loss twice (%g, %g)", r1.loss, r2.loss);
+    ck_assert(s1.fwd_ms >= 0.0 && s1.bwd_ms >= 0.0 && s1.update_ms >= 0.0);
+    const bkm_net_t *net = bkm_net_exec_net(ex);
+    const float *p = bkm_net_exec_params(ex, &n), *rp = bkm_net_exec_params(ref, NULL);
+    const float *g = bkm_net_exec_grads(ex, NULL), *rg = bkm_net_exec_grads(ref, NULL);
+    for (int i = 0; i < net->d.n_layers; i++) {
+        const bkm_net_layer_info_t *li = &net->li[i];
+        if (!li->n_wei)
+            continue;
+        ck_assert_msg(rel_diff(p + li->wei_off, rp + li->wei_off, (size_t)li->n_wei) < 1e-5, "%s weights",
+                      net->d.layer[i].name);
+        ck_assert_msg(rel_diff(p + li->bias_off, rp + li->bias_off, (size_t)li->n_bias) < 1e-5, "%s bias",
+                      net->d.layer[i].name);
+        ck_assert_msg(rel_diff(g + li->wei_off, rg + li->wei_off, (size_t)li->n_wei) < 1e-4, "%s weight gradient",
+                      net->d.layer[i].name);
+        ck_assert_msg(rel_diff(g + li->bias_off, rg + li->bias_off, (size_t)li->n_bias) < 1e-4, "%s bias gradient",
+                      net->d.layer[i].name);
+    }
+    ck_assert_ptr_nonnull(strstr(bkm_net_exec_impl(ex), bkm_net_engine_name(eng)));
+    bkm_net_exec_destroy(ex);
+    bkm_net_exec_destroy(ref);
+}
+
+START_TEST(native_matches_reference)
+{
+    bkm_net_desc_t d;
+    small_cnn(&d);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    pool_first(&d);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    small3d(&d);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    small3d_lossk(&d, BKM_NET_LOSS, 0.05f);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+}
+END_TEST
+
+START_TEST(onednn_matches_reference)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_net_exec_t *ex = NULL;
+    bkm_err_t err = {0};
+    small_cnn(&d);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+    small3d(&d);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+    small3d_lossk(&d, BKM_NET_LOSS, 0.05f);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+    /* oneDNN's chain starts at a parameter layer: a pool on the input is refused, naming it */
+    pool_first(&d);
+    ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_create(&ex, &net, BKM_NET_ONEDNN, NULL, &err), BKM_ENOTSUP);
+    ck_assert_ptr_null(ex);
+    ck_assert_ptr_nonnull(strstr(err.msg, "p0"));
+}
+END_TEST
+
+START_TEST(bad_label_is_named)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_net_exec_t *ex = NULL;
+    bkm_err_t err = {0};
+    small_cnn(&d);
+    ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_create(&ex, &net, (bkm_net_engine_t)_i, NULL, &err), BKM_OK);
+    bkm_net_exec_labels(ex, NULL)[1] = 7;
+    ck_assert_int_eq(bkm_net_exec_prepare(ex, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "label[1] = 7"));
+    bkm_net_exec_labels(ex, NULL)[1] = -1;
+    ck_assert_int_eq(bkm_net_exec_prepare(ex, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "label[1] = -1"));
+    bkm_net_exec_destroy(ex);
+}
+END_TEST
+
+START_TEST(per_layer_times)
+{
+    bkm_net_desc_t d;
+    bkm_net_exec_t *ex;
+    bkm_err_t err = {0};
+    bkm_net_step_t s;
+    long steps = -1;
+    small_cnn(&d);
+    ex = make_exec(&d, (bkm_net_engine_t)_i);
+    /* off by default: nothing accumulates */
+    ck_assert_int_eq(bkm_net_exec_step(ex, &s, &err), BKM_OK);
+    ck_assert(bkm_net_exec_layer_ms(ex, 0, BKM_NET_FWD, &steps) == 0.0);
+    ck_assert_int_eq(steps, 0);
+    bkm_net_exec_set_timing(ex, 1);
+    ck_assert_int_eq(bkm_net_exec_step(ex, &s, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_step(ex, &s, &err), BKM_OK);
+    const bkm_net_t *net = bkm_net_exec_net(ex);
+    double sum = 0.0;
+    for (int i = 0; i < d.n_layers; i++) {
+        double f = bkm_net_exec_layer_ms(ex, i, BKM_NET_FWD, &steps);
+        ck_assert_int_eq(steps, 2);
+        if (d.layer[i].kind != BKM_NET_DROPOUT || _i != BKM_NET_ONEDNN)
+            ck_assert_msg(f > 0.0, "layer %s fwd %g ms", d.layer[i].name, f);
+        if (net->li[i].n_wei) {
+            ck_assert_msg(bkm_net_exec_layer_ms(ex, i, BKM_NET_BWD_W, NULL) > 0.0, "%s bwd_w", d.layer[i].name);
+            ck_assert_msg(bkm_net_exec_layer_ms(ex, i, BKM_NET_UPD, NULL) > 0.0, "%s update", d.layer[i].name);
+        }
+        for (int dir = 0; dir < BKM_NET_NDIR; dir++)
+            sum += bkm_net_exec_layer_ms(ex, i, (bkm_net_dir_t)dir, NULL);
+    }
+    /* the first layer's input gradient is never computed */
+    ck_assert(bkm_net_exec_layer_ms(ex, 0, BKM_NET_BWD_D, NULL) == 0.0);
+    ck_assert(bkm_net_exec_layer_ms(ex, 3, BKM_NET_BWD_D, NULL) > 0.0);
+    ck_assert(bkm_net_exec_layer_ms(ex, d.n_layers, BKM_NET_FWD, NULL) == 0.0);
+    /* the layers add up to (at most) the phases of the last steps */
+    ck_assert(sum <= s.fwd_ms + s.bwd_ms + s.update_ms + 1e3);
+    bkm_net_exec_reset_times(ex);
+    ck_assert(bkm_net_exec_layer_ms(ex, 0, BKM_NET_FWD, &steps) == 0.0 && steps == 0);
+    bkm_net_exec_destroy(ex);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("net");
+    TCase *tc = tcase_create("table");
+    tcase_add_test(tc, table_derivations);
+    tcase_add_test(tc, table_rejects_bad_input);
+    tcase_add_test(tc, conv3d_seed_table);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("exec");
+    tcase_add_test(tc, native_matches_reference);
+    tcase_add_test(tc, onednn_matches_reference);
+    tcase_add_loop_test(tc, bad_label_is_named, BKM_NET_NATIVE, BKM_NET_REF + 1);
+    tcase_add_loop_test(tc, per_layer_times, BKM_NET_NATIVE, BKM_NET_REF + 1);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
