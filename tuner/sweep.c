@@ -157,12 +157,12 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     row = stored_find(st, role, round, key);
     if (row != NULL) {
         /* measured before an interruption: reuse, never run again */
-        *value = row->status == BKM_DB_TRIAL_OK ? row->median_ms : NAN;
-        if (prec && row->status == BKM_DB_TRIAL_OK)
+        *value = row->status == BKM_TRIAL_OK ? row->median_ms : NAN;
+        if (prec && row->status == BKM_TRIAL_OK)
             prec[0] = row->ci_lo_ms, prec[1] = row->ci_hi_ms;
         st->prog.done++;
         st->prog.resumed++;
-        if (row->status != BKM_DB_TRIAL_OK)
+        if (row->status != BKM_TRIAL_OK)
             st->prog.failed++;
         if (!isnan(*value) && strcmp(role, "search") == 0 && (isnan(st->prog.best_ms) || *value < st->prog.best_ms)) {
             st->prog.best_ms = *value;
@@ -274,10 +274,10 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
         char label[256];
         st->prog.failed++;
         bkm_tune_config_label(c, label, sizeof label);
-        bkm_log(cfg->log, BKM_LOG_WARN, "trial %s: %s (%s)", label, bkm_tune_trial_status_name(res.status),
+        bkm_log(cfg->log, BKM_LOG_WARN, "trial %s: %s (%s)", label, bkm_trial_status_name(res.status),
                 res.message);
     }
-    progress_emit(st, c, bkm_tune_trial_status_name(res.status));
+    progress_emit(st, c, bkm_trial_status_name(res.status));
     rc = BKM_OK;
 out:
     bkm_free(ctr);
@@ -419,7 +419,7 @@ static int candidates_pick(sweep_state_t *st, size_t strategy_best, cand_t *cand
         double pv = NAN;
         for (size_t r = 0; r < now.n; r++) {
             const bkm_db_trial_row_t *row = &now.rows[r];
-            if (row->status != BKM_DB_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms) ||
+            if (row->status != BKM_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms) ||
                 !(isnan(pv) || row->median_ms < pv))
                 continue;
             for (size_t i = 0; i < n; i++) {

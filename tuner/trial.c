@@ -333,19 +333,6 @@ int bkm_tune_env_check(char *const *env, bkm_err_t *err)
     return BKM_OK;
 }
 
-const char *bkm_tune_trial_status_name(int status)
-{
-    switch (status) {
-    case BKM_TRIAL_OK: return "ok";
-    case BKM_TRIAL_CRASHED: return "crashed";
-    case BKM_TRIAL_TIMEOUT: return "timeout";
-    case BKM_TRIAL_FAILED: return "failed";
-    case BKM_TRIAL_BINDING_MISMATCH: return "binding-mismatch";
-    case BKM_TRIAL_INTERRUPTED: return "interrupted";
-    default: return "unknown";
-    }
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Result                                                                                    */
 
@@ -465,7 +452,7 @@ void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *r, bkm_json_w_
 {
     bkm_json_obj_begin(w);
     bkm_json_key(w, "status");
-    bkm_json_str(w, bkm_tune_trial_status_name(r->status));
+    bkm_json_str(w, bkm_trial_status_name(r->status));
     bkm_json_key(w, "message");
     bkm_json_str(w, r->message);
     bkm_json_key(w, "exit_code");

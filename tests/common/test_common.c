@@ -390,6 +390,31 @@ START_TEST(cpuset_format_and_parse)
 }
 END_TEST
 
+START_TEST(trial_status_names)
+{
+    static const char *const names[] = {"ok", "crashed", "timeout", "failed", "binding-mismatch"};
+    bkm_err_t err = {0};
+    int st;
+    ck_assert_int_eq(BKM_TRIAL_N_STORED, 5);
+    for (int i = 0; i < BKM_TRIAL_N_STORED; i++) {
+        ck_assert_str_eq(bkm_trial_status_name(i), names[i]);
+        ck_assert_int_eq(bkm_trial_status_stored(i), 1);
+        st = -1;
+        ck_assert_int_eq(bkm_trial_status_parse(names[i], &st, &err), BKM_OK);
+        ck_assert_int_eq(st, i);
+    }
+    /* interrupted has a name but is not a stored result */
+    ck_assert_str_eq(bkm_trial_status_name(BKM_TRIAL_INTERRUPTED), "interrupted");
+    ck_assert_int_eq(bkm_trial_status_stored(BKM_TRIAL_INTERRUPTED), 0);
+    ck_assert_int_eq(bkm_trial_status_parse("interrupted", &st, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "interrupted"));
+    ck_assert_ptr_null(bkm_trial_status_name(-1));
+    ck_assert_ptr_null(bkm_trial_status_name(BKM_TRIAL_INTERRUPTED + 1));
+    ck_assert_int_eq(bkm_trial_status_stored(-1), 0);
+    ck_assert_int_eq(bkm_trial_status_parse(NULL, &st, &err), BKM_EINVAL);
+}
+END_TEST
+
 START_TEST(strict_numbers)
 {
     long long v;
@@ -521,6 +546,7 @@ static Suite *common_suite(void)
     tcase_add_test(tc, json_reader_numbers_and_escapes);
     tcase_add_test(tc, cpuset_format_and_parse);
     tcase_add_test(tc, strict_numbers);
+    tcase_add_test(tc, trial_status_names);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     tcase_add_checked_fixture(tc, files_setup, files_teardown);

@@ -58,6 +58,30 @@ const char *bkm_strerror(int code);
 int bkm_status_exit_code(int code);
 
 /* ---------------------------------------------------------------------------------------- */
+/** Outcome of a trial: one type for the runner that produces it (bkm/tuner.h) and the store
+ *  that keeps it (bkm/results.h). The statuses up to BKM_TRIAL_BINDING_MISMATCH are results:
+ *  they are stored, as their names. BKM_TRIAL_INTERRUPTED is the runner's "no result" (the
+ *  tuner was stopped while the trial ran): it is never stored (bkm_db_trial_insert refuses it,
+ *  bkm_trial_status_parse does not accept it), and the resumed sweep measures that trial. */
+typedef enum {
+    BKM_TRIAL_OK = 0,
+    BKM_TRIAL_CRASHED,           /**< killed by a signal (signal_name) */
+    BKM_TRIAL_TIMEOUT,           /**< exceeded spec.timeout_s; process group SIGKILLed */
+    BKM_TRIAL_FAILED,            /**< non-zero exit, or a result that does not parse */
+    BKM_TRIAL_BINDING_MISMATCH,  /**< the threads were not bound as planned */
+    BKM_TRIAL_INTERRUPTED        /**< cut short by a stop of the tuner: not a result */
+} bkm_trial_status_t;
+/** Number of stored statuses: 0 <= status < BKM_TRIAL_N_STORED. */
+#define BKM_TRIAL_N_STORED BKM_TRIAL_INTERRUPTED
+/** "ok", "crashed", "timeout", "failed", "binding-mismatch", "interrupted"; NULL when
+ *  @p status is none of them. */
+const char *bkm_trial_status_name(int status);
+/** 1 when @p status is a result that is stored (BKM_TRIAL_OK .. BKM_TRIAL_BINDING_MISMATCH). */
+int bkm_trial_status_stored(int status);
+/** Parse the name of a stored status; BKM_EINVAL naming it otherwise ("interrupted" too). */
+int bkm_trial_status_parse(const char *name, int *status, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */
 uint64_t bkm_now_ns(void);
 /** Resolution of the monotonic clock in nanoseconds. */

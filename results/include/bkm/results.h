@@ -158,21 +158,6 @@ int bkm_db_sweep_done_keys(bkm_db_t *db, int64_t sweep_id, const char *role, int
                            bkm_db_strv_t *keys, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/** Outcome of a trial. Stored as its name: ok, crashed, timeout, failed, binding-mismatch.
- *  Same values as bkm_tune_trial_status_t in bkm/tuner.h (checked by tests/tuner/test_stats.c),
- *  so a runner's status can be stored as is. */
-typedef enum {
-    BKM_DB_TRIAL_OK = 0,
-    BKM_DB_TRIAL_CRASHED,
-    BKM_DB_TRIAL_TIMEOUT,
-    BKM_DB_TRIAL_FAILED,
-    BKM_DB_TRIAL_BINDING_MISMATCH
-} bkm_db_trial_status_t;
-/** Name of a status ("ok", ...), or NULL when out of range. */
-const char *bkm_db_trial_status_name(int status);
-/** Parse a status name; BKM_EINVAL naming it when unknown. */
-int bkm_db_trial_status_parse(const char *name, int *status, bkm_err_t *err);
-
 /** One counter reading: a value, or unavailable with a reason. */
 typedef struct bkm_db_counter {
     const char *name;
@@ -185,7 +170,7 @@ typedef struct bkm_db_counter {
 typedef struct bkm_db_trial {
     int64_t sweep_id;
     const char *config_json;     /**< JSON object; canonicalised to form the trial key */
-    int status;                  /**< bkm_db_trial_status_t */
+    int status;                  /**< bkm_trial_status_t (bkm/common.h), a stored one */
     const char *role;            /**< "search" (NULL) or "confirm" */
     int round;                   /**< confirmation round; 0 for search */
     const char *error;           /**< error text; may be NULL */

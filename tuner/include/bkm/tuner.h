@@ -162,18 +162,9 @@ int bkm_tune_env_hwloc_asserted(char *const *env);
  *  @return BKM_OK; BKM_EDEP naming the first such variable (set and non-empty). */
 int bkm_tune_env_check(char *const *env, bkm_err_t *err);
 
-/** Outcome of a trial. */
-typedef enum {
-    BKM_TRIAL_OK = 0,
-    BKM_TRIAL_CRASHED,           /**< killed by a signal (signal_name) */
-    BKM_TRIAL_TIMEOUT,           /**< exceeded spec.timeout_s; process group SIGKILLed */
-    BKM_TRIAL_FAILED,            /**< non-zero exit, or a result that does not parse */
-    BKM_TRIAL_BINDING_MISMATCH,  /**< the threads were not bound as planned */
-    BKM_TRIAL_INTERRUPTED        /**< cut short by a stop of the tuner (runner->stop): not a
-                                      result, never stored; the resumed sweep measures it */
-} bkm_tune_trial_status_t;
-/** "ok", "crashed", "timeout", "failed", "binding-mismatch", "interrupted". */
-const char *bkm_tune_trial_status_name(int status);
+/* The outcome of a trial is bkm_trial_status_t (bkm/common.h), shared with the store. */
+/** Former name of bkm_trial_status_name, kept while apps/ still spells it so. */
+#define bkm_tune_trial_status_name(status) bkm_trial_status_name(status)
 
 /** Worker exit codes (the contract between `tune worker` and the runner). */
 #define BKM_WORKER_EXIT_OK 0
@@ -199,7 +190,7 @@ typedef struct bkm_tune_runner {
 /** Result of one trial. Zero-initialise before the first use; free with
  *  bkm_tune_trial_result_free (then it may be reused). */
 typedef struct bkm_tune_trial_result {
-    int status;                  /**< bkm_tune_trial_status_t */
+    int status;                  /**< bkm_trial_status_t */
     int exit_code;               /**< worker exit code, -1 when killed by a signal */
     int signal;                  /**< terminating signal, 0 if none */
     char signal_name[16];        /**< "SIGSEGV", ... or "" */
