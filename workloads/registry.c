@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "wl_int.h"
@@ -222,8 +223,19 @@ static int resolve(bkm_wl_t *wl, const bkm_wl_entry_t *e, const bkm_wl_config_t 
     return BKM_OK;
 }
 
-/* Refuse a configuration whose buffers cannot fit in this node's memory (BKM_ENOTSUP naming
- * both sizes) rather than letting the allocation succeed on overcommit and the fill be killed. */
+/* The soft limit @p res of this process (ulimit -v, ulimit -d) in bytes, or @p have when it
+ * is unlimited or larger. */
+static double rlimit_below(int res, double have)
+{
+    struct rlimit rl;
+    if (getrlimit(res, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (double)rl.rlim_cur < have)
+        return (double)rl.rlim_cur;
+    return have;
+}
+
+/* Refuse a configuration whose buffers cannot fit in the memory this process may use (the
+ * node's, lowered by RLIMIT_AS and RLIMIT_DATA; BKM_ENOTSUP naming both sizes) rather than
+ * letting the allocation succeed on overcommit and the fill be killed. */
 static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
 {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
@@ -231,11 +243,11 @@ static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
     if (!wl->e->bytes || pages <= 0 || psz <= 0)
         return BKM_OK;
     need = wl->e->bytes(wl);
-    have = (double)pages * (double)psz;
+    have = rlimit_below(RLIMIT_DATA, rlimit_below(RLIMIT_AS, (double)pages * (double)psz));
     if (need > 0.9 * have)
         return bkm_err_set(err, BKM_ENOTSUP, "%s: this configuration needs about %.1f GiB, more than 90%% of the "
-                           "%.1f GiB of memory of this node", wl->e->info.name, need / 1073741824.0,
-                           have / 1073741824.0);
+                           "%.1f GiB of memory this process may use on this node", wl->e->info.name,
+                           need / 1073741824.0, have / 1073741824.0);
     return BKM_OK;
 }
 

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bkm/kernels.h"
@@ -113,25 +115,61 @@ START_TEST(bad_parameters_are_named)
 }
 END_TEST
 
+/* In a child whose address space and data are limited to 1 GiB: a 3 GiB gemm (m=n=k=16384),
+ * which fits this node's memory, must be refused by the check and by create, naming the sizes.
+ * Exit 0 when it is, else the number of the step that accepted it (its message on stderr). */
+static int too_large_child(void)
+{
+    struct rlimit lim = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+    bkm_wl_config_t cfg;
+    bkm_err_t err = {0};
+    bkm_wl_t *wl = NULL;
+    bkm_wl_config_init(&cfg);
+    if (bkm_wl_config_add(&cfg, "m=16384", &err) || bkm_wl_config_add(&cfg, "n=16384", &err) ||
+        bkm_wl_config_add(&cfg, "k=16384", &err))
+        return 11;
+    if (setrlimit(RLIMIT_DATA, &lim) != 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        return 10;
+    if (bkm_wl_config_check("gemm", &cfg, &err) != BKM_ENOTSUP || !strstr(err.msg, "GiB")) {
+        fprintf(stderr, "config_check accepted 3 GiB under a 1 GiB limit: %s\n", err.msg);
+        return 1;
+    }
+    if (bkm_wl_create(&wl, "gemm", &cfg, 1, &err) != BKM_ENOTSUP || wl != NULL) {
+        fprintf(stderr, "create accepted 3 GiB under a 1 GiB limit: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
 START_TEST(too_large_for_this_node_is_not_supported)
 {
     bkm_wl_config_t cfg;
     bkm_err_t err = {0};
     bkm_wl_t *wl = NULL;
     double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    int status = 0;
+    pid_t pid;
     bkm_wl_config_init(&cfg);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "m=65536", &err), BKM_OK);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "n=65536", &err), BKM_OK);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "k=65536", &err), BKM_OK);
     if (3.0 * 4.0 * 65536.0 * 65536.0 < 0.9 * phys) {
-        /* a node that holds the 48 GiB problem must accept it (not created here) */
+        /* a node that holds the 48 GiB problem accepts it (not created here) */
         ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
-        return;
+    } else {
+        ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_ENOTSUP);
+        ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
+        ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_ENOTSUP);
+        ck_assert_ptr_null(wl);
     }
-    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
-    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_ENOTSUP);
-    ck_assert_ptr_null(wl);
+    /* on every machine: a process limited to 1 GiB refuses 3 GiB */
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(too_large_child());
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x (1: check accepted, 2: create "
+                  "accepted, 10: setrlimit failed, 11: config)", status);
 }
 END_TEST
 
