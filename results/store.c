@@ -319,15 +319,15 @@ static int insert_children(bkm_db_t *db, const bkm_db_trial_t *t, int64_t id, bk
                                &st, err)) < 0)
         return ret;
     for (size_t i = 0; i < t->n_counters && rc == SQLITE_DONE; i++) {
-        const bkm_db_counter_t *c = &t->counters[i];
+        const bkm_counter_t *c = &t->counters[i];
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, id);
         bkm__bind_text(st, 2, c->name);
         if (c->available)
-            bkm__bind_double(st, 3, c->value);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)c->value);   /* stored REAL (column affinity) */
         else
             sqlite3_bind_null(st, 3);
-        bkm__bind_text(st, 4, c->available ? NULL : (c->reason ? c->reason : "unavailable"));
+        bkm__bind_text(st, 4, c->available ? NULL : (c->reason[0] ? c->reason : "unavailable"));
         rc = sqlite3_step(st);
     }
     sqlite3_finalize(st);

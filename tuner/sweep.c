@@ -138,7 +138,6 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_tune_trial_spec_t spec = cfg->base;
     bkm_tune_trial_result_t res;
     bkm_db_trial_t t;
-    bkm_db_counter_t *ctr = NULL;
     bkm_buf_t env, check, bind;
     char exit_info[48];
     const char *key;
@@ -244,21 +243,8 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
         }
     }
     t.impl = res.impl[0] ? res.impl : NULL;
-    if (res.n_counters > 0) {
-        ctr = bkm_calloc((size_t)res.n_counters, sizeof *ctr);
-        if (ctr == NULL) {
-            rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-            goto out;
-        }
-        for (int i = 0; i < res.n_counters; i++) {
-            ctr[i].name = res.counters[i].name;
-            ctr[i].value = (double)res.counters[i].value;
-            ctr[i].available = res.counters[i].available;
-            ctr[i].reason = res.counters[i].reason;
-        }
-        t.counters = ctr;
-        t.n_counters = (size_t)res.n_counters;
-    }
+    t.counters = res.counters;
+    t.n_counters = res.counters ? (size_t)res.n_counters : 0;
     if ((rc = bkm_db_trial_insert(st->db, &t, &trial_id, NULL, err)) < 0)
         goto out;
     st->prog.done++;
@@ -280,7 +266,6 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     progress_emit(st, c, bkm_trial_status_name(res.status));
     rc = BKM_OK;
 out:
-    bkm_free(ctr);
     bkm_buf_free(&env);
     bkm_buf_free(&check);
     bkm_buf_free(&bind);

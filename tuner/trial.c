@@ -363,7 +363,7 @@ static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c
     if (r->counters == NULL)
         return bkm_err_set(err, BKM_ENOMEM, "out of memory for %zu counters", n);
     for (const bkm_json_t *m = vals ? vals->child : NULL; m; m = m->next) {
-        bkm_tune_counter_t *e = &r->counters[r->n_counters++];
+        bkm_counter_t *e = &r->counters[r->n_counters++];
         snprintf(e->name, sizeof e->name, "%s", m->key);
         e->available = 1;
         if (m->type == BKM_JSON_NUM && !(fabs(m->num) < 0x1p63))   /* NaN, Inf, beyond long long */
@@ -371,7 +371,7 @@ static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c
         e->value = m->type == BKM_JSON_NUM ? (long long)m->num : 0;
     }
     for (const bkm_json_t *m = un ? un->child : NULL; m; m = m->next) {
-        bkm_tune_counter_t *e = &r->counters[r->n_counters++];
+        bkm_counter_t *e = &r->counters[r->n_counters++];
         snprintf(e->name, sizeof e->name, "%s", m->key);
         snprintf(e->reason, sizeof e->reason, "%s", m->type == BKM_JSON_STR ? m->str : "unavailable");
     }

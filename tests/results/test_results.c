@@ -91,7 +91,7 @@ static int put_trial(bkm_db_t *db, int64_t sweep, int i, bkm_err_t *err)
     char cfg[128];
     double ms[5];
     bkm_db_trial_t t;
-    bkm_db_counter_t c[2] = {{.name = "perf::TASK-CLOCK", .value = 1e6 * i, .available = 1},
+    bkm_counter_t c[2] = {{.name = "perf::TASK-CLOCK", .value = 1e6 * i, .available = 1},
                              {.name = "PAPI_TOT_CYC", .available = 0, .reason = "no PMU"}};
     bkm_db_trial_init(&t);
     snprintf(cfg, sizeof cfg, "{\"threads\": %d, \"affinity\": \"compact,\\\"1\\\"\"}", i);
@@ -458,7 +458,7 @@ START_TEST(trial_is_one_transaction)
     bkm_err_t err = {0};
     bkm_db_trial_t t;
     double ms[3] = {1, 2, 3};
-    bkm_db_counter_t c[2] = {{.name = "x", .value = 1, .available = 1}, {.name = "x", .value = 2, .available = 1}};
+    bkm_counter_t c[2] = {{.name = "x", .value = 1, .available = 1}, {.name = "x", .value = 2, .available = 1}};
     bkm_db_strv_t keys;
     ck_assert_int_eq(bkm_db_open(&db, pth("a.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
     int64_t s = new_sweep(db, "k", 0);

@@ -81,6 +81,16 @@ int bkm_trial_status_stored(int status);
 /** Parse the name of a stored status; BKM_EINVAL naming it otherwise ("interrupted" too). */
 int bkm_trial_status_parse(const char *name, int *status, bkm_err_t *err);
 
+/** One counter reading over a trial (a PAPI event summed over the trial's threads): one record
+ *  from the worker's measurement (bkm/tuner.h) through the runner's result to the store
+ *  (bkm/results.h, column REAL). */
+typedef struct bkm_counter {
+    char name[64];         /**< PAPI preset or native name, e.g. "perf::TASK-CLOCK" */
+    int available;         /**< 1: counted; 0: unavailable, see reason (value is ignored) */
+    long long value;       /**< sum over all counted threads (task-clock: ns) */
+    char reason[160];      /**< why unavailable (PAPI_strerror), "" when available */
+} bkm_counter_t;
+
 /* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */
 uint64_t bkm_now_ns(void);

@@ -158,13 +158,6 @@ int bkm_db_sweep_done_keys(bkm_db_t *db, int64_t sweep_id, const char *role, int
                            bkm_db_strv_t *keys, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/** One counter reading: a value, or unavailable with a reason. */
-typedef struct bkm_db_counter {
-    const char *name;
-    double value;
-    int available;          /**< 0: value is ignored and stored as NULL */
-    const char *reason;     /**< why unavailable; may be NULL */
-} bkm_db_counter_t;
 
 /** A finished trial, as the tuner hands it over. Doubles that are NaN are stored as NULL. */
 typedef struct bkm_db_trial {
@@ -185,7 +178,7 @@ typedef struct bkm_db_trial {
     const char *binding_json;    /**< binding verification, JSON; may be NULL */
     const char *effective_json;  /**< effective settings (env the worker saw), JSON; may be NULL */
     const char *impl;            /**< implementation that ran (e.g. oneDNN impl name); may be NULL */
-    const bkm_db_counter_t *counters;
+    const bkm_counter_t *counters;  /**< unavailable ones are stored as NULL with their reason */
     size_t n_counters;
 } bkm_db_trial_t;
 /** Zero @p t and set every double to NaN (unknown). */

@@ -36,13 +36,7 @@ extern "C" {
 
 #define BKM_TUNE_COUNTERS_MAX 32
 
-/** One requested event and its outcome. */
-typedef struct bkm_tune_counter {
-    char name[64];         /**< PAPI preset or native name, e.g. "perf::TASK-CLOCK" */
-    int available;         /**< 1: counted; 0: unavailable, see reason */
-    long long value;       /**< sum over all counted threads (task-clock: ns) */
-    char reason[160];      /**< why unavailable (PAPI_strerror), "" when available */
-} bkm_tune_counter_t;
+/* One requested event and its outcome: bkm_counter_t (bkm/common.h). */
 
 /** Counter session. It counts per OpenMP thread: each thread of the team opens its own event
  *  set (PAPI_thread_init), and values are summed over threads. PAPI's PAPI_INHERIT/PAPI_ATTACH
@@ -66,7 +60,7 @@ int bkm_tune_counters_start(bkm_tune_counters_t *ctr, int threads, bkm_err_t *er
 /** Stop counting (same team) and sum the values. @return BKM_OK or BKM_EDEP. */
 int bkm_tune_counters_stop(bkm_tune_counters_t *ctr, bkm_err_t *err);
 /** The requested events and their values, valid until close. */
-const bkm_tune_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *ctr, int *n);
+const bkm_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *ctr, int *n);
 /** Number of threads whose event sets were started (0 before start). */
 int bkm_tune_counters_threads(const bkm_tune_counters_t *ctr);
 /** Write {"threads_counted":N,"values":{name:value,...},"unavailable":{name:reason,...}}. */
@@ -206,7 +200,7 @@ typedef struct bkm_tune_trial_result {
     char check_kind[16];         /**< "loss" or "checksum" or "" */
     double check_value;
     char impl[128];              /**< implementation the workload used */
-    bkm_tune_counter_t *counters; /**< available and unavailable events (owned) */
+    bkm_counter_t *counters; /**< available and unavailable events (owned) */
     int n_counters;
 } bkm_tune_trial_result_t;
 
