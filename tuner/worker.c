@@ -150,7 +150,7 @@ static int worker_iter_fn(void *ctx, bkm_err_t *err)
  * names a backend (the workloads take the backend as a parameter). */
 static int spec_wl_config(const bkm_tune_trial_spec_t *spec, bkm_wl_config_t *cfg, bkm_err_t *err)
 {
-    char kv[sizeof spec->params[0].key + sizeof spec->params[0].value + 2];
+    char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
     int rc;
     bkm_wl_config_init(cfg);
     for (int i = 0; i < spec->n_params; i++) {

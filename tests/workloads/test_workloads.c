@@ -113,6 +113,35 @@ START_TEST(bad_parameters_are_named)
     ck_assert_ptr_null(bkm_wl_config_get(&cfg, "n"));
     ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
 }
+
+/* The workload and kernel layers take the longest pair bkm_kv_t allows (a trial spec passes it
+ * on as is): the value reaches the workload's own check, the key the kernel's. */
+START_TEST(longest_kv_reaches_the_checks)
+{
+    char key[BKM_KV_KEY_MAX], text[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX + 1];
+    bkm_wl_config_t cfg;
+    bkm_kern_params_t kp;
+    bkm_err_t err = {0};
+    memset(key, 'k', sizeof key - 1), key[sizeof key - 1] = '\0';
+    bkm_wl_config_init(&cfg);
+    snprintf(text, sizeof text, "shape=%0*d", BKM_KV_VALUE_MAX - 1, 7);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, text, &err), BKM_OK);
+    ck_assert_uint_eq(strlen(bkm_wl_config_get(&cfg, "shape")), BKM_KV_VALUE_MAX - 1);
+    /* refused by conv2d for what it says, not for its length */
+    ck_assert_int_eq(bkm_wl_config_check("conv2d", &cfg, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "shape"));
+    ck_assert_ptr_null(strstr(err.msg, "long"));
+    snprintf(text, sizeof text, "%s=1", key);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, text, &err), BKM_OK);
+    snprintf(text, sizeof text, "x%s=1", key);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, text, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1-63 characters"));
+    bkm_kern_params_init(&kp);
+    snprintf(text, sizeof text, "%s=1", key);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, text, &err), BKM_OK);
+    ck_assert_str_eq(kp.kv[0].key, key);
+}
+END_TEST
 END_TEST
 
 /* In a child whose address space and data are limited to 1 GiB: a 3 GiB gemm (m=n=k=16384),
@@ -265,6 +294,7 @@ int main(void)
     tcase_add_test(tc, registry_lookups);
     tcase_add_test(tc, parameter_lists_merge_kernel_tunables);
     tcase_add_test(tc, bad_parameters_are_named);
+    tcase_add_test(tc, longest_kv_reaches_the_checks);
     tcase_add_test(tc, alexnet_flops_match_workloads_md);
     tcase_add_test(tc, too_large_for_this_node_is_not_supported);
     suite_add_tcase(s, tc);

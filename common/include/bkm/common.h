@@ -58,6 +58,27 @@ const char *bkm_strerror(int code);
 int bkm_status_exit_code(int code);
 
 /* ---------------------------------------------------------------------------------------- */
+/** A key=value pair: one shape and one limit for every layer that passes one on (a trial's
+ *  environment variable, a configuration's, a trial's, a workload's and a kernel's parameter),
+ *  so a pair one layer accepts is never refused for its length by the next. */
+#define BKM_KV_KEY_MAX 64     /**< key buffer: at most 63 characters */
+#define BKM_KV_VALUE_MAX 256  /**< value buffer: at most 255 characters */
+typedef struct bkm_kv {
+    char key[BKM_KV_KEY_MAX];
+    char value[BKM_KV_VALUE_MAX];
+} bkm_kv_t;
+/** Set @p kv to the first @p key_len bytes of @p key and to @p value. BKM_EINVAL naming them
+ *  (@p what: "parameter", "env", ...) when the key is empty or over 63 characters, or the value
+ *  over 255. */
+int bkm_kv_set(bkm_kv_t *kv, const char *key, size_t key_len, const char *value, const char *what,
+               bkm_err_t *err);
+/** Split @p text "key=value" (the first '=') into @p kv: as bkm_kv_set, and BKM_EINVAL naming the
+ *  text when it has no '='. */
+int bkm_kv_parse(bkm_kv_t *kv, const char *text, const char *what, bkm_err_t *err);
+/** Index of the pair whose key is the first @p key_len bytes of @p key in tab[0..n), or -1. */
+int bkm_kv_find(const bkm_kv_t *tab, int n, const char *key, size_t key_len);
+
+/* ---------------------------------------------------------------------------------------- */
 /** Outcome of a trial: one type for the runner that produces it (bkm/tuner.h) and the store
  *  that keeps it (bkm/results.h). The statuses up to BKM_TRIAL_BINDING_MISMATCH are results:
  *  they are stored, as their names. BKM_TRIAL_INTERRUPTED is the runner's "no result" (the

@@ -75,11 +75,7 @@ void bkm_tune_counters_close(bkm_tune_counters_t *ctr);
 #define BKM_TUNE_KV_MAX 32
 #define BKM_TUNE_STDERR_TAIL 4096
 
-/** key=value pair (an environment variable of a trial, or a workload parameter). */
-typedef struct bkm_tune_kv {
-    char key[64];
-    char value[256];
-} bkm_tune_kv_t;
+/* A trial's environment variables and workload parameters are bkm_kv_t (bkm/common.h). */
 
 /** Everything one trial needs: a plain value, copyable. bkm_tune_trial_spec_defaults fills
  *  the protocol defaults. */
@@ -87,9 +83,9 @@ typedef struct bkm_tune_trial_spec {
     char workload[64];           /**< registry name: "gemm", "conv2d", "alexnet", ... */
     char backend[16];            /**< "native", "onednn", or "" = the workload's default */
     int threads;                 /**< OpenMP team size (exported as OMP_NUM_THREADS) */
-    bkm_tune_kv_t env[BKM_TUNE_KV_MAX]; /**< the trial's OpenMP/affinity variables */
+    bkm_kv_t env[BKM_TUNE_KV_MAX]; /**< the trial's OpenMP/affinity variables */
     int n_env;
-    bkm_tune_kv_t params[BKM_TUNE_KV_MAX]; /**< workload parameters ("m"="256") */
+    bkm_kv_t params[BKM_TUNE_KV_MAX]; /**< workload parameters ("m"="256") */
     int n_params;
     int warmup;                  /**< cap on warm-up iterations (>= 1 is always run); default 20 */
     int min_samples;             /**< default 5 */
@@ -486,7 +482,7 @@ typedef struct bkm_tune_config {
     int blocktime_ms;          /**< BKM_TUNE_BLOCKTIME_UNSET, _INFINITE or ms */
     char backend[16];          /**< "" = workload default */
     int n_params;
-    struct { char key[32]; char value[40]; } params[BKM_TUNE_SPACE_MAX_PARAMS];
+    bkm_kv_t params[BKM_TUNE_SPACE_MAX_PARAMS]; /**< parameters not at their default */
     int is_default;            /**< the default setting (the baseline) */
     int coord[BKM_TUNE_MAX_DIMS]; /**< value index along each dimension */
 } bkm_tune_config_t;
