@@ -158,7 +158,6 @@ int bkm_db_sweep_done_keys(bkm_db_t *db, int64_t sweep_id, const char *role, int
                            bkm_db_strv_t *keys, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
-
 /** A finished trial, as the tuner hands it over. Doubles that are NaN are stored as NULL. */
 typedef struct bkm_db_trial {
     int64_t sweep_id;
