@@ -618,166 +618,193 @@ static int balanced_procarr(const model_t *m, int **procarr, int *ncores_out, in
     return 1;
 }
 
-static int balanced_mask(const model_t *m, bkm_aff_gran_t gran, int tid, int nthreads, const int *procarr,
-                         int ncores_nu, int npc_nu, bkm_cpuset_t *mask, bkm_err_t *err)
+/* KMP_AFFINITY=balanced: the masks of a team, as libomp 14's __kmp_balanced_affinity()
+ * (kmp_affinity.cpp) computes them per thread. On a uniform machine threads are spread over
+ * cores (or packages, when cores hold one PU) in contiguous chunks; on a non-uniform one over
+ * the ncores x npc slots of procarr (-1 = no PU): every PU when the team fills the machine, one
+ * core per thread when the team fits the cores, else the slot counts of balanced_spread. */
+typedef struct balanced {
+    const model_t *m;
+    int fine;            /* one PU per thread (granularity finer than the core) */
+    const int *procarr;  /* non-uniform: ncores x npc OS ids, -1 = no PU */
+    int ncores, npc;
+    int *count;          /* non-uniform spread: threads on each slot of procarr */
+} balanced_t;
+
+/* Whether granularity @p gran binds a thread to one PU on this machine. */
+static int balanced_fine(const model_t *m, bkm_aff_gran_t gran)
 {
-    int fine = 1;
-    bkm_cpuset_zero(mask);
     switch (gran) {
-    case BKM_AFF_GRAN_THREAD: break;
-    case BKM_AFF_GRAN_CORE: if (m->threads_per_core > 1) fine = 0; break;
-    case BKM_AFF_GRAN_SOCKET: if (m->cores_per_pkg > 1) fine = 0; break;
-    default: fine = 0; break;
+    case BKM_AFF_GRAN_THREAD: return 1;
+    case BKM_AFF_GRAN_CORE: return m->threads_per_core <= 1;
+    case BKM_AFF_GRAN_SOCKET: return m->cores_per_pkg <= 1;
+    default: return 0;
     }
-    if (m->uniform) {
-        int nth_per_core = m->n / m->ncores, ncores = m->ncores, coreID, threadID, i;
-        if (m->packages > 1 && nth_per_core <= 1) {
-            nth_per_core = m->n / m->packages;
-            ncores = m->packages;
-        }
-        {
-            int chunk = nthreads / ncores, big_cores = nthreads % ncores;
-            int big_nth = (chunk + 1) * big_cores;
-            if (tid < big_nth) {
-                coreID = tid / (chunk + 1);
-                threadID = (tid % (chunk + 1)) % nth_per_core;
-            } else {
-                coreID = (tid - big_cores) / chunk;
-                threadID = ((tid - big_cores) % chunk) % nth_per_core;
-            }
-        }
-        if (fine) {
-            int k = coreID * nth_per_core + threadID;
-            if (k >= 0 && k < m->n)
-                bkm_cpuset_set(mask, m->h[k].os);
-        } else {
-            for (i = 0; i < nth_per_core; i++) {
-                int k = coreID * nth_per_core + i;
-                if (k >= 0 && k < m->n)
-                    bkm_cpuset_set(mask, m->h[k].os);
-            }
-        }
-        return BKM_OK;
+}
+
+/* Uniform machine: thread @p tid's core (or package) and its place in it. */
+static void balanced_uniform_mask(const balanced_t *b, int tid, int nthreads, bkm_cpuset_t *mask)
+{
+    const model_t *m = b->m;
+    int nth_per_core = m->n / m->ncores, ncores = m->ncores, core, thread, chunk, big_cores;
+    if (m->packages > 1 && nth_per_core <= 1) {
+        nth_per_core = m->n / m->packages;
+        ncores = m->packages;
     }
-    {
-        int core_level = find_core_level(m);
-        int ncores = ncores_nu, nth_per_core = npc_nu, i, j;
-        if (nthreads == m->n) {
-            if (fine) {
-                bkm_cpuset_set(mask, m->h[tid].os);
-            } else {
-                int core = find_core(m, tid, core_level);
-                for (i = 0; i < m->n; i++)
-                    if (find_core(m, i, core_level) == core)
-                        bkm_cpuset_set(mask, m->h[i].os);
-            }
-        } else if (nthreads <= ncores) {
-            int core = 0;
-            for (i = 0; i < ncores; i++) {
-                int in_mask = 0;
-                for (j = 0; j < nth_per_core; j++)
-                    if (procarr[i * nth_per_core + j] != -1) {
-                        in_mask = 1;
-                        break;
-                    }
-                if (!in_mask)
+    chunk = nthreads / ncores;
+    big_cores = nthreads % ncores;
+    if (tid < (chunk + 1) * big_cores) {
+        core = tid / (chunk + 1);
+        thread = (tid % (chunk + 1)) % nth_per_core;
+    } else {
+        core = (tid - big_cores) / chunk;
+        thread = ((tid - big_cores) % chunk) % nth_per_core;
+    }
+    for (int i = b->fine ? thread : 0; i < (b->fine ? thread + 1 : nth_per_core); i++) {
+        int k = core * nth_per_core + i;
+        if (k >= 0 && k < m->n)
+            bkm_cpuset_set(mask, m->h[k].os);
+    }
+}
+
+/* Non-uniform, a team as large as the machine: thread @p tid on PU @p tid (or its core). */
+static void balanced_all_mask(const balanced_t *b, int tid, bkm_cpuset_t *mask)
+{
+    const model_t *m = b->m;
+    int core_level, core;
+    if (b->fine) {
+        bkm_cpuset_set(mask, m->h[tid].os);
+        return;
+    }
+    core_level = find_core_level(m);
+    core = find_core(m, tid, core_level);
+    for (int i = 0; i < m->n; i++)
+        if (find_core(m, i, core_level) == core)
+            bkm_cpuset_set(mask, m->h[i].os);
+}
+
+/* The PUs of core @p core of procarr (only the first with @p first_only); 0 when it has none. */
+static int balanced_core_set(const balanced_t *b, int core, int first_only, bkm_cpuset_t *mask)
+{
+    int any = 0;
+    for (int j = 0; j < b->npc; j++) {
+        int os = b->procarr[core * b->npc + j];
+        if (os == -1)
+            continue;
+        any = 1;
+        if (mask)
+            bkm_cpuset_set(mask, os);
+        if (first_only)
+            break;
+    }
+    return any;
+}
+
+/* Non-uniform, a team no larger than the cores: thread @p tid on the tid-th core with a PU. */
+static void balanced_few_mask(const balanced_t *b, int tid, bkm_cpuset_t *mask)
+{
+    for (int i = 0, core = 0; i < b->ncores; i++) {
+        if (!balanced_core_set(b, i, 1, NULL))
+            continue;
+        if (core++ == tid) {
+            balanced_core_set(b, i, b->fine, mask);
+            return;
+        }
+    }
+}
+
+/* One more thread on core @p core: on its first free PU slot, or, from the second pass on
+ * (@p stack), on its first PU slot again. 1 when a slot took it. */
+static int balanced_take(balanced_t *b, int core, int stack)
+{
+    for (int k = 0; k < b->npc; k++) {
+        int s = core * b->npc + k;
+        if (b->procarr[s] != -1 && (b->count[s] == 0 || stack)) {
+            b->count[s]++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Non-uniform, a team larger than the cores: b->count[slot] threads per slot, dealt as libomp
+ * deals them (passes over the cores by the number of PUs they have, first to free PUs, then
+ * stacked). Computed once for the team; @p scratch holds ncores + 2 * (npc + 1) ints, zeroed. */
+static void balanced_spread(balanced_t *b, int nthreads, int *scratch)
+{
+    int *nproc_at_core = scratch, *with_x = scratch + b->ncores, *x_to_max = with_x + b->npc + 1;
+    int nth = nthreads, stack = 0;
+    for (int i = 0; i < b->ncores; i++) {
+        int cnt = 0;
+        for (int j = 0; j < b->npc; j++)
+            cnt += b->procarr[i * b->npc + j] != -1;
+        nproc_at_core[i] = cnt;
+        with_x[cnt]++;
+    }
+    for (int i = 0; i <= b->npc; i++)
+        for (int j = i; j <= b->npc; j++)
+            x_to_max[i] += with_x[j];
+    while (nth > 0) {
+        int progress = 0;
+        for (int j = 1; j <= b->npc && nth > 0; j++) {
+            int cnt = x_to_max[j];   /* cores with at least j PUs: one thread each this pass */
+            for (int i = 0; i < b->ncores; i++) {
+                if (nproc_at_core[i] == 0)
                     continue;
-                if (tid == core) {
-                    for (j = 0; j < nth_per_core; j++) {
-                        int os = procarr[i * nth_per_core + j];
-                        if (os != -1) {
-                            bkm_cpuset_set(mask, os);
-                            if (fine)
-                                break;
-                        }
-                    }
+                if (balanced_take(b, i, stack))
+                    cnt--, nth--, progress = 1;
+                if (cnt == 0 || nth == 0)
                     break;
-                }
-                core++;
             }
-        } else {
-            int nproc = nth_per_core * ncores, nth = nthreads, flag = 0, sum = 0;
-            int *nproc_at_core = bkm_calloc((size_t)ncores, sizeof(int));
-            int *with_x = bkm_calloc((size_t)nth_per_core + 1, sizeof(int));
-            int *x_to_max = bkm_calloc((size_t)nth_per_core + 1, sizeof(int));
-            int *newarr = bkm_calloc((size_t)nproc, sizeof(int));
-            int rc = BKM_OK;
-            if (!nproc_at_core || !with_x || !x_to_max || !newarr) {
-                rc = bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
-                goto nu_out;
-            }
-            for (i = 0; i < ncores; i++) {
-                int cnt = 0;
-                for (j = 0; j < nth_per_core; j++)
-                    if (procarr[i * nth_per_core + j] != -1)
-                        cnt++;
-                nproc_at_core[i] = cnt;
-                with_x[cnt]++;
-            }
-            for (i = 0; i <= nth_per_core; i++)
-                for (j = i; j <= nth_per_core; j++)
-                    x_to_max[i] += with_x[j];
-            while (nth > 0) {
-                int progress = 0;
-                for (j = 1; j <= nth_per_core; j++) {
-                    int cnt = x_to_max[j];
-                    for (i = 0; i < ncores; i++) {
-                        int k;
-                        if (nproc_at_core[i] == 0)
-                            continue;
-                        for (k = 0; k < nth_per_core; k++) {
-                            if (procarr[i * nth_per_core + k] != -1) {
-                                if (newarr[i * nth_per_core + k] == 0) {
-                                    newarr[i * nth_per_core + k] = 1;
-                                    cnt--;
-                                    nth--;
-                                    progress = 1;
-                                    break;
-                                } else if (flag != 0) {
-                                    newarr[i * nth_per_core + k]++;
-                                    cnt--;
-                                    nth--;
-                                    progress = 1;
-                                    break;
-                                }
-                            }
-                        }
-                        if (cnt == 0 || nth == 0)
-                            break;
-                    }
-                    if (nth == 0)
-                        break;
-                }
-                if (!progress && flag)
-                    break; /* cannot happen with at least one PU; guards the loop */
-                flag = 1;
-            }
-            for (i = 0; i < nproc; i++) {
-                sum += newarr[i];
-                if (sum > tid) {
-                    if (fine) {
-                        if (procarr[i] != -1)
-                            bkm_cpuset_set(mask, procarr[i]);
-                    } else {
-                        int core_id = i / nth_per_core, ii;
-                        for (ii = 0; ii < nth_per_core; ii++) {
-                            int os = procarr[core_id * nth_per_core + ii];
-                            if (os != -1)
-                                bkm_cpuset_set(mask, os);
-                        }
-                    }
-                    break;
-                }
-            }
-nu_out:
-            bkm_free(nproc_at_core);
-            bkm_free(with_x);
-            bkm_free(x_to_max);
-            bkm_free(newarr);
-            if (rc != BKM_OK)
-                return rc;
         }
+        if (!progress && stack)
+            break; /* cannot happen with at least one PU; guards the loop */
+        stack = 1;
     }
+}
+
+/* Non-uniform spread: thread @p tid on the slot where the running count passes it (or that
+ * slot's core). */
+static void balanced_spread_mask(const balanced_t *b, int tid, bkm_cpuset_t *mask)
+{
+    for (int i = 0, sum = 0; i < b->ncores * b->npc; i++) {
+        sum += b->count[i];
+        if (sum <= tid)
+            continue;
+        if (!b->fine)
+            balanced_core_set(b, i / b->npc, 0, mask);
+        else if (b->procarr[i] != -1)
+            bkm_cpuset_set(mask, b->procarr[i]);
+        return;
+    }
+}
+
+/* The masks of a balanced team of @p nthreads into cpus[0..nthreads-1]; procarr, ncores and
+ * npc as balanced_procarr gives them (non-uniform machines). One allocation for the team. */
+static int balanced_masks(const model_t *m, bkm_aff_gran_t gran, int nthreads, const int *procarr, int ncores,
+                          int npc, bkm_cpuset_t *cpus, bkm_err_t *err)
+{
+    balanced_t b = {m, balanced_fine(m, gran), procarr, ncores, npc, NULL};
+    int *scratch = NULL, spread = !m->uniform && nthreads != m->n && nthreads > ncores;
+    if (spread) {
+        scratch = bkm_calloc((size_t)ncores * (size_t)npc + (size_t)ncores + 2 * ((size_t)npc + 1), sizeof(int));
+        if (scratch == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "affinity plan: out of memory");
+        b.count = scratch;
+        balanced_spread(&b, nthreads, scratch + (size_t)ncores * (size_t)npc);
+    }
+    for (int tid = 0; tid < nthreads; tid++) {
+        bkm_cpuset_zero(&cpus[tid]);
+        if (m->uniform)
+            balanced_uniform_mask(&b, tid, nthreads, &cpus[tid]);
+        else if (nthreads == m->n)
+            balanced_all_mask(&b, tid, &cpus[tid]);
+        else if (spread)
+            balanced_spread_mask(&b, tid, &cpus[tid]);
+        else
+            balanced_few_mask(&b, tid, &cpus[tid]);
+    }
+    bkm_free(scratch);
     return BKM_OK;
 }
 
@@ -1030,9 +1057,8 @@ static int plan_bind(bkm_aff_plan_t *p, model_t *m, const plan_ctx_t *c, const b
     if (c->type == BKM_AFF_TYPE_BALANCED) {
         if (n_threads == 1)
             goto out; /* a team of one is not bound */
-        for (i = 0; i < n_threads; i++)
-            if ((rc = balanced_mask(m, gran, i, n_threads, procarr, nu_ncores, nu_npc, &p->cpus[i], err)) != BKM_OK)
-                goto out;
+        if ((rc = balanced_masks(m, gran, n_threads, procarr, nu_ncores, nu_npc, p->cpus, err)) != BKM_OK)
+            goto out;
     } else if (c->bind == BIND_INTEL) {
         for (i = 0; i < n_threads; i++)
             p->cpus[i] = mk.list[(i + offset) % mk.n];

@@ -42,7 +42,7 @@ static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r)
     csv_str(b, r->node);
     bkm_buf_puts(b, ",");
     csv_str(b, r->workload);
-    bkm_buf_printf(b, ",%s,", bkm_db_trial_status_name(r->status));
+    bkm_buf_printf(b, ",%s,", bkm_trial_status_name(r->status));
     csv_str(b, r->role);
     bkm_buf_printf(b, ",%d,", r->round);
     csv_str(b, r->config_json);
@@ -77,7 +77,7 @@ static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
     bkm_json_key(w, "workload");
     bkm_json_str(w, r->workload);
     bkm_json_key(w, "status");
-    bkm_json_str(w, bkm_db_trial_status_name(r->status));
+    bkm_json_str(w, bkm_trial_status_name(r->status));
     bkm_json_key(w, "role");
     bkm_json_str(w, r->role);
     bkm_json_key(w, "round");

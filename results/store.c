@@ -10,25 +10,6 @@
 
 #define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
 
-static const char *const status_names[] = {"ok", "crashed", "timeout", "failed", "binding-mismatch"};
-#define N_STATUS (sizeof status_names / sizeof status_names[0])
-
-const char *bkm_db_trial_status_name(int status)
-{
-    return status >= 0 && (size_t)status < N_STATUS ? status_names[status] : NULL;
-}
-
-int bkm_db_trial_status_parse(const char *name, int *status, bkm_err_t *err)
-{
-    for (size_t i = 0; name && i < N_STATUS; i++)
-        if (strcmp(name, status_names[i]) == 0) {
-            *status = (int)i;
-            return BKM_OK;
-        }
-    return bkm_err_set(err, BKM_EINVAL, "unknown trial status '%s' (ok, crashed, timeout, failed, binding-mismatch)",
-                       name ? name : "(null)");
-}
-
 /* ---------------------------------------------------------------------------------------- */
 static int cmp_member(const void *a, const void *b)
 {
@@ -338,15 +319,15 @@ static int insert_children(bkm_db_t *db, const bkm_db_trial_t *t, int64_t id, bk
                                &st, err)) < 0)
         return ret;
     for (size_t i = 0; i < t->n_counters && rc == SQLITE_DONE; i++) {
-        const bkm_db_counter_t *c = &t->counters[i];
+        const bkm_counter_t *c = &t->counters[i];
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, id);
         bkm__bind_text(st, 2, c->name);
         if (c->available)
-            bkm__bind_double(st, 3, c->value);
+            sqlite3_bind_int64(st, 3, (sqlite3_int64)c->value);   /* stored REAL (column affinity) */
         else
             sqlite3_bind_null(st, 3);
-        bkm__bind_text(st, 4, c->available ? NULL : (c->reason ? c->reason : "unavailable"));
+        bkm__bind_text(st, 4, c->available ? NULL : (c->reason[0] ? c->reason : "unavailable"));
         rc = sqlite3_step(st);
     }
     sqlite3_finalize(st);
@@ -359,12 +340,12 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
 {
     sqlite3_stmt *st = NULL;
     char *key = NULL;
-    const char *status = t ? bkm_db_trial_status_name(t->status) : NULL;
+    const char *status = t && bkm_trial_status_stored(t->status) ? bkm_trial_status_name(t->status) : NULL;
     const char *role = t && t->role ? t->role : "search";
     int64_t id = 0;
     int ret, rc, fresh = 0;
     if (t == NULL || status == NULL)
-        return bkm_err_set(err, BKM_EINVAL, "trial status %d is not a bkm_db_trial_status_t", t ? t->status : -1);
+        return bkm_err_set(err, BKM_EINVAL, "trial status %d is not a stored bkm_trial_status_t", t ? t->status : -1);
     if (strcmp(role, "search") && strcmp(role, "confirm"))
         return bkm_err_set(err, BKM_EINVAL, "trial role '%s' is not search or confirm", role);
     if (t->n_samples && t->samples_ms == NULL)
@@ -515,8 +496,8 @@ int bkm_db_trials_query(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_trial_lis
         r->node = bkm__col_strdup(st, 3, &oom);
         r->workload = bkm__col_strdup(st, 4, &oom);
         r->config_json = bkm__col_strdup(st, 5, &oom);
-        if (bkm_db_trial_status_parse((const char *)sqlite3_column_text(st, 6), &r->status, NULL) < 0)
-            r->status = BKM_DB_TRIAL_FAILED; /* the CHECK constraint makes this unreachable */
+        if (bkm_trial_status_parse((const char *)sqlite3_column_text(st, 6), &r->status, NULL) < 0)
+            r->status = BKM_TRIAL_FAILED; /* the CHECK constraint makes this unreachable */
         r->role = bkm__col_strdup(st, 7, &oom);
         r->round = sqlite3_column_int(st, 8);
         r->error = bkm__col_strdup(st, 9, &oom);

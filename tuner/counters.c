@@ -20,7 +20,7 @@ typedef struct counters_slot {
 } counters_slot_t;
 
 struct bkm_tune_counters {
-    bkm_tune_counter_t ev[BKM_TUNE_COUNTERS_MAX];
+    bkm_counter_t ev[BKM_TUNE_COUNTERS_MAX];
     int n_ev;
     int avail_idx[BKM_TUNE_COUNTERS_MAX]; /* indexes into ev[] of the available events */
     int n_avail;
@@ -92,7 +92,7 @@ static void counters_probe(bkm_tune_counters_t *c)
             PAPI_stop(es, dummy);
         } else {
             for (int k = 0; k < c->n_avail; k++) {
-                bkm_tune_counter_t *e = &c->ev[c->avail_idx[k]];
+                bkm_counter_t *e = &c->ev[c->avail_idx[k]];
                 e->available = 0;
                 snprintf(e->reason, sizeof e->reason, "PAPI_start: %s", PAPI_strerror(rc));
             }
@@ -233,7 +233,7 @@ int bkm_tune_counters_stop(bkm_tune_counters_t *c, bkm_err_t *err)
     return rc;
 }
 
-const bkm_tune_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *c, int *n)
+const bkm_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *c, int *n)
 {
     *n = c ? c->n_ev : 0;
     return c ? c->ev : NULL;

@@ -124,7 +124,7 @@ static void paths_free(paths_t *p)
  * sweep of the same node and workload (repeated passes of one exhaustive sweep). */
 static int row_in(const bkm_db_trial_row_t *r, const bkm_db_trial_row_t *ref, int pool)
 {
-    if (strcmp(r->role, "search") != 0 || r->round != 0 || r->status != BKM_DB_TRIAL_OK || isnan(r->median_ms))
+    if (strcmp(r->role, "search") != 0 || r->round != 0 || r->status != BKM_TRIAL_OK || isnan(r->median_ms))
         return 0;
     if (r->sweep_id == ref->sweep_id)
         return 1;
@@ -277,7 +277,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             if (l.rows[i].sweep_id == sweep_id)
                 continue;
             for (size_t j = 0; j < l.n; j++)
-                c += l.rows[j].sweep_id == l.rows[i].sweep_id && l.rows[j].status == BKM_DB_TRIAL_OK &&
+                c += l.rows[j].sweep_id == l.rows[i].sweep_id && l.rows[j].status == BKM_TRIAL_OK &&
                      strcmp(l.rows[j].role, "search") == 0;
             if (c > best_n)
                 best_n = c, out->sweep_id = l.rows[i].sweep_id;

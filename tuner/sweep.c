@@ -126,6 +126,135 @@ static void progress_emit(sweep_state_t *st, const bkm_tune_config_t *c, const c
         cfg->progress(cfg->progress_ud, &st->prog);
 }
 
+/* A search trial's median that beats the best so far becomes the progress's best. */
+static void progress_best(sweep_state_t *st, const bkm_tune_config_t *c, const char *role, double value)
+{
+    if (!isnan(value) && strcmp(role, "search") == 0 && (isnan(st->prog.best_ms) || value < st->prog.best_ms)) {
+        st->prog.best_ms = value;
+        bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
+    }
+}
+
+/* A trial stored before an interruption: reuse it, never run it again. */
+static void trial_resume(sweep_state_t *st, const bkm_db_trial_row_t *row, const bkm_tune_config_t *c,
+                         const char *role, double *value, double *prec)
+{
+    int ok = row->status == BKM_TRIAL_OK;
+    *value = ok ? row->median_ms : NAN;
+    if (prec && ok)
+        prec[0] = row->ci_lo_ms, prec[1] = row->ci_hi_ms;
+    st->prog.done++;
+    st->prog.resumed++;
+    if (!ok)
+        st->prog.failed++;
+    progress_best(st, c, role, *value);
+    progress_emit(st, c, "resumed");
+}
+
+/* Variables of the base spec (the libomp topology correction) under the configuration's own;
+ * none with KMP_AFFINITY=disabled (bkm_aff_topo_fix_wanted). */
+static int spec_add_base_env(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_config_t *c,
+                             bkm_tune_trial_spec_t *spec, bkm_err_t *err)
+{
+    int rc;
+    if (!bkm_aff_topo_fix_wanted(c->kmp_affinity[0] ? c->kmp_affinity : NULL))
+        return BKM_OK;
+    for (int i = 0; i < cfg->base.n_env; i++) {
+        int own = 0;
+        for (int j = 0; j < spec->n_env; j++)
+            own |= strcmp(spec->env[j].key, cfg->base.env[i].key) == 0;
+        if (!own && (rc = bkm_tune_trial_spec_setenv(spec, cfg->base.env[i].key, cfg->base.env[i].value, err)) < 0)
+            return rc;
+    }
+    return BKM_OK;
+}
+
+/* The JSON texts of a stored trial: the environment the worker ran under, its correctness
+ * check, and the binding evidence (planned vs actual mask of every thread, the worker's
+ * "binding" member as it is). */
+typedef struct trial_texts {
+    bkm_buf_t env, check, bind;
+    char exit_info[48];
+} trial_texts_t;
+
+static void trial_texts_free(trial_texts_t *x)
+{
+    bkm_buf_free(&x->env);
+    bkm_buf_free(&x->check);
+    bkm_buf_free(&x->bind);
+}
+
+static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spec,
+                              const bkm_tune_trial_result_t *res)
+{
+    bkm_json_w_t w;
+    bkm_json_w_init(&w, &x->env, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "OMP_NUM_THREADS"), bkm_json_int(&w, spec->threads);
+    for (int i = 0; i < spec->n_env; i++)
+        bkm_json_key(&w, spec->env[i].key), bkm_json_str(&w, spec->env[i].value);
+    bkm_json_obj_end(&w);
+    if (res->check_kind[0]) {
+        bkm_json_w_init(&w, &x->check, 0);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, res->check_kind), bkm_json_double(&w, res->check_value);
+        bkm_json_obj_end(&w);
+    }
+    if (res->doc != NULL && bkm_json_get(res->doc, "binding") != NULL) {
+        bkm_json_w_init(&w, &x->bind, 0);
+        bkm_json_write_tree(&w, bkm_json_get(res->doc, "binding"));
+    }
+    if (res->signal)
+        snprintf(x->exit_info, sizeof x->exit_info, "signal %d (%s)", res->signal, res->signal_name);
+    else
+        snprintf(x->exit_info, sizeof x->exit_info, "exit %d", res->exit_code);
+}
+
+/* The row of a finished trial, pointing into @p res and @p x. */
+static void trial_row_fill(bkm_db_trial_t *t, const sweep_state_t *st, const char *key, const char *role,
+                           int round, const bkm_tune_trial_result_t *res, const trial_texts_t *x)
+{
+    bkm_db_trial_init(t);
+    t->sweep_id = st->sweep_id;
+    t->config_json = key;
+    t->status = res->status;
+    t->role = role;
+    t->round = round;
+    t->error = res->message[0] ? res->message : NULL;
+    t->stderr_tail = res->stderr_tail[0] ? res->stderr_tail : NULL;
+    t->exit_info = x->exit_info;
+    t->samples_ms = res->samples_ms;
+    t->n_samples = res->samples_ms ? (size_t)res->n_samples : 0;
+    t->median_ms = res->median_ms, t->min_ms = res->min_ms, t->mad_ms = res->mad_ms;
+    t->ci_lo_ms = res->ci95_lo_ms, t->ci_hi_ms = res->ci95_hi_ms, t->gflops = res->gflops;
+    t->effective_json = bkm_buf_str(&x->env);
+    t->check_json = res->check_kind[0] ? bkm_buf_str(&x->check) : NULL;
+    t->binding_json = res->doc != NULL && bkm_json_get(res->doc, "binding") != NULL ? bkm_buf_str(&x->bind) : NULL;
+    t->impl = res->impl[0] ? res->impl : NULL;
+    t->counters = res->counters;
+    t->n_counters = res->counters ? (size_t)res->n_counters : 0;
+}
+
+/* Progress after a stored trial: its median and precision when ok, else a warning. */
+static void trial_account(sweep_state_t *st, const bkm_tune_config_t *c, const char *role,
+                          const bkm_tune_trial_result_t *res, double *value, double *prec)
+{
+    st->prog.done++;
+    if (res->status == BKM_TRIAL_OK) {
+        *value = res->median_ms;
+        progress_best(st, c, role, *value);
+        if (prec)
+            prec[0] = res->ci95_lo_ms, prec[1] = res->ci95_hi_ms;
+    } else {
+        char label[256];
+        st->prog.failed++;
+        bkm_tune_config_label(c, label, sizeof label);
+        bkm_log(st->cfg->log, BKM_LOG_WARN, "trial %s: %s (%s)", label, bkm_trial_status_name(res->status),
+                res->message);
+    }
+    progress_emit(st, c, bkm_trial_status_name(res->status));
+}
+
 /* Run one configuration as a trial (scale x the samples) and store it under (role, round). On
  * success *value is its median (NaN unless ok) and, when wanted, prec[0..1] the 95% interval of
  * that median from the process's own samples (its precision). */
@@ -138,51 +267,29 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_tune_trial_spec_t spec = cfg->base;
     bkm_tune_trial_result_t res;
     bkm_db_trial_t t;
-    bkm_db_counter_t *ctr = NULL;
-    bkm_buf_t env, check, bind;
-    char exit_info[48];
+    trial_texts_t x;
     const char *key;
     int64_t trial_id = 0;
     int rc;
 
     memset(&res, 0, sizeof res);
-    bkm_buf_init(&env);
-    bkm_buf_init(&check);
-    bkm_buf_init(&bind);
+    memset(&x, 0, sizeof x);
+    bkm_buf_init(&x.env);
+    bkm_buf_init(&x.check);
+    bkm_buf_init(&x.bind);
     *value = NAN;
     if (prec)
         prec[0] = prec[1] = NAN;
     if ((rc = config_key(st, ci, &key, err)) < 0)
         return rc;
-    row = stored_find(st, role, round, key);
-    if (row != NULL) {
-        /* measured before an interruption: reuse, never run again */
-        *value = row->status == BKM_DB_TRIAL_OK ? row->median_ms : NAN;
-        if (prec && row->status == BKM_DB_TRIAL_OK)
-            prec[0] = row->ci_lo_ms, prec[1] = row->ci_hi_ms;
-        st->prog.done++;
-        st->prog.resumed++;
-        if (row->status != BKM_DB_TRIAL_OK)
-            st->prog.failed++;
-        if (!isnan(*value) && strcmp(role, "search") == 0 && (isnan(st->prog.best_ms) || *value < st->prog.best_ms)) {
-            st->prog.best_ms = *value;
-            bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
-        }
-        progress_emit(st, c, "resumed");
+    if ((row = stored_find(st, role, round, key)) != NULL) {
+        trial_resume(st, row, c, role, value, prec);
         return BKM_OK;
     }
 
-    if ((rc = bkm_tune_config_to_spec(c, cfg->workload, &spec, err)) < 0)
+    if ((rc = bkm_tune_config_to_spec(c, cfg->workload, &spec, err)) < 0 ||
+        (rc = spec_add_base_env(cfg, c, &spec, err)) < 0)
         goto out;
-    /* Variables of the base spec (the libomp topology correction) under the configuration's own;
-     * none with KMP_AFFINITY=disabled (bkm_aff_topo_fix_wanted). */
-    for (int i = 0; i < cfg->base.n_env && bkm_aff_topo_fix_wanted(c->kmp_affinity[0] ? c->kmp_affinity : NULL); i++) {
-        int own = 0;
-        for (int j = 0; j < spec.n_env; j++)
-            own |= strcmp(spec.env[j].key, cfg->base.env[i].key) == 0;
-        if (!own && (rc = bkm_tune_trial_spec_setenv(&spec, cfg->base.env[i].key, cfg->base.env[i].value, err)) < 0)
-            goto out;
-    }
     bkm_tune_strategy_spec_scale(&spec, scale);   /* clamped to the limits, timeout scaled too */
     st->trial_no++;
     if (cfg->inject[0] && cfg->inject_at == st->trial_no)
@@ -202,88 +309,14 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     }
     st->run_here++;
 
-    bkm_db_trial_init(&t);
-    t.sweep_id = st->sweep_id;
-    t.config_json = key;
-    t.status = res.status;
-    t.role = role;
-    t.round = round;
-    t.error = res.message[0] ? res.message : NULL;
-    t.stderr_tail = res.stderr_tail[0] ? res.stderr_tail : NULL;
-    if (res.signal)
-        snprintf(exit_info, sizeof exit_info, "signal %d (%s)", res.signal, res.signal_name);
-    else
-        snprintf(exit_info, sizeof exit_info, "exit %d", res.exit_code);
-    t.exit_info = exit_info;
-    t.samples_ms = res.samples_ms;
-    t.n_samples = res.samples_ms ? (size_t)res.n_samples : 0;
-    t.median_ms = res.median_ms, t.min_ms = res.min_ms, t.mad_ms = res.mad_ms;
-    t.ci_lo_ms = res.ci95_lo_ms, t.ci_hi_ms = res.ci95_hi_ms, t.gflops = res.gflops;
-    {
-        bkm_json_w_t w;
-        bkm_json_w_init(&w, &env, 0);
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "OMP_NUM_THREADS"), bkm_json_int(&w, spec.threads);
-        for (int i = 0; i < spec.n_env; i++)
-            bkm_json_key(&w, spec.env[i].key), bkm_json_str(&w, spec.env[i].value);
-        bkm_json_obj_end(&w);
-        t.effective_json = bkm_buf_str(&env);
-        if (res.check_kind[0]) {
-            bkm_json_w_init(&w, &check, 0);
-            bkm_json_obj_begin(&w);
-            bkm_json_key(&w, res.check_kind), bkm_json_double(&w, res.check_value);
-            bkm_json_obj_end(&w);
-            t.check_json = bkm_buf_str(&check);
-        }
-        /* the binding evidence itself (planned vs actual mask of every thread), not only the
-         * verdict: the worker's "binding" member as it is */
-        if (res.doc != NULL && bkm_json_get(res.doc, "binding") != NULL) {
-            bkm_json_w_init(&w, &bind, 0);
-            bkm_json_write_tree(&w, bkm_json_get(res.doc, "binding"));
-            t.binding_json = bkm_buf_str(&bind);
-        }
-    }
-    t.impl = res.impl[0] ? res.impl : NULL;
-    if (res.n_counters > 0) {
-        ctr = bkm_calloc((size_t)res.n_counters, sizeof *ctr);
-        if (ctr == NULL) {
-            rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-            goto out;
-        }
-        for (int i = 0; i < res.n_counters; i++) {
-            ctr[i].name = res.counters[i].name;
-            ctr[i].value = (double)res.counters[i].value;
-            ctr[i].available = res.counters[i].available;
-            ctr[i].reason = res.counters[i].reason;
-        }
-        t.counters = ctr;
-        t.n_counters = (size_t)res.n_counters;
-    }
+    trial_texts_write(&x, &spec, &res);
+    trial_row_fill(&t, st, key, role, round, &res, &x);
     if ((rc = bkm_db_trial_insert(st->db, &t, &trial_id, NULL, err)) < 0)
         goto out;
-    st->prog.done++;
-    if (res.status == BKM_TRIAL_OK) {
-        *value = res.median_ms;
-        if (strcmp(role, "search") == 0 && (isnan(st->prog.best_ms) || *value < st->prog.best_ms)) {
-            st->prog.best_ms = *value;
-            bkm_tune_config_label(c, st->prog.best_label, sizeof st->prog.best_label);
-        }
-        if (prec)
-            prec[0] = res.ci95_lo_ms, prec[1] = res.ci95_hi_ms;
-    } else {
-        char label[256];
-        st->prog.failed++;
-        bkm_tune_config_label(c, label, sizeof label);
-        bkm_log(cfg->log, BKM_LOG_WARN, "trial %s: %s (%s)", label, bkm_tune_trial_status_name(res.status),
-                res.message);
-    }
-    progress_emit(st, c, bkm_tune_trial_status_name(res.status));
+    trial_account(st, c, role, &res, value, prec);
     rc = BKM_OK;
 out:
-    bkm_free(ctr);
-    bkm_buf_free(&env);
-    bkm_buf_free(&check);
-    bkm_buf_free(&bind);
+    trial_texts_free(&x);
     bkm_tune_trial_result_free(&res);
     return rc;
 }
@@ -419,7 +452,7 @@ static int candidates_pick(sweep_state_t *st, size_t strategy_best, cand_t *cand
         double pv = NAN;
         for (size_t r = 0; r < now.n; r++) {
             const bkm_db_trial_row_t *row = &now.rows[r];
-            if (row->status != BKM_DB_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms) ||
+            if (row->status != BKM_TRIAL_OK || strcmp(row->role, "search") != 0 || isnan(row->median_ms) ||
                 !(isnan(pv) || row->median_ms < pv))
                 continue;
             for (size_t i = 0; i < n; i++) {

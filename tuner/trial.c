@@ -49,32 +49,22 @@ static int kv_valid_key(const char *key)
     return 1;
 }
 
-static int kv_put(bkm_tune_kv_t *tab, int *n, const char *what, const char *key, size_t key_len,
+static int kv_put(bkm_kv_t *tab, int *n, const char *what, const char *key, size_t key_len,
                   const char *value, bkm_err_t *err)
 {
-    char k[sizeof tab[0].key];
-    int i;
-    if (key_len == 0 || key_len >= sizeof k)
-        return bkm_err_set(err, BKM_EINVAL, "%s name '%.*s' must be 1-%zu characters", what, (int)key_len,
-                           key, sizeof k - 1);
-    memcpy(k, key, key_len);
-    k[key_len] = '\0';
-    if (!kv_valid_key(k))
+    bkm_kv_t kv;
+    int i, rc;
+    if ((rc = bkm_kv_set(&kv, key, key_len, value, what, err)) < 0)
+        return rc;
+    if (!kv_valid_key(kv.key))
         return bkm_err_set(err, BKM_EINVAL, "%s name '%s' may only contain letters, digits, '_', '.', '-'",
-                           what, k);
-    if (strlen(value) >= sizeof tab[0].value)
-        return bkm_err_set(err, BKM_EINVAL, "%s %s: value '%s' is longer than %zu characters", what, k, value,
-                           sizeof tab[0].value - 1);
-    for (i = 0; i < *n; i++)
-        if (strcmp(tab[i].key, k) == 0)
-            break;
-    if (i == *n) {
+                           what, kv.key);
+    if ((i = bkm_kv_find(tab, *n, kv.key, key_len)) < 0) {
         if (*n >= BKM_TUNE_KV_MAX)
-            return bkm_err_set(err, BKM_EINVAL, "%s %s: more than %d entries", what, k, BKM_TUNE_KV_MAX);
-        (*n)++;
+            return bkm_err_set(err, BKM_EINVAL, "%s %s: more than %d entries", what, kv.key, BKM_TUNE_KV_MAX);
+        i = (*n)++;
     }
-    snprintf(tab[i].key, sizeof tab[i].key, "%s", k);
-    snprintf(tab[i].value, sizeof tab[i].value, "%s", value);
+    tab[i] = kv;
     return BKM_OK;
 }
 
@@ -138,7 +128,7 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
     return BKM_OK;
 }
 
-static void kv_to_json(bkm_json_w_t *w, const char *name, const bkm_tune_kv_t *tab, int n)
+static void kv_to_json(bkm_json_w_t *w, const char *name, const bkm_kv_t *tab, int n)
 {
     bkm_json_key(w, name);
     bkm_json_obj_begin(w);
@@ -225,7 +215,7 @@ static int json_get_double(const bkm_json_t *doc, const char *key, double *dst, 
     return BKM_OK;
 }
 
-static int json_get_kv(const bkm_json_t *doc, const char *key, bkm_tune_kv_t *tab, int *n, bkm_err_t *err)
+static int json_get_kv(const bkm_json_t *doc, const char *key, bkm_kv_t *tab, int *n, bkm_err_t *err)
 {
     const bkm_json_t *o = bkm_json_get(doc, key);
     int rc;
@@ -333,19 +323,6 @@ int bkm_tune_env_check(char *const *env, bkm_err_t *err)
     return BKM_OK;
 }
 
-const char *bkm_tune_trial_status_name(int status)
-{
-    switch (status) {
-    case BKM_TRIAL_OK: return "ok";
-    case BKM_TRIAL_CRASHED: return "crashed";
-    case BKM_TRIAL_TIMEOUT: return "timeout";
-    case BKM_TRIAL_FAILED: return "failed";
-    case BKM_TRIAL_BINDING_MISMATCH: return "binding-mismatch";
-    case BKM_TRIAL_INTERRUPTED: return "interrupted";
-    default: return "unknown";
-    }
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Result                                                                                    */
 
@@ -376,7 +353,7 @@ static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c
     if (r->counters == NULL)
         return bkm_err_set(err, BKM_ENOMEM, "out of memory for %zu counters", n);
     for (const bkm_json_t *m = vals ? vals->child : NULL; m; m = m->next) {
-        bkm_tune_counter_t *e = &r->counters[r->n_counters++];
+        bkm_counter_t *e = &r->counters[r->n_counters++];
         snprintf(e->name, sizeof e->name, "%s", m->key);
         e->available = 1;
         if (m->type == BKM_JSON_NUM && !(fabs(m->num) < 0x1p63))   /* NaN, Inf, beyond long long */
@@ -384,7 +361,7 @@ static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c
         e->value = m->type == BKM_JSON_NUM ? (long long)m->num : 0;
     }
     for (const bkm_json_t *m = un ? un->child : NULL; m; m = m->next) {
-        bkm_tune_counter_t *e = &r->counters[r->n_counters++];
+        bkm_counter_t *e = &r->counters[r->n_counters++];
         snprintf(e->name, sizeof e->name, "%s", m->key);
         snprintf(e->reason, sizeof e->reason, "%s", m->type == BKM_JSON_STR ? m->str : "unavailable");
     }
@@ -465,7 +442,7 @@ void bkm_tune_trial_result_to_json(const bkm_tune_trial_result_t *r, bkm_json_w_
 {
     bkm_json_obj_begin(w);
     bkm_json_key(w, "status");
-    bkm_json_str(w, bkm_tune_trial_status_name(r->status));
+    bkm_json_str(w, bkm_trial_status_name(r->status));
     bkm_json_key(w, "message");
     bkm_json_str(w, r->message);
     bkm_json_key(w, "exit_code");

@@ -150,7 +150,7 @@ static int worker_iter_fn(void *ctx, bkm_err_t *err)
  * names a backend (the workloads take the backend as a parameter). */
 static int spec_wl_config(const bkm_tune_trial_spec_t *spec, bkm_wl_config_t *cfg, bkm_err_t *err)
 {
-    char kv[sizeof spec->params[0].key + sizeof spec->params[0].value + 2];
+    char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
     int rc;
     bkm_wl_config_init(cfg);
     for (int i = 0; i < spec->n_params; i++) {
@@ -243,6 +243,95 @@ static const char *worker_backend(const bkm_tune_trial_spec_t *spec, const bkm_b
     return be;
 }
 
+/* The runner exports OMP_NUM_THREADS as the trial's thread count; anything else is refused. */
+static int worker_threads_check(const bkm_tune_worker_cfg_t *cfg, bkm_err_t *err)
+{
+    if (cfg->omp_num_threads == cfg->spec.threads)
+        return BKM_OK;
+    if (cfg->omp_num_threads <= 0)
+        return bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is unset or invalid but the trial asks for %d "
+                           "threads (the runner exports it)", cfg->spec.threads);
+    return bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is %d but the trial asks for %d threads",
+                       cfg->omp_num_threads, cfg->spec.threads);
+}
+
+/* The result's head: what ran, under which environment, as the planner reads it. */
+static void worker_head_json(bkm_json_w_t *w, const bkm_tune_trial_spec_t *spec, const bkm_aff_env_t *aff_env,
+                             const bkm_aff_plan_t *plan)
+{
+    bkm_json_key(w, "workload");
+    bkm_json_str(w, spec->workload);
+    bkm_json_key(w, "threads");
+    bkm_json_int(w, spec->threads);
+    worker_env_to_json(aff_env, w);
+    bkm_json_key(w, "effective_affinity");
+    bkm_json_str(w, bkm_aff_plan_effective(plan));
+    bkm_json_key(w, "blocktime_ms");
+    bkm_json_int(w, bkm_aff_plan_blocktime_ms(plan));
+}
+
+/* The workload as it ran: backend, implementation, resolved parameters, seed. */
+static void worker_workload_json(bkm_json_w_t *w, const bkm_tune_trial_spec_t *spec, const bkm_wl_t *wl,
+                                 const bkm_buf_t *params)
+{
+    char sd[32];
+    bkm_json_key(w, "backend");
+    bkm_json_str(w, worker_backend(spec, params));
+    bkm_json_key(w, "impl");
+    bkm_json_str(w, bkm_wl_impl(wl));
+    bkm_json_key(w, "params");
+    bkm_json_raw(w, bkm_buf_str(params));
+    bkm_json_key(w, "seed");
+    snprintf(sd, sizeof sd, "%llu", (unsigned long long)spec->seed);
+    bkm_json_str(w, sd);
+}
+
+/* The samples and their statistics, with the interval's kind and the clock's resolution. */
+static void worker_samples_json(bkm_json_w_t *w, const bkm_tune_samples_t *s)
+{
+    json_double_array(w, "warmup_ms", s->warmup_ms, s->n_warmup);
+    bkm_json_key(w, "warmup_stable");
+    bkm_json_bool(w, s->warmup_stable);
+    json_double_array(w, "samples_ms", s->ms, s->n);
+    bkm_json_key(w, "n_samples");
+    bkm_json_int(w, s->n);
+    bkm_json_key(w, "median_ms");
+    bkm_json_double(w, s->median);
+    bkm_json_key(w, "min_ms");
+    bkm_json_double(w, s->min);
+    bkm_json_key(w, "max_ms");
+    bkm_json_double(w, s->max);
+    bkm_json_key(w, "mad_ms");
+    bkm_json_double(w, s->mad);
+    bkm_json_key(w, "ci95_ms");
+    bkm_json_arr_begin(w);
+    bkm_json_double(w, s->ci_lo);
+    bkm_json_double(w, s->ci_hi);
+    bkm_json_arr_end(w);
+    /* which interval "ci95_ms" is: the distribution-free 95% interval of the median of this
+     * process's samples (order statistics, bkm_tune_stats_median_ci_ranks) */
+    bkm_json_key(w, "ci95_kind");
+    bkm_json_str(w, "median, order statistics (binomial, distribution-free), within this process");
+    bkm_json_key(w, "stop_reason");
+    bkm_json_str(w, s->stop_reason);
+    bkm_json_key(w, "timed_s");
+    bkm_json_double(w, s->total_s);
+    bkm_json_key(w, "timer_resolution_ns");
+    bkm_json_int(w, (int64_t)bkm_clock_resolution_ns());
+}
+
+/* FLOPs per iteration with their convention, and the rate at the median. */
+static void worker_flops_json(bkm_json_w_t *w, double flops, double median_ms)
+{
+    bkm_json_key(w, "flops_per_iter");
+    bkm_json_double(w, flops);
+    bkm_json_key(w, "flop_convention");
+    bkm_json_str(w, "every multiply-add counted as 2 FLOP over all kernel taps, padding taps included "
+                    "(conv: 2 N K C/G R S P Q; benchdnn counts only taps inside the image); gflops from the median");
+    bkm_json_key(w, "gflops");
+    bkm_json_double(w, median_ms > 0 ? flops / (median_ms * 1e-3) * 1e-9 : NAN);
+}
+
 int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err)
 {
     const bkm_tune_trial_spec_t *spec = &cfg->spec;
@@ -264,17 +353,8 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_buf_init(&check);
     bkm_buf_init(&params);
     rc = bkm_tune_trial_spec_validate(spec, err);
-    if (rc < 0)
+    if (rc < 0 || (rc = worker_threads_check(cfg, err)) < 0)
         goto out;
-    if (cfg->omp_num_threads != spec->threads) {
-        if (cfg->omp_num_threads <= 0)
-            rc = bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is unset or invalid but the trial asks for %d "
-                             "threads (the runner exports it)", spec->threads);
-        else
-            rc = bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS is %d but the trial asks for %d threads",
-                             cfg->omp_num_threads, spec->threads);
-        goto out;
-    }
     if (cfg->aff_env != NULL)
         aff_env = *cfg->aff_env;
     /* Plan from the environment and start PAPI before the first OpenMP call. */
@@ -293,15 +373,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
 
     bkm_json_w_init(&w, out, 0);
     bkm_json_obj_begin(&w);
-    bkm_json_key(&w, "workload");
-    bkm_json_str(&w, spec->workload);
-    bkm_json_key(&w, "threads");
-    bkm_json_int(&w, spec->threads);
-    worker_env_to_json(&aff_env, &w);
-    bkm_json_key(&w, "effective_affinity");
-    bkm_json_str(&w, bkm_aff_plan_effective(plan));
-    bkm_json_key(&w, "blocktime_ms");
-    bkm_json_int(&w, bkm_aff_plan_blocktime_ms(plan));
+    worker_head_json(&w, spec, &aff_env, plan);
     binding_ok = worker_binding_check(plan, probe, spec->threads, strcmp(spec->inject, "mismatch") == 0, &w, why,
                                       sizeof why);
     if (!binding_ok) {
@@ -333,54 +405,9 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     }
     flops = bkm_wl_flops(wl);
 
-    bkm_json_key(&w, "backend");
-    bkm_json_str(&w, worker_backend(spec, &params));
-    bkm_json_key(&w, "impl");
-    bkm_json_str(&w, bkm_wl_impl(wl));
-    bkm_json_key(&w, "params");
-    bkm_json_raw(&w, bkm_buf_str(&params));
-    bkm_json_key(&w, "seed");
-    {
-        char sd[32];
-        snprintf(sd, sizeof sd, "%llu", (unsigned long long)spec->seed);
-        bkm_json_str(&w, sd);
-    }
-    json_double_array(&w, "warmup_ms", s.warmup_ms, s.n_warmup);
-    bkm_json_key(&w, "warmup_stable");
-    bkm_json_bool(&w, s.warmup_stable);
-    json_double_array(&w, "samples_ms", s.ms, s.n);
-    bkm_json_key(&w, "n_samples");
-    bkm_json_int(&w, s.n);
-    bkm_json_key(&w, "median_ms");
-    bkm_json_double(&w, s.median);
-    bkm_json_key(&w, "min_ms");
-    bkm_json_double(&w, s.min);
-    bkm_json_key(&w, "max_ms");
-    bkm_json_double(&w, s.max);
-    bkm_json_key(&w, "mad_ms");
-    bkm_json_double(&w, s.mad);
-    bkm_json_key(&w, "ci95_ms");
-    bkm_json_arr_begin(&w);
-    bkm_json_double(&w, s.ci_lo);
-    bkm_json_double(&w, s.ci_hi);
-    bkm_json_arr_end(&w);
-    /* which interval "ci95_ms" is: the distribution-free 95% interval of the median of this
-     * process's samples (order statistics, bkm_tune_stats_median_ci_ranks) */
-    bkm_json_key(&w, "ci95_kind");
-    bkm_json_str(&w, "median, order statistics (binomial, distribution-free), within this process");
-    bkm_json_key(&w, "stop_reason");
-    bkm_json_str(&w, s.stop_reason);
-    bkm_json_key(&w, "timed_s");
-    bkm_json_double(&w, s.total_s);
-    bkm_json_key(&w, "timer_resolution_ns");
-    bkm_json_int(&w, (int64_t)bkm_clock_resolution_ns());
-    bkm_json_key(&w, "flops_per_iter");
-    bkm_json_double(&w, flops);
-    bkm_json_key(&w, "flop_convention");
-    bkm_json_str(&w, "every multiply-add counted as 2 FLOP over all kernel taps, padding taps included "
-                     "(conv: 2 N K C/G R S P Q; benchdnn counts only taps inside the image); gflops from the median");
-    bkm_json_key(&w, "gflops");
-    bkm_json_double(&w, s.median > 0 ? flops / (s.median * 1e-3) * 1e-9 : NAN);
+    worker_workload_json(&w, spec, wl, &params);
+    worker_samples_json(&w, &s);
+    worker_flops_json(&w, flops, s.median);
     bkm_json_key(&w, "check");
     bkm_json_raw(&w, bkm_buf_str(&check));
     {   /* network workloads with layers=1: the per-layer table */

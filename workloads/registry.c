@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "wl_int.h"
@@ -109,24 +110,15 @@ void bkm_wl_config_init(bkm_wl_config_t *cfg)
 
 int bkm_wl_config_add(bkm_wl_config_t *cfg, const char *kv, bkm_err_t *err)
 {
-    const char *eq = kv ? strchr(kv, '=') : NULL;
-    size_t klen;
-    if (!eq || eq == kv)
-        return bkm_err_set(err, BKM_EINVAL, "parameter '%s' is not key=value", kv ? kv : "(null)");
-    klen = (size_t)(eq - kv);
-    if (klen >= sizeof cfg->kv[0].key)
-        return bkm_err_set(err, BKM_EINVAL, "parameter key '%.*s' is too long", (int)klen, kv);
-    if (strlen(eq + 1) >= sizeof cfg->kv[0].value)
-        return bkm_err_set(err, BKM_EINVAL, "parameter value '%s' is too long", eq + 1);
-    for (int i = 0; i < cfg->n; i++)
-        if (strlen(cfg->kv[i].key) == klen && strncmp(cfg->kv[i].key, kv, klen) == 0)
-            return bkm_err_set(err, BKM_EINVAL, "parameter '%.*s' is given twice", (int)klen, kv);
+    bkm_kv_t p;
+    int rc;
+    if ((rc = bkm_kv_parse(&p, kv, "parameter", err)) < 0)
+        return rc;
+    if (bkm_kv_find(cfg->kv, cfg->n, p.key, strlen(p.key)) >= 0)
+        return bkm_err_set(err, BKM_EINVAL, "parameter '%s' is given twice", p.key);
     if (cfg->n >= BKM_WL_MAX_KV)
         return bkm_err_set(err, BKM_EINVAL, "parameter '%s': too many parameters (at most %d)", kv, BKM_WL_MAX_KV);
-    memcpy(cfg->kv[cfg->n].key, kv, klen);
-    cfg->kv[cfg->n].key[klen] = '\0';
-    snprintf(cfg->kv[cfg->n].value, sizeof cfg->kv[0].value, "%s", eq + 1);
-    cfg->n++;
+    cfg->kv[cfg->n++] = p;
     return BKM_OK;
 }
 
@@ -206,7 +198,7 @@ static int resolve(bkm_wl_t *wl, const bkm_wl_entry_t *e, const bkm_wl_config_t 
         return rc;
     bkm_kern_params_init(&wl->kp);
     for (int j = 0; cfg && j < cfg->n; j++) {
-        char kv[160];
+        char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
         size_t i;
         for (i = 0; i < wl->n_params; i++)
             if (strcmp(wl->params[i].name, cfg->kv[j].key) == 0)
@@ -285,8 +277,19 @@ double bkm__wl_mem_limit(const char *proc_cgroup, const char *cgroup_root, doubl
     return best;
 }
 
+/* The soft limit @p res of this process (ulimit -v, ulimit -d) in bytes, or @p have when it
+ * is unlimited or larger. */
+static double rlimit_below(int res, double have)
+{
+    struct rlimit rl;
+    if (getrlimit(res, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (double)rl.rlim_cur < have)
+        return (double)rl.rlim_cur;
+    return have;
+}
+
 /* Refuse a configuration whose buffers cannot fit in the memory this process may use (physical
- * memory, or the cgroup limit when lower) as bad input, BKM_EINVAL naming both sizes, rather than
+ * memory, lowered by the tightest cgroup limit and by RLIMIT_AS / RLIMIT_DATA) as bad input,
+ * BKM_EINVAL naming both sizes and where the limit comes from, rather than
  * letting the allocation succeed on overcommit and the fill be killed. */
 static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
 {
@@ -297,6 +300,10 @@ static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
         return BKM_OK;
     need = wl->e->bytes(wl);
     have = bkm__wl_mem_limit("/proc/self/cgroup", "/sys/fs/cgroup", (double)pages * (double)psz, src, sizeof src);
+    if (rlimit_below(RLIMIT_DATA, rlimit_below(RLIMIT_AS, have)) < have) {
+        have = rlimit_below(RLIMIT_DATA, rlimit_below(RLIMIT_AS, have));
+        snprintf(src, sizeof src, "the process's resource limit, ulimit -v / -d");
+    }
     if (need > 0.9 * have)
         return bkm_err_set(err, BKM_EINVAL, "%s: this configuration needs about %.1f GiB, more than 90%% of the "
                            "%.1f GiB this process may use (%s)", wl->e->info.name, need / 1073741824.0,

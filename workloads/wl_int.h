@@ -7,7 +7,7 @@
 #include "bkm/net.h"
 #include "bkm/workloads.h"
 
-#define BKM_WL_VAL_MAX 96
+#define BKM_WL_VAL_MAX BKM_KV_VALUE_MAX
 
 /* The workload object: resolved configuration plus the workload's private state. */
 struct bkm_wl {

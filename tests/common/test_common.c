@@ -390,6 +390,67 @@ START_TEST(cpuset_format_and_parse)
 }
 END_TEST
 
+START_TEST(kv_one_limit)
+{
+    char key[BKM_KV_KEY_MAX + 1], val[BKM_KV_VALUE_MAX + 1], text[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX + 2];
+    bkm_kv_t kv, tab[2];
+    bkm_err_t err = {0};
+    memset(key, 'k', sizeof key - 1), key[sizeof key - 1] = '\0';
+    memset(val, 'v', sizeof val - 1), val[sizeof val - 1] = '\0';
+    /* the longest key (63) and value (255) pass, one more character of either does not */
+    ck_assert_int_eq(bkm_kv_set(&kv, key, BKM_KV_KEY_MAX - 1, val + 1, "parameter", &err), BKM_OK);
+    ck_assert_uint_eq(strlen(kv.key), BKM_KV_KEY_MAX - 1);
+    ck_assert_uint_eq(strlen(kv.value), BKM_KV_VALUE_MAX - 1);
+    ck_assert_int_eq(bkm_kv_set(&kv, key, BKM_KV_KEY_MAX, "1", "parameter", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1-63 characters"));
+    ck_assert_int_eq(bkm_kv_set(&kv, "m", 1, val, "parameter", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "longer than 255"));
+    ck_assert_int_eq(bkm_kv_set(&kv, "", 0, "1", "parameter", &err), BKM_EINVAL);
+    snprintf(text, sizeof text, "%.*s=%s", BKM_KV_KEY_MAX - 1, key, val + 1);
+    ck_assert_int_eq(bkm_kv_parse(&kv, text, "parameter", &err), BKM_OK);
+    ck_assert_str_eq(kv.value, val + 1);
+    ck_assert_int_eq(bkm_kv_parse(&kv, "m=a=b", "parameter", &err), BKM_OK);  /* the first '=' splits */
+    ck_assert_str_eq(kv.key, "m");
+    ck_assert_str_eq(kv.value, "a=b");
+    ck_assert_int_eq(bkm_kv_parse(&kv, "m=", "parameter", &err), BKM_OK);
+    ck_assert_str_eq(kv.value, "");
+    ck_assert_int_eq(bkm_kv_parse(&kv, "novalue", "parameter", &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'novalue' is not key=value"));
+    ck_assert_int_eq(bkm_kv_parse(&kv, "=3", "parameter", &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_kv_parse(&tab[0], "m=1", "parameter", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kv_parse(&tab[1], "mc=2", "parameter", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kv_find(tab, 2, "mc=9", 2), 1);
+    ck_assert_int_eq(bkm_kv_find(tab, 2, "m", 1), 0);
+    ck_assert_int_eq(bkm_kv_find(tab, 2, "n", 1), -1);
+    ck_assert_int_eq(bkm_kv_find(tab, 0, "m", 1), -1);
+}
+END_TEST
+
+START_TEST(trial_status_names)
+{
+    static const char *const names[] = {"ok", "crashed", "timeout", "failed", "binding-mismatch"};
+    bkm_err_t err = {0};
+    int st;
+    ck_assert_int_eq(BKM_TRIAL_N_STORED, 5);
+    for (int i = 0; i < BKM_TRIAL_N_STORED; i++) {
+        ck_assert_str_eq(bkm_trial_status_name(i), names[i]);
+        ck_assert_int_eq(bkm_trial_status_stored(i), 1);
+        st = -1;
+        ck_assert_int_eq(bkm_trial_status_parse(names[i], &st, &err), BKM_OK);
+        ck_assert_int_eq(st, i);
+    }
+    /* interrupted has a name but is not a stored result */
+    ck_assert_str_eq(bkm_trial_status_name(BKM_TRIAL_INTERRUPTED), "interrupted");
+    ck_assert_int_eq(bkm_trial_status_stored(BKM_TRIAL_INTERRUPTED), 0);
+    ck_assert_int_eq(bkm_trial_status_parse("interrupted", &st, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "interrupted"));
+    ck_assert_ptr_null(bkm_trial_status_name(-1));
+    ck_assert_ptr_null(bkm_trial_status_name(BKM_TRIAL_INTERRUPTED + 1));
+    ck_assert_int_eq(bkm_trial_status_stored(-1), 0);
+    ck_assert_int_eq(bkm_trial_status_parse(NULL, &st, &err), BKM_EINVAL);
+}
+END_TEST
+
 START_TEST(strict_numbers)
 {
     long long v;
@@ -521,6 +582,8 @@ static Suite *common_suite(void)
     tcase_add_test(tc, json_reader_numbers_and_escapes);
     tcase_add_test(tc, cpuset_format_and_parse);
     tcase_add_test(tc, strict_numbers);
+    tcase_add_test(tc, trial_status_names);
+    tcase_add_test(tc, kv_one_limit);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     tcase_add_checked_fixture(tc, files_setup, files_teardown);

@@ -30,7 +30,7 @@ static int fill(bkm_db_t *db, const char *node, const char *workload, long long 
         snprintf(cfg, sizeof cfg, "{\"threads\": %lld, \"affinity\": \"compact\"}", i + 1);
         t.sweep_id = sweep;
         t.config_json = cfg;
-        t.status = i % 4 == 3 ? BKM_DB_TRIAL_CRASHED : BKM_DB_TRIAL_OK;
+        t.status = i % 4 == 3 ? BKM_TRIAL_CRASHED : BKM_TRIAL_OK;
         t.error = t.status ? "killed by SIGSEGV" : NULL;
         t.samples_ms = ms;
         t.n_samples = 5;

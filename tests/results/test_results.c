@@ -91,7 +91,7 @@ static int put_trial(bkm_db_t *db, int64_t sweep, int i, bkm_err_t *err)
     char cfg[128];
     double ms[5];
     bkm_db_trial_t t;
-    bkm_db_counter_t c[2] = {{.name = "perf::TASK-CLOCK", .value = 1e6 * i, .available = 1},
+    bkm_counter_t c[2] = {{.name = "perf::TASK-CLOCK", .value = 1e6 * i, .available = 1},
                              {.name = "PAPI_TOT_CYC", .available = 0, .reason = "no PMU"}};
     bkm_db_trial_init(&t);
     snprintf(cfg, sizeof cfg, "{\"threads\": %d, \"affinity\": \"compact,\\\"1\\\"\"}", i);
@@ -99,7 +99,7 @@ static int put_trial(bkm_db_t *db, int64_t sweep, int i, bkm_err_t *err)
         ms[k] = 10.0 + i + 0.1 * k;
     t.sweep_id = sweep;
     t.config_json = cfg;
-    t.status = i % 7 == 3 ? BKM_DB_TRIAL_CRASHED : BKM_DB_TRIAL_OK;
+    t.status = i % 7 == 3 ? BKM_TRIAL_CRASHED : BKM_TRIAL_OK;
     t.error = t.status ? "worker killed by SIGSEGV" : NULL;
     t.samples_ms = ms;
     t.n_samples = 5;
@@ -412,7 +412,7 @@ START_TEST(resume_and_duplicates)
     ck_assert_int_eq(bkm_db_trial_insert(db, &t, &id1, &was_new, &err), BKM_OK);
     ck_assert_int_eq(was_new, 1);
     t.config_json = "{\"a\":2.5,\"b\":1.0}";
-    t.status = BKM_DB_TRIAL_TIMEOUT;
+    t.status = BKM_TRIAL_TIMEOUT;
     ck_assert_int_eq(bkm_db_trial_insert(db, &t, &id2, &was_new, &err), BKM_OK);
     ck_assert_int_eq(was_new, 0);
     ck_assert_int_eq(id1, id2);
@@ -433,6 +433,10 @@ START_TEST(resume_and_duplicates)
     t.role = NULL;
     t.status = 42;
     ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    /* the runner's "no result" is never stored */
+    t.status = BKM_TRIAL_INTERRUPTED;
+    ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "trial status 5"));
     t.status = 0;
     t.sweep_id = 9999;
     ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
@@ -440,9 +444,10 @@ START_TEST(resume_and_duplicates)
     ck_assert_int_eq(bkm_db_sweep_finish(db, s3, "sideways", &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "sideways"));
     int st = -1;
-    ck_assert_int_eq(bkm_db_trial_status_parse("binding-mismatch", &st, &err), BKM_OK);
-    ck_assert_int_eq(st, BKM_DB_TRIAL_BINDING_MISMATCH);
-    ck_assert_int_eq(bkm_db_trial_status_parse("exploded", &st, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_trial_status_parse("binding-mismatch", &st, &err), BKM_OK);
+    ck_assert_int_eq(st, BKM_TRIAL_BINDING_MISMATCH);
+    ck_assert_int_eq(bkm_trial_status_parse("exploded", &st, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_trial_status_parse("interrupted", &st, &err), BKM_EINVAL);
     bkm_db_close(db);
 }
 END_TEST
@@ -453,7 +458,7 @@ START_TEST(trial_is_one_transaction)
     bkm_err_t err = {0};
     bkm_db_trial_t t;
     double ms[3] = {1, 2, 3};
-    bkm_db_counter_t c[2] = {{.name = "x", .value = 1, .available = 1}, {.name = "x", .value = 2, .available = 1}};
+    bkm_counter_t c[2] = {{.name = "x", .value = 1, .available = 1}, {.name = "x", .value = 2, .available = 1}};
     bkm_db_strv_t keys;
     ck_assert_int_eq(bkm_db_open(&db, pth("a.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
     int64_t s = new_sweep(db, "k", 0);
@@ -1003,7 +1008,7 @@ START_TEST(non_finite_sample_is_refused)
     ms[1] = NAN;
     ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_EINVAL);
     ck_assert_uint_eq(count_trials(db, sid), 0);
-    t.status = BKM_DB_TRIAL_FAILED;
+    t.status = BKM_TRIAL_FAILED;
     t.error = "non-finite sample 1 in samples_ms (nan)";
     t.n_samples = 0;
     ck_assert_int_eq(bkm_db_trial_insert(db, &t, NULL, NULL, &err), BKM_OK);

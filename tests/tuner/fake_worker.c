@@ -136,8 +136,9 @@ int main(int argc, char **argv)
         print_ok(res, &spec, (long)g);
         return 0;
     } else if (strcmp(inj, "spew") == 0) {
-        /* stderr without a pause, forever: the watch must still see the timeout */
-        static char line[1 << 16];
+        /* stderr without a pause, forever: the watch must still see the timeout. Lines shorter
+         * than the kept tail, so that the tail holds a line end wherever the kill cuts the stream */
+        static char line[1 << 10];
         memset(line, 's', sizeof line - 1);
         line[sizeof line - 2] = '\n';
         for (;;)

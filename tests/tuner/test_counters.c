@@ -11,10 +11,10 @@
 
 #include "bkm/tuner.h"
 
-static const bkm_tune_counter_t *find_counter(const bkm_tune_counters_t *c, const char *name)
+static const bkm_counter_t *find_counter(const bkm_tune_counters_t *c, const char *name)
 {
     int n;
-    const bkm_tune_counter_t *v = bkm_tune_counters_values(c, &n);
+    const bkm_counter_t *v = bkm_tune_counters_values(c, &n);
     for (int i = 0; i < n; i++)
         if (strcmp(v[i].name, name) == 0)
             return &v[i];
@@ -71,13 +71,13 @@ START_TEST(software_events_count_all_threads)
     int rc = bkm_tune_counters_open(&c, "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::PAGE-FAULTS,"
                                         "perf::CPU-MIGRATIONS,PAPI_TOT_CYC,NO_SUCH_EVENT", &err);
     ck_assert_int_eq(rc, BKM_OK);
-    const bkm_tune_counter_t *tc = find_counter(c, "perf::TASK-CLOCK");
+    const bkm_counter_t *tc = find_counter(c, "perf::TASK-CLOCK");
     ck_assert_ptr_nonnull(tc);
     ck_assert_int_eq(tc->available, 1);
-    const bkm_tune_counter_t *bad = find_counter(c, "NO_SUCH_EVENT");
+    const bkm_counter_t *bad = find_counter(c, "NO_SUCH_EVENT");
     ck_assert_int_eq(bad->available, 0);
     ck_assert_int_gt((int)strlen(bad->reason), 0);
-    const bkm_tune_counter_t *cyc = find_counter(c, "PAPI_TOT_CYC");
+    const bkm_counter_t *cyc = find_counter(c, "PAPI_TOT_CYC");
     if (!cyc->available)
         ck_assert_int_gt((int)strlen(cyc->reason), 0);   /* no PMU: listed with PAPI's reason */
 
@@ -140,7 +140,7 @@ static int papi_usable(void)
     if (pid == 0) {
         bkm_tune_counters_t *c = NULL;
         bkm_err_t err = {0};
-        const bkm_tune_counter_t *tc;
+        const bkm_counter_t *tc;
         if (bkm_tune_counters_open(&c, "perf::TASK-CLOCK", &err) < 0) {
             printf("skip: PAPI cannot initialise here: %s\n", err.msg);
             _exit(77);

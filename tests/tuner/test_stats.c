@@ -10,12 +10,6 @@
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 
-/* The results database stores the runner's status as is: the two enums must agree. */
-_Static_assert(BKM_DB_TRIAL_OK == (int)BKM_TRIAL_OK && BKM_DB_TRIAL_CRASHED == (int)BKM_TRIAL_CRASHED &&
-                   BKM_DB_TRIAL_TIMEOUT == (int)BKM_TRIAL_TIMEOUT && BKM_DB_TRIAL_FAILED == (int)BKM_TRIAL_FAILED &&
-                   BKM_DB_TRIAL_BINDING_MISMATCH == (int)BKM_TRIAL_BINDING_MISMATCH,
-               "bkm_db_trial_status_t and bkm_tune_trial_status_t differ");
-
 START_TEST(median_odd_and_even)
 {
     double odd[] = {5, 1, 3}, even[] = {4, 1, 3, 2};

@@ -227,7 +227,7 @@ static void store(bkm_db_t *db, int64_t sweep, const char *cfg, double ms)
     bkm_db_trial_init(&t);
     t.sweep_id = sweep;
     t.config_json = cfg;
-    t.status = BKM_DB_TRIAL_OK;
+    t.status = BKM_TRIAL_OK;
     t.samples_ms = x;
     t.n_samples = 5;
     t.median_ms = ms;

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bkm/kernels.h"
@@ -117,7 +119,62 @@ START_TEST(bad_parameters_are_named)
     ck_assert_ptr_null(bkm_wl_config_get(&cfg, "n"));
     ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
 }
+
+/* The workload and kernel layers take the longest pair bkm_kv_t allows (a trial spec passes it
+ * on as is): the value reaches the workload's own check, the key the kernel's. */
+START_TEST(longest_kv_reaches_the_checks)
+{
+    char key[BKM_KV_KEY_MAX], text[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX + 1];
+    bkm_wl_config_t cfg;
+    bkm_kern_params_t kp;
+    bkm_err_t err = {0};
+    memset(key, 'k', sizeof key - 1), key[sizeof key - 1] = '\0';
+    bkm_wl_config_init(&cfg);
+    snprintf(text, sizeof text, "shape=%0*d", BKM_KV_VALUE_MAX - 1, 7);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, text, &err), BKM_OK);
+    ck_assert_uint_eq(strlen(bkm_wl_config_get(&cfg, "shape")), BKM_KV_VALUE_MAX - 1);
+    /* refused by conv2d for what it says, not for its length */
+    ck_assert_int_eq(bkm_wl_config_check("conv2d", &cfg, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "shape"));
+    ck_assert_ptr_null(strstr(err.msg, "long"));
+    snprintf(text, sizeof text, "%s=1", key);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, text, &err), BKM_OK);
+    snprintf(text, sizeof text, "x%s=1", key);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, text, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1-63 characters"));
+    bkm_kern_params_init(&kp);
+    snprintf(text, sizeof text, "%s=1", key);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, text, &err), BKM_OK);
+    ck_assert_str_eq(kp.kv[0].key, key);
+}
 END_TEST
+
+/* In a child whose address space and data are limited to 1 GiB: a 3 GiB gemm (m=n=k=16384),
+ * which fits this node's memory, must be refused by the check and by create, naming the sizes.
+ * Exit 0 when it is, else the number of the step that accepted it (its message on stderr). */
+static int too_large_child(void)
+{
+    struct rlimit lim = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+    bkm_wl_config_t cfg;
+    bkm_err_t err = {0};
+    bkm_wl_t *wl = NULL;
+    bkm_wl_config_init(&cfg);
+    if (bkm_wl_config_add(&cfg, "m=16384", &err) || bkm_wl_config_add(&cfg, "n=16384", &err) ||
+        bkm_wl_config_add(&cfg, "k=16384", &err))
+        return 11;
+    if (setrlimit(RLIMIT_DATA, &lim) != 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        return 10;
+    if (bkm_wl_config_check("gemm", &cfg, &err) != BKM_EINVAL || !strstr(err.msg, "GiB") ||
+        !strstr(err.msg, "ulimit")) {
+        fprintf(stderr, "config_check accepted 3 GiB under a 1 GiB limit: %s\n", err.msg);
+        return 1;
+    }
+    if (bkm_wl_create(&wl, "gemm", &cfg, 1, &err) != BKM_EINVAL || wl != NULL) {
+        fprintf(stderr, "create accepted 3 GiB under a 1 GiB limit: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
 
 START_TEST(too_large_for_this_node_is_bad_input)
 {
@@ -125,19 +182,27 @@ START_TEST(too_large_for_this_node_is_bad_input)
     bkm_err_t err = {0};
     bkm_wl_t *wl = NULL;
     double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    int status = 0;
+    pid_t pid;
     bkm_wl_config_init(&cfg);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "m=65536", &err), BKM_OK);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "n=65536", &err), BKM_OK);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "k=65536", &err), BKM_OK);
-    if (3.0 * 4.0 * 65536.0 * 65536.0 < 0.9 * phys) {
-        /* a node that holds the 48 GiB problem must accept it (not created here) */
-        ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_OK);
-        return;
+    if (3.0 * 4.0 * 65536.0 * 65536.0 >= 0.9 * phys) {   /* 48 GiB: beyond this node (the child below
+                                                           * checks refusal on any node) */
+        ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
+        ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_EINVAL);
+        ck_assert_ptr_null(wl);
     }
-    ck_assert_int_eq(bkm_wl_config_check("gemm", &cfg, &err), BKM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "GiB"));
-    ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_EINVAL);
-    ck_assert_ptr_null(wl);
+    /* on every machine: a process limited to 1 GiB refuses 3 GiB */
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(too_large_child());
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x (1: check accepted, 2: create "
+                  "accepted, 10: setrlimit failed, 11: config)", status);
 }
 END_TEST
 
@@ -277,6 +342,7 @@ int main(void)
     tcase_add_test(tc, registry_lookups);
     tcase_add_test(tc, parameter_lists_merge_kernel_tunables);
     tcase_add_test(tc, bad_parameters_are_named);
+    tcase_add_test(tc, longest_kv_reaches_the_checks);
     tcase_add_test(tc, alexnet_flops_match_workloads_md);
     tcase_add_test(tc, too_large_for_this_node_is_bad_input);
     tcase_add_test(tc, cgroup_memory_limit_is_honoured);

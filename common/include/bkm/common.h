@@ -58,6 +58,61 @@ const char *bkm_strerror(int code);
 int bkm_status_exit_code(int code);
 
 /* ---------------------------------------------------------------------------------------- */
+/** A key=value pair: one shape and one limit for every layer that passes one on (a trial's
+ *  environment variable, a configuration's, a trial's, a workload's and a kernel's parameter),
+ *  so a pair one layer accepts is never refused for its length by the next. */
+#define BKM_KV_KEY_MAX 64     /**< key buffer: at most 63 characters */
+#define BKM_KV_VALUE_MAX 256  /**< value buffer: at most 255 characters */
+typedef struct bkm_kv {
+    char key[BKM_KV_KEY_MAX];
+    char value[BKM_KV_VALUE_MAX];
+} bkm_kv_t;
+/** Set @p kv to the first @p key_len bytes of @p key and to @p value. BKM_EINVAL naming them
+ *  (@p what: "parameter", "env", ...) when the key is empty or over 63 characters, or the value
+ *  over 255. */
+int bkm_kv_set(bkm_kv_t *kv, const char *key, size_t key_len, const char *value, const char *what,
+               bkm_err_t *err);
+/** Split @p text "key=value" (the first '=') into @p kv: as bkm_kv_set, and BKM_EINVAL naming the
+ *  text when it has no '='. */
+int bkm_kv_parse(bkm_kv_t *kv, const char *text, const char *what, bkm_err_t *err);
+/** Index of the pair whose key is the first @p key_len bytes of @p key in tab[0..n), or -1. */
+int bkm_kv_find(const bkm_kv_t *tab, int n, const char *key, size_t key_len);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Outcome of a trial: one type for the runner that produces it (bkm/tuner.h) and the store
+ *  that keeps it (bkm/results.h). The statuses up to BKM_TRIAL_BINDING_MISMATCH are results:
+ *  they are stored, as their names. BKM_TRIAL_INTERRUPTED is the runner's "no result" (the
+ *  tuner was stopped while the trial ran): it is never stored (bkm_db_trial_insert refuses it,
+ *  bkm_trial_status_parse does not accept it), and the resumed sweep measures that trial. */
+typedef enum {
+    BKM_TRIAL_OK = 0,
+    BKM_TRIAL_CRASHED,           /**< killed by a signal (signal_name) */
+    BKM_TRIAL_TIMEOUT,           /**< exceeded spec.timeout_s; process group SIGKILLed */
+    BKM_TRIAL_FAILED,            /**< non-zero exit, or a result that does not parse */
+    BKM_TRIAL_BINDING_MISMATCH,  /**< the threads were not bound as planned */
+    BKM_TRIAL_INTERRUPTED        /**< cut short by a stop of the tuner: not a result */
+} bkm_trial_status_t;
+/** Number of stored statuses: 0 <= status < BKM_TRIAL_N_STORED. */
+#define BKM_TRIAL_N_STORED BKM_TRIAL_INTERRUPTED
+/** "ok", "crashed", "timeout", "failed", "binding-mismatch", "interrupted"; NULL when
+ *  @p status is none of them. */
+const char *bkm_trial_status_name(int status);
+/** 1 when @p status is a result that is stored (BKM_TRIAL_OK .. BKM_TRIAL_BINDING_MISMATCH). */
+int bkm_trial_status_stored(int status);
+/** Parse the name of a stored status; BKM_EINVAL naming it otherwise ("interrupted" too). */
+int bkm_trial_status_parse(const char *name, int *status, bkm_err_t *err);
+
+/** One counter reading over a trial (a PAPI event summed over the trial's threads): one record
+ *  from the worker's measurement (bkm/tuner.h) through the runner's result to the store
+ *  (bkm/results.h, column REAL). */
+typedef struct bkm_counter {
+    char name[64];         /**< PAPI preset or native name, e.g. "perf::TASK-CLOCK" */
+    int available;         /**< 1: counted; 0: unavailable, see reason (value is ignored) */
+    long long value;       /**< sum over all counted threads (task-clock: ns) */
+    char reason[160];      /**< why unavailable (PAPI_strerror), "" when available */
+} bkm_counter_t;
+
+/* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */
 uint64_t bkm_now_ns(void);
 /** Resolution of the monotonic clock in nanoseconds. */

@@ -141,7 +141,7 @@ typedef enum {
 /** Key=value tunables of an op (as given by --param), validated against its descriptors. */
 typedef struct bkm_kern_params {
     int n;
-    struct { char key[32]; int32_t value; } kv[32];
+    struct { char key[BKM_KV_KEY_MAX]; int32_t value; } kv[32]; /**< keys as bkm_kv_t's */
     bkm_isa_t isa;       /**< BKM_ISA_AUTO unless --param isa=... */
 } bkm_kern_params_t;
 /** Empty parameter set (isa = AUTO). */

@@ -158,34 +158,11 @@ int bkm_db_sweep_done_keys(bkm_db_t *db, int64_t sweep_id, const char *role, int
                            bkm_db_strv_t *keys, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
-/** Outcome of a trial. Stored as its name: ok, crashed, timeout, failed, binding-mismatch.
- *  Same values as bkm_tune_trial_status_t in bkm/tuner.h (checked by tests/tuner/test_stats.c),
- *  so a runner's status can be stored as is. */
-typedef enum {
-    BKM_DB_TRIAL_OK = 0,
-    BKM_DB_TRIAL_CRASHED,
-    BKM_DB_TRIAL_TIMEOUT,
-    BKM_DB_TRIAL_FAILED,
-    BKM_DB_TRIAL_BINDING_MISMATCH
-} bkm_db_trial_status_t;
-/** Name of a status ("ok", ...), or NULL when out of range. */
-const char *bkm_db_trial_status_name(int status);
-/** Parse a status name; BKM_EINVAL naming it when unknown. */
-int bkm_db_trial_status_parse(const char *name, int *status, bkm_err_t *err);
-
-/** One counter reading: a value, or unavailable with a reason. */
-typedef struct bkm_db_counter {
-    const char *name;
-    double value;
-    int available;          /**< 0: value is ignored and stored as NULL */
-    const char *reason;     /**< why unavailable; may be NULL */
-} bkm_db_counter_t;
-
 /** A finished trial, as the tuner hands it over. Doubles that are NaN are stored as NULL. */
 typedef struct bkm_db_trial {
     int64_t sweep_id;
     const char *config_json;     /**< JSON object; canonicalised to form the trial key */
-    int status;                  /**< bkm_db_trial_status_t */
+    int status;                  /**< bkm_trial_status_t (bkm/common.h), a stored one */
     const char *role;            /**< "search" (NULL) or "confirm" */
     int round;                   /**< confirmation round; 0 for search */
     const char *error;           /**< error text; may be NULL */
@@ -200,7 +177,7 @@ typedef struct bkm_db_trial {
     const char *binding_json;    /**< binding verification, JSON; may be NULL */
     const char *effective_json;  /**< effective settings (env the worker saw), JSON; may be NULL */
     const char *impl;            /**< implementation that ran (e.g. oneDNN impl name); may be NULL */
-    const bkm_db_counter_t *counters;
+    const bkm_counter_t *counters;  /**< unavailable ones are stored as NULL with their reason */
     size_t n_counters;
 } bkm_db_trial_t;
 /** Zero @p t and set every double to NaN (unknown). */

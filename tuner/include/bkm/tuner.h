@@ -36,13 +36,7 @@ extern "C" {
 
 #define BKM_TUNE_COUNTERS_MAX 32
 
-/** One requested event and its outcome. */
-typedef struct bkm_tune_counter {
-    char name[64];         /**< PAPI preset or native name, e.g. "perf::TASK-CLOCK" */
-    int available;         /**< 1: counted; 0: unavailable, see reason */
-    long long value;       /**< sum over all counted threads (task-clock: ns) */
-    char reason[160];      /**< why unavailable (PAPI_strerror), "" when available */
-} bkm_tune_counter_t;
+/* One requested event and its outcome: bkm_counter_t (bkm/common.h). */
 
 /** Counter session. It counts per OpenMP thread: each thread of the team opens its own event
  *  set (PAPI_thread_init), and values are summed over threads. PAPI's PAPI_INHERIT/PAPI_ATTACH
@@ -66,7 +60,7 @@ int bkm_tune_counters_start(bkm_tune_counters_t *ctr, int threads, bkm_err_t *er
 /** Stop counting (same team) and sum the values. @return BKM_OK or BKM_EDEP. */
 int bkm_tune_counters_stop(bkm_tune_counters_t *ctr, bkm_err_t *err);
 /** The requested events and their values, valid until close. */
-const bkm_tune_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *ctr, int *n);
+const bkm_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *ctr, int *n);
 /** Number of threads whose event sets were started (0 before start). */
 int bkm_tune_counters_threads(const bkm_tune_counters_t *ctr);
 /** Write {"threads_counted":N,"values":{name:value,...},"unavailable":{name:reason,...}}. */
@@ -81,11 +75,7 @@ void bkm_tune_counters_close(bkm_tune_counters_t *ctr);
 #define BKM_TUNE_KV_MAX 32
 #define BKM_TUNE_STDERR_TAIL 4096
 
-/** key=value pair (an environment variable of a trial, or a workload parameter). */
-typedef struct bkm_tune_kv {
-    char key[64];
-    char value[256];
-} bkm_tune_kv_t;
+/* A trial's environment variables and workload parameters are bkm_kv_t (bkm/common.h). */
 
 /** Everything one trial needs: a plain value, copyable. bkm_tune_trial_spec_defaults fills
  *  the protocol defaults. */
@@ -93,9 +83,9 @@ typedef struct bkm_tune_trial_spec {
     char workload[64];           /**< registry name: "gemm", "conv2d", "alexnet", ... */
     char backend[16];            /**< "native", "onednn", or "" = the workload's default */
     int threads;                 /**< OpenMP team size (exported as OMP_NUM_THREADS) */
-    bkm_tune_kv_t env[BKM_TUNE_KV_MAX]; /**< the trial's OpenMP/affinity variables */
+    bkm_kv_t env[BKM_TUNE_KV_MAX]; /**< the trial's OpenMP/affinity variables */
     int n_env;
-    bkm_tune_kv_t params[BKM_TUNE_KV_MAX]; /**< workload parameters ("m"="256") */
+    bkm_kv_t params[BKM_TUNE_KV_MAX]; /**< workload parameters ("m"="256") */
     int n_params;
     int warmup;                  /**< cap on warm-up iterations (>= 1 is always run); default 20 */
     int min_samples;             /**< default 5 */
@@ -162,18 +152,9 @@ int bkm_tune_env_hwloc_asserted(char *const *env);
  *  @return BKM_OK; BKM_EDEP naming the first such variable (set and non-empty). */
 int bkm_tune_env_check(char *const *env, bkm_err_t *err);
 
-/** Outcome of a trial. */
-typedef enum {
-    BKM_TRIAL_OK = 0,
-    BKM_TRIAL_CRASHED,           /**< killed by a signal (signal_name) */
-    BKM_TRIAL_TIMEOUT,           /**< exceeded spec.timeout_s; process group SIGKILLed */
-    BKM_TRIAL_FAILED,            /**< non-zero exit, or a result that does not parse */
-    BKM_TRIAL_BINDING_MISMATCH,  /**< the threads were not bound as planned */
-    BKM_TRIAL_INTERRUPTED        /**< cut short by a stop of the tuner (runner->stop): not a
-                                      result, never stored; the resumed sweep measures it */
-} bkm_tune_trial_status_t;
-/** "ok", "crashed", "timeout", "failed", "binding-mismatch", "interrupted". */
-const char *bkm_tune_trial_status_name(int status);
+/* The outcome of a trial is bkm_trial_status_t (bkm/common.h), shared with the store. */
+/** Former name of bkm_trial_status_name, kept while apps/ still spells it so. */
+#define bkm_tune_trial_status_name(status) bkm_trial_status_name(status)
 
 /** Worker exit codes (the contract between `tune worker` and the runner). */
 #define BKM_WORKER_EXIT_OK 0
@@ -199,7 +180,7 @@ typedef struct bkm_tune_runner {
 /** Result of one trial. Zero-initialise before the first use; free with
  *  bkm_tune_trial_result_free (then it may be reused). */
 typedef struct bkm_tune_trial_result {
-    int status;                  /**< bkm_tune_trial_status_t */
+    int status;                  /**< bkm_trial_status_t */
     int exit_code;               /**< worker exit code, -1 when killed by a signal */
     int signal;                  /**< terminating signal, 0 if none */
     char signal_name[16];        /**< "SIGSEGV", ... or "" */
@@ -215,7 +196,7 @@ typedef struct bkm_tune_trial_result {
     char check_kind[16];         /**< "loss" or "checksum" or "" */
     double check_value;
     char impl[128];              /**< implementation the workload used */
-    bkm_tune_counter_t *counters; /**< available and unavailable events (owned) */
+    bkm_counter_t *counters; /**< available and unavailable events (owned) */
     int n_counters;
 } bkm_tune_trial_result_t;
 
@@ -501,7 +482,7 @@ typedef struct bkm_tune_config {
     int blocktime_ms;          /**< BKM_TUNE_BLOCKTIME_UNSET, _INFINITE or ms */
     char backend[16];          /**< "" = workload default */
     int n_params;
-    struct { char key[32]; char value[40]; } params[BKM_TUNE_SPACE_MAX_PARAMS];
+    bkm_kv_t params[BKM_TUNE_SPACE_MAX_PARAMS]; /**< parameters not at their default */
     int is_default;            /**< the default setting (the baseline) */
     int coord[BKM_TUNE_MAX_DIMS]; /**< value index along each dimension */
 } bkm_tune_config_t;

@@ -60,11 +60,11 @@ int bkm_wl_find(const char *name, const bkm_wl_info_t **info, bkm_err_t *err);
  *  for BKM_WL_MAX_PARAMS. Strings other than def are static. BKM_EINVAL for an unknown workload. */
 int bkm_wl_params(const char *name, bkm_wl_param_t *out, size_t *n, bkm_err_t *err);
 
-/** A configuration: key=value strings as given by `--param` (a plain value). */
+/** A configuration: key=value strings as given by `--param` (a plain value); bkm_kv_t limits. */
 #define BKM_WL_MAX_KV 32
 typedef struct bkm_wl_config {
     int n;
-    struct { char key[32]; char value[96]; } kv[BKM_WL_MAX_KV];
+    bkm_kv_t kv[BKM_WL_MAX_KV];
 } bkm_wl_config_t;
 void bkm_wl_config_init(bkm_wl_config_t *cfg);
 /** Add "key=value" (syntax only: checked against a workload at create). BKM_EINVAL naming the text
