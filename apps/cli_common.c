@@ -75,49 +75,27 @@ int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src)
     return 1;
 }
 
-int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime)
+int bkm_cli_parse_int_list(const char *s, int *out, int cap, int *n, int blocktime, bkm_err_t *err)
 {
     char buf[512], *save = NULL, *tok;
-    long long v;
+    long long v, lo = blocktime ? 0 : 1, hi = blocktime ? INT_MAX - 1 : BKM_CPUSET_MAX;
+    if (strlen(s) >= sizeof buf)
+        return bkm_err_set(err, BKM_EINVAL, "is longer than %zu characters", sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", s);
     *n = 0;
     for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (blocktime && (strcmp(tok, "infinite") == 0 || strcmp(tok, "infinity") == 0))
             v = BKM_TUNE_BLOCKTIME_INFINITE;
-        else if (bkm_parse_int(tok, blocktime ? 0 : 1, blocktime ? INT_MAX - 1 : 1 << 20, &v) < 0) {
-            fprintf(stderr, "tune: %s '%s': '%s' is not a valid value\n", what, s, tok);
-            return -1;
-        }
-        if (*n >= cap) {
-            fprintf(stderr, "tune: %s '%s': more than %d values\n", what, s, cap);
-            return -1;
-        }
+        else if (bkm_parse_int(tok, lo, hi, &v) < 0)
+            return bkm_err_set(err, BKM_EINVAL, "'%s' is not a valid value (%lld..%lld%s)", tok, lo, hi,
+                               blocktime ? " ms or infinite" : "");
+        if (*n >= cap)
+            return bkm_err_set(err, BKM_EINVAL, "more than %d values", cap);
         out[(*n)++] = (int)v;
     }
-    if (*n == 0) {
-        fprintf(stderr, "tune: %s '%s': no value\n", what, s);
-        return -1;
-    }
-    return 0;
-}
-
-int bkm_cli_parse_duration(const char *s, double *sec)
-{
-    char *end;
-    double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || !(v > 0) || !isfinite(v))
-        return -1;
-    if (*end == '\0' || strcmp(end, "s") == 0)
-        *sec = v;
-    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-        *sec = v * 60;
-    else if (strcmp(end, "h") == 0)
-        *sec = v * 3600;
-    else
-        return -1;
-    return isfinite(*sec) ? 0 : -1;   /* "1e308h" */
+    if (*n == 0)
+        return bkm_err_set(err, BKM_EINVAL, "no value");
+    return BKM_OK;
 }
 
 /* The only global of the CLI: set by the first SIGINT/SIGTERM/SIGHUP, read by the sweep and the

@@ -35,14 +35,11 @@ const char **bkm_cli_topo_src_slot(bkm_cli_topo_src_t *src, const char *opt);
  *  --profile, --xml, --synthetic" and returns 0. */
 int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src);
 
-/** Parse the comma-separated integers of option @p what = @p s into out[0..cap) (*n of them):
- *  thread counts (1..2^20), or with @p blocktime milliseconds (0..INT_MAX-1, "infinite").
- *  On a bad value prints "tune: WHAT 'S': ..." naming it and returns -1; else 0. */
-int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime);
-
-/** Parse a positive, finite duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
- *  Returns 0 with *sec set, or -1 (nothing printed). */
-int bkm_cli_parse_duration(const char *s, double *sec);
+/** Parse the comma-separated integers @p s into out[0..cap) (*n of them): thread counts
+ *  (1..BKM_CPUSET_MAX, the library's limit), or with @p blocktime milliseconds (0..INT_MAX-1,
+ *  "infinite"). BKM_OK, or BKM_EINVAL with err naming the bad element (the option layer adds
+ *  the option and the whole value). */
+int bkm_cli_parse_int_list(const char *s, int *out, int cap, int *n, int blocktime, bkm_err_t *err);
 
 /** Catch SIGINT, SIGTERM and SIGHUP (SIGHUP only when not ignored, as under nohup) for a
  *  command that runs trials: the first one sets the returned flag to its number (pass it to the
