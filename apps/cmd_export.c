@@ -24,8 +24,7 @@ static const bkm_cli_opt_t export_table[] = {
              "column holds the configuration as JSON). json: a list of objects\n"
              "{id, sweep, node, workload, status, role, round, config, n_samples,\n"
              "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error} (required)"},
-    {.name = "db", .kind = BKM_CLI_STR, .metavar = "PATH", .off = offsetof(export_opts_t, db),
-     .help = "results database (default: $BKM_DB, else " BKM_DB_DEFAULT_PATH ")", .example = "x.sqlite"},
+    BKM_CLI_DB_OPT(export_opts_t, db),
     {.name = "sweep", .kind = BKM_CLI_I64, .metavar = "ID", .off = offsetof(export_opts_t, sweep), .lo = 1,
      .hi = 9.2e18, .help = "only the trials of the sweep with this numeric id"},
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(export_opts_t, node),

@@ -61,18 +61,6 @@ static int sweep_list(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_er
     return BKM_OK;
 }
 
-static int sweep_strategy(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
-{
-    const char *const *nm = bkm_tune_strategy_names();
-    (void)opt;
-    while (*nm && strcmp(*nm, v) != 0)
-        nm++;
-    if (*nm == NULL)
-        return bkm_err_set(err, BKM_EINVAL, "is unknown (grid, random, halving, local)");
-    ((opts_t *)cfg)->sw.strategy = v;
-    return BKM_OK;
-}
-
 static int sweep_counters(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
     opts_t *o = cfg;
@@ -128,7 +116,7 @@ static const bkm_cli_opt_t sweep_table[] = {
      .help = "also sweep every kernel tunable at {def/2, def, 2 def}"},
     {.name = "backend", .kind = BKM_CLI_STR, .metavar = "B", .off = offsetof(opts_t, sp.backend),
      .help = "native or onednn (default: the workload's)", .example = "native"},
-    {.name = "strategy", .kind = BKM_CLI_CALL, .metavar = "S", .call = sweep_strategy,
+    {.name = "strategy", .kind = BKM_CLI_CALL, .metavar = "S", .call = bkm_cli_opt_strategy, .off = offsetof(opts_t, sw.strategy),
      .help = "grid, random, halving, local (default " BKM_TUNE_STRATEGY_DEFAULT ": chosen by tune replay)",
      .example = "grid"},
     {.name = "budget", .kind = BKM_CLI_I64, .metavar = "N", .off = offsetof(opts_t, budget), .lo = 1, .hi = 1e8,
@@ -169,8 +157,7 @@ static const bkm_cli_opt_t sweep_table[] = {
      .example = "none"},
     {.name = "fresh", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sw.fresh),
      .help = "start a new sweep instead of resuming the same command's"},
-    {.name = "db", .kind = BKM_CLI_STR, .metavar = "PATH", .off = offsetof(opts_t, db),
-     .help = "results database (default: $BKM_DB, else " BKM_DB_DEFAULT_PATH ")", .example = "x.sqlite"},
+    BKM_CLI_DB_OPT(opts_t, db),
     {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, dry_run),
      .help = "list the planned configurations, merges and drops; run nothing"},
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, json), .help = "print the summary as JSON"},
@@ -342,15 +329,8 @@ int bkm_cli_sweep(int argc, char **argv)
     /* the host topology first, before anything could start an OpenMP runtime */
     if ((rc = bkm_topo_open_host(&host, &err)) < 0)
         goto fail;
-    if (bkm_profile_builtin(o.node, &prof, &err) < 0) {
-        bkm_err_t e2 = {0};
-        if (access(o.node, R_OK) != 0 || bkm_profile_load_file(o.node, &prof, &e2) < 0) {
-            if (access(o.node, R_OK) == 0)
-                err = e2;
-            rc = BKM_EINVAL;
-            goto fail;
-        }
-    }
+    if ((rc = bkm_profile_resolve(o.node, &prof, &err)) < 0)
+        goto fail;
     host_match = strcmp(prof.name, "auto") == 0 || bkm_profile_matches_host(&prof, host);
     if (strcmp(prof.name, "auto") == 0) {
         node_topo = host;

@@ -95,7 +95,14 @@ bad "quantum" --workload gemm --backend quantum
 bad "--iters" --workload gemm --iters 0
 bad "--frobnicate" --workload gemm --frobnicate 1
 bad "--workload" --threads 1
-# the shipped tune cannot be told to crash: --inject exists only in the test build
+# the shipped tune cannot be told to crash: --inject exists only in the test build, and neither
+# its help nor its symbols know of fault injection
+for c in run sweep; do
+    "$T" $c --help | grep -qi inject && fail "tune $c --help mentions inject"
+    "$TH" $c --help | grep -q -- "--inject" || fail "tune_testhooks $c --help lacks --inject"
+done
+nm "$T" | grep -qi inject && fail "the shipped tune has inject symbols: $(nm "$T" | grep -i inject | head -3)"
+nm "$TH" | grep -qi inject || fail "nm finds no inject symbol even in tune_testhooks (the check above is blind)"
 bad "unknown option '--inject'" --workload gemm --inject segv
 T=$TH bad "segfault" --workload gemm --inject segfault
 
