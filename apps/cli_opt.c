@@ -245,7 +245,23 @@ int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv,
         if (set_value(cmd, o, as, value ? value : "", cfg, err) < 0)
             return BKM_EINVAL;
     }
+    for (size_t i = 0; i < cmd->n_opts; i++)
+        if ((cmd->opts[i].flags & BKM_CLI_REQUIRED) && seen[i] == 0)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is required (see tune %s --help)", cmd->name,
+                               cmd->opts[i].name, cmd->name);
     return 0;
+}
+
+int bkm_cli_opt_parse_cmd(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *code)
+{
+    bkm_err_t err = {0};
+    int rc = bkm_cli_opt_parse(cmd, argc, argv, cfg, &err);
+    if (rc == 0)
+        return 0;
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err.msg);
+    *code = rc > 0 ? 0 : 2;
+    return 1;
 }
 
 int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
@@ -309,6 +325,8 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f)
             fprintf(f, " [%s]", range);
         if (o->flags & BKM_CLI_REPEAT)
             fprintf(f, " (repeatable)");
+        if (o->flags & BKM_CLI_REQUIRED)
+            fprintf(f, " (required)");
         if (o->alias)
             fprintf(f, "\n%*s(--%s, its former name, still works)", COL, "", o->alias);
         fputc('\n', f);
@@ -358,8 +376,8 @@ void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f)
             fprintf(f, ",\"choices\":");
             json_str(f, o->choices);
         }
-        fprintf(f, ",\"repeat\":%s,\"hidden\":%s", o->flags & BKM_CLI_REPEAT ? "true" : "false",
-                o->flags & BKM_CLI_HIDDEN ? "true" : "false");
+        fprintf(f, ",\"repeat\":%s,\"hidden\":%s,\"required\":%s", o->flags & BKM_CLI_REPEAT ? "true" : "false",
+                o->flags & BKM_CLI_HIDDEN ? "true" : "false", o->flags & BKM_CLI_REQUIRED ? "true" : "false");
         if (o->alias) {
             fprintf(f, ",\"alias\":");
             json_str(f, o->alias);

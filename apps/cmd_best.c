@@ -20,9 +20,11 @@ typedef struct best_opts {
 
 static const bkm_cli_opt_t best_table[] = {
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(best_opts_t, node),
-     .help = "node profile (knl, haswell, auto, ...) (required)", .example = "knl"},
+     .help = "node profile (knl, haswell, auto, ...)", .example = "knl",
+     .flags = BKM_CLI_REQUIRED},
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(best_opts_t, workload),
-     .help = "workload (gemm, conv2d, alexnet, ...) (required)", .example = "gemm"},
+     .help = "workload (gemm, conv2d, alexnet, ...)", .example = "gemm",
+     .flags = BKM_CLI_REQUIRED},
     BKM_CLI_DB_OPT(best_opts_t, db),
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(best_opts_t, json),
      .help = "print {\"config\": {...}, \"median_ms\": ..., \"median_ci95_order_stat\":\n"
@@ -164,15 +166,8 @@ int bkm_cli_best(int argc, char **argv)
     bkm_db_t *db = NULL;
     bkm_db_best_t b;
     bkm_err_t err = {0};
-    if ((ret = bkm_cli_opt_parse(&best_cmd, argc, argv, &o, &err)) != 0) {
-        if (ret < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return ret > 0 ? 0 : 2;
-    }
-    if (o.node == NULL || o.workload == NULL) {
-        fprintf(stderr, "tune best: --node and --workload are required (see tune best --help)\n");
-        return 2;
-    }
+    if (bkm_cli_opt_parse_cmd(&best_cmd, argc, argv, &o, &ret))
+        return ret;
     /* auto: this host's name, as the sweep stored it */
     if ((ret = bkm_tune_node_resolve(o.node, node_name, sizeof node_name, &err)) < 0) {
         fprintf(stderr, "tune best: --node: %s\n", err.msg);

@@ -23,7 +23,8 @@ static const bkm_cli_opt_t export_table[] = {
      .help = "csv: a header row, then one row per trial (RFC 4180 quoting; the config\n"
              "column holds the configuration as JSON). json: a list of objects\n"
              "{id, sweep, node, workload, status, role, round, config, n_samples,\n"
-             "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error} (required)"},
+             "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}",
+     .flags = BKM_CLI_REQUIRED},
     BKM_CLI_DB_OPT(export_opts_t, db),
     {.name = "sweep", .kind = BKM_CLI_I64, .metavar = "ID", .off = offsetof(export_opts_t, sweep), .lo = 1,
      .hi = 9.2e18, .help = "only the trials of the sweep with this numeric id"},
@@ -57,16 +58,9 @@ int bkm_cli_export(int argc, char **argv)
     bkm_buf_t out;
     const char *db_path;
     char node_name[64];
-    int ret = bkm_cli_opt_parse(&export_cmd, argc, argv, &o, &err);
-    if (ret != 0) {
-        if (ret < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return ret > 0 ? 0 : 2;
-    }
-    if (o.format == NULL) {
-        fprintf(stderr, "tune export: --format csv|json is required (see tune export --help)\n");
-        return 2;
-    }
+    int ret;
+    if (bkm_cli_opt_parse_cmd(&export_cmd, argc, argv, &o, &ret))
+        return ret;
     if (strcmp(o.format, "json") == 0)
         fmt = BKM_DB_EXPORT_JSON;
     f.node = o.node;

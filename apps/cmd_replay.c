@@ -21,7 +21,8 @@ typedef struct replay_opts {
 
 static const bkm_cli_opt_t replay_table[] = {
     {.name = "db", .kind = BKM_CLI_STR, .metavar = "DB", .off = offsetof(replay_opts_t, db),
-     .help = "results database holding the exhaustive sweep (required)", .example = "x.sqlite"},
+     .help = "results database holding the exhaustive sweep", .example = "x.sqlite",
+     .flags = BKM_CLI_REQUIRED},
     {.name = "strategy", .kind = BKM_CLI_CALL, .metavar = "S", .call = bkm_cli_opt_strategy,
      .off = offsetof(replay_opts_t, strategy),
      .help = "grid, random, halving, local (default " BKM_TUNE_STRATEGY_DEFAULT ")", .example = "grid"},
@@ -143,15 +144,8 @@ int bkm_cli_replay(int argc, char **argv)
     int have_rnd = 0;
     bkm_err_t err = {0};
 
-    if ((rc = bkm_cli_opt_parse(&replay_cmd, argc, argv, &o, &err)) != 0) {
-        if (rc < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return rc > 0 ? 0 : 2;
-    }
-    if (o.db == NULL) {
-        fprintf(stderr, "tune replay: --db is required (see tune replay --help)\n");
-        return 2;
-    }
+    if (bkm_cli_opt_parse_cmd(&replay_cmd, argc, argv, &o, &rc))
+        return rc;
     db_path = o.db;
     strategy = o.strategy;
     oracle_name = o.oracle;

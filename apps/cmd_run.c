@@ -43,7 +43,7 @@ static int run_param(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err
 
 static const bkm_cli_opt_t run_table[] = {
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "W", .off = offsetof(run_opts_t, workload),
-     .help = "gemm, conv2d, alexnet, ... (required; bad names are listed)", .example = "gemm"},
+     .help = "gemm, conv2d, alexnet, ... (bad names are listed)", .example = "gemm", .flags = BKM_CLI_REQUIRED},
     {.name = "backend", .kind = BKM_CLI_STR, .metavar = "B", .off = offsetof(run_opts_t, backend),
      .help = "native or onednn (default: the workload's default)", .example = "native"},
     {.name = "threads", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.threads), .lo = 1,
@@ -132,8 +132,6 @@ static int run_parse(int argc, char **argv, run_opts_t *o, bkm_err_t *err)
     int rc = bkm_cli_opt_parse(&run_cmd, argc, argv, o, err);
     if (rc != 0)
         return rc;
-    if (o->workload == NULL)
-        return bkm_err_set(err, BKM_EINVAL, "tune run: --workload is required (see tune run --help)");
     if ((rc = run_copy("workload", o->workload, spec->workload, sizeof spec->workload, err)) < 0 ||
         (rc = run_copy("backend", o->backend, spec->backend, sizeof spec->backend, err)) < 0 ||
 #ifdef BKM_TEST_HOOKS

@@ -97,7 +97,8 @@ static int sweep_inject(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_
 
 static const bkm_cli_opt_t sweep_table[] = {
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(opts_t, workload),
-     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them; required)", .example = "gemm"},
+     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them)", .example = "gemm",
+     .flags = BKM_CLI_REQUIRED},
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
      .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
     {.name = "threads", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_threads,
@@ -202,9 +203,6 @@ static int parse_args(int argc, char **argv, opts_t *o, bkm_err_t *err)
     o->seed = (long long)o->sw.seed;
     if ((rc = bkm_cli_opt_parse(&sweep_cmd, argc, argv, o, err)) != 0)
         return rc;
-    if (o->workload == NULL)
-        return bkm_err_set(err, BKM_EINVAL, "tune sweep: --workload is required (e.g. --workload gemm; see tune "
-                           "sweep --help)");
     o->sp.workload = o->sw.workload = o->workload;
     o->sw.budget = (size_t)o->budget;
     o->sw.seed = (uint64_t)o->seed;

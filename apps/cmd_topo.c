@@ -253,11 +253,8 @@ int bkm_cli_topo(int argc, char **argv)
     int rc;
     memset(&lc, 0, sizeof(lc));
     bkm_buf_init(&out);
-    if ((rc = bkm_cli_opt_parse(&topo_cmd, argc, argv, &cfg, &err)) != 0) {
-        if (rc < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return rc > 0 ? 0 : 2;
-    }
+    if (bkm_cli_opt_parse_cmd(&topo_cmd, argc, argv, &cfg, &rc))
+        return rc;
     if (cfg.json && cfg.cpuinfo) {
         fprintf(stderr, "tune topo: give --json or --cpuinfo, not both\n");
         return 2;

@@ -103,12 +103,8 @@ int bkm_cli_worker(int argc, char **argv)
      * die with the parent instead of finishing the trial as an orphan. The parent may have died
      * before this line, so look at it once more after arming the signal. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    rc = bkm_cli_opt_parse(&worker_cmd, argc, argv, &o, &err);
-    if (rc != 0) {
-        if (rc < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return rc > 0 ? 0 : 2;
-    }
+    if (bkm_cli_opt_parse_cmd(&worker_cmd, argc, argv, &o, &rc))
+        return rc;
     if (fcntl(o.result_fd, F_SETFD, FD_CLOEXEC) < 0) {
         fprintf(stderr, "tune worker: --result-fd '%d' is not an open descriptor\n", o.result_fd);
         return 2;
