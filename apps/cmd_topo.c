@@ -150,13 +150,12 @@ static void libomp_check_run(const bkm_topo_t *t, libomp_check_t *lc)
     bkm_aff_topo_fix_t fix = {0};
     bkm_aff_libomp_view_t again = {0};
     bkm_aff_topo_fix_mode_t mode = BKM_AFF_TOPO_FIX_AUTO;
-    const char *m = getenv("BKM_LIBOMP_TOPOLOGY");
-    const char *tmp = getenv("TMPDIR");
+    const char *tmp;
     bkm_buf_t why;
     bkm_buf_init(&why);
     lc->fixed_agrees = -1;
-    if (m && *m && bkm_aff_topo_fix_mode_parse(m, &mode, &err) < 0) {
-        snprintf(lc->error, sizeof(lc->error), "BKM_LIBOMP_TOPOLOGY: %s", err.msg);
+    if (bkm_cli_topo_fix_env(&mode, &tmp, &err) < 0) {
+        snprintf(lc->error, sizeof(lc->error), "%s", err.msg);
         goto out;
     }
     snprintf(lc->mode, sizeof(lc->mode), "%s", bkm_aff_topo_fix_mode_name(mode));
@@ -171,7 +170,7 @@ static void libomp_check_run(const bkm_topo_t *t, libomp_check_t *lc)
     if (lc->agrees && !lc->unstable && mode != BKM_AFF_TOPO_FIX_ALWAYS)
         goto out;
     /* What the processes bkm starts will see. */
-    if (bkm_aff_topo_fix_prepare(t, &lc->view, BKM_AFF_TOPO_FIX_ALWAYS, tmp && *tmp ? tmp : "/tmp", &fix, &err) < 0) {
+    if (bkm_aff_topo_fix_prepare(t, &lc->view, BKM_AFF_TOPO_FIX_ALWAYS, tmp, &fix, &err) < 0) {
         snprintf(lc->fixed_why, sizeof(lc->fixed_why), "%s", err.msg);
         goto out;
     }
