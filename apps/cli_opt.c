@@ -238,7 +238,7 @@ int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv,
                                    o->metavar ? o->metavar : kind_name(o->kind));
             value = argv[++i];
         }
-        if (seen[idx] > 0 && !(o->flags & BKM_CLI_REPEAT))
+        if (seen[idx] > 0 && !(o->flags & BKM_CLI_REPEAT) && !cmd->repeat_replaces)
             return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is given twice (it takes one value)", cmd->name,
                                o->name);
         seen[idx]++;
@@ -302,7 +302,8 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f)
         fputs(cmd->positional, f);
         fputc('\n', f);
     }
-    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work):\n");
+    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work%s):\n",
+            cmd->repeat_replaces ? "; given again, a value replaces the earlier one" : "");
     for (size_t i = 0; i < cmd->n_opts; i++) {
         const bkm_cli_opt_t *o = &cmd->opts[i];
         char head[96], range[96];

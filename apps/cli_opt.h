@@ -67,7 +67,14 @@ typedef struct bkm_cli_cmd_spec {
     /** Receives each positional argument in order; NULL refuses them. */
     int (*positional_fn)(void *cfg, const char *arg, bkm_err_t *err);
     const char *more;         /**< text after the options (examples, exit codes), or NULL */
+    /** 1: a single-value option given again replaces the earlier value (scripts that append an
+     *  override to a common line rely on it: the sweep, run, topo, affinity, best, replay did so
+     *  before they had tables); 0: refused as "given twice". */
+    int repeat_replaces;
 } bkm_cli_cmd_spec_t;
+
+/** The .opts and .n_opts members of a bkm_cli_cmd_spec_t from a static array of options. */
+#define BKM_CLI_TABLE(arr) .opts = (arr), .n_opts = sizeof(arr) / sizeof((arr)[0])
 
 /** Parse argv[1..argc) of command @p cmd into @p cfg (already holding the defaults).
  *  @return 0: parsed; 1: --help was printed to stdout (exit 0); BKM_EINVAL: err holds

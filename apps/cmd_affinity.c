@@ -91,8 +91,8 @@ static const bkm_cli_cmd_spec_t explain_cmd = {
              "socket, the effective settings (as KMP_SETTINGS=1 prints them) and warnings (threads\n"
              "sharing a core, an idle socket, more threads than PUs, variables ignored because another\n"
              "one takes precedence). Nothing is run. The default node is this host.",
-    .opts = explain_table,
-    .n_opts = sizeof explain_table / sizeof explain_table[0],
+    BKM_CLI_TABLE(explain_table),
+    .repeat_replaces = 1,
     .positional = aff_settings_text,
     .positional_fn = aff_positional,
     .more = "examples:\n"
@@ -110,8 +110,8 @@ static const bkm_cli_cmd_spec_t verify_cmd = {
     .about = "On THIS host, plans the setting, then starts a fresh process with only that setting in its\n"
              "environment, runs one parallel region of N threads and reads every thread's kernel CPU\n"
              "mask; prints plan vs actual. Exit 0 when they match, 1 when not.",
-    .opts = verify_table,
-    .n_opts = sizeof verify_table / sizeof verify_table[0],
+    BKM_CLI_TABLE(verify_table),
+    .repeat_replaces = 1,
     .positional = aff_settings_text,
     .positional_fn = aff_positional,
     .more = "example:\n"
@@ -126,8 +126,8 @@ static const bkm_cli_cmd_spec_t probe_cmd = {
     .name = "affinity probe",
     .usage = "tune affinity probe --threads N --json",
     .about = "Internal: binds a team of N threads under this environment and prints their masks.",
-    .opts = verify_table,
-    .n_opts = sizeof verify_table / sizeof verify_table[0],
+    BKM_CLI_TABLE(verify_table),
+    .repeat_replaces = 1,
 };
 
 /* tune affinity --help: both sub-commands' help, generated from their tables. */

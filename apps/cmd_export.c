@@ -41,8 +41,7 @@ static const bkm_cli_cmd_spec_t export_cmd = {
              "binding-mismatch), its configuration and its statistics (samples, median, min, MAD, 95% CI of\n"
              "the median, GFLOP/s), for spreadsheets and scripts. The database is opened read-only: nothing\n"
              "is modified or created next to it (it may be a read-only file in a read-only folder).",
-    .opts = export_table,
-    .n_opts = sizeof export_table / sizeof export_table[0],
+    BKM_CLI_TABLE(export_table),
     .more = "example:\n"
             "  tune export --format json --node knl --workload alexnet > alexnet-knl.json\n\n"
             "exit codes: 0 ok, 2 bad usage, 3 the database is missing, not a bkm database or damaged\n",

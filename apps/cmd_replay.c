@@ -58,8 +58,8 @@ static const bkm_cli_cmd_spec_t replay_cmd = {
              "against random search's at the same budget and seeds. A recording where the default is\n"
              "within 5% of the best is labelled flat (every strategy looks good there). DB is opened\n"
              "read-only: nothing is modified or created next to it.",
-    .opts = replay_table,
-    .n_opts = sizeof replay_table / sizeof replay_table[0],
+    BKM_CLI_TABLE(replay_table),
+    .repeat_replaces = 1,
     .more = "example:\n"
             "  tune replay --db tests/tuner/data/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
             "exit codes: 0 replayed (and the bar met with --require), 1 the bar was missed,\n"

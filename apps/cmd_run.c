@@ -100,8 +100,8 @@ static const bkm_cli_cmd_spec_t run_cmd = {
              "--max-samples and --max-time) while the 95% confidence interval of the median is wider\n"
              "than +-5% of it. Warm-up stops early after max(--min-time, 1 s). PAPI counters\n"
              "cover the timed loop on every thread.",
-    .opts = run_table,
-    .n_opts = sizeof run_table / sizeof run_table[0],
+    BKM_CLI_TABLE(run_table),
+    .repeat_replaces = 1,
     .more = "environment: the worker inherits this shell's environment except every OMP_*, KMP_*,\n"
             "GOMP_* and HWLOC_* variable; ONEDNN_*, DNNL_*, LD_PRELOAD, ... pass unchanged (its JSON\n"
             "has a descriptor of its own, so ONEDNN_VERBOSE=1 is harmless). HWLOC_XMLFILE,\n"

@@ -180,8 +180,8 @@ static const bkm_cli_cmd_spec_t sweep_cmd = {
              "candidates are then re-measured interleaved with the default setting, and a best-known\n"
              "setting is claimed only when it beats the default beyond the noise.\n"
              "On a host that is not NODE, the sweep is planned and explained, never run or recorded.",
-    .opts = sweep_table,
-    .n_opts = sizeof sweep_table / sizeof sweep_table[0],
+    BKM_CLI_TABLE(sweep_table),
+    .repeat_replaces = 1,
     .more = "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
             "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"

@@ -52,8 +52,7 @@ static const bkm_cli_cmd_spec_t worker_cmd = {
              "OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) before OpenMP starts, verifies every thread's\n"
              "mask against the plan, builds the workload, warms up, times samples, reads PAPI counters\n"
              "and writes ONE JSON object to the result descriptor (stdout without --result-fd).",
-    .opts = worker_table,
-    .n_opts = sizeof worker_table / sizeof worker_table[0],
+    BKM_CLI_TABLE(worker_table),
     .more = "environment (what the runner passes; tune run --help): the trial's OMP_*/KMP_*/GOMP_*\n"
             "variables exactly (none inherited), no HWLOC_* variable (they would change the topology\n"
             "the binding is planned on), everything else (ONEDNN_*, DNNL_*, LD_PRELOAD, ...) as the\n"
