@@ -29,6 +29,10 @@ static const bkm_cli_opt_t topo_table[] = {
              "physical id = package hardware id, core id = core hardware id)"},
 };
 
+/* The sizes the help states are the library's limits. */
+_Static_assert(BKM_TOPO_XML_MAX_BYTES == (size_t)64 << 20, "tune topo --help states 64 MiB");
+_Static_assert(BKM_PROFILE_MAX_BYTES == (size_t)1024 << 10, "tune topo --help states 1024 KiB");
+
 static const bkm_cli_cmd_spec_t topo_cmd = {
     .name = "topo",
     .usage = "tune topo [--node NAME | --profile FILE | --xml FILE | --synthetic DESC]\n"
@@ -57,7 +61,7 @@ static const bkm_cli_cmd_spec_t topo_cmd = {
             "  threads = 1,2,4,8          (default sweep, at most 16)\n"
             "  blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
             "Profiles and XML files must be regular files (never a FIFO or a device); XML at most\n"
-            "BKM_TOPO_XML_MAX_BYTES, a key = value profile at most BKM_PROFILE_MAX_BYTES (bkm/affinity.h).\n"
+            "64 MiB, a key = value profile at most 1024 KiB.\n"
             "\n"
             "examples:\n"
             "  tune topo\n"
