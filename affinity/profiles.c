@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -380,4 +381,47 @@ int bkm_profile_matches_host(const bkm_node_profile_t *p, const bkm_topo_t *host
     if (a.packages != b.packages || a.cores != b.cores || a.pus != b.pus)
         return 0;
     return !p->isa[0] || strcmp(p->isa, b.isa) == 0;
+}
+
+int bkm_profile_resolve(const char *name_or_file, bkm_node_profile_t *p, bkm_err_t *err)
+{
+    bkm_err_t builtin_err = {0};
+    if (!name_or_file || !p)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_profile_resolve: NULL argument");
+    if (bkm_profile_builtin(name_or_file, p, &builtin_err) == BKM_OK)
+        return BKM_OK;
+    if (access(name_or_file, F_OK) != 0) {
+        if (err)
+            *err = builtin_err;
+        return BKM_EINVAL;
+    }
+    return bkm_profile_load_file(name_or_file, p, err);
+}
+
+int bkm_topo_open_source(bkm_topo_t **topo, const bkm_topo_source_t *src, bkm_node_profile_t *p, bkm_err_t *err)
+{
+    bkm_node_profile_t *prof = p;
+    int rc;
+    if (!topo || !src)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_open_source: NULL argument");
+    *topo = NULL;
+    if (!!src->node + !!src->profile + !!src->xml + !!src->synthetic > 1)
+        return bkm_err_set(err, BKM_EINVAL, "more than one topology source given (node, profile, xml, synthetic): give at most one");
+    if (p)
+        p->name[0] = '\0';
+    if (src->xml)
+        return bkm_topo_open_xml(topo, src->xml, err);
+    if (src->synthetic)
+        return bkm_topo_open_synthetic(topo, src->synthetic, err);
+    if (prof == NULL && (prof = bkm_calloc(1, sizeof *prof)) == NULL)   /* ~9 KiB: not on the stack */
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for a node profile");
+    if (src->profile)
+        rc = bkm_profile_load_file(src->profile, prof, err);
+    else
+        rc = bkm_profile_resolve(src->node ? src->node : "auto", prof, err);
+    if (rc == BKM_OK)
+        rc = bkm_topo_open_profile(topo, prof, err);
+    if (prof != p)
+        bkm_free(prof);
+    return rc;
 }

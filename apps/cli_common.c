@@ -45,70 +45,53 @@ void bkm_cli_aff_env_read(bkm_aff_env_t *env)
     env->omp_wait_policy = getenv("OMP_WAIT_POLICY");
 }
 
-int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt)
+int bkm_cli_topo_open(const bkm_topo_source_t *src, const char *mask, bkm_node_profile_t *p, bkm_topo_t **t,
+                      bkm_err_t *err)
 {
-    if (i + 1 >= argc) {
-        fprintf(stderr, "tune %s: option '%s' needs a value\n", cmd, opt);
-        return 0;
+    bkm_cpuset_t m;
+    int rc = bkm_topo_open_source(t, src, p, err);
+    if (rc < 0 || mask == NULL)
+        return rc;
+    if ((rc = bkm_cpuset_parse(&m, mask, err)) < 0 || (rc = bkm_topo_restrict(*t, &m, err)) < 0) {
+        bkm_err_prefix(err, "--mask '%s'", mask);
+        bkm_topo_close(*t);
+        *t = NULL;
     }
-    return 1;
+    return rc;
 }
 
-const char **bkm_cli_topo_src_slot(bkm_cli_topo_src_t *src, const char *opt)
+int bkm_cli_opt_strategy(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
-    if (strcmp(opt, "--node") == 0)
-        return &src->node;
-    if (strcmp(opt, "--profile") == 0)
-        return &src->profile;
-    if (strcmp(opt, "--xml") == 0)
-        return &src->xml;
-    if (strcmp(opt, "--synthetic") == 0)
-        return &src->synthetic;
-    return NULL;
+    const char *const *nm = bkm_tune_strategy_names();
+    while (*nm && strcmp(*nm, v) != 0)
+        nm++;
+    if (*nm == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "is unknown (grid, random, halving, local)");
+    *(const char **)(void *)((char *)cfg + opt->off) = v;
+    return BKM_OK;
 }
 
-int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src)
-{
-    if (!!src->node + !!src->profile + !!src->xml + !!src->synthetic > 1) {
-        fprintf(stderr, "tune %s: give at most one of --node, --profile, --xml, --synthetic\n", cmd);
-        return 0;
-    }
-    return 1;
-}
-
-int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime)
+int bkm_cli_parse_int_list(const char *s, int *out, int cap, int *n, int blocktime, bkm_err_t *err)
 {
     char buf[512], *save = NULL, *tok;
-    long long v;
+    long long v, lo = blocktime ? 0 : 1, hi = blocktime ? INT_MAX - 1 : BKM_CPUSET_MAX;
+    if (strlen(s) >= sizeof buf)
+        return bkm_err_set(err, BKM_EINVAL, "is longer than %zu characters", sizeof buf - 1);
     snprintf(buf, sizeof buf, "%s", s);
     *n = 0;
     for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (blocktime && (strcmp(tok, "infinite") == 0 || strcmp(tok, "infinity") == 0))
             v = BKM_TUNE_BLOCKTIME_INFINITE;
-        else if (bkm_parse_int(tok, blocktime ? 0 : 1, blocktime ? INT_MAX - 1 : 1 << 20, &v) < 0) {
-            fprintf(stderr, "tune: %s '%s': '%s' is not a valid value\n", what, s, tok);
-            return -1;
-        }
-        if (*n >= cap) {
-            fprintf(stderr, "tune: %s '%s': more than %d values\n", what, s, cap);
-            return -1;
-        }
+        else if (bkm_parse_int(tok, lo, hi, &v) < 0)
+            return bkm_err_set(err, BKM_EINVAL, "'%s' is not a valid value (%lld..%lld%s)", tok, lo, hi,
+                               blocktime ? " ms or infinite" : "");
+        if (*n >= cap)
+            return bkm_err_set(err, BKM_EINVAL, "more than %d values", cap);
         out[(*n)++] = (int)v;
     }
-    if (*n == 0) {
-        fprintf(stderr, "tune: %s '%s': no value\n", what, s);
-        return -1;
-    }
-    return 0;
-}
-
-int bkm_cli_parse_duration(const char *s, double *sec)
-{
-    double v;
-    if (bkm_cli_opt_duration(s, &v) != 0 || !(v > 0))
-        return -1;
-    *sec = v;
-    return 0;
+    if (*n == 0)
+        return bkm_err_set(err, BKM_EINVAL, "no value");
+    return BKM_OK;
 }
 
 /* The only global of the CLI: set by the first SIGINT/SIGTERM/SIGHUP, read by the sweep and the

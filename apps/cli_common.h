@@ -5,8 +5,10 @@
 #define BKM_CLI_COMMON_H
 
 #include <signal.h>
+#include <stddef.h>
 
 #include "bkm/affinity.h"
+#include "cli_opt.h"
 
 /** The results database: @p opt (--db) if given, else $BKM_DB if set and not empty, else
  *  BKM_DB_DEFAULT_PATH. */
@@ -21,28 +23,42 @@ int bkm_cli_db_check(const char *cmd, const char *path);
  *  OMP_PROC_BIND, GOMP_CPU_AFFINITY, OMP_WAIT_POLICY. */
 void bkm_cli_aff_env_read(bkm_aff_env_t *env);
 
-/** 1 when option argv[i] = @p opt has a value after it; else prints
- *  "tune CMD: option 'OPT' needs a value" and returns 0. */
-int bkm_cli_need_value(const char *cmd, int i, int argc, const char *opt);
+/** The option-table entries of a topology source, shared by `tune topo` and `tune affinity
+ *  explain`: --node, --profile, --xml, --synthetic into the bkm_topo_source_t member @p SRC of the
+ *  options struct @p T, and --mask (old spelling --allowed) into its const char * member @p MASK. */
+#define BKM_CLI_TOPO_OPTS(T, SRC, MASK)                                                                         \
+    {.name = "node", .kind = BKM_CLI_STR, .metavar = "NAME", .off = offsetof(T, SRC.node),                     \
+     .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},    \
+    {.name = "profile", .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(T, SRC.profile),               \
+     .help = "a node profile file, or an hwloc XML file (lstopo --of xml)", .example = "nosuch.prof"},         \
+    {.name = "xml", .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(T, SRC.xml),                       \
+     .help = "an hwloc XML topology", .example = "nosuch.xml"},                                                 \
+    {.name = "synthetic", .kind = BKM_CLI_STR, .metavar = "DESC", .off = offsetof(T, SRC.synthetic),           \
+     .help = "an hwloc synthetic description, with optional OS numbering,\n"                                 \
+             "e.g. \"pack:2 core:4 pu:2(indexes=0,8,1,9,2,10,3,11,4,12,5,13,6,14,7,15)\"",                    \
+     .example = "pack:1 core:2 pu:1"},                                                                          \
+    {.name = "mask", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(T, MASK), .alias = "allowed",    \
+     .help = "emulate an initial process mask (taskset/srun), e.g. 0-3,32-35", .example = "0"}
 
-/** Where the topology comes from: at most one of these options is given (none: this host). */
-typedef struct bkm_cli_topo_src {
-    const char *node, *profile, *xml, *synthetic; /**< --node, --profile, --xml, --synthetic */
-} bkm_cli_topo_src_t;
-/** The member of @p src that option @p opt sets, or NULL when @p opt is none of the four. */
-const char **bkm_cli_topo_src_slot(bkm_cli_topo_src_t *src, const char *opt);
-/** 1 when at most one source is set; else prints "tune CMD: give at most one of --node,
- *  --profile, --xml, --synthetic" and returns 0. */
-int bkm_cli_topo_src_check(const char *cmd, const bkm_cli_topo_src_t *src);
+/** Open the topology @p src names (bkm_topo_open_source; @p p optional, as there), restricted to
+ *  the CPU list @p mask when not NULL (a bad or empty mask is BKM_EINVAL naming "--mask 'LIST'"). */
+int bkm_cli_topo_open(const bkm_topo_source_t *src, const char *mask, bkm_node_profile_t *p, bkm_topo_t **t,
+                      bkm_err_t *err);
 
-/** Parse the comma-separated integers of option @p what = @p s into out[0..cap) (*n of them):
- *  thread counts (1..2^20), or with @p blocktime milliseconds (0..INT_MAX-1, "infinite").
- *  On a bad value prints "tune: WHAT 'S': ..." naming it and returns -1; else 0. */
-int bkm_cli_parse_int_list(const char *what, const char *s, int *out, int cap, int *n, int blocktime);
+/** The --db entry of an option table: the results database path into const char * member @p F. */
+#define BKM_CLI_DB_OPT(T, F)                                                                                      \
+    {.name = "db", .kind = BKM_CLI_STR, .metavar = "PATH", .off = offsetof(T, F),                                \
+     .help = "results database (default: $BKM_DB, else " BKM_DB_DEFAULT_PATH ")", .example = "x.sqlite"}
 
-/** Parse a positive, finite duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h").
- *  Returns 0 with *sec set, or -1 (nothing printed). */
-int bkm_cli_parse_duration(const char *s, double *sec);
+/** BKM_CLI_CALL parser of --strategy: one of bkm_tune_strategy_names(), stored as const char * at
+ *  cfg + opt->off; "is unknown (grid, ...)" otherwise. */
+int bkm_cli_opt_strategy(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err);
+
+/** Parse the comma-separated integers @p s into out[0..cap) (*n of them): thread counts
+ *  (1..BKM_CPUSET_MAX, the library's limit), or with @p blocktime milliseconds (0..INT_MAX-1,
+ *  "infinite"). BKM_OK, or BKM_EINVAL with err naming the bad element (the option layer adds
+ *  the option and the whole value). */
+int bkm_cli_parse_int_list(const char *s, int *out, int cap, int *n, int blocktime, bkm_err_t *err);
 
 /** Catch SIGINT, SIGTERM and SIGHUP (SIGHUP only when not ignored, as under nohup) for a
  *  command that runs trials: the first one sets the returned flag to its number (pass it to the

@@ -75,8 +75,9 @@ static void range_text(const bkm_cli_opt_t *o, char *buf, size_t cap)
         snprintf(buf, cap, "%s", o->choices);
 }
 
-static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, const char *v, void *cfg,
-                     bkm_err_t *err)
+/* @p as: the spelling the user gave (the name or its old alias), for the messages. */
+static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, const char *as, const char *v,
+                     void *cfg, bkm_err_t *err)
 {
     char *dst = (char *)cfg + o->off, range[96];
     long long iv;
@@ -88,13 +89,13 @@ static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, cons
         return BKM_OK;
     case BKM_CLI_STR:
         if (v[0] == '\0' && o->lo >= 0)
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a non-empty value", cmd->name, o->name);
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a non-empty value", cmd->name, as);
         *(const char **)(void *)dst = v;
         return BKM_OK;
     case BKM_CLI_INT:
     case BKM_CLI_I64:
         if (bkm_parse_int(v, (long long)o->lo, (long long)o->hi, &iv) != BKM_OK)
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not an integer %s%s", cmd->name, o->name, v,
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not an integer %s%s", cmd->name, as, v,
                                range[0] == '>' ? "" : "in ", range);
         if (o->kind == BKM_CLI_INT)
             *(int *)(void *)dst = (int)iv;
@@ -103,7 +104,7 @@ static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, cons
         return BKM_OK;
     case BKM_CLI_NUM:
         if (bkm_parse_double(v, &dv) != BKM_OK || !isfinite(dv) || dv < o->lo || dv > o->hi)
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not a number in %s", cmd->name, o->name, v,
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not a number in %s", cmd->name, as, v,
                                range);
         *(double *)(void *)dst = dv;
         return BKM_OK;
@@ -111,34 +112,45 @@ static int set_value(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_opt_t *o, cons
         if (bkm_cli_opt_duration(v, &dv) != 0 || dv < o->lo || dv > o->hi)
             return bkm_err_set(err, BKM_EINVAL,
                                "tune %s: --%s '%s' is not a duration in %s (seconds, or with a unit: 90s, 5m, 2h)",
-                               cmd->name, o->name, v, range);
+                               cmd->name, as, v, range);
         *(double *)(void *)dst = dv;
         return BKM_OK;
     case BKM_CLI_CHOICE:
         if (!choice_ok(o->choices, v))
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not one of %s", cmd->name, o->name, v,
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s' is not one of %s", cmd->name, as, v,
                                o->choices);
         *(const char **)(void *)dst = v;
         return BKM_OK;
     case BKM_CLI_CALL:
         if (o->call(cfg, o, v, err) < 0) {
-            if (strncmp(err->msg, "tune ", 5) != 0)
-                bkm_err_prefix(err, "tune %s: --%s '%s'", cmd->name, o->name, v);
+            /* "is unknown ..." reads on from the value; anything else follows a colon */
+            if (strncmp(err->msg, "tune ", 5) != 0) {
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                bkm_err_set(err, BKM_EINVAL, "tune %s: --%s '%s'%s%s", cmd->name, as, v,
+                            strncmp(msg, "is ", 3) == 0 ? " " : ": ", msg);
+            }
             return BKM_EINVAL;
         }
         return BKM_OK;
     }
-    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s: unknown option kind", cmd->name, o->name);
+    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s: unknown option kind", cmd->name, as);
 }
 
 /* The option called @p name (length @p len) by its name or its old spelling; NULL if none. */
-static const bkm_cli_opt_t *find_long(const bkm_cli_cmd_spec_t *cmd, const char *name, size_t len, size_t *idx)
+static const bkm_cli_opt_t *find_long(const bkm_cli_cmd_spec_t *cmd, const char *name, size_t len, size_t *idx,
+                                      const char **as)
 {
     for (size_t i = 0; i < cmd->n_opts; i++) {
         const bkm_cli_opt_t *o = &cmd->opts[i];
-        if ((strlen(o->name) == len && strncmp(o->name, name, len) == 0) ||
-            (o->alias && strlen(o->alias) == len && strncmp(o->alias, name, len) == 0)) {
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) {
             *idx = i;
+            *as = o->name;
+            return o;
+        }
+        if (o->alias && strlen(o->alias) == len && strncmp(o->alias, name, len) == 0) {
+            *idx = i;
+            *as = o->alias;
             return o;
         }
     }
@@ -177,7 +189,7 @@ int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv,
         return 1;
     }
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *value = NULL;
+        const char *a = argv[i], *value = NULL, *as = NULL;
         const bkm_cli_opt_t *o = NULL;
         size_t idx = 0;
         if (!options_done && strcmp(a, "--") == 0) {
@@ -199,18 +211,18 @@ int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv,
         if (a[1] == '-') {
             const char *eq = strchr(a + 2, '=');
             size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
-            o = find_long(cmd, a + 2, len, &idx);
+            o = find_long(cmd, a + 2, len, &idx, &as);
             if (o == NULL)
                 return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '%.*s' (see tune %s --help)", cmd->name,
                                    (int)(len + 2), a, cmd->name);
             if (eq != NULL) {
                 if (o->kind == BKM_CLI_FLAG)
-                    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s takes no value ('%s')", cmd->name, o->name,
-                                       a);
+                    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s takes no value ('%s')", cmd->name, as, a);
                 value = eq + 1;
             }
         } else {
             o = find_short(cmd, a[1], &idx);
+            as = o ? o->name : NULL;
             if (o == NULL)
                 return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '-%c' (see tune %s --help)", cmd->name,
                                    a[1], cmd->name);
@@ -222,18 +234,34 @@ int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv,
         }
         if (o->kind != BKM_CLI_FLAG && value == NULL) {
             if (i + 1 >= argc)
-                return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a value (%s)", cmd->name, o->name,
+                return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a value (%s)", cmd->name, as,
                                    o->metavar ? o->metavar : kind_name(o->kind));
             value = argv[++i];
         }
-        if (seen[idx] > 0 && !(o->flags & BKM_CLI_REPEAT))
+        if (seen[idx] > 0 && !(o->flags & BKM_CLI_REPEAT) && !cmd->repeat_replaces)
             return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is given twice (it takes one value)", cmd->name,
                                o->name);
         seen[idx]++;
-        if (set_value(cmd, o, value ? value : "", cfg, err) < 0)
+        if (set_value(cmd, o, as, value ? value : "", cfg, err) < 0)
             return BKM_EINVAL;
     }
+    for (size_t i = 0; i < cmd->n_opts; i++)
+        if ((cmd->opts[i].flags & BKM_CLI_REQUIRED) && seen[i] == 0)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is required (see tune %s --help)", cmd->name,
+                               cmd->opts[i].name, cmd->name);
     return 0;
+}
+
+int bkm_cli_opt_parse_cmd(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *code)
+{
+    bkm_err_t err = {0};
+    int rc = bkm_cli_opt_parse(cmd, argc, argv, cfg, &err);
+    if (rc == 0)
+        return 0;
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err.msg);
+    *code = rc > 0 ? 0 : 2;
+    return 1;
 }
 
 int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
@@ -274,7 +302,8 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f)
         fputs(cmd->positional, f);
         fputc('\n', f);
     }
-    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work):\n");
+    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work%s):\n",
+            cmd->repeat_replaces ? "; given again, a value replaces the earlier one" : "");
     for (size_t i = 0; i < cmd->n_opts; i++) {
         const bkm_cli_opt_t *o = &cmd->opts[i];
         char head[96], range[96];
@@ -297,6 +326,8 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f)
             fprintf(f, " [%s]", range);
         if (o->flags & BKM_CLI_REPEAT)
             fprintf(f, " (repeatable)");
+        if (o->flags & BKM_CLI_REQUIRED)
+            fprintf(f, " (required)");
         if (o->alias)
             fprintf(f, "\n%*s(--%s, its former name, still works)", COL, "", o->alias);
         fputc('\n', f);
@@ -346,8 +377,8 @@ void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f)
             fprintf(f, ",\"choices\":");
             json_str(f, o->choices);
         }
-        fprintf(f, ",\"repeat\":%s,\"hidden\":%s", o->flags & BKM_CLI_REPEAT ? "true" : "false",
-                o->flags & BKM_CLI_HIDDEN ? "true" : "false");
+        fprintf(f, ",\"repeat\":%s,\"hidden\":%s,\"required\":%s", o->flags & BKM_CLI_REPEAT ? "true" : "false",
+                o->flags & BKM_CLI_HIDDEN ? "true" : "false", o->flags & BKM_CLI_REQUIRED ? "true" : "false");
         if (o->alias) {
             fprintf(f, ",\"alias\":");
             json_str(f, o->alias);

@@ -34,6 +34,7 @@ typedef enum bkm_cli_opt_kind {
 enum {
     BKM_CLI_REPEAT = 1u << 0,   /**< may be given more than once (BKM_CLI_CALL or STR lists) */
     BKM_CLI_HIDDEN = 1u << 1,   /**< parsed but not in --help (old spellings are listed as such) */
+    BKM_CLI_REQUIRED = 1u << 2, /**< must be given: "tune CMD: --NAME is required" otherwise */
 };
 
 typedef struct bkm_cli_opt bkm_cli_opt_t;
@@ -49,7 +50,7 @@ struct bkm_cli_opt {
     double lo, hi;            /**< bounds of INT, I64, NUM, DURATION */
     const char *choices;      /**< CHOICE: "native|onednn" */
     bkm_cli_opt_fn call;      /**< CALL: the value's parser */
-    unsigned flags;           /**< BKM_CLI_REPEAT, BKM_CLI_HIDDEN */
+    unsigned flags;           /**< BKM_CLI_REPEAT, BKM_CLI_HIDDEN, BKM_CLI_REQUIRED */
     const char *help;         /**< help text; '\n' starts a continuation line */
     const char *alias;        /**< an older spelling still accepted ("allowed"), or NULL */
     const char *example;      /**< a valid value for tests ("2"); NULL: derived from the kind */
@@ -66,18 +67,29 @@ typedef struct bkm_cli_cmd_spec {
     /** Receives each positional argument in order; NULL refuses them. */
     int (*positional_fn)(void *cfg, const char *arg, bkm_err_t *err);
     const char *more;         /**< text after the options (examples, exit codes), or NULL */
+    /** 1: a single-value option given again replaces the earlier value (scripts that append an
+     *  override to a common line rely on it: the sweep, run, topo, affinity, best, replay did so
+     *  before they had tables); 0: refused as "given twice". */
+    int repeat_replaces;
 } bkm_cli_cmd_spec_t;
+
+/** The .opts and .n_opts members of a bkm_cli_cmd_spec_t from a static array of options. */
+#define BKM_CLI_TABLE(arr) .opts = (arr), .n_opts = sizeof(arr) / sizeof((arr)[0])
 
 /** Parse argv[1..argc) of command @p cmd into @p cfg (already holding the defaults).
  *  @return 0: parsed; 1: --help was printed to stdout (exit 0); BKM_EINVAL: err holds
  *  "tune CMD: ..." naming the option and the value (exit 2). Nothing is printed on error. */
 int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err);
 
+/** bkm_cli_opt_parse for a command's entry point: 0 when the command goes on; 1 when it must
+ *  return *code at once (0 after --help; 2 after a parse error, whose message is on stderr). */
+int bkm_cli_opt_parse_cmd(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *code);
+
 /** The help of @p cmd, generated from its table. */
 void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f);
 
 /** The table of @p cmd as JSON: {"command":..., "options":[{"name","short","kind","metavar",
- *  "lo","hi","choices","repeat","hidden","alias","example"}...], "positional": bool}. */
+ *  "lo","hi","choices","repeat","hidden","required","alias","example"}...], "positional": bool}. */
 void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f);
 
 /** 1 when option @p name was given in the last parse of @p cfg's command (0 otherwise); the

@@ -22,30 +22,40 @@ int bkm_cli_libomp_view(char *const *extra, bkm_aff_libomp_view_t *view, bkm_err
     return bkm_aff_libomp_view_spawn("/proc/self/exe", argv, environ, extra, view, err);
 }
 
+int bkm_cli_topo_fix_env(bkm_aff_topo_fix_mode_t *mode, const char **tmpdir, bkm_err_t *err)
+{
+    const char *m = getenv("BKM_LIBOMP_TOPOLOGY");
+    const char *tmp = getenv("TMPDIR");
+    int rc;
+    *mode = BKM_AFF_TOPO_FIX_AUTO;
+    *tmpdir = tmp && *tmp ? tmp : "/tmp";
+    if (m && *m && (rc = bkm_aff_topo_fix_mode_parse(m, mode, err)) < 0) {
+        bkm_err_prefix(err, "BKM_LIBOMP_TOPOLOGY");
+        return rc;
+    }
+    return BKM_OK;
+}
+
 int bkm_cli_topo_fix_open(bkm_aff_topo_fix_t *fix, bkm_aff_libomp_view_t *view, bkm_err_t *err)
 {
     bkm_aff_topo_fix_mode_t mode = BKM_AFF_TOPO_FIX_AUTO;
     bkm_aff_libomp_view_t own = {0};
     bkm_aff_libomp_view_t *v = view ? view : &own;
     bkm_topo_t *host = NULL;
-    const char *m = getenv("BKM_LIBOMP_TOPOLOGY");
-    const char *tmp = getenv("TMPDIR");
+    const char *tmp;
     int rc;
     memset(fix, 0, sizeof(*fix));
     if (view)
         memset(view, 0, sizeof(*view));
-    if (m && *m && (rc = bkm_aff_topo_fix_mode_parse(m, &mode, err)) < 0) {
-        bkm_err_prefix(err, "BKM_LIBOMP_TOPOLOGY");
+    if ((rc = bkm_cli_topo_fix_env(&mode, &tmp, err)) < 0)
         return rc;
-    }
     if ((rc = bkm_topo_open_host(&host, err)) < 0)
         goto out;
     if (mode != BKM_AFF_TOPO_FIX_NEVER && (rc = bkm_cli_libomp_view(NULL, v, err)) < 0)
         goto out;
     /* Files of bkm commands that were killed (SIGKILL) before removing theirs. */
-    bkm_aff_topo_fix_collect(tmp && *tmp ? tmp : "/tmp");
-    rc = bkm_aff_topo_fix_prepare(host, mode == BKM_AFF_TOPO_FIX_NEVER ? NULL : v, mode,
-                                  tmp && *tmp ? tmp : "/tmp", fix, err);
+    bkm_aff_topo_fix_collect(tmp);
+    rc = bkm_aff_topo_fix_prepare(host, mode == BKM_AFF_TOPO_FIX_NEVER ? NULL : v, mode, tmp, fix, err);
 out:
     bkm_aff_libomp_view_free(&own);
     bkm_topo_close(host);

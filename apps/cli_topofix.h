@@ -9,6 +9,11 @@
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
 
+/** The correction's settings from the environment, read here only: BKM_LIBOMP_TOPOLOGY into
+ *  @p mode (auto when unset or empty; BKM_EINVAL naming a bad value) and TMPDIR into @p tmpdir
+ *  ("/tmp" when unset or empty). */
+int bkm_cli_topo_fix_env(bkm_aff_topo_fix_mode_t *mode, const char **tmpdir, bkm_err_t *err);
+
 /** Decide the correction for this command. Reads BKM_LIBOMP_TOPOLOGY (auto, the default: correct
  *  when libomp disagrees with hwloc; never; always) and TMPDIR (where the cpuinfo file goes; /tmp
  *  when unset). Opens this host's topology, and unless the mode is never runs `<this executable>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune best`: the stored best-known setting of a node and workload, with its evidence. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,36 +9,48 @@
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 #include "cli_common.h"
+#include "cli_opt.h"
 
 const char bkm_cli_best_summary[] = "show the best-known setting of a node and workload, with its evidence";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tune best --node NODE --workload WL [--db PATH] [--json]\n\n"
-            "Shows the newest best-known setting stored for NODE and WL by a sweep, with its evidence.\n"
-            "The unit of evidence is the worker process: the confirmation round ran the default and each\n"
-            "candidate in R fresh processes (in a drift-cancelling order), and every figure below is over\n"
-            "one value per process (the median of its samples): the median of those values with its\n"
-            "order-statistic 95%% interval, the speedup over the default (Hodges-Lehmann ratio) with its\n"
-            "exact rank 95%% interval, the Mann-Whitney p and its Holm correction for the number of\n"
-            "candidates, and whether the win is significant. When it is not, keep the default.\n"
-            "The database is opened read-only: nothing is modified or created next to it.\n\n"
-            "options:\n"
-            "  --node NODE     node profile (knl, haswell, auto, ...)\n"
-            "  --workload WL   workload (gemm, conv2d, alexnet, ...)\n"
-            "  --db PATH       results database (default: $BKM_DB, else %s)\n"
-            "  --json          print {\"config\": {...}, \"median_ms\": ..., \"median_ci95_order_stat\":\n"
-            "                  [lo, hi], \"speedup_vs_default\": ..., \"significant\": true|false,\n"
-            "                  \"evidence\": {per-process medians of both sides, order, p, p_holm, ratio,\n"
-            "                  ratio_ci95_exact_rank, ...}, ...}\n"
-            "  -h, --help      this help\n\n"
-            "example:\n"
+typedef struct best_opts {
+    const char *db, *node, *workload;
+    int json;
+} best_opts_t;
+
+static const bkm_cli_opt_t best_table[] = {
+    {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(best_opts_t, node),
+     .help = "node profile (knl, haswell, auto, ...)", .example = "knl",
+     .flags = BKM_CLI_REQUIRED},
+    {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(best_opts_t, workload),
+     .help = "workload (gemm, conv2d, alexnet, ...)", .example = "gemm",
+     .flags = BKM_CLI_REQUIRED},
+    BKM_CLI_DB_OPT(best_opts_t, db),
+    {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(best_opts_t, json),
+     .help = "print {\"config\": {...}, \"median_ms\": ..., \"median_ci95_order_stat\":\n"
+             "[lo, hi], \"speedup_vs_default\": ..., \"significant\": true|false,\n"
+             "\"evidence\": {per-process medians of both sides, order, p, p_holm, ratio,\n"
+             "ratio_ci95_exact_rank, ...}, ...}"},
+};
+
+static const bkm_cli_cmd_spec_t best_cmd = {
+    .name = "best",
+    .usage = "tune best --node NODE --workload WL [--db PATH] [--json]",
+    .about = "Shows the newest best-known setting stored for NODE and WL by a sweep, with its evidence.\n"
+             "The unit of evidence is the worker process: the confirmation round ran the default and each\n"
+             "candidate in R fresh processes (in a drift-cancelling order), and every figure below is over\n"
+             "one value per process (the median of its samples): the median of those values with its\n"
+             "order-statistic 95% interval, the speedup over the default (Hodges-Lehmann ratio) with its\n"
+             "exact rank 95% interval, the Mann-Whitney p and its Holm correction for the number of\n"
+             "candidates, and whether the win is significant. When it is not, keep the default.\n"
+             "The database is opened read-only: nothing is modified or created next to it.",
+    BKM_CLI_TABLE(best_table),
+    .repeat_replaces = 1,
+    .more = "example:\n"
             "  tune best --node knl --workload alexnet --json\n\n"
             "exit codes: 0 found, 1 no best-known setting stored for NODE/WL, 2 bad usage,\n"
             "            3 the database is missing, not a bkm database or damaged\n",
-            BKM_DB_DEFAULT_PATH);
-}
+};
 
 static void print_json(const bkm_db_best_t *b)
 {
@@ -146,50 +159,26 @@ static void print_text(const bkm_db_best_t *b)
 
 int bkm_cli_best(int argc, char **argv)
 {
-    const char *db_path = NULL, *node = NULL, *workload = NULL;
-    const char **slot;
+    best_opts_t o = {0};
+    const char *db_path, *node;
     char node_name[64];
-    int json = 0, found = 0, ret;
+    int found = 0, ret;
     bkm_db_t *db = NULL;
     bkm_db_best_t b;
     bkm_err_t err = {0};
-    for (int i = 1; i < argc; i++) {
-        slot = NULL;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-            continue;
-        } else if (strcmp(argv[i], "--node") == 0) {
-            slot = &node;
-        } else if (strcmp(argv[i], "--workload") == 0) {
-            slot = &workload;
-        } else if (strcmp(argv[i], "--db") == 0) {
-            slot = &db_path;
-        }
-        if (slot == NULL || i + 1 >= argc || argv[i + 1][0] == '\0') {
-            fprintf(stderr, "tune best: %s '%s' (see tune best --help)\n",
-                    slot ? "missing value after" : "unknown option", argv[i]);
-            return 2;
-        }
-        *slot = argv[++i];
-    }
-    if (node == NULL || workload == NULL) {
-        fprintf(stderr, "tune best: --node and --workload are required (see tune best --help)\n");
-        return 2;
-    }
+    if (bkm_cli_opt_parse_cmd(&best_cmd, argc, argv, &o, &ret))
+        return ret;
     /* auto: this host's name, as the sweep stored it */
-    if ((ret = bkm_tune_node_resolve(node, node_name, sizeof node_name, &err)) < 0) {
+    if ((ret = bkm_tune_node_resolve(o.node, node_name, sizeof node_name, &err)) < 0) {
         fprintf(stderr, "tune best: --node: %s\n", err.msg);
         return bkm_status_exit_code(ret);
     }
     node = node_name;
-    db_path = bkm_cli_db_path(db_path);
+    db_path = bkm_cli_db_path(o.db);
     if (!bkm_cli_db_check("best", db_path))
         return 2;
     if ((ret = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) == BKM_OK)
-        ret = bkm_db_best_get(db, node, workload, &b, &found, &err);
+        ret = bkm_db_best_get(db, node, o.workload, &b, &found, &err);
     bkm_db_close(db);
     if (ret < 0) {
         fprintf(stderr, "tune best: %s\n", err.msg);
@@ -197,10 +186,10 @@ int bkm_cli_best(int argc, char **argv)
     }
     if (!found) {
         fprintf(stderr, "tune best: no best-known setting stored for node '%s', workload '%s' in %s "
-                "(run `tune --node %s --workload %s` first)\n", node, workload, db_path, node, workload);
+                "(run `tune --node %s --workload %s` first)\n", node, o.workload, db_path, node, o.workload);
         return 1;
     }
-    if (json)
+    if (o.json)
         print_json(&b);
     else
         print_text(&b);

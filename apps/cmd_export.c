@@ -23,9 +23,9 @@ static const bkm_cli_opt_t export_table[] = {
      .help = "csv: a header row, then one row per trial (RFC 4180 quoting; the config\n"
              "column holds the configuration as JSON). json: a list of objects\n"
              "{id, sweep, node, workload, status, role, round, config, n_samples,\n"
-             "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error} (required)"},
-    {.name = "db", .kind = BKM_CLI_STR, .metavar = "PATH", .off = offsetof(export_opts_t, db),
-     .help = "results database (default: $BKM_DB, else " BKM_DB_DEFAULT_PATH ")", .example = "x.sqlite"},
+             "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}",
+     .flags = BKM_CLI_REQUIRED},
+    BKM_CLI_DB_OPT(export_opts_t, db),
     {.name = "sweep", .kind = BKM_CLI_I64, .metavar = "ID", .off = offsetof(export_opts_t, sweep), .lo = 1,
      .hi = 9.2e18, .help = "only the trials of the sweep with this numeric id"},
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(export_opts_t, node),
@@ -41,8 +41,7 @@ static const bkm_cli_cmd_spec_t export_cmd = {
              "binding-mismatch), its configuration and its statistics (samples, median, min, MAD, 95% CI of\n"
              "the median, GFLOP/s), for spreadsheets and scripts. The database is opened read-only: nothing\n"
              "is modified or created next to it (it may be a read-only file in a read-only folder).",
-    .opts = export_table,
-    .n_opts = sizeof export_table / sizeof export_table[0],
+    BKM_CLI_TABLE(export_table),
     .more = "example:\n"
             "  tune export --format json --node knl --workload alexnet > alexnet-knl.json\n\n"
             "exit codes: 0 ok, 2 bad usage, 3 the database is missing, not a bkm database or damaged\n",
@@ -58,16 +57,9 @@ int bkm_cli_export(int argc, char **argv)
     bkm_buf_t out;
     const char *db_path;
     char node_name[64];
-    int ret = bkm_cli_opt_parse(&export_cmd, argc, argv, &o, &err);
-    if (ret != 0) {
-        if (ret < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return ret > 0 ? 0 : 2;
-    }
-    if (o.format == NULL) {
-        fprintf(stderr, "tune export: --format csv|json is required (see tune export --help)\n");
-        return 2;
-    }
+    int ret;
+    if (bkm_cli_opt_parse_cmd(&export_cmd, argc, argv, &o, &ret))
+        return ret;
     if (strcmp(o.format, "json") == 0)
         fmt = BKM_DB_EXPORT_JSON;
     f.node = o.node;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune replay`: evaluate a search strategy against an exhaustive sweep stored in a database,
  * without running anything (bkm_tune_replay_run). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,42 +9,62 @@
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 #include "cli_common.h"
+#include "cli_opt.h"
 
 const char bkm_cli_replay_summary[] = "replay a search strategy against an exhaustive sweep stored in a database";
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tune replay --db DB [--strategy S] [--budget N] [--seeds K] [--sweep ID] [--oracle O]\n"
-            "                   [--require M] [--json]\n\n"
-            "Runs strategy S K times (seeds 1..K) against an exhaustive sweep already stored in DB, without\n"
-            "running any trial: the stored trials are the oracle, one run (worker process) per pass of the\n"
-            "exhaustive sweep. Each evaluation returns the median of ONE run of that configuration drawn at\n"
-            "random (the run-to-run spread is visible); the strategy's pick is judged on the runs of that\n"
-            "configuration it did not see. For each seed it reports how close the pick is to the\n"
-            "exhaustive best and after how many evaluations it was first measured; then how many seeds\n"
-            "ended within 5%% of the best using at most 25%% of the evaluations, and the median result\n"
-            "against random search's at the same budget and seeds. A recording where the default is\n"
-            "within 5%% of the best is labelled flat (every strategy looks good there). DB is opened\n"
-            "read-only: nothing is modified or created next to it.\n\n"
-            "options:\n"
-            "  --db DB        results database holding the exhaustive sweep (required)\n"
-            "  --strategy S   grid, random, halving, local (default %s)\n"
-            "  --budget N     trials per replay (default: 25%% of the configurations)\n"
-            "  --seeds K      number of seeded replays (default 50)\n"
-            "  --sweep ID     the sweep to replay (default: the one with the most ok trials)\n"
-            "  --oracle O     unseen-runs (default, above) or best-pass (the older oracle: per configuration\n"
-            "                 only its least disturbed pass, bootstrap-resampled, and the pick judged on it)\n"
-            "  --require M    exit 1 unless at least M seeds meet the bar (within 5%%, <= 25%% evaluations)\n"
-            "                 and, on a recording that is not flat, the median result beats random search's\n"
-            "  --json         print the per-seed results and the summary as JSON\n"
-            "  -h, --help     this help\n\n"
-            "example:\n"
+typedef struct replay_opts {
+    const char *db, *strategy, *oracle;
+    long long budget, seeds, sweep, require;
+    int json;
+} replay_opts_t;
+
+static const bkm_cli_opt_t replay_table[] = {
+    {.name = "db", .kind = BKM_CLI_STR, .metavar = "DB", .off = offsetof(replay_opts_t, db),
+     .help = "results database holding the exhaustive sweep", .example = "x.sqlite",
+     .flags = BKM_CLI_REQUIRED},
+    {.name = "strategy", .kind = BKM_CLI_CALL, .metavar = "S", .call = bkm_cli_opt_strategy,
+     .off = offsetof(replay_opts_t, strategy),
+     .help = "grid, random, halving, local (default " BKM_TUNE_STRATEGY_DEFAULT ")", .example = "grid"},
+    {.name = "budget", .kind = BKM_CLI_I64, .metavar = "N", .off = offsetof(replay_opts_t, budget), .lo = 1,
+     .hi = 1000000, .help = "trials per replay (default: 25% of the configurations)"},
+    {.name = "seeds", .kind = BKM_CLI_I64, .metavar = "K", .off = offsetof(replay_opts_t, seeds), .lo = 1,
+     .hi = 1000000, .help = "number of seeded replays (default 50)"},
+    {.name = "sweep", .kind = BKM_CLI_I64, .metavar = "ID", .off = offsetof(replay_opts_t, sweep), .lo = 1,
+     .hi = 1000000, .help = "the sweep to replay (default: the one with the most ok trials)"},
+    {.name = "oracle", .kind = BKM_CLI_CHOICE, .metavar = "O", .off = offsetof(replay_opts_t, oracle),
+     .choices = "unseen-runs|best-pass",
+     .help = "unseen-runs (default, above) or best-pass (the older oracle: per configuration\n"
+             "only its least disturbed pass, bootstrap-resampled, and the pick judged on it)"},
+    {.name = "require", .kind = BKM_CLI_I64, .metavar = "M", .off = offsetof(replay_opts_t, require), .lo = 1,
+     .hi = 1000000,
+     .help = "exit 1 unless at least M seeds meet the bar (within 5%, <= 25% evaluations)\n"
+             "and, on a recording that is not flat, the median result beats random search's"},
+    {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(replay_opts_t, json),
+     .help = "print the per-seed results and the summary as JSON"},
+};
+
+static const bkm_cli_cmd_spec_t replay_cmd = {
+    .name = "replay",
+    .usage = "tune replay --db DB [--strategy S] [--budget N] [--seeds K] [--sweep ID] [--oracle O]\n"
+             "            [--require M] [--json]",
+    .about = "Runs strategy S K times (seeds 1..K) against an exhaustive sweep already stored in DB, without\n"
+             "running any trial: the stored trials are the oracle, one run (worker process) per pass of the\n"
+             "exhaustive sweep. Each evaluation returns the median of ONE run of that configuration drawn at\n"
+             "random (the run-to-run spread is visible); the strategy's pick is judged on the runs of that\n"
+             "configuration it did not see. For each seed it reports how close the pick is to the\n"
+             "exhaustive best and after how many evaluations it was first measured; then how many seeds\n"
+             "ended within 5% of the best using at most 25% of the evaluations, and the median result\n"
+             "against random search's at the same budget and seeds. A recording where the default is\n"
+             "within 5% of the best is labelled flat (every strategy looks good there). DB is opened\n"
+             "read-only: nothing is modified or created next to it.",
+    BKM_CLI_TABLE(replay_table),
+    .repeat_replaces = 1,
+    .more = "example:\n"
             "  tune replay --db tests/tuner/data/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
             "exit codes: 0 replayed (and the bar met with --require), 1 the bar was missed,\n"
             "            2 bad usage or no such sweep, 3 the database is missing or not a bkm database\n",
-            BKM_TUNE_STRATEGY_DEFAULT);
-}
+};
 
 static void print_result(const bkm_tune_replay_t *r, const char *strategy, const char *oracle_name,
                          const bkm_tune_replay_t *rnd, int json)
@@ -114,74 +135,27 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
 
 int bkm_cli_replay(int argc, char **argv)
 {
-    const char *db_path = NULL, *strategy = BKM_TUNE_STRATEGY_DEFAULT, *oracle_name = "unseen-runs";
-    long long budget = 0, seeds = 50, sweep = 0, require = -1;
-    int json = 0, rc, oracle;
+    replay_opts_t o = {.strategy = BKM_TUNE_STRATEGY_DEFAULT, .oracle = "unseen-runs", .seeds = 50, .require = -1};
+    const char *db_path, *strategy, *oracle_name;
+    long long budget, seeds, sweep, require;
+    int rc, oracle;
     bkm_db_t *db = NULL;
     bkm_tune_replay_t r, rnd;
     int have_rnd = 0;
     bkm_err_t err = {0};
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long *num = NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        } else if (v == NULL) {
-            fprintf(stderr, "tune replay: unknown option or missing value: '%s' (see tune replay --help)\n", a);
-            return 2;
-        }
-        i++;
-        if (strcmp(a, "--db") == 0)
-            db_path = v;
-        else if (strcmp(a, "--strategy") == 0)
-            strategy = v;
-        else if (strcmp(a, "--oracle") == 0)
-            oracle_name = v;
-        else if (strcmp(a, "--budget") == 0)
-            num = &budget;
-        else if (strcmp(a, "--seeds") == 0)
-            num = &seeds;
-        else if (strcmp(a, "--sweep") == 0)
-            num = &sweep;
-        else if (strcmp(a, "--require") == 0)
-            num = &require;
-        else {
-            fprintf(stderr, "tune replay: unknown option '%s' (see tune replay --help)\n", a);
-            return 2;
-        }
-        if (num && bkm_parse_int(v, 1, 1000000, num) < 0) {
-            fprintf(stderr, "tune replay: %s '%s' is not a number in 1..1000000\n", a, v);
-            return 2;
-        }
-    }
-    if (db_path == NULL) {
-        fprintf(stderr, "tune replay: --db is required (see tune replay --help)\n");
-        return 2;
-    }
-    {
-        const char *const *nm = bkm_tune_strategy_names();
-        while (*nm && strcmp(*nm, strategy) != 0)
-            nm++;
-        if (*nm == NULL) {
-            fprintf(stderr, "tune replay: --strategy '%s' is unknown (grid, random, halving, local)\n", strategy);
-            return 2;
-        }
-    }
+    if (bkm_cli_opt_parse_cmd(&replay_cmd, argc, argv, &o, &rc))
+        return rc;
+    db_path = o.db;
+    strategy = o.strategy;
+    oracle_name = o.oracle;
+    budget = o.budget;
+    seeds = o.seeds;
+    sweep = o.sweep;
+    require = o.require;
     if (!bkm_cli_db_check("replay", db_path))
         return 2;
-    if (strcmp(oracle_name, "unseen-runs") == 0) {
-        oracle = BKM_TUNE_REPLAY_UNSEEN_RUNS;
-    } else if (strcmp(oracle_name, "best-pass") == 0) {
-        oracle = BKM_TUNE_REPLAY_BEST_PASS;
-    } else {
-        fprintf(stderr, "tune replay: --oracle '%s' is unknown (unseen-runs, best-pass)\n", oracle_name);
-        return 2;
-    }
+    oracle = strcmp(oracle_name, "best-pass") == 0 ? BKM_TUNE_REPLAY_BEST_PASS : BKM_TUNE_REPLAY_UNSEEN_RUNS;
     if ((rc = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) < 0)
         goto fail;
     if ((rc = bkm_tune_replay_run(db, sweep, strategy, (size_t)budget, (size_t)seeds, oracle, &r, &err)) < 0)
@@ -194,7 +168,7 @@ int bkm_cli_replay(int argc, char **argv)
         }
         have_rnd = 1;
     }
-    print_result(&r, strategy, oracle_name, have_rnd ? &rnd : NULL, json);
+    print_result(&r, strategy, oracle_name, have_rnd ? &rnd : NULL, o.json);
     rc = require > 0 && ((long long)r.n_within < require ||
                          (r.default_rel > 1.05 && have_rnd && !(r.median_rel < rnd.median_rel))) ? 1 : 0;
     bkm_tune_replay_free(&r);

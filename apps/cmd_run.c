@@ -3,6 +3,7 @@
 #define _GNU_SOURCE   /* realpath, PATH_MAX */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,53 +11,98 @@
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
 #include "cli_common.h"
+#include "cli_opt.h"
 #include "cli_topofix.h"
 
 extern char **environ;
 
 const char bkm_cli_run_summary[] = "run one trial (workload + settings) in a fresh worker process";
 
-static void run_usage(FILE *f)
+typedef struct run_opts {
+    bkm_tune_trial_spec_t spec;
+    const char *workload, *backend, *counters;
+#ifdef BKM_TEST_HOOKS
+    const char *inject;
+#endif
+    long long seed;
+    int json, dry_run;
+} run_opts_t;
+
+/* --affinity / --blocktime: the variable goes into the trial's environment as given. */
+static int run_setenv(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
-    fprintf(f,
-            "usage: tune run --workload W [--backend native|onednn] [--threads N] [--affinity S]\n"
-            "                [--blocktime B] [--param key=value ...] [--warmup N] [--iters N]\n"
-            "                [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
-            "                [--counters LIST]"
-            " [--trial-timeout SEC] [--dry-run] [--json]\n\n"
-            "Runs ONE trial: a fresh worker process gets KMP_AFFINITY, KMP_BLOCKTIME and\n"
-            "OMP_NUM_THREADS from the options (every other OMP_*/KMP_*/GOMP_* variable of this shell is\n"
-            "removed), verifies that each OpenMP thread is bound as the affinity planner predicts,\n"
-            "builds the workload, warms up until two iterations agree within 10%%, then times\n"
-            "iterations: at least --iters samples and --min-time seconds, more (up to --max-samples\n"
-            "and --max-time) while the 95%% confidence interval of the median is wider than +-5%% of\n"
-            "it. Warm-up stops early after max(--min-time, 1 s). PAPI counters\n"
-            "cover the timed loop on every thread.\n\n"
-            "options:\n"
-            "  --workload W        gemm, conv2d, alexnet, ... (required; bad names are listed)\n"
-            "  --backend B         native or onednn (default: the workload's default)\n"
-            "  --threads N         OpenMP threads, 1..PUs of this node (default 1)\n"
-            "  --affinity S        KMP_AFFINITY value, e.g. granularity=fine,compact (default unset)\n"
-            "  --blocktime B       KMP_BLOCKTIME value in ms or 'infinite' (default unset)\n"
-            "  --param key=value   a workload parameter or kernel tunable; repeatable (m=256, mc=128)\n"
-            "  --warmup N          at most N warm-up iterations, at least 1 is always run (default 20)\n"
-            "  --iters N           at least N timed samples (default 5)\n"
-            "  --min-time SEC      time at least SEC seconds (default 0.5)\n"
-            "  --max-samples N     cap of the adaptive repetition (default 50)\n"
-            "  --max-time SEC      no adaptive repetition after SEC seconds of timing (default 30)\n"
-            "  --seed S            data seed (default 1)\n"
-            "  --counters LIST     PAPI events, comma-separated; 'none' disables (default: cycles,\n"
-            "                      instructions, cache misses, FP ops and the perf:: software events;\n"
-            "                      unavailable ones are listed with PAPI's reason)\n"
-            "  --trial-timeout SEC kill the worker after SEC seconds (default 600)\n"
-            "  --dry-run           check everything (workload, parameters, settings against this\n"
-            "                      node) and print the worker's trial spec as JSON; start nothing\n"
-            "  --json              print one JSON object (status, samples_ms, median_ms, min_ms, gflops,\n"
-            "                      flops_per_iter, binding, check, counters, ...) instead of text\n"
-            "  --inject FAULT      TESTS ONLY: the worker misbehaves on purpose (segv, abort, hang, fail,\n"
-            "                      badjson, mismatch) to check how faults are recorded\n"
-            "  --help              this text\n\n"
-            "environment: the worker inherits this shell's environment except every OMP_*, KMP_*,\n"
+    run_opts_t *o = cfg;
+    return bkm_tune_trial_spec_setenv(&o->spec, opt->name[0] == 'a' ? "KMP_AFFINITY" : "KMP_BLOCKTIME", v, err);
+}
+
+static int run_param(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    (void)opt;
+    return bkm_tune_trial_spec_param(&((run_opts_t *)cfg)->spec, v, err);
+}
+
+static const bkm_cli_opt_t run_table[] = {
+    {.name = "workload", .kind = BKM_CLI_STR, .metavar = "W", .off = offsetof(run_opts_t, workload),
+     .help = "gemm, conv2d, alexnet, ... (bad names are listed)", .example = "gemm", .flags = BKM_CLI_REQUIRED},
+    {.name = "backend", .kind = BKM_CLI_STR, .metavar = "B", .off = offsetof(run_opts_t, backend),
+     .help = "native or onednn (default: the workload's default)", .example = "native"},
+    {.name = "threads", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.threads), .lo = 1,
+     .hi = BKM_CPUSET_MAX, .help = "OpenMP threads, at most the PUs of this node (default 1)", .example = "1"},
+    {.name = "affinity", .kind = BKM_CLI_CALL, .metavar = "S", .call = run_setenv,
+     .help = "KMP_AFFINITY value, e.g. granularity=fine,compact (default unset)", .example = "compact"},
+    {.name = "blocktime", .kind = BKM_CLI_CALL, .metavar = "B", .call = run_setenv,
+     .help = "KMP_BLOCKTIME value in ms or 'infinite' (default unset)", .example = "0"},
+    {.name = "param", .kind = BKM_CLI_CALL, .metavar = "key=value", .call = run_param, .flags = BKM_CLI_REPEAT,
+     .help = "a workload parameter or kernel tunable (m=256, mc=128)", .example = "m=64"},
+    {.name = "warmup", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.warmup), .lo = 0,
+     .hi = BKM_TUNE_SAMPLES_MAX, .help = "at most N warm-up iterations, at least 1 is always run (default 20)"},
+    {.name = "min-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.min_samples),
+     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "at least N timed samples (default 5)", .alias = "iters"},
+    {.name = "max-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.max_samples),
+     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "cap of the adaptive repetition (default 50)"},
+    {.name = "min-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.min_time_s),
+     .lo = 0, .hi = BKM_TUNE_TIME_MAX_S, .help = "time at least SEC (default 0.5; 0.5, 90s, 5m)", .example = "0.01"},
+    {.name = "max-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.max_time_s),
+     .lo = 0, .hi = BKM_TUNE_TIME_MAX_S, .help = "no adaptive repetition after SEC of timing (default 30)"},
+    {.name = "seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(run_opts_t, seed), .lo = 0, .hi = 9.2e18,
+     .help = "data seed (default 1)"},
+    {.name = "counters", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(run_opts_t, counters),
+     .help = "PAPI events, comma-separated; 'none' disables (default: cycles,\n"
+             "instructions, cache misses, FP ops and the perf:: software events;\n"
+             "unavailable ones are listed with PAPI's reason)",
+     .example = "none"},
+    {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.timeout_s),
+     .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S, .help = "kill the worker after SEC (default 600)"},
+    {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(run_opts_t, dry_run),
+     .help = "check everything (workload, parameters, settings against this\n"
+             "node) and print the worker's trial spec as JSON; start nothing"},
+    {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(run_opts_t, json),
+     .help = "print one JSON object (status, samples_ms, median_ms, min_ms, gflops,\n"
+             "flops_per_iter, binding, check, counters, ...) instead of text"},
+#ifdef BKM_TEST_HOOKS
+    {.name = "inject", .kind = BKM_CLI_STR, .metavar = "FAULT", .off = offsetof(run_opts_t, inject),
+     .help = "test build only: the worker misbehaves on purpose (segv, abort, hang,\n"
+             "fail, badjson, mismatch)", .example = "fail"},
+#endif
+};
+
+static const bkm_cli_cmd_spec_t run_cmd = {
+    .name = "run",
+    .usage = "tune run --workload W [--backend native|onednn] [--threads N] [--affinity S]\n"
+             "         [--blocktime B] [--param key=value ...] [--warmup N] [--min-samples N]\n"
+             "         [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
+             "         [--counters LIST] [--trial-timeout SEC] [--dry-run] [--json]",
+    .about = "Runs ONE trial: a fresh worker process gets KMP_AFFINITY, KMP_BLOCKTIME and\n"
+             "OMP_NUM_THREADS from the options (every other OMP_*/KMP_*/GOMP_* variable of this shell is\n"
+             "removed), verifies that each OpenMP thread is bound as the affinity planner predicts,\n"
+             "builds the workload, warms up until two iterations agree within 10%, then times\n"
+             "iterations: at least --min-samples samples and --min-time seconds, more (up to\n"
+             "--max-samples and --max-time) while the 95% confidence interval of the median is wider\n"
+             "than +-5% of it. Warm-up stops early after max(--min-time, 1 s). PAPI counters\n"
+             "cover the timed loop on every thread.",
+    BKM_CLI_TABLE(run_table),
+    .repeat_replaces = 1,
+    .more = "environment: the worker inherits this shell's environment except every OMP_*, KMP_*,\n"
             "GOMP_* and HWLOC_* variable; ONEDNN_*, DNNL_*, LD_PRELOAD, ... pass unchanged (its JSON\n"
             "has a descriptor of its own, so ONEDNN_VERBOSE=1 is harmless). HWLOC_XMLFILE,\n"
             "HWLOC_SYNTHETIC, HWLOC_FSROOT and the like are refused (exit 3): they describe another\n"
@@ -65,100 +111,38 @@ static void run_usage(FILE *f)
             "            or failed, or another environment problem, 128+N stopped by signal N\n\n"
             "example:\n"
             "  tune run --workload gemm --param m=256 --param n=256 --param k=256 --threads 2 \\\n"
-            "           --affinity granularity=fine,compact --json\n");
-}
+            "           --affinity granularity=fine,compact --json\n",
+};
 
-static int run_int(const char *opt, const char *s, long long lo, long long hi, long long *v)
+/* Copy option @p name's value @p v into @p dst (@p cap bytes); BKM_EINVAL naming it when too long. */
+static int run_copy(const char *name, const char *v, char *dst, size_t cap, bkm_err_t *err)
 {
-    if (bkm_parse_int(s, lo, hi, v) == BKM_OK)
+    if (v == NULL)
         return BKM_OK;
-    fprintf(stderr, "tune run: %s '%s' is not an integer in %lld..%lld\n", opt, s, lo, hi);
-    return BKM_EINVAL;
+    if (strlen(v) >= cap)
+        return bkm_err_set(err, BKM_EINVAL, "tune run: --%s '%s' is longer than %zu characters", name, v, cap - 1);
+    snprintf(dst, cap, "%s", v);
+    return BKM_OK;
 }
 
-static int run_double(const char *opt, const char *s, double lo, double hi, double *v)
+/* Parse the options into @p o; returns 0 to go on, 1 after --help, or BKM_EINVAL (err set). */
+static int run_parse(int argc, char **argv, run_opts_t *o, bkm_err_t *err)
 {
-    if (bkm_parse_double(s, v) == BKM_OK && *v >= lo && *v <= hi)
-        return BKM_OK;
-    fprintf(stderr, "tune run: %s '%s' is not a number in %g..%g\n", opt, s, lo, hi);
-    return BKM_EINVAL;
-}
-
-/* Parse the options into @p spec; returns 0 to go on, 1 after --help, or a negative status. */
-static int run_parse(int argc, char **argv, bkm_tune_trial_spec_t *spec, int *json, int *dry_run)
-{
-    bkm_err_t err = {0};
-    long long v;
-    int rc = BKM_OK;
-    for (int i = 1; i < argc && rc == BKM_OK; i++) {
-        const char *o = argv[i], *a = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            run_usage(stdout);
-            return 1;
-        }
-        if (strcmp(o, "--json") == 0) {
-            *json = 1;
-            continue;
-        }
-        if (strcmp(o, "--dry-run") == 0) {
-            *dry_run = 1;
-            continue;
-        }
-        if (a == NULL || strncmp(o, "--", 2) != 0) {
-            fprintf(stderr, "tune run: unknown option or missing value '%s' (see tune run --help)\n", o);
-            return BKM_EINVAL;
-        }
-        i++;
-        if (strcmp(o, "--workload") == 0 || strcmp(o, "--backend") == 0 || strcmp(o, "--counters") == 0 ||
-            strcmp(o, "--inject") == 0) {
-            char *dst = o[2] == 'w' ? spec->workload : o[2] == 'b' ? spec->backend
-                        : o[2] == 'c' ? spec->counters : spec->inject;
-            size_t n = o[2] == 'w' ? sizeof spec->workload : o[2] == 'b' ? sizeof spec->backend
-                       : o[2] == 'c' ? sizeof spec->counters : sizeof spec->inject;
-            if (strlen(a) >= n || a[0] == '\0') {
-                fprintf(stderr, "tune run: %s '%s' is empty or too long\n", o, a);
-                return BKM_EINVAL;
-            }
-            snprintf(dst, n, "%s", a);
-        } else if (strcmp(o, "--threads") == 0) {
-            if ((rc = run_int(o, a, 1, BKM_CPUSET_MAX, &v)) == BKM_OK)
-                spec->threads = (int)v;
-        } else if (strcmp(o, "--affinity") == 0 || strcmp(o, "--blocktime") == 0) {
-            rc = bkm_tune_trial_spec_setenv(spec, o[2] == 'a' ? "KMP_AFFINITY" : "KMP_BLOCKTIME", a, &err);
-        } else if (strcmp(o, "--param") == 0) {
-            rc = bkm_tune_trial_spec_param(spec, a, &err);
-        } else if (strcmp(o, "--warmup") == 0) {
-            if ((rc = run_int(o, a, 0, BKM_TUNE_SAMPLES_MAX, &v)) == BKM_OK)
-                spec->warmup = (int)v;
-        } else if (strcmp(o, "--iters") == 0) {
-            if ((rc = run_int(o, a, 1, BKM_TUNE_SAMPLES_MAX, &v)) == BKM_OK)
-                spec->min_samples = (int)v;
-        } else if (strcmp(o, "--max-samples") == 0) {
-            if ((rc = run_int(o, a, 1, BKM_TUNE_SAMPLES_MAX, &v)) == BKM_OK)
-                spec->max_samples = (int)v;
-        } else if (strcmp(o, "--seed") == 0) {
-            if ((rc = run_int(o, a, 0, LLONG_MAX, &v)) == BKM_OK)
-                spec->seed = (uint64_t)v;
-        } else if (strcmp(o, "--min-time") == 0) {
-            rc = run_double(o, a, 0.0, BKM_TUNE_TIME_MAX_S, &spec->min_time_s);
-        } else if (strcmp(o, "--max-time") == 0) {
-            rc = run_double(o, a, 0.0, BKM_TUNE_TIME_MAX_S, &spec->max_time_s);
-        } else if (strcmp(o, "--trial-timeout") == 0) {
-            rc = run_double(o, a, 0.001, BKM_TUNE_TIMEOUT_MAX_S, &spec->timeout_s);
-        } else {
-            fprintf(stderr, "tune run: unknown option '%s' (see tune run --help)\n", o);
-            return BKM_EINVAL;
-        }
-        if (rc < 0 && err.msg[0])
-            fprintf(stderr, "tune run: %s: %s\n", o, err.msg);
-    }
-    if (rc == BKM_OK && spec->workload[0] == '\0') {
-        fprintf(stderr, "tune run: --workload is required (see tune run --help)\n");
-        return BKM_EINVAL;
-    }
-    if (rc == BKM_OK && spec->max_samples < spec->min_samples)
+    bkm_tune_trial_spec_t *spec = &o->spec;
+    int rc = bkm_cli_opt_parse(&run_cmd, argc, argv, o, err);
+    if (rc != 0)
+        return rc;
+    if ((rc = run_copy("workload", o->workload, spec->workload, sizeof spec->workload, err)) < 0 ||
+        (rc = run_copy("backend", o->backend, spec->backend, sizeof spec->backend, err)) < 0 ||
+#ifdef BKM_TEST_HOOKS
+        (rc = run_copy("inject", o->inject, spec->inject, sizeof spec->inject, err)) < 0 ||
+#endif
+        (rc = run_copy("counters", o->counters, spec->counters, sizeof spec->counters, err)) < 0)
+        return rc;
+    spec->seed = (uint64_t)o->seed;
+    if (spec->max_samples < spec->min_samples)
         spec->max_samples = spec->min_samples;
-    return rc;
+    return BKM_OK;
 }
 
 static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_trial_spec_t *spec)
@@ -207,30 +191,35 @@ static void run_print_json(const bkm_tune_trial_result_t *r)
 
 int bkm_cli_run(int argc, char **argv)
 {
-    bkm_tune_trial_spec_t spec;
+    run_opts_t o;
     bkm_tune_trial_result_t res = {0};
     bkm_tune_runner_t rn = {NULL, "worker", environ, NULL, 0};
     bkm_topo_t *topo = NULL;
     bkm_aff_topo_fix_t fix = {0};
     bkm_err_t err = {0};
     char self[PATH_MAX];
-    int json = 0, dry_run = 0, rc, code;
+    int rc, code;
 
-    bkm_tune_trial_spec_defaults(&spec);
-    rc = run_parse(argc, argv, &spec, &json, &dry_run);
-    if (rc != 0)
+    memset(&o, 0, sizeof o);
+    bkm_tune_trial_spec_defaults(&o.spec);
+    o.seed = (long long)o.spec.seed;
+    rc = run_parse(argc, argv, &o, &err);
+    if (rc != 0) {
+        if (rc < 0)
+            fprintf(stderr, "%s\n", err.msg);
         return rc > 0 ? 0 : 2;
-    if ((rc = bkm_topo_open_host(&topo, &err)) < 0 || (rc = bkm_tune_trial_check(&spec, topo, &err)) < 0) {
+    }
+    if ((rc = bkm_topo_open_host(&topo, &err)) < 0 || (rc = bkm_tune_trial_check(&o.spec, topo, &err)) < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
         code = bkm_status_exit_code(rc);
         goto out;
     }
-    if (dry_run) {
+    if (o.dry_run) {
         bkm_buf_t b;
         bkm_json_w_t w;
         bkm_buf_init(&b);
         bkm_json_w_init(&w, &b, 0);
-        bkm_tune_trial_spec_to_json(&spec, &w);
+        bkm_tune_trial_spec_to_json(&o.spec, &w);
         puts(bkm_buf_str(&b));
         bkm_buf_free(&b);
         code = 0;
@@ -244,7 +233,7 @@ int bkm_cli_run(int argc, char **argv)
     rn.worker_path = self;
     if ((rc = bkm_tune_env_check(environ, &err)) < 0 ||
         /* libomp must see hwloc's topology, which the worker plans with (issue 8). */
-        (rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &spec, &err)) < 0) {
+        (rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &o.spec, &err)) < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
         code = bkm_status_exit_code(rc);
         goto out;
@@ -254,7 +243,7 @@ int bkm_cli_run(int argc, char **argv)
         char note[2048];
         fprintf(stderr, "tune run: %s\n", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
     }
-    rc = bkm_tune_trial_run(&rn, &spec, &res, &err);
+    rc = bkm_tune_trial_run(&rn, &o.spec, &res, &err);
     if (rc < 0) {
         fprintf(stderr, "tune run: %s\n", err.msg);
         code = bkm_status_exit_code(rc);
@@ -265,10 +254,10 @@ int bkm_cli_run(int argc, char **argv)
         code = 128 + (int)*rn.stop;
         goto out;
     }
-    if (json)
+    if (o.json)
         run_print_json(&res);
     else
-        run_print_text(&res, &spec);
+        run_print_text(&res, &o.spec);
     if (res.status != BKM_TRIAL_OK)
         fprintf(stderr, "tune run: trial %s: %s\n", bkm_tune_trial_status_name(res.status), res.message);
     code = res.status == BKM_TRIAL_OK ? 0 : res.status == BKM_TRIAL_BINDING_MISMATCH ? 1 : 3;

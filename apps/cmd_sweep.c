@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "bkm/tuner.h"
 #include "bkm_revision.h"
 #include "cli_common.h"
+#include "cli_opt.h"
 #include "cli_topofix.h"
 
 extern char **environ;
@@ -24,61 +26,163 @@ extern char **environ;
 const char bkm_cli_sweep_summary[] = "the main job: sweep the settings of a workload on a node, store every trial, "
                                      "derive the best-known setting";
 
-static void usage(FILE *f)
+typedef struct opts {
+    bkm_tune_space_opts_t sp;
+    bkm_tune_sweep_cfg_t sw;
+    const char *node, *db, *workload;
+    long long budget, seed;
+    int json, dry_run;
+} opts_t;
+
+static int sweep_threads(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
-    fprintf(f,
-            "usage: tune [sweep] --workload WL [--node NODE] [options]\n\n"
-            "Measures settings of WL on this node, one fresh worker process per trial: thread counts,\n"
-            "KMP_AFFINITY (compact/scatter/balanced x granularity x permute, none), the OMP_PLACES /\n"
-            "OMP_PROC_BIND alternative, KMP_BLOCKTIME, KMP_HW_SUBSET and kernel tunables. Settings whose\n"
-            "thread placement is identical on this topology are measured once; settings the planner\n"
-            "rejects are dropped (both are listed with --dry-run). Every finished trial is stored at once\n"
-            "in the results database; running the same command again resumes the sweep. The top\n"
-            "candidates are then re-measured interleaved with the default setting, and a best-known\n"
-            "setting is claimed only when it beats the default beyond the noise.\n"
-            "On a host that is not NODE, the sweep is planned and explained, never run or recorded.\n\n"
-            "options:\n"
-            "  --workload WL        gemm, conv2d, alexnet, ... (tune run --help lists them)\n"
-            "  --node NODE          node profile: auto (this host, default), haswell, knl, or a profile file\n"
-            "  --threads LIST       thread counts, e.g. 1,2 (default: the profile's)\n"
-            "  --affinity SETTING   repeatable: a KMP_AFFINITY value ('granularity=fine,compact,1,0'), 'none',\n"
-            "                       'default' (nothing set) or 'OMP_PLACES=cores OMP_PROC_BIND=close'\n"
-            "  --blocktime LIST     KMP_BLOCKTIME values in ms or 'infinite', e.g. 0,1,200,infinite\n"
-            "  --hw-subset S        repeatable: KMP_HW_SUBSET value, e.g. 68c,2t; 'none' = unset\n"
-            "  --param K=V1,V2      repeatable: values of a workload parameter or kernel tunable\n"
-            "  --tunables           also sweep every kernel tunable at {def/2, def, 2 def}\n"
-            "  --backend B          native or onednn (default: the workload's)\n"
-            "  --strategy S         grid, random, halving, local (default %s: chosen by tune replay)\n"
-            "  --budget N           at most N trials in the search (default: grid all; others a quarter\n"
-            "                       of the configurations, at least 20)\n"
-            "  --time DURATION      stop searching after DURATION (90s, 5m, 1h)\n"
-            "  --seed N             random choices of the strategy (default 1)\n"
-            "  --min-time S         timed loop of a trial lasts at least S seconds (default 0.5; at most\n"
-            "                       1 day, and below --trial-timeout)\n"
-            "  --min-samples N      at least N timed samples per trial (default 5; 1..100000)\n"
-            "  --max-samples N      adaptive cap (default 50; 1..100000)\n"
-            "  --trial-timeout S    a trial running longer is killed and stored as timeout (default 600;\n"
-            "                       at most 7 days). A trial re-measured at k x the samples (halving\n"
-            "                       rungs, local's final round) gets k x the timeout; samples and time\n"
-            "                       stay within the limits above\n"
-            "  --confirm-top K      candidates re-measured against the default (default 3)\n"
-            "  --replicates R       confirmation: each candidate and the default run in R fresh worker\n"
-            "                       processes (default %d, at least 6), in a drift-cancelling order;\n"
-            "                       the claim uses one value per process\n"
-            "  --min-ratio X        smallest speedup over the default worth claiming (default 1.02)\n"
-            "  --aa                 A/A run: no search; the default is confirmed against --confirm-top\n"
-            "                       copies of itself through the same code; exit 1 if a (false) claim\n"
-            "                       would have been made; nothing is stored as best-known\n"
-            "  --counters LIST      PAPI events per trial, comma-separated; 'none' disables (default:\n"
-            "                       cycles, instructions, cache misses, FP ops and the perf:: software\n"
-            "                       events; unavailable ones are stored with PAPI's reason)\n"
-            "  --fresh              start a new sweep instead of resuming the same command's\n"
-            "  --db PATH            results database (default: $BKM_DB, else %s)\n"
-            "  --dry-run            list the planned configurations, merges and drops; run nothing\n"
-            "  --json               print the summary as JSON\n"
-            "  --inject KIND@N      test only: fault KIND (segv, abort, hang, fail, ...) in trial N\n"
-            "  -h, --help           this help\n\n"
-            "examples:\n"
+    opts_t *o = cfg;
+    (void)opt;
+    return bkm_cli_parse_int_list(v, o->sp.threads, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_threads, 0, err);
+}
+
+static int sweep_blocktime(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    opts_t *o = cfg;
+    (void)opt;
+    return bkm_cli_parse_int_list(v, o->sp.blocktime_ms, BKM_TUNE_SPACE_MAX_BLOCKTIME, &o->sp.n_blocktime, 1, err);
+}
+
+/* --affinity, --hw-subset, --param: repeatable, each into its list of the space options. */
+static int sweep_list(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    opts_t *o = cfg;
+    int aff = opt->name[0] == 'a', hw = opt->name[0] == 'h';
+    int *cnt = aff ? &o->sp.n_affinity : hw ? &o->sp.n_hw_subset : &o->sp.n_params;
+    int cap = aff ? BKM_TUNE_SPACE_MAX_AFFINITY : hw ? BKM_TUNE_SPACE_MAX_HW_SUBSET : BKM_TUNE_SPACE_MAX_PARAMS;
+    if (*cnt >= cap)
+        return bkm_err_set(err, BKM_EINVAL, "at most %d are allowed", cap);
+    (aff ? o->sp.affinity : hw ? o->sp.hw_subset : o->sp.params)[(*cnt)++] = v;
+    return BKM_OK;
+}
+
+static int sweep_counters(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    opts_t *o = cfg;
+    char names[64][64];
+    int nn = 0;
+    (void)opt;
+    if (strlen(v) >= sizeof o->sw.base.counters)
+        return bkm_err_set(err, BKM_EINVAL, "is too long");
+    if (strcmp(v, "none") != 0 && bkm_tune_counters_parse(v, names, 64, &nn, err) < 0)
+        return BKM_EINVAL;
+    snprintf(o->sw.base.counters, sizeof o->sw.base.counters, "%s", v);
+    return BKM_OK;
+}
+
+#ifdef BKM_TEST_HOOKS
+static int sweep_inject(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    opts_t *o = cfg;
+    const char *at = strchr(v, '@');
+    long long n;
+    bkm_tune_trial_spec_t t;
+    (void)opt;
+    if (at == NULL || at == v || (size_t)(at - v) >= sizeof o->sw.inject || bkm_parse_int(at + 1, 1, 1000000, &n) < 0)
+        return bkm_err_set(err, BKM_EINVAL, "is not KIND@N");
+    snprintf(o->sw.inject, sizeof o->sw.inject, "%.*s", (int)(at - v), v);
+    o->sw.inject_at = (int)n;
+    /* the runner knows the fault kinds: ask it now, before anything is written */
+    bkm_tune_trial_spec_defaults(&t);
+    snprintf(t.workload, sizeof t.workload, "check");
+    snprintf(t.inject, sizeof t.inject, "%s", o->sw.inject);
+    return bkm_tune_trial_spec_validate(&t, err);
+}
+#endif
+
+static const bkm_cli_opt_t sweep_table[] = {
+    {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(opts_t, workload),
+     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them)", .example = "gemm",
+     .flags = BKM_CLI_REQUIRED},
+    {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
+     .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
+    {.name = "threads", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_threads,
+     .help = "thread counts, e.g. 1,2 (default: the profile's; each 1..2048)", .example = "1"},
+    {.name = "affinity", .kind = BKM_CLI_CALL, .metavar = "SETTING", .call = sweep_list, .flags = BKM_CLI_REPEAT,
+     .help = "a KMP_AFFINITY value ('granularity=fine,compact,1,0'), 'none',\n"
+             "'default' (nothing set) or 'OMP_PLACES=cores OMP_PROC_BIND=close'",
+     .example = "compact"},
+    {.name = "blocktime", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_blocktime,
+     .help = "KMP_BLOCKTIME values in ms or 'infinite', e.g. 0,1,200,infinite", .example = "0"},
+    {.name = "hw-subset", .kind = BKM_CLI_CALL, .metavar = "S", .call = sweep_list, .flags = BKM_CLI_REPEAT,
+     .help = "KMP_HW_SUBSET value, e.g. 68c,2t; 'none' = unset", .example = "none"},
+    {.name = "param", .kind = BKM_CLI_CALL, .metavar = "K=V1,V2", .call = sweep_list, .flags = BKM_CLI_REPEAT,
+     .help = "values of a workload parameter or kernel tunable", .example = "m=64"},
+    {.name = "tunables", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sp.sweep_tunables),
+     .help = "also sweep every kernel tunable at {def/2, def, 2 def}"},
+    {.name = "backend", .kind = BKM_CLI_STR, .metavar = "B", .off = offsetof(opts_t, sp.backend),
+     .help = "native or onednn (default: the workload's)", .example = "native"},
+    {.name = "strategy", .kind = BKM_CLI_CALL, .metavar = "S", .call = bkm_cli_opt_strategy, .off = offsetof(opts_t, sw.strategy),
+     .help = "grid, random, halving, local (default " BKM_TUNE_STRATEGY_DEFAULT ": chosen by tune replay)",
+     .example = "grid"},
+    {.name = "budget", .kind = BKM_CLI_I64, .metavar = "N", .off = offsetof(opts_t, budget), .lo = 1, .hi = 1e8,
+     .help = "at most N trials in the search (default: grid all; others a quarter\n"
+             "of the configurations, at least 20)"},
+    {.name = "time", .kind = BKM_CLI_DURATION, .metavar = "DURATION", .off = offsetof(opts_t, sw.time_budget_s),
+     .lo = 0.001, .hi = 1e9, .help = "stop searching after DURATION (90s, 5m, 1h)", .example = "5m"},
+    {.name = "seed", .kind = BKM_CLI_I64, .metavar = "N", .off = offsetof(opts_t, seed), .lo = 1, .hi = 1e8,
+     .help = "random choices of the strategy (default 1)"},
+    {.name = "min-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(opts_t, sw.base.min_time_s),
+     .lo = 0, .hi = BKM_TUNE_TIME_MAX_S,
+     .help = "timed loop of a trial lasts at least SEC (default 0.5; below\n--trial-timeout)", .example = "0.01"},
+    {.name = "min-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.base.min_samples),
+     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "at least N timed samples per trial (default 5)", .alias = "iters"},
+    {.name = "max-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.base.max_samples),
+     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "adaptive cap (default 50)"},
+    {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(opts_t, sw.base.timeout_s),
+     .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S,
+     .help = "a trial running longer is killed and stored as timeout (default 600).\n"
+             "A trial re-measured at k x the samples (halving rungs, local's final\n"
+             "round) gets k x the timeout; samples and time stay within the limits"},
+    {.name = "confirm-top", .kind = BKM_CLI_INT, .metavar = "K", .off = offsetof(opts_t, sw.confirm_top), .lo = 0,
+     .hi = 7, .help = "candidates re-measured against the default (default 3)"},
+    {.name = "replicates", .kind = BKM_CLI_INT, .metavar = "R", .off = offsetof(opts_t, sw.replicates), .lo = 6,
+     .hi = 1000,
+     .help = "confirmation: each candidate and the default run in R fresh worker\n"
+             "processes, in a drift-cancelling order; the claim uses one value per process"},
+    {.name = "min-ratio", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.min_ratio), .lo = 1,
+     .hi = 100, .help = "smallest speedup over the default worth claiming (default 1.02)"},
+    {.name = "aa", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sw.aa),
+     .help = "A/A run: no search; the default is confirmed against --confirm-top\n"
+             "copies of itself through the same code; exit 1 if a (false) claim\n"
+             "would have been made; nothing is stored as best-known"},
+    {.name = "counters", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_counters,
+     .help = "PAPI events per trial, comma-separated; 'none' disables (default:\n"
+             "cycles, instructions, cache misses, FP ops and the perf:: software\n"
+             "events; unavailable ones are stored with PAPI's reason)",
+     .example = "none"},
+    {.name = "fresh", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sw.fresh),
+     .help = "start a new sweep instead of resuming the same command's"},
+    BKM_CLI_DB_OPT(opts_t, db),
+    {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, dry_run),
+     .help = "list the planned configurations, merges and drops; run nothing"},
+    {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, json), .help = "print the summary as JSON"},
+#ifdef BKM_TEST_HOOKS
+    {.name = "inject", .kind = BKM_CLI_CALL, .metavar = "KIND@N", .call = sweep_inject,
+     .help = "test build only: fault KIND (segv, abort, hang, fail, ...) in trial N", .example = "fail@1"},
+#endif
+};
+
+static const bkm_cli_cmd_spec_t sweep_cmd = {
+    .name = "sweep",
+    .usage = "tune [sweep] --workload WL [--node NODE] [options]",
+    .about = "Measures settings of WL on this node, one fresh worker process per trial: thread counts,\n"
+             "KMP_AFFINITY (compact/scatter/balanced x granularity x permute, none), the OMP_PLACES /\n"
+             "OMP_PROC_BIND alternative, KMP_BLOCKTIME, KMP_HW_SUBSET and kernel tunables. Settings whose\n"
+             "thread placement is identical on this topology are measured once; settings the planner\n"
+             "rejects are dropped (both are listed with --dry-run). Every finished trial is stored at once\n"
+             "in the results database; running the same command again resumes the sweep. The top\n"
+             "candidates are then re-measured interleaved with the default setting, and a best-known\n"
+             "setting is claimed only when it beats the default beyond the noise.\n"
+             "On a host that is not NODE, the sweep is planned and explained, never run or recorded.",
+    BKM_CLI_TABLE(sweep_table),
+    .repeat_replaces = 1,
+    .more = "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
             "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"
             "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit, scancel) or SIGHUP stop the running trial at\n"
@@ -90,186 +194,34 @@ static void usage(FILE *f)
             "exit codes: 0 done, 1 --aa only: a claim would have been made, 2 bad usage or input,\n"
             "            3 environment (database, worker), 4 some trials failed (stored; the rest\n"
             "            completed), 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (completed trials kept)\n",
-            BKM_TUNE_STRATEGY_DEFAULT, BKM_TUNE_REPLICATES_DEFAULT, BKM_DB_DEFAULT_PATH);
-}
+};
 
-typedef struct opts {
-    bkm_tune_space_opts_t sp;
-    bkm_tune_sweep_cfg_t sw;
-    const char *node, *db;
-    int json, dry_run;
-} opts_t;
-
-static int parse_args(int argc, char **argv, opts_t *o)
+/* Parse argv into @p o (holding the defaults): 0 to go on, 1 after --help, BKM_EINVAL (err set). */
+static int parse_args(int argc, char **argv, opts_t *o, bkm_err_t *err)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long n;
-        double d;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--dry-run") == 0) {
-            o->dry_run = 1;
-        } else if (strcmp(a, "--fresh") == 0) {
-            o->sw.fresh = 1;
-        } else if (strcmp(a, "--tunables") == 0) {
-            o->sp.sweep_tunables = 1;
-        } else if (strcmp(a, "--aa") == 0) {
-            o->sw.aa = 1;
-        } else if (v == NULL) {
-            fprintf(stderr, "tune: unknown option or missing value: '%s' (see tune sweep --help)\n", a);
-            return -1;
-        } else if (i++, strcmp(a, "--workload") == 0) {
-            o->sp.workload = o->sw.workload = v;
-        } else if (strcmp(a, "--node") == 0) {
-            o->node = v;
-        } else if (strcmp(a, "--db") == 0) {
-            o->db = v;
-        } else if (strcmp(a, "--backend") == 0) {
-            o->sp.backend = v;
-        } else if (strcmp(a, "--strategy") == 0) {
-            o->sw.strategy = v;
-        } else if (strcmp(a, "--threads") == 0) {
-            if (bkm_cli_parse_int_list("--threads", v, o->sp.threads, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_threads, 0) < 0)
-                return -1;
-        } else if (strcmp(a, "--blocktime") == 0) {
-            if (bkm_cli_parse_int_list("--blocktime", v, o->sp.blocktime_ms, BKM_TUNE_SPACE_MAX_BLOCKTIME, &o->sp.n_blocktime,
-                           1) < 0)
-                return -1;
-        } else if (strcmp(a, "--affinity") == 0 || strcmp(a, "--hw-subset") == 0 || strcmp(a, "--param") == 0) {
-            int aff = a[2] == 'a', hw = a[2] == 'h';
-            int *cnt = aff ? &o->sp.n_affinity : hw ? &o->sp.n_hw_subset : &o->sp.n_params;
-            int cap = aff ? BKM_TUNE_SPACE_MAX_AFFINITY : hw ? BKM_TUNE_SPACE_MAX_HW_SUBSET : BKM_TUNE_SPACE_MAX_PARAMS;
-            if (*cnt >= cap) {
-                fprintf(stderr, "tune: %s '%s': at most %d are allowed\n", a, v, cap);
-                return -1;
-            }
-            (aff ? o->sp.affinity : hw ? o->sp.hw_subset : o->sp.params)[(*cnt)++] = v;
-        } else if (strcmp(a, "--budget") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--min-samples") == 0 ||
-                   strcmp(a, "--max-samples") == 0 || strcmp(a, "--confirm-top") == 0) {
-            long long lo = 1, hi = 100000000;
-            if (strcmp(a, "--confirm-top") == 0)
-                lo = 0, hi = 7;
-            else if (strcmp(a, "--min-samples") == 0 || strcmp(a, "--max-samples") == 0)
-                hi = BKM_TUNE_SAMPLES_MAX;
-            if (bkm_parse_int(v, lo, hi, &n) < 0) {
-                fprintf(stderr, "tune: %s '%s' is not a whole number in %lld..%lld\n", a, v, lo, hi);
-                return -1;
-            }
-            if (a[2] == 'b')
-                o->sw.budget = (size_t)n;
-            else if (a[2] == 's')
-                o->sw.seed = (uint64_t)n;
-            else if (a[3] == 'i')
-                o->sw.base.min_samples = (int)n;
-            else if (a[3] == 'a')
-                o->sw.base.max_samples = (int)n;
-            else
-                o->sw.confirm_top = (int)n;
-        } else if (strcmp(a, "--min-time") == 0 || strcmp(a, "--trial-timeout") == 0 || strcmp(a, "--time") == 0) {
-            double hi = strcmp(a, "--min-time") == 0 ? BKM_TUNE_TIME_MAX_S
-                        : strcmp(a, "--trial-timeout") == 0 ? BKM_TUNE_TIMEOUT_MAX_S : HUGE_VAL;
-            if (bkm_cli_parse_duration(v, &d) < 0 && !(strcmp(a, "--min-time") == 0 && bkm_parse_double(v, &d) == 0 && d == 0)) {
-                fprintf(stderr, "tune: %s '%s' is not a valid duration (e.g. 0.5, 90s, 5m)\n", a, v);
-                return -1;
-            }
-            if (d > hi) {
-                fprintf(stderr, "tune: %s '%s' is %g s, more than the limit of %g s\n", a, v, d, hi);
-                return -1;
-            }
-            if (a[2] == 'm')
-                o->sw.base.min_time_s = d;
-            else if (a[3] == 'r')
-                o->sw.base.timeout_s = d;
-            else
-                o->sw.time_budget_s = d;
-        } else if (strcmp(a, "--replicates") == 0) {
-            if (bkm_parse_int(v, 6, 1000, &n) < 0) {
-                fprintf(stderr, "tune: --replicates '%s' is not a number of processes in 6..1000\n", v);
-                return -1;
-            }
-            o->sw.replicates = (int)n;
-        } else if (strcmp(a, "--min-ratio") == 0) {
-            if (bkm_parse_double(v, &d) < 0 || !(d >= 1.0 && d <= 100.0)) {
-                fprintf(stderr, "tune: --min-ratio '%s' is not a ratio in 1..100\n", v);
-                return -1;
-            }
-            o->sw.min_ratio = d;
-        } else if (strcmp(a, "--counters") == 0) {
-            char names[64][64];
-            int nn = 0;
-            bkm_err_t e = {0};
-            if (strlen(v) >= sizeof o->sw.base.counters) {
-                fprintf(stderr, "tune: --counters '%s' is too long\n", v);
-                return -1;
-            }
-            if (strcmp(v, "none") != 0 && bkm_tune_counters_parse(v, names, 64, &nn, &e) < 0) {
-                fprintf(stderr, "tune: --counters '%s': %s\n", v, e.msg);
-                return -1;
-            }
-            snprintf(o->sw.base.counters, sizeof o->sw.base.counters, "%s", v);
-        } else if (strcmp(a, "--inject") == 0) {
-            const char *at = strchr(v, '@');
-            if (at == NULL || at == v || (size_t)(at - v) >= sizeof o->sw.inject ||
-                bkm_parse_int(at + 1, 1, 1000000, &n) < 0) {
-                fprintf(stderr, "tune: --inject '%s' is not KIND@N\n", v);
-                return -1;
-            }
-            snprintf(o->sw.inject, sizeof o->sw.inject, "%.*s", (int)(at - v), v);
-            o->sw.inject_at = (int)n;
-            {
-                /* the runner knows the fault kinds: ask it now, before anything is written */
-                bkm_tune_trial_spec_t t;
-                bkm_err_t e = {0};
-                bkm_tune_trial_spec_defaults(&t);
-                snprintf(t.workload, sizeof t.workload, "check");
-                snprintf(t.inject, sizeof t.inject, "%s", o->sw.inject);
-                if (bkm_tune_trial_spec_validate(&t, &e) < 0) {
-                    fprintf(stderr, "tune: --inject '%s': %s\n", v, e.msg);
-                    return -1;
-                }
-            }
-        } else {
-            fprintf(stderr, "tune: unknown option '%s' (see tune sweep --help)\n", a);
-            return -1;
-        }
-    }
-    if (o->sp.workload == NULL) {
-        fprintf(stderr, "tune: --workload is required (e.g. --workload gemm; see tune sweep --help)\n");
-        return -1;
-    }
-    if (o->sw.strategy) {
-        const char *const *nm = bkm_tune_strategy_names();
-        while (*nm && strcmp(*nm, o->sw.strategy) != 0)
-            nm++;
-        if (*nm == NULL) {
-            fprintf(stderr, "tune: --strategy '%s' is unknown (grid, random, halving, local)\n", o->sw.strategy);
-            return -1;
-        }
-    }
+    int rc;
+    o->seed = (long long)o->sw.seed;
+    if ((rc = bkm_cli_opt_parse(&sweep_cmd, argc, argv, o, err)) != 0)
+        return rc;
+    o->sp.workload = o->sw.workload = o->workload;
+    o->sw.budget = (size_t)o->budget;
+    o->sw.seed = (uint64_t)o->seed;
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
-    if (o->sw.base.min_time_s >= o->sw.base.timeout_s) {
-        fprintf(stderr, "tune: --min-time %g s is not shorter than --trial-timeout %g s: every trial would time out\n",
-                o->sw.base.min_time_s, o->sw.base.timeout_s);
-        return -1;
-    }
+    if (o->sw.base.min_time_s >= o->sw.base.timeout_s)
+        return bkm_err_set(err, BKM_EINVAL, "tune sweep: --min-time %g s is not shorter than --trial-timeout %g s: "
+                           "every trial would time out", o->sw.base.min_time_s, o->sw.base.timeout_s);
     {
         /* the trial protocol as the runner will check it, now, before anything is written */
         bkm_tune_trial_spec_t t = o->sw.base;
-        bkm_err_t e = {0};
         snprintf(t.workload, sizeof t.workload, "check");
-        if (bkm_tune_trial_spec_validate(&t, &e) < 0) {
-            fprintf(stderr, "tune: the trial options: %s\n", e.msg);
-            return -1;
+        if (bkm_tune_trial_spec_validate(&t, err) < 0) {
+            bkm_err_prefix(err, "tune sweep: the trial options");
+            return BKM_EINVAL;
         }
     }
     return 0;
 }
-
 
 typedef struct bar {
     int tty;       /* stderr is a terminal: one self-overwriting line */
@@ -362,23 +314,21 @@ int bkm_cli_sweep(int argc, char **argv)
     o.node = "auto";
     bkm_buf_init(&cmd);
     bkm_buf_init(&out);
-    if ((rc = parse_args(argc, argv, &o)) != 0)
+    if ((rc = parse_args(argc, argv, &o, &err)) != 0) {
+        if (rc < 0)
+            fprintf(stderr, "%s\n", err.msg);
+        bkm_buf_free(&cmd);
+        bkm_buf_free(&out);
         return rc > 0 ? 0 : 2;
+    }
     o.db = bkm_cli_db_path(o.db);
     if (!bkm_cli_db_check("", o.db))
         return 2;
     /* the host topology first, before anything could start an OpenMP runtime */
     if ((rc = bkm_topo_open_host(&host, &err)) < 0)
         goto fail;
-    if (bkm_profile_builtin(o.node, &prof, &err) < 0) {
-        bkm_err_t e2 = {0};
-        if (access(o.node, R_OK) != 0 || bkm_profile_load_file(o.node, &prof, &e2) < 0) {
-            if (access(o.node, R_OK) == 0)
-                err = e2;
-            rc = BKM_EINVAL;
-            goto fail;
-        }
-    }
+    if ((rc = bkm_profile_resolve(o.node, &prof, &err)) < 0)
+        goto fail;
     host_match = strcmp(prof.name, "auto") == 0 || bkm_profile_matches_host(&prof, host);
     if (strcmp(prof.name, "auto") == 0) {
         node_topo = host;

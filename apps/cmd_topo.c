@@ -1,65 +1,67 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune topo`: show a node's topology (this host, a built-in profile, a profile file, an hwloc
  * XML file or a synthetic description) for people, or as JSON. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bkm/affinity.h"
 #include "cli_common.h"
+#include "cli_opt.h"
 #include "cli_topofix.h"
 
 const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, profile, XML, synthetic)";
 
 typedef struct topo_cfg {
-    bkm_cli_topo_src_t src;
-    const char *allowed;
+    bkm_topo_source_t src;
+    const char *mask;
     int json;
     int cpuinfo;
 } topo_cfg_t;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tune topo [--node NAME | --profile FILE | --xml FILE | --synthetic DESC]\n"
-            "                 [--allowed LIST] [--json | --cpuinfo]\n"
-            "\n"
-            "Shows the topology the tuner plans with: packages, cores, hardware threads (PUs) with\n"
-            "their OS numbers (what KMP_AFFINITY proclists, OMP_PLACES and taskset use), KNL tiles\n"
-            "(two cores sharing an L2), NUMA nodes (including MCDRAM) and caches. The default is\n"
-            "this host, restricted to this process's CPU mask as libomp sees it.\n"
-            "\n"
-            "For this host it also asks LLVM libomp which package/core/thread it gives every OS proc\n"
-            "(a child process with KMP_AFFINITY=verbose) and compares with hwloc: libomp reads CPUID,\n"
-            "which some VMs report wrongly. When they differ, every process bkm starts (tune run,\n"
-            "sweeps, tune affinity verify) gets KMP_TOPOLOGY_METHOD=cpuinfo and a KMP_CPUINFO_FILE\n"
-            "written from hwloc (--cpuinfo prints it), and the stored trials record it.\n"
-            "BKM_LIBOMP_TOPOLOGY=auto (default) | never | always chooses when.\n"
-            "\n"
-            "options:\n"
-            "  --node NAME       built-in profile: auto (this host, default), haswell (Cori:\n"
-            "                    2 x 16 cores x 2 HT, PU i+32 is the sibling of i), knl (Cori\n"
-            "                    KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's)\n"
-            "  --profile FILE    a node profile file, or an hwloc XML file (lstopo --of xml).\n"
-            "                    Profile format, one 'key = value' per line, '#' comments:\n"
-            "                      name = mynode              (required)\n"
-            "                      description = free text\n"
-            "                      synthetic = pack:2 core:8 pu:2   (or: xml = mynode.xml,\n"
-            "                                                   relative to the profile file)\n"
-            "                      isa = avx512 | avx2 | generic\n"
-            "                      slurm_constraint = knl,quad,cache\n"
-            "                      threads = 1,2,4,8          (default sweep, at most 16)\n"
-            "                      blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
-            "  --xml FILE        an hwloc XML topology\n"
-            "                    Profiles and XML files must be regular files (never a FIFO or a\n"
-            "                    device); XML at most %zu MiB, a key = value profile at most %zu KiB.\n"
-            "  --synthetic DESC  an hwloc synthetic description, with optional OS numbering,\n"
-            "                    e.g. \"pack:2 core:4 pu:2(indexes=0,8,1,9,2,10,3,11,4,12,5,13,6,14,7,15)\"\n"
-            "  --allowed LIST    emulate an initial process mask (taskset/srun), e.g. 0-7\n"
-            "  --json            machine-readable output (\"libomp\": libomp's view, whether it agrees)\n"
-            "  --cpuinfo         print the topology as the cpuinfo file bkm gives libomp (processor,\n"
-            "                    physical id = package hardware id, core id = core hardware id)\n"
-            "  -h, --help        this text\n"
+static const bkm_cli_opt_t topo_table[] = {
+    BKM_CLI_TOPO_OPTS(topo_cfg_t, src, mask),
+    {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(topo_cfg_t, json),
+     .help = "machine-readable output (\"libomp\": libomp's view, whether it agrees)"},
+    {.name = "cpuinfo", .kind = BKM_CLI_FLAG, .off = offsetof(topo_cfg_t, cpuinfo),
+     .help = "print the topology as the cpuinfo file bkm gives libomp (processor,\n"
+             "physical id = package hardware id, core id = core hardware id)"},
+};
+
+/* The sizes the help states are the library's limits. */
+_Static_assert(BKM_TOPO_XML_MAX_BYTES == (size_t)64 << 20, "tune topo --help states 64 MiB");
+_Static_assert(BKM_PROFILE_MAX_BYTES == (size_t)1024 << 10, "tune topo --help states 1024 KiB");
+
+static const bkm_cli_cmd_spec_t topo_cmd = {
+    .name = "topo",
+    .usage = "tune topo [--node NAME | --profile FILE | --xml FILE | --synthetic DESC]\n"
+             "          [--mask LIST] [--json | --cpuinfo]",
+    .about = "Shows the topology the tuner plans with: packages, cores, hardware threads (PUs) with\n"
+             "their OS numbers (what KMP_AFFINITY proclists, OMP_PLACES and taskset use), KNL tiles\n"
+             "(two cores sharing an L2), NUMA nodes (including MCDRAM) and caches. The default is\n"
+             "this host, restricted to this process's CPU mask as libomp sees it.\n"
+             "\n"
+             "For this host it also asks LLVM libomp which package/core/thread it gives every OS proc\n"
+             "(a child process with KMP_AFFINITY=verbose) and compares with hwloc: libomp reads CPUID,\n"
+             "which some VMs report wrongly. When they differ, every process bkm starts (tune run,\n"
+             "sweeps, tune affinity verify) gets KMP_TOPOLOGY_METHOD=cpuinfo and a KMP_CPUINFO_FILE\n"
+             "written from hwloc (--cpuinfo prints it), and the stored trials record it.\n"
+             "BKM_LIBOMP_TOPOLOGY=auto (default) | never | always chooses when.",
+    BKM_CLI_TABLE(topo_table),
+    .repeat_replaces = 1,
+    .more = "nodes: auto (this host), haswell (Cori: 2 x 16 cores x 2 HT, PU i+32 is the sibling of i),\n"
+            "knl (Cori KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's), or a file.\n"
+            "Profile format, one 'key = value' per line, '#' comments:\n"
+            "  name = mynode              (required)\n"
+            "  description = free text\n"
+            "  synthetic = pack:2 core:8 pu:2   (or: xml = mynode.xml, relative to the profile file)\n"
+            "  isa = avx512 | avx2 | generic\n"
+            "  slurm_constraint = knl,quad,cache\n"
+            "  threads = 1,2,4,8          (default sweep, at most 16)\n"
+            "  blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
+            "Profiles and XML files must be regular files (never a FIFO or a device); XML at most\n"
+            "64 MiB, a key = value profile at most 1024 KiB.\n"
             "\n"
             "examples:\n"
             "  tune topo\n"
@@ -68,55 +70,7 @@ static void usage(FILE *f)
             "\n"
             "exit codes: 0 ok, 2 bad option or unloadable topology (the message names it),\n"
             "3 hwloc could not discover this host.\n",
-            BKM_TOPO_XML_MAX_BYTES >> 20, BKM_PROFILE_MAX_BYTES >> 10);
-}
-
-static int parse_args(int argc, char **argv, topo_cfg_t *c)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = NULL;
-        if (strcmp(a, "--json") == 0 || strcmp(a, "--cpuinfo") == 0) {
-            *(a[2] == 'j' ? &c->json : &c->cpuinfo) = 1;
-            continue;
-        }
-        dst = bkm_cli_topo_src_slot(&c->src, a);
-        if (strcmp(a, "--allowed") == 0)
-            dst = &c->allowed;
-        if (!dst) {
-            fprintf(stderr, "tune topo: unknown option '%s' (see tune topo --help)\n", a);
-            return 2;
-        }
-        if (!bkm_cli_need_value("topo", i, argc, a))
-            return 2;
-        *dst = argv[++i];
-    }
-    if (!bkm_cli_topo_src_check("topo", &c->src))
-        return 2;
-    if (c->json && c->cpuinfo) {
-        fprintf(stderr, "tune topo: give --json or --cpuinfo, not both\n");
-        return 2;
-    }
-    return 0;
-}
-
-/* Open the topology the options name; @p p receives the profile when one is used (else name ""). */
-static int open_topo(const topo_cfg_t *c, bkm_node_profile_t *p, bkm_topo_t **t, bkm_err_t *err)
-{
-    int rc;
-    p->name[0] = '\0';
-    if (c->src.xml)
-        return bkm_topo_open_xml(t, c->src.xml, err);
-    if (c->src.synthetic)
-        return bkm_topo_open_synthetic(t, c->src.synthetic, err);
-    if (c->src.profile)
-        rc = bkm_profile_load_file(c->src.profile, p, err);
-    else
-        rc = bkm_profile_builtin(c->src.node ? c->src.node : "auto", p, err);
-    if (rc == BKM_OK)
-        rc = bkm_topo_open_profile(t, p, err);
-    return rc;
-}
+};
 
 static void print_size(uint64_t b)
 {
@@ -200,13 +154,12 @@ static void libomp_check_run(const bkm_topo_t *t, libomp_check_t *lc)
     bkm_aff_topo_fix_t fix = {0};
     bkm_aff_libomp_view_t again = {0};
     bkm_aff_topo_fix_mode_t mode = BKM_AFF_TOPO_FIX_AUTO;
-    const char *m = getenv("BKM_LIBOMP_TOPOLOGY");
-    const char *tmp = getenv("TMPDIR");
+    const char *tmp;
     bkm_buf_t why;
     bkm_buf_init(&why);
     lc->fixed_agrees = -1;
-    if (m && *m && bkm_aff_topo_fix_mode_parse(m, &mode, &err) < 0) {
-        snprintf(lc->error, sizeof(lc->error), "BKM_LIBOMP_TOPOLOGY: %s", err.msg);
+    if (bkm_cli_topo_fix_env(&mode, &tmp, &err) < 0) {
+        snprintf(lc->error, sizeof(lc->error), "%s", err.msg);
         goto out;
     }
     snprintf(lc->mode, sizeof(lc->mode), "%s", bkm_aff_topo_fix_mode_name(mode));
@@ -221,7 +174,7 @@ static void libomp_check_run(const bkm_topo_t *t, libomp_check_t *lc)
     if (lc->agrees && !lc->unstable && mode != BKM_AFF_TOPO_FIX_ALWAYS)
         goto out;
     /* What the processes bkm starts will see. */
-    if (bkm_aff_topo_fix_prepare(t, &lc->view, BKM_AFF_TOPO_FIX_ALWAYS, tmp && *tmp ? tmp : "/tmp", &fix, &err) < 0) {
+    if (bkm_aff_topo_fix_prepare(t, &lc->view, BKM_AFF_TOPO_FIX_ALWAYS, tmp, &fix, &err) < 0) {
         snprintf(lc->fixed_why, sizeof(lc->fixed_why), "%s", err.msg);
         goto out;
     }
@@ -303,27 +256,19 @@ int bkm_cli_topo(int argc, char **argv)
     int rc;
     memset(&lc, 0, sizeof(lc));
     bkm_buf_init(&out);
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        }
-    if ((rc = parse_args(argc, argv, &cfg)) != 0)
+    if (bkm_cli_opt_parse_cmd(&topo_cmd, argc, argv, &cfg, &rc))
         return rc;
+    if (cfg.json && cfg.cpuinfo) {
+        fprintf(stderr, "tune topo: give --json or --cpuinfo, not both\n");
+        return 2;
+    }
     prof = bkm_calloc(1, sizeof(*prof)); /* ~9 KiB: not on the stack */
     if (!prof) {
         rc = bkm_err_set(&err, BKM_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = open_topo(&cfg, prof, &t, &err)) < 0)
+    if ((rc = bkm_cli_topo_open(&cfg.src, cfg.mask, prof, &t, &err)) < 0)
         goto out;
-    if (cfg.allowed) {
-        bkm_cpuset_t mask;
-        if ((rc = bkm_cpuset_parse(&mask, cfg.allowed, &err)) < 0 || (rc = bkm_topo_restrict(t, &mask, &err)) < 0) {
-            bkm_err_prefix(&err, "--allowed '%s'", cfg.allowed);
-            goto out;
-        }
-    }
     if (cfg.cpuinfo) {
         if ((rc = bkm_topo_cpuinfo_write(t, &out, &err)) < 0)
             goto out;
@@ -332,7 +277,7 @@ int bkm_cli_topo(int argc, char **argv)
         goto out;
     }
     /* libomp's own view concerns this host as this process sees it. */
-    int host = !cfg.src.xml && !cfg.src.synthetic && !cfg.src.profile && !cfg.allowed &&
+    int host = !cfg.src.xml && !cfg.src.synthetic && !cfg.src.profile && !cfg.mask &&
                (!cfg.src.node || strcmp(cfg.src.node, "auto") == 0);
     if (host) {
         fflush(stdout);

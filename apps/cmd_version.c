@@ -19,13 +19,9 @@ static const bkm_cli_cmd_spec_t version_cmd = {
 
 int bkm_cli_version(int argc, char **argv)
 {
-    bkm_err_t err = {0};
-    int ret = bkm_cli_opt_parse(&version_cmd, argc, argv, NULL, &err);
-    if (ret != 0) {
-        if (ret < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return ret > 0 ? 0 : 2;
-    }
+    int ret;
+    if (bkm_cli_opt_parse_cmd(&version_cmd, argc, argv, NULL, &ret))
+        return ret;
     printf("tune %s\nrevision %s\nopenmp %d (LLVM libomp)\n", BKM_VERSION, BKM_BUILD_REVISION, _OPENMP);
 #ifdef __SANITIZE_ADDRESS__
     printf("sanitizers: address,undefined\n");

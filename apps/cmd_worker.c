@@ -52,8 +52,7 @@ static const bkm_cli_cmd_spec_t worker_cmd = {
              "OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) before OpenMP starts, verifies every thread's\n"
              "mask against the plan, builds the workload, warms up, times samples, reads PAPI counters\n"
              "and writes ONE JSON object to the result descriptor (stdout without --result-fd).",
-    .opts = worker_table,
-    .n_opts = sizeof worker_table / sizeof worker_table[0],
+    BKM_CLI_TABLE(worker_table),
     .more = "environment (what the runner passes; tune run --help): the trial's OMP_*/KMP_*/GOMP_*\n"
             "variables exactly (none inherited), no HWLOC_* variable (they would change the topology\n"
             "the binding is planned on), everything else (ONEDNN_*, DNNL_*, LD_PRELOAD, ...) as the\n"
@@ -103,12 +102,8 @@ int bkm_cli_worker(int argc, char **argv)
      * die with the parent instead of finishing the trial as an orphan. The parent may have died
      * before this line, so look at it once more after arming the signal. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    rc = bkm_cli_opt_parse(&worker_cmd, argc, argv, &o, &err);
-    if (rc != 0) {
-        if (rc < 0)
-            fprintf(stderr, "%s\n", err.msg);
-        return rc > 0 ? 0 : 2;
-    }
+    if (bkm_cli_opt_parse_cmd(&worker_cmd, argc, argv, &o, &rc))
+        return rc;
     if (fcntl(o.result_fd, F_SETFD, FD_CLOEXEC) < 0) {
         fprintf(stderr, "tune worker: --result-fd '%d' is not an open descriptor\n", o.result_fd);
         return 2;

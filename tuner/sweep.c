@@ -87,7 +87,7 @@ typedef struct sweep_state {
     bkm_tune_progress_t prog;
     uint64_t t0_ns;
     size_t run_here;             /* trials run by this process */
-    int trial_no;                /* 1-based, for fault injection */
+    int trial_no;                /* 1-based, for fault injection (test builds) */
     const char *node;            /* cfg->node resolved (res->node): stored with the results */
 } sweep_state_t;
 
@@ -292,8 +292,10 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
         goto out;
     bkm_tune_strategy_spec_scale(&spec, scale);   /* clamped to the limits, timeout scaled too */
     st->trial_no++;
+#ifdef BKM_TEST_HOOKS
     if (cfg->inject[0] && cfg->inject_at == st->trial_no)
         snprintf(spec.inject, sizeof spec.inject, "%s", cfg->inject);
+#endif
     {
         /* the runner kills the worker at once when the sweep is stopped */
         bkm_tune_runner_t rn = *cfg->runner;

@@ -83,6 +83,7 @@ int bkm_tune_trial_spec_param(bkm_tune_trial_spec_t *spec, const char *key_eq_va
                   eq + 1, err);
 }
 
+#ifdef BKM_TEST_HOOKS
 /* Test-only fault injections the worker knows (bkm_tune_worker_run). */
 static int spec_inject_valid(const char *s)
 {
@@ -92,6 +93,7 @@ static int spec_inject_valid(const char *s)
             return 1;
     return 0;
 }
+#endif
 
 int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *err)
 {
@@ -118,9 +120,11 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
     if (!(spec->timeout_s > 0.0 && spec->timeout_s <= BKM_TUNE_TIMEOUT_MAX_S))
         return bkm_err_set(err, BKM_EINVAL, "trial: timeout %g s out of range (0, %g]", spec->timeout_s,
                            BKM_TUNE_TIMEOUT_MAX_S);
+#ifdef BKM_TEST_HOOKS
     if (!spec_inject_valid(spec->inject))
         return bkm_err_set(err, BKM_EINVAL, "trial: unknown fault injection '%s' (test-only: segv, abort, "
                            "hang, fail, badjson, mismatch)", spec->inject);
+#endif
     for (int i = 0; i < spec->n_env; i++)
         if (strcmp(spec->env[i].key, "OMP_NUM_THREADS") == 0)
             return bkm_err_set(err, BKM_EINVAL, "trial: OMP_NUM_THREADS='%s' in the environment list; "
@@ -172,10 +176,12 @@ void bkm_tune_trial_spec_to_json(const bkm_tune_trial_spec_t *spec, bkm_json_w_t
     bkm_json_str(w, spec->counters);
     bkm_json_key(w, "timeout_s");
     bkm_json_double(w, spec->timeout_s);
+#ifdef BKM_TEST_HOOKS
     if (spec->inject[0]) {
         bkm_json_key(w, "inject");
         bkm_json_str(w, spec->inject);
     }
+#endif
     bkm_json_obj_end(w);
 }
 
@@ -250,7 +256,9 @@ int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec,
     if ((rc = json_copy_str(doc, "workload", spec->workload, sizeof spec->workload, 1, err)) < 0 ||
         (rc = json_copy_str(doc, "backend", spec->backend, sizeof spec->backend, 0, err)) < 0 ||
         (rc = json_copy_str(doc, "counters", spec->counters, sizeof spec->counters, 0, err)) < 0 ||
+#ifdef BKM_TEST_HOOKS
         (rc = json_copy_str(doc, "inject", spec->inject, sizeof spec->inject, 0, err)) < 0 ||
+#endif
         (rc = json_copy_str(doc, "seed", seed, sizeof seed, 0, err)) < 0 ||
         (rc = json_get_int(doc, "threads", &spec->threads, err)) < 0 ||
         (rc = json_get_int(doc, "warmup", &spec->warmup, err)) < 0 ||

@@ -121,17 +121,20 @@ static void json_double_array(bkm_json_w_t *w, const char *key, const double *v,
 /* ---------------------------------------------------------------------------------------- */
 /* Worker                                                                                    */
 
-/* The timed unit: one workload iteration, plus the test-only fault injection on sample 3. */
+/* The timed unit: one workload iteration (test builds: plus the fault injection on sample 3). */
 typedef struct worker_iter {
     bkm_wl_t *wl;
     bkm_wl_sample_t sample;
+#ifdef BKM_TEST_HOOKS
     const char *inject;
     int calls;
+#endif
 } worker_iter_t;
 
 static int worker_iter_fn(void *ctx, bkm_err_t *err)
 {
     worker_iter_t *it = ctx;
+#ifdef BKM_TEST_HOOKS
     if (it->inject[0] && ++it->calls == 3) {
         if (strcmp(it->inject, "segv") == 0)
             raise(SIGSEGV);
@@ -143,6 +146,7 @@ static int worker_iter_fn(void *ctx, bkm_err_t *err)
         else if (strcmp(it->inject, "fail") == 0)
             return bkm_err_set(err, BKM_EFAIL, "injected failure (inject=fail) at iteration 3");
     }
+#endif
     return bkm_wl_run(it->wl, &it->sample, err);
 }
 
@@ -374,8 +378,12 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_json_w_init(&w, out, 0);
     bkm_json_obj_begin(&w);
     worker_head_json(&w, spec, &aff_env, plan);
+#ifdef BKM_TEST_HOOKS
     binding_ok = worker_binding_check(plan, probe, spec->threads, strcmp(spec->inject, "mismatch") == 0, &w, why,
                                       sizeof why);
+#else
+    binding_ok = worker_binding_check(plan, probe, spec->threads, 0, &w, why, sizeof why);
+#endif
     if (!binding_ok) {
         bkm_json_key(&w, "error");
         bkm_json_str(&w, why);
@@ -391,7 +399,9 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     if (rc < 0)
         goto out;
     it.wl = wl;
+#ifdef BKM_TEST_HOOKS
     it.inject = spec->inject;
+#endif
     rc = bkm_tune_measure(spec, worker_iter_fn, &it, ctr, spec->threads, &s, err);
     if (rc < 0)
         goto out;
@@ -430,8 +440,10 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
         rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's JSON");
         goto out;
     }
+#ifdef BKM_TEST_HOOKS
     if (strcmp(spec->inject, "badjson") == 0)
         bkm_buf_puts(out, "}{ not json");
+#endif
 out:
     bkm_buf_free(&check);
     bkm_buf_free(&params);

@@ -56,6 +56,16 @@ json_num() { # file key
 "$T" topo --synthetic "pack:2 core:2 pu:2" --allowed 0-3 --json >"$tmp/r.json" || fail "--allowed exit $?"
 [ "$(json_num "$tmp/r.json" allowed_pus)" = 4 ] || fail "--allowed 0-3 gives $(json_num "$tmp/r.json" allowed_pus)"
 
+# --mask is the name (as in tune affinity explain); --allowed stays as its old spelling
+"$T" topo --synthetic "pack:2 core:2 pu:2" --mask=0-3 --json >"$tmp/m.json" || fail "--mask exit $?"
+[ "$(json_num "$tmp/m.json" allowed_pus)" = 4 ] || fail "--mask=0-3 gives $(json_num "$tmp/m.json" allowed_pus)"
+"$T" topo --help | grep -q -- "--allowed, its former name" || fail "--help does not note --allowed as the old name"
+# --node takes a profile file in topo and affinity explain, as in sweeps
+printf 'name = two\nsynthetic = pack:1 core:2 pu:1\n' >"$tmp/two.prof"
+"$T" topo --node "$tmp/two.prof" --json >"$tmp/two.json" || fail "topo --node FILE exit $?"
+[ "$(json_num "$tmp/two.json" pus)" = 2 ] || fail "topo --node FILE: pus $(json_num "$tmp/two.json" pus), want 2"
+"$T" affinity explain --node "$tmp/two.prof" --threads 2 compact >/dev/null || fail "explain --node FILE exit $?"
+
 expect2() { # needle args...
     local needle=$1; shift
     "$T" topo "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
@@ -68,6 +78,7 @@ expect2 "/no/such.xml" --xml /no/such.xml
 expect2 "/no/such.prof" --profile /no/such.prof
 expect2 "--frobnicate" --frobnicate
 expect2 "99" --node haswell --allowed 0,99
+expect2 "--mask '0,99'" --node haswell --mask 0,99
 expect2 "--node" --node
 expect2 "at most one" --node knl --synthetic "pu:2"
 echo "tune topo CLI: ok"

@@ -42,7 +42,7 @@ if not TUNE or not os.access(TUNE, os.X_OK):
 # Options of each command, as `tune CMD --help` documents them. 'flag' takes no value.
 COMMON_NODE = ["--node", "--profile", "--xml", "--synthetic"]
 COMMANDS = {
-    "topo": {"opts": COMMON_NODE + ["--allowed"], "flags": ["--json"]},
+    "topo": {"opts": COMMON_NODE + ["--mask", "--allowed"], "flags": ["--json"]},
     "affinity explain": {
         "opts": COMMON_NODE + ["--mask", "--kmp-affinity", "--places", "--proc-bind", "--hw-subset",
                                "--gomp-cpu-affinity", "--blocktime", "--wait-policy", "--threads"],
@@ -53,7 +53,7 @@ COMMANDS = {
         "flags": ["--json", "--env"], "positional": True},
     "run": {
         "opts": ["--workload", "--backend", "--threads", "--affinity", "--blocktime", "--param",
-                 "--warmup", "--iters", "--min-time", "--max-samples", "--max-time", "--seed",
+                 "--warmup", "--min-samples", "--iters", "--min-time", "--max-samples", "--max-time", "--seed",
                  "--counters", "--trial-timeout"],
         "flags": ["--json"], "always": ["--dry-run"]},
     "sweep": {

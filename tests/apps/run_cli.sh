@@ -6,6 +6,7 @@
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 T=${BKM_TUNE:?BKM_TUNE not set}
+TH=${BKM_TUNE_TESTHOOKS:?BKM_TUNE_TESTHOOKS not set}   # the test build: --inject (faults)
 command -v python3 >/dev/null || { echo "skip: python3 is needed to read the JSON"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 npu=$(getconf _NPROCESSORS_ONLN)
@@ -94,12 +95,21 @@ bad "quantum" --workload gemm --backend quantum
 bad "--iters" --workload gemm --iters 0
 bad "--frobnicate" --workload gemm --frobnicate 1
 bad "--workload" --threads 1
-bad "segfault" --workload gemm --inject segfault
+# the shipped tune cannot be told to crash: --inject exists only in the test build, and neither
+# its help nor its symbols know of fault injection
+for c in run sweep; do
+    "$T" $c --help | grep -qi inject && fail "tune $c --help mentions inject"
+    "$TH" $c --help | grep -q -- "--inject" || fail "tune_testhooks $c --help lacks --inject"
+done
+nm "$T" | grep -qi inject && fail "the shipped tune has inject symbols: $(nm "$T" | grep -i inject | head -3)"
+nm "$TH" | grep -qi inject || fail "nm finds no inject symbol even in tune_testhooks (the check above is blind)"
+bad "unknown option '--inject'" --workload gemm --inject segv
+T=$TH bad "segfault" --workload gemm --inject segfault
 
-# --- faults (explicit test-only --inject): status recorded, never a crash of tune -------------
+# --- faults (test build's --inject): status recorded, never a crash of tune -------------------
 fault() { # inject want-exit want-status extra-args...
     local inj=$1 want_rc=$2 want=$3; shift 3
-    "$T" run --workload gemm --param m=64 --param n=64 --param k=64 "${short[@]}" --inject "$inj" "$@" --json \
+    "$TH" run --workload gemm --param m=64 --param n=64 --param k=64 "${short[@]}" --inject "$inj" "$@" --json \
         >"$tmp/f.json" 2>"$tmp/f.err"; local rc=$?
     [ $rc = "$want_rc" ] || fail "--inject $inj exit $rc, want $want_rc: $(cat "$tmp/f.err")"
     jcheck "$tmp/f.json" "d['status'] == '$want'" "--inject $inj status"

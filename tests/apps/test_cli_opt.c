@@ -215,6 +215,80 @@ START_TEST(durations)
 }
 END_TEST
 
+static int pick(void *c, const bkm_cli_opt_t *o, const char *v, bkm_err_t *err)
+{
+    if (strcmp(v, "grid") != 0)
+        return bkm_err_set(err, BKM_EINVAL, "is unknown (grid)");
+    *(const char **)(void *)((char *)c + o->off) = v;
+    return BKM_OK;
+}
+
+START_TEST(required_alias_spelling_and_call_messages)
+{
+    static const bkm_cli_opt_t ropts[] = {
+        {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(cfg_t, workload),
+         .flags = BKM_CLI_REQUIRED, .help = "the workload"},
+        {.name = "min-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(cfg_t, threads), .lo = 1,
+         .hi = 100, .alias = "iters", .help = "samples"},
+        {.name = "strategy", .kind = BKM_CLI_CALL, .metavar = "S", .off = offsetof(cfg_t, backend), .call = pick,
+         .help = "strategy"},
+    };
+    static const bkm_cli_cmd_spec_t rcmd = {.name = "req", .usage = "tune req", .opts = ropts,
+                                            .n_opts = sizeof ropts / sizeof ropts[0]};
+    char *none[] = {"req", NULL};
+    char *alias_bad[] = {"req", "--workload", "w", "--iters", "0", NULL};
+    char *alias_ok[] = {"req", "--workload=w", "--iters=7", NULL};
+    char *call_bad[] = {"req", "--workload", "w", "--strategy", "annealing", NULL};
+    char *help[] = {"req", "--help", NULL};
+    char *again[] = {"req", "--workload", "a", "--workload=b", NULL};
+    bkm_cli_cmd_spec_t replaces = {.name = "req", .usage = "tune req", .opts = ropts,
+                                   .n_opts = sizeof ropts / sizeof ropts[0], .repeat_replaces = 1};
+    cfg_t c;
+    bkm_err_t err = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(bkm_cli_opt_parse(&rcmd, 1, none, &c, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "tune req: --workload is required (see tune req --help)");
+    /* the message names the spelling that was typed */
+    ck_assert_int_eq(bkm_cli_opt_parse(&rcmd, 5, alias_bad, &c, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "tune req: --iters '0' is not an integer in 1..100");
+    ck_assert_int_eq(bkm_cli_opt_parse(&rcmd, 3, alias_ok, &c, &err), 0);
+    /* given twice: refused, unless the command lets a later value replace an earlier one */
+    ck_assert_int_eq(bkm_cli_opt_parse(&rcmd, 4, again, &c, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "tune req: --workload is given twice (it takes one value)");
+    ck_assert_int_eq(bkm_cli_opt_parse(&replaces, 4, again, &c, &err), 0);
+    ck_assert_str_eq(c.workload, "b");
+    ck_assert_int_eq(c.threads, 7);
+    /* a CALL message that reads on from the value ("is ...") follows it without a colon */
+    ck_assert_int_eq(bkm_cli_opt_parse(&rcmd, 5, call_bad, &c, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "tune req: --strategy 'annealing' is unknown (grid)");
+    /* help: required and the old spelling are shown; --help needs no required option */
+    f = open_memstream(&buf, &len);
+    bkm_cli_opt_help(&rcmd, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "(required)"));
+    ck_assert_ptr_nonnull(strstr(buf, "(--iters, its former name, still works)"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    bkm_cli_opt_help_json(&rcmd, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"required\":true"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"alias\":\"iters\""));
+    free(buf);
+    {
+        FILE *saved = stdout;
+        buf = NULL;
+        stdout = open_memstream(&buf, &len);
+        ck_assert_int_eq(bkm_cli_opt_parse(&rcmd, 2, help, &c, &err), 1);
+        fclose(stdout);
+        stdout = saved;
+        free(buf);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_opt");
@@ -226,6 +300,7 @@ int main(void)
     tcase_add_test(tc, help_comes_from_the_table);
     tcase_add_test(tc, help_wins_and_stops_parsing);
     tcase_add_test(tc, durations);
+    tcase_add_test(tc, required_alias_spelling_and_call_messages);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,6 +5,7 @@
 # instead of blocking it), and nothing is written: no database, no sweep row.
 set -u
 T=${BKM_TUNE:?BKM_TUNE not set}
+TH=${BKM_TUNE_TESTHOOKS:?BKM_TUNE_TESTHOOKS not set}   # the test build (--inject)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -65,21 +66,22 @@ expect 2 "results database 'fifo' is not a regular file" merge fifo in.sqlite
 # --- every option validated before anything is written (a sweep row was created, then abort) -----
 g=(--workload gemm --param m=16 --param n=16 --param k=16 --counters none)
 bad_opts() {  # DB: each bad option is exit 2 naming the value and its range; DB untouched
-    expect 2 "--min-samples '200000' is not a whole number in 1..100000" "${g[@]}" --min-samples 200000 --db "$1"
-    expect 2 "--max-samples '100001' is not a whole number in 1..100000" "${g[@]}" --max-samples 100001 --db "$1"
+    expect 2 "--min-samples '200000' is not an integer in 1..100000" "${g[@]}" --min-samples 200000 --db "$1"
+    expect 2 "--max-samples '100001' is not an integer in 1..100000" "${g[@]}" --max-samples 100001 --db "$1"
     expect 2 "--min-samples '0'" "${g[@]}" --min-samples 0 --db "$1"
-    expect 2 "--budget '0' is not a whole number in 1..100000000" "${g[@]}" --budget 0 --db "$1"
-    expect 2 "--confirm-top '8' is not a whole number in 0..7" "${g[@]}" --confirm-top 8 --db "$1"
-    expect 2 "--min-time '86401' is 86401 s, more than the limit of 86400 s" "${g[@]}" --min-time 86401 --db "$1"
+    expect 2 "--budget '0' is not an integer in 1..100000000" "${g[@]}" --budget 0 --db "$1"
+    expect 2 "--confirm-top '8' is not an integer in 0..7" "${g[@]}" --confirm-top 8 --db "$1"
+    expect 2 "--min-time '86401' is not a duration in 0..86400 s" "${g[@]}" --min-time 86401 --db "$1"
     expect 2 "--trial-timeout '8d'" "${g[@]}" --trial-timeout 8d --db "$1"
-    expect 2 "--trial-timeout '700000' is 700000 s, more than the limit of 604800 s" "${g[@]}" --trial-timeout 700000 --db "$1"
+    expect 2 "--trial-timeout '700000' is not a duration in 0.001..604800 s" "${g[@]}" --trial-timeout 700000 --db "$1"
     expect 2 "--min-time 700 s is not shorter than --trial-timeout 600 s" "${g[@]}" --min-time 700 --trial-timeout 600 --db "$1"
     expect 2 "--min-time 'inf'" "${g[@]}" --min-time inf --db "$1"
     expect 2 "--time '1e308h'" "${g[@]}" --time 1e308h --db "$1"
     expect 2 "--time 'nan'" "${g[@]}" --time nan --db "$1"
     expect 2 "--seed 'x'" "${g[@]}" --seed x --db "$1"
     expect 2 "--strategy 'annealing'" "${g[@]}" --strategy annealing --db "$1"
-    expect 2 "--inject 'boom@1'" "${g[@]}" --inject boom@1 --db "$1"
+    expect 2 "unknown option '--inject'" "${g[@]}" --inject segv@1 --db "$1"
+    T=$TH expect 2 "--inject 'boom@1'" "${g[@]}" --inject boom@1 --db "$1"
     expect 2 "--strategy 'annealing' is unknown" replay --db "$1" --strategy annealing
     expect 2 "--seeds '0'" replay --db "$1" --seeds 0
     expect 2 "--sweep '-1'" export --format csv --sweep -1 --db "$1"

@@ -138,6 +138,24 @@ int bkm_topo_open_profile(bkm_topo_t **topo, const bkm_node_profile_t *p, bkm_er
 /** Does this host match the profile (same packages/cores/PUs and ISA)? 1 yes, 0 no. */
 int bkm_profile_matches_host(const bkm_node_profile_t *p, const bkm_topo_t *host);
 
+/** A node profile by name or file: a built-in name ("auto", "haswell", "knl"), else a readable
+ *  profile file or hwloc XML (bkm_profile_load_file). BKM_EINVAL naming @p name_or_file when it is
+ *  neither (the message of the built-in lookup when no such file exists, else the file's). */
+int bkm_profile_resolve(const char *name_or_file, bkm_node_profile_t *p, bkm_err_t *err);
+
+/** Where a topology comes from: at most one member set; none = this host ("auto"). */
+typedef struct bkm_topo_source {
+    const char *node;       /**< a built-in profile name or a profile file (bkm_profile_resolve) */
+    const char *profile;    /**< a profile file or hwloc XML */
+    const char *xml;        /**< an hwloc XML topology */
+    const char *synthetic;  /**< an hwloc synthetic description */
+} bkm_topo_source_t;
+
+/** Open the topology @p src names. @p p (optional) receives the profile when one is used (node
+ *  or profile; none given: "auto"), else its name is "". BKM_EINVAL when more than one source is
+ *  given or the source is bad (named); BKM_EDEP when hwloc cannot discover this host. */
+int bkm_topo_open_source(bkm_topo_t **topo, const bkm_topo_source_t *src, bkm_node_profile_t *p, bkm_err_t *err);
+
 /* ======================================================================================== */
 /* Binding probe                                                                             */
 /* ======================================================================================== */

@@ -97,7 +97,10 @@ typedef struct bkm_tune_trial_spec {
     uint64_t seed;               /**< workload data seed; default 1 */
     char counters[512];          /**< event list, "" = default, "none" = off */
     double timeout_s;            /**< wall limit of the worker; default 600 */
-    char inject[32];             /**< test-only fault injection (see bkm_tune_worker_run); "" */
+#ifdef BKM_TEST_HOOKS
+    char inject[32];             /**< test builds only (tune_testhooks): fault injection, see
+                                      bkm_tune_worker_run; "" */
+#endif
 } bkm_tune_trial_spec_t;
 
 /** Limits of a trial spec, as bkm_tune_trial_spec_validate enforces them: samples (min and max)
@@ -285,8 +288,9 @@ typedef struct bkm_tune_worker_cfg {
  *  or spec.warmup), timed samples (>= min_samples and >= min_time_s; more, up to max_samples,
  *  while the 95% CI of the median is wider than target_ci_rel), PAPI counters around the timed
  *  loop, workload check. Writes ONE JSON object to @p out.
- *  spec.inject (tests only) = "segv", "abort", "hang", "exit3", "badjson", "mismatch": fault
- *  injected after the binding check; the CLI accepts it only via an explicit option.
+ *  Test builds only (compiled with BKM_TEST_HOOKS: the tune_testhooks executable, never the
+ *  shipped tune): spec.inject = "segv", "abort", "hang", "fail", "badjson", "mismatch" is a
+ *  fault injected after the binding check.
  *  @return BKM_OK; BKM_EVERIFY on a binding mismatch (out holds the JSON with plan vs actual);
  *          BKM_EINVAL bad workload/param (named); BKM_EDEP/BKM_ENOTSUP from dependencies. */
 int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err);
@@ -645,8 +649,10 @@ typedef struct bkm_tune_sweep_cfg {
                                             (false) claim would have been made */
     bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed); its env
                                             (the libomp topology correction) goes to every trial */
-    char inject[32];                   /**< test only: fault injected into trial inject_at */
+#ifdef BKM_TEST_HOOKS
+    char inject[32];                   /**< test builds only: fault injected into trial inject_at */
     int inject_at;                     /**< 1-based trial number of this run; 0 = none */
+#endif
     const char *command;               /**< the command line, stored with the sweep */
     int64_t host_id;                   /**< bkm_db_host_upsert id of this host; 0 = none */
     const char *git_revision;
