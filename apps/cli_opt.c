@@ -238,9 +238,8 @@ int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv,
                                    o->metavar ? o->metavar : kind_name(o->kind));
             value = argv[++i];
         }
-        if (seen[idx] > 0 && !(o->flags & BKM_CLI_REPEAT) && !cmd->repeat_replaces)
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is given twice (it takes one value)", cmd->name,
-                               o->name);
+        /* a single-value option given again replaces the earlier value, in every command (scripts
+         * append an override to a common line); a repeatable one adds a value */
         seen[idx]++;
         if (set_value(cmd, o, as, value ? value : "", cfg, err) < 0)
             return BKM_EINVAL;
@@ -302,8 +301,8 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f)
         fputs(cmd->positional, f);
         fputc('\n', f);
     }
-    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work%s):\n",
-            cmd->repeat_replaces ? "; given again, a value replaces the earlier one" : "");
+    fprintf(f, "\noptions (--opt VALUE and --opt=VALUE both work; an option given again replaces its\n"
+               "earlier value unless it is repeatable):\n");
     for (size_t i = 0; i < cmd->n_opts; i++) {
         const bkm_cli_opt_t *o = &cmd->opts[i];
         char head[96], range[96];

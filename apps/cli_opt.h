@@ -9,7 +9,7 @@
  *   completion scripts and documentation).
  * A value is checked when it is parsed, before the command touches anything: an integer or a
  * number outside its bounds, a duration without a unit it knows, a choice that is not listed, an
- * option given twice that is not repeatable, a value missing — each is an error naming the
+ * value missing — each is an error naming the
  * option, the value and what is allowed. */
 #ifndef BKM_CLI_OPT_H
 #define BKM_CLI_OPT_H
@@ -67,10 +67,6 @@ typedef struct bkm_cli_cmd_spec {
     /** Receives each positional argument in order; NULL refuses them. */
     int (*positional_fn)(void *cfg, const char *arg, bkm_err_t *err);
     const char *more;         /**< text after the options (examples, exit codes), or NULL */
-    /** 1: a single-value option given again replaces the earlier value (scripts that append an
-     *  override to a common line rely on it: the sweep, run, topo, affinity, best, replay did so
-     *  before they had tables); 0: refused as "given twice". */
-    int repeat_replaces;
 } bkm_cli_cmd_spec_t;
 
 /** The .opts and .n_opts members of a bkm_cli_cmd_spec_t from a static array of options. */

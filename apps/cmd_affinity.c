@@ -92,7 +92,6 @@ static const bkm_cli_cmd_spec_t explain_cmd = {
              "sharing a core, an idle socket, more threads than PUs, variables ignored because another\n"
              "one takes precedence). Nothing is run. The default node is this host.",
     BKM_CLI_TABLE(explain_table),
-    .repeat_replaces = 1,
     .positional = aff_settings_text,
     .positional_fn = aff_positional,
     .more = "examples:\n"
@@ -111,7 +110,6 @@ static const bkm_cli_cmd_spec_t verify_cmd = {
              "environment, runs one parallel region of N threads and reads every thread's kernel CPU\n"
              "mask; prints plan vs actual. Exit 0 when they match, 1 when not.",
     BKM_CLI_TABLE(verify_table),
-    .repeat_replaces = 1,
     .positional = aff_settings_text,
     .positional_fn = aff_positional,
     .more = "example:\n"
@@ -127,7 +125,6 @@ static const bkm_cli_cmd_spec_t probe_cmd = {
     .usage = "tune affinity probe --threads N --json",
     .about = "Internal: binds a team of N threads under this environment and prints their masks.",
     BKM_CLI_TABLE(verify_table),
-    .repeat_replaces = 1,
 };
 
 /* tune affinity --help: both sub-commands' help, generated from their tables. */

@@ -45,7 +45,6 @@ static const bkm_cli_cmd_spec_t best_cmd = {
              "candidates, and whether the win is significant. When it is not, keep the default.\n"
              "The database is opened read-only: nothing is modified or created next to it.",
     BKM_CLI_TABLE(best_table),
-    .repeat_replaces = 1,
     .more = "example:\n"
             "  tune best --node knl --workload alexnet --json\n\n"
             "exit codes: 0 found, 1 no best-known setting stored for NODE/WL, 2 bad usage,\n"

@@ -59,7 +59,6 @@ static const bkm_cli_cmd_spec_t replay_cmd = {
              "within 5% of the best is labelled flat (every strategy looks good there). DB is opened\n"
              "read-only: nothing is modified or created next to it.",
     BKM_CLI_TABLE(replay_table),
-    .repeat_replaces = 1,
     .more = "example:\n"
             "  tune replay --db tests/tuner/data/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
             "exit codes: 0 replayed (and the bar met with --require), 1 the bar was missed,\n"

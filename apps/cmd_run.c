@@ -101,7 +101,6 @@ static const bkm_cli_cmd_spec_t run_cmd = {
              "than +-5% of it. Warm-up stops early after max(--min-time, 1 s). PAPI counters\n"
              "cover the timed loop on every thread.",
     BKM_CLI_TABLE(run_table),
-    .repeat_replaces = 1,
     .more = "environment: the worker inherits this shell's environment except every OMP_*, KMP_*,\n"
             "GOMP_* and HWLOC_* variable; ONEDNN_*, DNNL_*, LD_PRELOAD, ... pass unchanged (its JSON\n"
             "has a descriptor of its own, so ONEDNN_VERBOSE=1 is harmless). HWLOC_XMLFILE,\n"

@@ -181,7 +181,6 @@ static const bkm_cli_cmd_spec_t sweep_cmd = {
              "setting is claimed only when it beats the default beyond the noise.\n"
              "On a host that is not NODE, the sweep is planned and explained, never run or recorded.",
     BKM_CLI_TABLE(sweep_table),
-    .repeat_replaces = 1,
     .more = "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
             "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"

@@ -49,7 +49,6 @@ static const bkm_cli_cmd_spec_t topo_cmd = {
              "written from hwloc (--cpuinfo prints it), and the stored trials record it.\n"
              "BKM_LIBOMP_TOPOLOGY=auto (default) | never | always chooses when.",
     BKM_CLI_TABLE(topo_table),
-    .repeat_replaces = 1,
     .more = "nodes: auto (this host), haswell (Cori: 2 x 16 cores x 2 HT, PU i+32 is the sibling of i),\n"
             "knl (Cori KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's), or a file.\n"
             "Profile format, one 'key = value' per line, '#' comments:\n"
