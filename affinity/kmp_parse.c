@@ -812,7 +812,8 @@ int bkm_aff_setting_resolve(const bkm_aff_env_t *env, bkm_aff_setting_t *out, bk
             return rc;
         out->blocktime_ms = active ? INT_MAX : 0;
     }
-    if (env->kmp_blocktime != NULL && (rc = bkm_aff_blocktime_parse(env->kmp_blocktime, &out->blocktime_ms, err)) != BKM_OK)
+    if (env->kmp_blocktime != NULL &&
+        (rc = bkm_aff_blocktime_parse(env->kmp_blocktime, &out->blocktime_ms, err)) != BKM_OK)
         return rc;
 
     /* Parse every variable even when it loses, so that a bad value is still reported. */

@@ -115,8 +115,8 @@ int bkm_aff_libomp_view_parse(const char *text, bkm_aff_libomp_view_t *view, bkm
         if (strstr(line, " maps to ")) {
             bkm_aff_libomp_proc_t p;
             if (parse_map_line(line, &p) < 0) {
-                rc = bkm_err_set(err, BKM_EINVAL, "libomp map line not understood: '%.*s'", (int)(len > 200 ? 200 : len),
-                                 line);
+                rc = bkm_err_set(err, BKM_EINVAL, "libomp map line not understood: '%.*s'",
+                                 (int)(len > 200 ? 200 : len), line);
                 goto out;
             }
             for (int i = 0; i < view->n; i++)

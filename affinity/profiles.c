@@ -406,7 +406,8 @@ int bkm_topo_open_source(bkm_topo_t **topo, const bkm_topo_source_t *src, bkm_no
         return bkm_err_set(err, BKM_EINVAL, "bkm_topo_open_source: NULL argument");
     *topo = NULL;
     if (!!src->node + !!src->profile + !!src->xml + !!src->synthetic > 1)
-        return bkm_err_set(err, BKM_EINVAL, "more than one topology source given (node, profile, xml, synthetic): give at most one");
+        return bkm_err_set(err, BKM_EINVAL,
+                           "more than one topology source given (node, profile, xml, synthetic): give at most one");
     if (p)
         p->name[0] = '\0';
     if (src->xml)

@@ -101,7 +101,8 @@ const char *bkm_cli_topo_fix_describe(const bkm_aff_topo_fix_t *fix, char *buf, 
         snprintf(buf, n, "libomp topology corrected: %s; every OpenMP process gets %s %s", fix->why,
                  fix->env_method, fix->env_file);
     else if (fix->applied)
-        snprintf(buf, n, "libomp topology: hwloc's view given although libomp agrees (BKM_LIBOMP_TOPOLOGY=always): %s %s",
+        snprintf(buf, n,
+                 "libomp topology: hwloc's view given although libomp agrees (BKM_LIBOMP_TOPOLOGY=always): %s %s",
                  fix->env_method, fix->env_file);
     else
         snprintf(buf, n, "libomp topology NOT corrected (BKM_LIBOMP_TOPOLOGY=never): %s", fix->why);

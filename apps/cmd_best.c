@@ -124,9 +124,10 @@ static void print_evidence(const char *evidence)
                 w = c;
     if (bkm_json_get(ev, "replicates"))
         printf("  evidence: %g processes per side, order %s (seed %g), %g candidate(s) tested, %s correction, "
-               "family-wise alpha %g\n", bkm_json_get_num(ev, "replicates", NAN),
-               bkm_json_get_str(ev, "order") ? bkm_json_get_str(ev, "order") : "?", bkm_json_get_num(ev, "order_seed", NAN),
-               bkm_json_get_num(ev, "candidates_tested", NAN),
+               "family-wise alpha %g\n",
+               bkm_json_get_num(ev, "replicates", NAN),
+               bkm_json_get_str(ev, "order") ? bkm_json_get_str(ev, "order") : "?",
+               bkm_json_get_num(ev, "order_seed", NAN), bkm_json_get_num(ev, "candidates_tested", NAN),
                bkm_json_get_str(ev, "correction") ? bkm_json_get_str(ev, "correction") : "no",
                bkm_json_get_num(ev, "alpha_familywise", NAN));
     if (w) {

@@ -117,7 +117,8 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
     printf("replay of sweep %lld (%s on %s): %zu configurations, %zu-%zu runs each, exhaustive best %.4g ms, the "
            "default at %.3fx%s; strategy %s, budget %zu, oracle %s\n",
            (long long)r->sweep_id, r->workload, r->node, r->n_configs, r->runs_min, r->runs_max, r->best_ms,
-           r->default_rel, flat ? " (flat: the default is within 5% of the best)" : "", strategy, r->budget, oracle_name);
+           r->default_rel, flat ? " (flat: the default is within 5% of the best)" : "", strategy, r->budget,
+           oracle_name);
     for (size_t i = 0; i < r->n_runs; i++)
         printf("  seed %3llu: pick at %.4fx the best (%+.1f%%, on %s runs), found after %zu evaluations, %zu spent\n",
                (unsigned long long)r->runs[i].seed, r->runs[i].rel, (r->runs[i].rel - 1) * 100,

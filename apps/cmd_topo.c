@@ -115,7 +115,8 @@ static void print_text(const bkm_topo_t *t, const bkm_node_profile_t *p)
     for (int i = 0; i < n_c; i++) {
         printf("  L%d%s ", cache[i].level, cache[i].type == 'd' ? "d" : cache[i].type == 'i' ? "i" : "");
         print_size(cache[i].size_bytes);
-        printf(" x %d (%d PU%s each)\n", cache[i].count, cache[i].pus_per_cache, cache[i].pus_per_cache == 1 ? "" : "s");
+        printf(" x %d (%d PU%s each)\n", cache[i].count, cache[i].pus_per_cache,
+               cache[i].pus_per_cache == 1 ? "" : "s");
     }
     printf("cores:\n");
     for (int i = 0; i < n_pu;) {

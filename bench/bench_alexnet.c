@@ -173,7 +173,8 @@ static void print_table(const bench_cfg_t *cfg, const bench_res_t *r, double flo
         if (!cfg->use[b])
             continue;
         printf("\nModelType: alexnet, Kernels: %s Input shape: %lldx3x224x224\n", backend_name[b], cfg->batch);
-        printf("%-30s %10s %10.2f %10.2f\n", backend_name[b], ":forward:", r[b].fwd, (double)cfg->batch * 1e3 / r[b].fwd);
+        printf("%-30s %10s %10.2f %10.2f\n", backend_name[b], ":forward:", r[b].fwd,
+               (double)cfg->batch * 1e3 / r[b].fwd);
         printf("%-30s %10s %10.2f\n", backend_name[b], ":backward:", r[b].bwd);
         printf("%-30s %10s %10.2f\n", backend_name[b], ":update:", r[b].upd);
         printf("%-30s %10s %10.2f %10.2f\n", backend_name[b], ":total:", tot, (double)cfg->batch * 1e3 / tot);

@@ -87,7 +87,8 @@ static int parse_args(int argc, char **argv, cfg_t *c)
                 return -1;
         } else if (!strcmp(a, "--shape") && v) {
             c->shape = v;
-        } else if (!strcmp(a, "--backend") && v && (!strcmp(v, "both") || !strcmp(v, "onednn") || !strcmp(v, "native"))) {
+        } else if (!strcmp(a, "--backend") && v &&
+                   (!strcmp(v, "both") || !strcmp(v, "onednn") || !strcmp(v, "native"))) {
             c->use[B_ONEDNN] = strcmp(v, "native") != 0;
             c->use[B_NATIVE] = strcmp(v, "onednn") != 0;
         } else if (!strcmp(a, "--param")) {
@@ -241,8 +242,8 @@ int main(int argc, char **argv)
             printf("%-8s %10.2f %9.1f %6.1f%% %12.6f %5.0f%%\n", backend_name[b], ms[b], flops / (ms[b] * 1e-3) / 1e9,
                    100.0 * flops / (ms[b] * 1e-3) / 1e9 / peak, loss[b], 100.0 * cpu[b] / (wall[b] * nt));
     if (wl[B_ONEDNN] && wl[B_NATIVE])
-        printf("native/oneDNN speed: %.3f (first-iteration losses differ by %.2e relative)\n", ms[B_ONEDNN] / ms[B_NATIVE],
-               fabs(loss[B_NATIVE] - loss[B_ONEDNN]) / fabs(loss[B_ONEDNN]));
+        printf("native/oneDNN speed: %.3f (first-iteration losses differ by %.2e relative)\n",
+               ms[B_ONEDNN] / ms[B_NATIVE], fabs(loss[B_NATIVE] - loss[B_ONEDNN]) / fabs(loss[B_ONEDNN]));
     for (int b = 0; b < B_COUNT; b++)
         if (wl[b])
             printf("impl %s: %s\n", backend_name[b], bkm_wl_impl(wl[b]));

@@ -277,8 +277,8 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
                g.nt_jc, cfg->samples, g_nat, g_dnn, g_nat / g_dnn, b_nat, b_dnn, peak_s, max_diff);
     } else {
         printf("%5lldx%5lldx%5lld  %7.1f  %7.1f  %6.3f  %5.1f%%  %5.1f%%  %7.1f  %7.1f  %6.3f  %.1e\n", (long long)m,
-               (long long)n, (long long)k, g_nat, g_dnn, g_nat / g_dnn, 100.0 * g_nat / peak, 100.0 * g_dnn / peak, b_nat,
-               b_dnn, b_nat / b_dnn, max_diff);
+               (long long)n, (long long)k, g_nat, g_dnn, g_nat / g_dnn, 100.0 * g_nat / peak, 100.0 * g_dnn / peak,
+               b_nat, b_dnn, b_nat / b_dnn, max_diff);
     }
     if (max_diff > 1e-3) /* a wrong result is never reported as a speed */
         rc = bkm_err_set(err, BKM_EVERIFY, "native and oneDNN results differ (max relative %.3g)", max_diff);

@@ -276,7 +276,8 @@ static void col2vol_range(const bkm_conv3d_desc_t *d, const float *col, float *s
         int nx = taps_of(x, d->pw, d->kw, d->sw, d->ow, ox, kx);
         for (int a = 0; a < nz; a++)
             for (int b = 0; b < ny; b++) {
-                const float *cp = col + ((c * d->kd + kz[a]) * d->kh + ky[b]) * d->kw * P + (oz[a] * d->oh + oy[b]) * d->ow;
+                const float *cp =
+                    col + ((c * d->kd + kz[a]) * d->kh + ky[b]) * d->kw * P + (oz[a] * d->oh + oy[b]) * d->ow;
                 for (int e = 0; e < nx; e++)
                     acc += (double)cp[kx[e] * P + ox[e]];
             }
@@ -389,7 +390,8 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
         bkm_conv2d_desc_t c2 = {dd.mb * dd.od, 1, dd.ic * dd.kd, dd.ih, dd.iw, dd.oc, dd.oh, dd.ow, dd.kh, dd.kw,
                                 dd.sh, dd.sw, dd.ph, dd.pw, dd.has_bias, "conv3d:unfolded"};
         bkm_kern_params_t kp2;
-        size_t nxu = (size_t)(dd.mb * dd.od * dd.ic * dd.kd * dd.ih * dd.iw), nyu = (size_t)(dd.mb * dd.od * dd.oc * dd.oh * dd.ow);
+        size_t nxu = (size_t)(dd.mb * dd.od * dd.ic * dd.kd * dd.ih * dd.iw),
+               nyu = (size_t)(dd.mb * dd.od * dd.oc * dd.oh * dd.ow);
         bkm_kern_params_init(&kp2);
         kp2.isa = params ? params->isa : BKM_ISA_AUTO;
         if ((rc = bkm_kern_conv2d_create(&cv->c2, &c2, &kp2, err)) < 0) {
@@ -635,8 +637,9 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
                 memset(dw, 0, (size_t)nw * sizeof(float));
             for (int64_t n = lo; n < hi; n++) {
                 bkm_kern_vol2col(d, src + n * in_sz, cv->col + t * kp, 1);
-                r = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P, cv->col + t * kp,
-                                   P, n > lo ? 1.0f : 0.0f, dw, cv->K, cv->ws + (size_t)t * cv->ws_bytes, NULL);
+                r = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P,
+                                   cv->col + t * kp, P, n > lo ? 1.0f : 0.0f, dw, cv->K,
+                                   cv->ws + (size_t)t * cv->ws_bytes, NULL);
                 C3_KEEP_FIRST(rc, r);
             }
 #pragma omp barrier

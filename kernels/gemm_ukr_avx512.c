@@ -57,8 +57,9 @@ static void gemm_ukr_avx512(int64_t k, const float *restrict a, const float *res
         __m512 vb = _mm512_set1_ps(beta);
         for (int i = 0; i < MR; i++)
             for (int v = 0; v < NV; v++)
-                _mm512_storeu_ps(c + i * ldc + 16 * v,
-                                 _mm512_fmadd_ps(va, acc[i][v], _mm512_mul_ps(vb, _mm512_loadu_ps(c + i * ldc + 16 * v))));
+                _mm512_storeu_ps(
+                    c + i * ldc + 16 * v,
+                    _mm512_fmadd_ps(va, acc[i][v], _mm512_mul_ps(vb, _mm512_loadu_ps(c + i * ldc + 16 * v))));
     }
 }
 

@@ -286,7 +286,8 @@ double bkm_net_bytes(const bkm_net_t *net, bkm_net_engine_t eng)
         act += (double)net->d.mb * (double)(li->out.c * li->out.d * li->out.h * li->out.w);
         if (net->d.layer[i].kind == BKM_NET_CONV3D) /* native: unfolded input and its gradient, 2-D output */
             col += (double)net->d.mb * (double)li->out.d *
-                   (2.0 * (double)(li->in.c * net->d.layer[i].k * li->in.h * li->in.w) + (double)(li->out.c * li->out.h * li->out.w));
+                   (2.0 * (double)(li->in.c * net->d.layer[i].k * li->in.h * li->in.w) +
+                    (double)(li->out.c * li->out.h * li->out.w));
     }
     /* activations and their gradients (x2 more for oneDNN's layouts and pooling workspaces);
      * parameters: user copy and gradient, plus value, gradient and a reordered copy for oneDNN. */

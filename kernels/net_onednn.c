@@ -412,9 +412,11 @@ static int build_conv_or_fc(odn_t *net, int i, onet_cur_t *cur, onet_rec_t *rec,
     rec->src = src;
     /* parameters */
     net->has_param[i] = 1;
-    if ((rc = net_param(net, &net->wei[i], wnd, wdims, dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_weights_md, 0),
+    if ((rc = net_param(net, &net->wei[i], wnd, wdims,
+                        dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_weights_md, 0),
                         net->ex->params + li->wei_off, net->ex->grads + li->wei_off, err)) < 0 ||
-        (rc = net_param(net, &net->bias[i], 1, bdims, dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_weights_md, 1),
+        (rc = net_param(net, &net->bias[i], 1, bdims,
+                        dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_weights_md, 1),
                         net->ex->params + li->bias_off, net->ex->grads + li->bias_off, err)) < 0)
         return rc;
     if ((rc = net_mem(net, &rec->dst, dnnl_primitive_desc_query_md(rec->fwd_pd, dnnl_query_dst_md, 0), NULL, err)) < 0)

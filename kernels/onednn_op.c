@@ -348,10 +348,13 @@ int bkm__kern_onednn_conv2d_op_create(bkm_kern_op_t **opp, const bkm_conv2d_desc
         dnnl_dim_t strides[2] = {d->sh, d->sw}, pl[2] = {d->ph, d->pw};
         dnnl_dim_t pr[2] = {(d->oh - 1) * d->sh + d->kh - d->ih - d->ph, (d->ow - 1) * d->sw + d->kw - d->iw - d->pw};
         wnd = uw->ndims;
-        BKM_ODNN_TRY(dnnl_memory_desc_init_by_tag(&any_src, 4, c->user_md[BKM_ARG_SRC].dims, dnnl_f32, dnnl_format_tag_any));
-        BKM_ODNN_TRY(dnnl_memory_desc_init_by_tag(&any_dst, 4, c->user_md[BKM_ARG_DST].dims, dnnl_f32, dnnl_format_tag_any));
+        BKM_ODNN_TRY(
+            dnnl_memory_desc_init_by_tag(&any_src, 4, c->user_md[BKM_ARG_SRC].dims, dnnl_f32, dnnl_format_tag_any));
+        BKM_ODNN_TRY(
+            dnnl_memory_desc_init_by_tag(&any_dst, 4, c->user_md[BKM_ARG_DST].dims, dnnl_f32, dnnl_format_tag_any));
         BKM_ODNN_TRY(dnnl_memory_desc_init_by_tag(&any_wei, wnd, uw->dims, dnnl_f32, dnnl_format_tag_any));
-        BKM_ODNN_TRY(dnnl_memory_desc_init_by_tag(&any_bias, 1, c->user_md[BKM_ARG_BIAS].dims, dnnl_f32, dnnl_format_tag_any));
+        BKM_ODNN_TRY(
+            dnnl_memory_desc_init_by_tag(&any_bias, 1, c->user_md[BKM_ARG_BIAS].dims, dnnl_f32, dnnl_format_tag_any));
 
         /* The forward pd is always created: it is the hint of both backward directions. */
         BKM_ODNN_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &any_src,

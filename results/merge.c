@@ -35,13 +35,19 @@ static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_mer
     sqlite3_stmt *list = NULL, *ins = NULL, *smp = NULL, *cnt = NULL;
     int ret, rc;
     if ((ret = bkm__db_prepare(db, "SELECT id FROM src.trial WHERE sweep_id = ?1 ORDER BY id", &list, err)) < 0 ||
-        (ret = bkm__db_prepare(db, "INSERT INTO main.trial(sweep_id, " TRIAL_COLS ") SELECT ?2, " TRIAL_COLS
-                               " FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
-                               &ins, err)) < 0 ||
-        (ret = bkm__db_prepare(db, "INSERT INTO main.sample(trial_id, idx, ms) SELECT ?2, idx, ms FROM src.sample "
-                               "WHERE trial_id = ?1", &smp, err)) < 0 ||
-        (ret = bkm__db_prepare(db, "INSERT INTO main.counter(trial_id, name, value, unavailable) SELECT ?2, name, "
-                               "value, unavailable FROM src.counter WHERE trial_id = ?1", &cnt, err)) < 0)
+        (ret =
+             bkm__db_prepare(db,
+                             "INSERT INTO main.trial(sweep_id, " TRIAL_COLS ") SELECT ?2, " TRIAL_COLS
+                             " FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
+                             &ins, err)) < 0 ||
+        (ret = bkm__db_prepare(db,
+                               "INSERT INTO main.sample(trial_id, idx, ms) SELECT ?2, idx, ms FROM src.sample "
+                               "WHERE trial_id = ?1",
+                               &smp, err)) < 0 ||
+        (ret = bkm__db_prepare(db,
+                               "INSERT INTO main.counter(trial_id, name, value, unavailable) SELECT ?2, name, "
+                               "value, unavailable FROM src.counter WHERE trial_id = ?1",
+                               &cnt, err)) < 0)
         goto out;
     sqlite3_bind_int64(list, 1, src_id);
     while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
@@ -81,14 +87,15 @@ static int merge_all(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st
         return ret;
     if ((ret = bkm__db_prepare(db, "SELECT id, uuid FROM src.sweep ORDER BY id", &list, err)) < 0 ||
         (ret = bkm__db_prepare(db, "SELECT id FROM main.sweep WHERE uuid = ?1", &find, err)) < 0 ||
-        (ret = bkm__db_prepare(db,
-                               "INSERT INTO main.sweep(uuid, key, command, label, node, workload, strategy, git_revision, "
-                               "host_id, started_at, finished_at, status, source_file, merged_at) SELECT s.uuid, s.key, "
-                               "s.command, s.label, s.node, s.workload, s.strategy, s.git_revision, (SELECT m.id FROM "
-                               "main.host m JOIN src.host h ON h.hostname = m.hostname AND h.fingerprint = m.fingerprint "
-                               "WHERE h.id = s.host_id), s.started_at, s.finished_at, s.status, coalesce(s.source_file, "
-                               "?2), strftime('%Y-%m-%dT%H:%M:%SZ', 'now') FROM src.sweep s WHERE s.id = ?1",
-                               &ins, err)) < 0)
+        (ret = bkm__db_prepare(
+             db,
+             "INSERT INTO main.sweep(uuid, key, command, label, node, workload, strategy, git_revision, "
+             "host_id, started_at, finished_at, status, source_file, merged_at) SELECT s.uuid, s.key, "
+             "s.command, s.label, s.node, s.workload, s.strategy, s.git_revision, (SELECT m.id FROM "
+             "main.host m JOIN src.host h ON h.hostname = m.hostname AND h.fingerprint = m.fingerprint "
+             "WHERE h.id = s.host_id), s.started_at, s.finished_at, s.status, coalesce(s.source_file, "
+             "?2), strftime('%Y-%m-%dT%H:%M:%SZ', 'now') FROM src.sweep s WHERE s.id = ?1",
+             &ins, err)) < 0)
         goto out;
     while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
         int64_t sid = sqlite3_column_int64(list, 0), did;

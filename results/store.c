@@ -191,10 +191,11 @@ int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64
         sqlite3_finalize(st);
         st = NULL;
     }
-    ret = bkm__db_prepare(db,
-                          "INSERT INTO sweep(uuid, key, command, label, node, workload, strategy, git_revision, host_id, "
-                          "started_at) VALUES(lower(hex(randomblob(16))), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
-                          &st, err);
+    ret =
+        bkm__db_prepare(db,
+                        "INSERT INTO sweep(uuid, key, command, label, node, workload, strategy, git_revision, host_id, "
+                        "started_at) VALUES(lower(hex(randomblob(16))), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
+                        &st, err);
     if (ret < 0)
         goto out;
     bkm__bind_text(st, 1, info->key);

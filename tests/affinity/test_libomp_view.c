@@ -162,10 +162,11 @@ START_TEST(parse_errors_are_named)
                                                &v, &err),
                      BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "OS proc 3"));
-    ck_assert_int_eq(bkm_aff_libomp_view_parse("OMP: Info #172: KMP_AFFINITY: OS proc 3 maps to socket 0 core 0 thread 0\n"
-                                               "OMP: Info #172: KMP_AFFINITY: OS proc 3 maps to socket 0 core 1 thread 0\n",
-                                               &v, &err),
-                     BKM_EINVAL);
+    ck_assert_int_eq(
+        bkm_aff_libomp_view_parse("OMP: Info #172: KMP_AFFINITY: OS proc 3 maps to socket 0 core 0 thread 0\n"
+                                  "OMP: Info #172: KMP_AFFINITY: OS proc 3 maps to socket 0 core 1 thread 0\n",
+                                  &v, &err),
+        BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "twice"));
 }
 END_TEST

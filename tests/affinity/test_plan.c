@@ -564,7 +564,8 @@ END_TEST
 
 START_TEST(kmp_beats_omp)
 {
-    bkm_aff_plan_t *p = plan_of(hsw, (set_t){.kmp = "granularity=fine,compact", .places = "cores", .bind = "spread"}, 2);
+    bkm_aff_plan_t *p =
+        plan_of(hsw, (set_t){.kmp = "granularity=fine,compact", .places = "cores", .bind = "spread"}, 2);
     expect(p, 0, "0");
     expect(p, 1, "32");
     bkm_aff_plan_free(p);

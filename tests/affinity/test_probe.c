@@ -221,8 +221,8 @@ END_TEST
 START_TEST(kmp_disabled_leaves_threads_unbound_without_abort)
 {
     /* libomp 14 leaks two small blocks of its own under "disabled" (seen by ASan builds). */
-    static const char *const env[] = {"KMP_AFFINITY=disabled",
-                                      "LSAN_OPTIONS=suppressions=" BKM_SOURCE_DIR "/tests/affinity/lsan-libomp.supp", NULL};
+    static const char *const env[] = {
+        "KMP_AFFINITY=disabled", "LSAN_OPTIONS=suppressions=" BKM_SOURCE_DIR "/tests/affinity/lsan-libomp.supp", NULL};
     bkm_json_t *j = run_child(env, 2);
     bkm_buf_t b;
     bkm_cpuset_t all;

@@ -161,9 +161,10 @@ static void check_common(const char *name, const bkm_json_t *j)
            bkm_json_get_num(p, "threads", -1));
     /* oneDNN ran on the same libomp pool: no thread besides the probe's team exists. */
     const bkm_json_t *f = bkm_json_get(p, "foreign");
-    EXPECT(f && f->n_children == 0, "%s: %zu foreign threads (first: tid %g '%s' on %s)", name,
-           f ? f->n_children : 0, f && f->child ? bkm_json_get_num(f->child, "tid", -1) : -1.0,
-           f && f->child ? bkm_json_get_str(f->child, "name") : "", f && f->child ? bkm_json_get_str(f->child, "mask") : "");
+    EXPECT(f && f->n_children == 0, "%s: %zu foreign threads (first: tid %g '%s' on %s)", name, f ? f->n_children : 0,
+           f && f->child ? bkm_json_get_num(f->child, "tid", -1) : -1.0,
+           f && f->child ? bkm_json_get_str(f->child, "name") : "",
+           f && f->child ? bkm_json_get_str(f->child, "mask") : "");
     EXPECT((int)bkm_json_get_num(p, "tasks", -1) == 2, "%s: %g tasks in /proc/self/task, want 2", name,
            bkm_json_get_num(p, "tasks", -1));
 }

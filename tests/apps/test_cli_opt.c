@@ -43,8 +43,8 @@ static int add_pos(void *c, const char *arg, bkm_err_t *err)
 static const bkm_cli_opt_t opts[] = {
     {.name = "workload", .short_name = 'w', .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(cfg_t, workload),
      .help = "the workload"},
-    {.name = "threads", .short_name = 't', .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(cfg_t, threads), .lo = 1,
-     .hi = 4096, .help = "OpenMP threads"},
+    {.name = "threads", .short_name = 't', .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(cfg_t, threads),
+     .lo = 1, .hi = 4096, .help = "OpenMP threads"},
     {.name = "seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(cfg_t, seed), .lo = 0, .hi = 9.2e18,
      .help = "seed"},
     {.name = "min-time", .kind = BKM_CLI_NUM, .metavar = "SEC", .off = offsetof(cfg_t, min_time), .lo = 0, .hi = 86400,

@@ -92,8 +92,9 @@ START_TEST(json_writer_round_trips)
     bkm_json_arr_begin(&w);
     bkm_json_arr_end(&w);
     bkm_json_obj_end(&w);
-    ck_assert_str_eq(bkm_buf_str(&b), "{\"threads\":2,\"plan\":[{\"thread\":0,\"cpus\":[0]},{\"thread\":1,\"cpus\":[1]}],"
-                                      "\"name\":\"a\\\"b\\\\c\\n\\u0001\",\"nan\":null,\"x\":1.5,\"empty\":[]}");
+    ck_assert_str_eq(bkm_buf_str(&b),
+                     "{\"threads\":2,\"plan\":[{\"thread\":0,\"cpus\":[0]},{\"thread\":1,\"cpus\":[1]}],"
+                     "\"name\":\"a\\\"b\\\\c\\n\\u0001\",\"nan\":null,\"x\":1.5,\"empty\":[]}");
     ck_assert_int_eq(bkm_json_parse(bkm_buf_str(&b), &j, &err), BKM_OK);
     ck_assert_double_eq(bkm_json_get_num(j, "threads", -1), 2);
     const bkm_json_t *plan = bkm_json_get(j, "plan");
@@ -296,7 +297,9 @@ START_TEST(json_writer_output_is_valid_utf8)
         size_t n = 1 + round % 23;
         for (size_t i = 0; i < n; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            s[i] = (unsigned char)(x % 3 == 0 ? 0x80 + (x >> 8) % 64 : x % 3 == 1 ? 0xC0 + (x >> 8) % 64 : 1 + (x >> 8) % 255);
+            s[i] = (unsigned char)(x % 3 == 0   ? 0x80 + (x >> 8) % 64
+                                   : x % 3 == 1 ? 0xC0 + (x >> 8) % 64
+                                                : 1 + (x >> 8) % 255);
             if (s[i] == 0)
                 s[i] = 'a';
         }

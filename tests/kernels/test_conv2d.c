@@ -559,8 +559,8 @@ START_TEST(op_onednn_gemm_agrees_with_native)
     ck_assert_int_eq(bkm_kern_op_exec(nat, BKM_DIR_FWD, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_op_exec(dnn, BKM_DIR_FWD, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_op_finish(dnn, &err), BKM_OK);
-    assert_close("onednn gemm op", bkm_kern_op_buffer(dnn, BKM_ARG_DST, NULL), bkm_kern_op_buffer(nat, BKM_ARG_DST, NULL),
-                 45 * 19, 77);
+    assert_close("onednn gemm op", bkm_kern_op_buffer(dnn, BKM_ARG_DST, NULL),
+                 bkm_kern_op_buffer(nat, BKM_ARG_DST, NULL), 45 * 19, 77);
     bkm_kern_op_destroy(nat);
     bkm_kern_op_destroy(dnn);
 }

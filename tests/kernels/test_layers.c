@@ -105,9 +105,11 @@ static void check_fc(int64_t mb, int64_t in, int64_t out, int has_bias, const ch
     bkm_kern_params_t p;
     bkm_kern_fc_t *fc = NULL;
     bkm_err_t err = {0};
-    float *x = rand_buf((size_t)(mb * in), 6, 0), *w = rand_buf((size_t)(out * in), 7, 0), *b = rand_buf((size_t)out, 8, 0);
+    float *x = rand_buf((size_t)(mb * in), 6, 0), *w = rand_buf((size_t)(out * in), 7, 0),
+          *b = rand_buf((size_t)out, 8, 0);
     float *y = rand_buf((size_t)(mb * out), 9, 0), *yr = malloc((size_t)(mb * out) * 4);
-    float *dy = rand_buf((size_t)(mb * out), 10, 0), *dx = malloc((size_t)(mb * in) * 4), *dxr = malloc((size_t)(mb * in) * 4);
+    float *dy = rand_buf((size_t)(mb * out), 10, 0), *dx = malloc((size_t)(mb * in) * 4),
+          *dxr = malloc((size_t)(mb * in) * 4);
     float *dw = malloc((size_t)(out * in) * 4), *dwr = malloc((size_t)(out * in) * 4);
     float *db = malloc((size_t)out * 4), *dbr = malloc((size_t)out * 4);
     bkm_kern_params_init(&p);
@@ -128,7 +130,8 @@ static void check_fc(int64_t mb, int64_t in, int64_t out, int has_bias, const ch
     ck_assert_double_eq(bkm_kern_fc_flops(&d), 2.0 * (double)mb * (double)in * (double)out);
 out:
     bkm_kern_fc_destroy(fc);
-    free(x), free(w), free(b), free(y), free(yr), free(dy), free(dx), free(dxr), free(dw), free(dwr), free(db), free(dbr);
+    free(x), free(w), free(b), free(y), free(yr), free(dy), free(dx), free(dxr), free(dw), free(dwr), free(db),
+        free(dbr);
 }
 
 START_TEST(fc_matches_reference)

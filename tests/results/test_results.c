@@ -326,7 +326,8 @@ START_TEST(refuses_foreign_and_damaged_files)
     char cmd[1400];
     FILE *f;
 
-    raw_sql(foreign, "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES(1, 'x');");
+    raw_sql(foreign,
+            "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES(1, 'x');");
     assert_refused(foreign, BKM_ECORRUPT);
     f = fopen(text, "w");
     fputs("this is not a database\n", f);
@@ -381,7 +382,8 @@ START_TEST(resume_and_duplicates)
     ck_assert_int_eq(bkm_db_open(&db, pth("r.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
     /* the sweep key ignores member order and whitespace of the search space */
     ck_assert_int_eq(bkm_db_sweep_key("{\"threads\":[1,2],\"aff\":\"compact\"}", "knl", "gemm", key, &err), BKM_OK);
-    ck_assert_int_eq(bkm_db_sweep_key("{ \"aff\": \"compact\", \"threads\": [1, 2] }", "knl", "gemm", key2, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_sweep_key("{ \"aff\": \"compact\", \"threads\": [1, 2] }", "knl", "gemm", key2, &err),
+                     BKM_OK);
     ck_assert_str_eq(key, key2);
     ck_assert_int_eq(bkm_db_sweep_key("{\"threads\":[1,2],\"aff\":\"compact\"}", "knl", "conv2d", key2, &err), BKM_OK);
     ck_assert_str_ne(key, key2);

@@ -36,7 +36,8 @@ int main(int argc, char **argv)
     snprintf(kv, sizeof kv, "mode=%s", argv[3]);
     host.hostname = argv[4];
     host.cpu_model = argv[4];
-    if ((ret = bkm_tune_trial_spec_param(&spec, kv, &err)) < 0 || (ret = bkm_tune_trial_run(&rn, &spec, &r, &err)) < 0 ||
+    if ((ret = bkm_tune_trial_spec_param(&spec, kv, &err)) < 0 ||
+        (ret = bkm_tune_trial_run(&rn, &spec, &r, &err)) < 0 ||
         (ret = bkm_db_open(&db, argv[2], BKM_DB_CREATE, &err)) < 0 ||
         (ret = bkm_db_host_upsert(db, &host, &sw.host_id, &err)) < 0 ||
         (ret = bkm_db_sweep_open(db, &sw, 0, &sweep, NULL, &err)) < 0)

@@ -77,7 +77,8 @@ END_TEST
 START_TEST(median_ci_ranks_match_table)
 {
     /* reference/tuning-practice.md 3.1 */
-    static const size_t tab[][3] = {{10, 2, 9}, {15, 4, 12}, {20, 6, 15}, {30, 10, 21}, {50, 18, 33}, {8, 1, 8}, {6, 1, 6}};
+    static const size_t tab[][3] = {{10, 2, 9},   {15, 4, 12}, {20, 6, 15}, {30, 10, 21},
+                                    {50, 18, 33}, {8, 1, 8},   {6, 1, 6}};
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
         size_t lo = 0, hi = 0;
         double cov = 0;

@@ -77,7 +77,8 @@ START_TEST(conv2d_op_matches_reference)
     else
         ck_assert_ptr_null(bkm_kern_op_buffer(op, BKM_ARG_DIFF_BIAS, &n));
     /* provenance: oneDNN's implementation name */
-    ck_assert_msg(strncmp(bkm_kern_op_impl(op, BKM_DIR_FWD), "onednn:", 7) == 0, "%s", bkm_kern_op_impl(op, BKM_DIR_FWD));
+    ck_assert_msg(strncmp(bkm_kern_op_impl(op, BKM_DIR_FWD), "onednn:", 7) == 0, "%s",
+                  bkm_kern_op_impl(op, BKM_DIR_FWD));
     ck_assert(bkm_kern_op_flops(op, BKM_DIR_BWD_W) == bkm_kern_conv2d_flops(&d));
     free(src), free(wei), free(bias), free(ddst), free(dst), free(dsrc), free(dwei), free(dbias);
     bkm_kern_op_destroy(op);

@@ -9,9 +9,9 @@
  * write one database at once (WAL, busy timeout, BEGIN IMMEDIATE with retries); each finished
  * trial is stored with its samples and counters in one transaction, so a crash never leaves a
  * partial trial (WAL with synchronous=NORMAL: a committed trial survives kill -9 of the process;
- * the last commits before a power loss may not). Strings returned through output structs are owned by the caller and released
- * with the matching *_free / *_clear function. Nothing here may be called inside an OpenMP
- * parallel region.
+ * the last commits before a power loss may not). Strings returned through output structs are
+ * owned by the caller and released with the matching *_free / *_clear function. Nothing here may
+ * be called inside an OpenMP parallel region.
  *
  * A file that is not a bkm database (not SQLite, or SQLite without the bkm application_id), or
  * that fails `PRAGMA quick_check`, is refused with BKM_ECORRUPT and is never modified: its header
@@ -82,7 +82,8 @@ enum {
  *          open on a shared network file system; BKM_EDEP SQLite error; BKM_ENOMEM. */
 int bkm_db_open(bkm_db_t **db, const char *path, unsigned flags, bkm_err_t *err);
 /** A warning about where the database lives (FUSE, 9p or virtiofs: maybe shared with another
- *  host; a shared file system opened with BKM_DB_SHARED_FS_OK) for the caller to show, or NULL. Borrowed; valid until bkm_db_close. */
+ *  host; a shared file system opened with BKM_DB_SHARED_FS_OK) for the caller to show, or NULL.
+ *  Borrowed; valid until bkm_db_close. */
 const char *bkm_db_warning(const bkm_db_t *db);
 
 /** File system classes of bkm_db_fs_classify. */

@@ -942,7 +942,8 @@ static int cmd_run(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/stderr", dir);
     unlink(path);
     rmdir(dir);
-    printf("%d passed, %d failed, %d unsupported by the planner, %d order-dependent in libomp, %d harness errors (seed %llu)\n",
+    printf("%d passed, %d failed, %d unsupported by the planner, %d order-dependent in libomp, %d harness errors (seed "
+           "%llu)\n",
            st.passed, st.failed, st.unsupported, st.order_dependent, st.harness, (unsigned long long)o.seed);
     if (rc)
         return rc;
