@@ -241,6 +241,11 @@ static int check_memory(const bkm_wl_t *wl, bkm_err_t *err)
 
 int bkm_wl_config_check(const char *name, const bkm_wl_config_t *cfg, bkm_err_t *err)
 {
+    return bkm_wl_config_check_threads(name, cfg, 0, err);
+}
+
+int bkm_wl_config_check_threads(const char *name, const bkm_wl_config_t *cfg, int n_threads, bkm_err_t *err)
+{
     const bkm_wl_entry_t *e = find_entry(name);
     bkm_wl_t *wl;
     int rc;
@@ -248,6 +253,7 @@ int bkm_wl_config_check(const char *name, const bkm_wl_config_t *cfg, bkm_err_t 
         return unknown_workload(name, err);
     if (!(wl = bkm_calloc(1, sizeof *wl)))
         return bkm_err_set(err, BKM_ENOMEM, "workload %s: out of memory", name);
+    wl->n_threads = n_threads > 0 ? n_threads : 0;
     rc = resolve(wl, e, cfg, err);
     if (rc == BKM_OK && e->validate)
         rc = e->validate(wl, err);

@@ -341,6 +341,15 @@ static int alex_desc(const bkm_wl_t *wl, alex_t *a, bkm_err_t *err)
     return bkm_kern_cnn_check(&a->d, a->sh, err);
 }
 
+/* The native backend runs every convolution with the conv2d tunables: the kernel's rules. */
+static int alex_validate(const bkm_wl_t *wl, bkm_err_t *err)
+{
+    if (wl->be == BKM_BACKEND_NATIVE &&
+        bkm_kern_conv2d_params_check(&wl->kp, bkm__wl_int(wl, "batch"), wl->n_threads, err) < 0)
+        return bkm_err_prefix(err, "alexnet");
+    return BKM_OK;
+}
+
 static int alex_create(bkm_wl_t *wl, bkm_err_t *err)
 {
     alex_t *a = bkm_calloc(1, sizeof *a);
@@ -422,7 +431,7 @@ const bkm_wl_entry_t bkm__wl_alexnet = {
     alex_own,
     sizeof alex_own / sizeof alex_own[0],
     alex_tunables,
-    NULL,
+    alex_validate,
     alex_bytes,
     alex_create,
     alex_run,
