@@ -531,6 +531,16 @@ int bkm_tune_space_dims(const bkm_tune_space_t *space, int *dim_size);
 /** Notes on merged and dropped settings, in order (valid until free). */
 size_t bkm_tune_space_n_notes(const bkm_tune_space_t *space);
 const char *bkm_tune_space_note(const bkm_tune_space_t *space, size_t i);
+/** A cause of dropped or merged settings and how many it accounts for: the summary of the notes. */
+typedef struct bkm_tune_space_cause {
+    int merged;         /**< 1: merged as identical to another setting, 0: dropped */
+    size_t count;       /**< settings (or parameter combinations) dropped or merged for it */
+    const char *text;   /**< "32 dropped: KMP_HW_SUBSET=68c,1t with 136/272 threads oversubscribes its 68 PUs" */
+} bkm_tune_space_cause_t;
+/** Causes of the drops and merges, the most frequent first; their counts add up to those of
+ *  bkm_tune_space_counts. Valid until free. */
+size_t bkm_tune_space_n_causes(const bkm_tune_space_t *space);
+const bkm_tune_space_cause_t *bkm_tune_space_cause(const bkm_tune_space_t *space, size_t i);
 /** Counts of configurations merged as identical and dropped as rejected. */
 void bkm_tune_space_counts(const bkm_tune_space_t *space, size_t *merged, size_t *dropped);
 /** Canonical description of the space (the input of the sweep key). */
