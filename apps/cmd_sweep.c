@@ -75,6 +75,7 @@ static void usage(FILE *f)
             "  --fresh              start a new sweep instead of resuming the same command's\n"
             "  --db PATH            results database (default: $BKM_DB, else %s)\n"
             "  --dry-run            list the planned configurations, merges and drops; run nothing\n"
+            "  --verbose            list every configuration, merge and drop (default: counts by cause)\n"
             "  --json               print the summary as JSON\n"
             "  --inject KIND@N      test only: fault KIND (segv, abort, hang, fail, ...) in trial N\n"
             "  -h, --help           this help\n\n"
@@ -97,7 +98,7 @@ typedef struct opts {
     bkm_tune_space_opts_t sp;
     bkm_tune_sweep_cfg_t sw;
     const char *node, *db;
-    int json, dry_run;
+    int json, dry_run, verbose;
 } opts_t;
 
 static int parse_args(int argc, char **argv, opts_t *o)
@@ -113,6 +114,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->json = 1;
         } else if (strcmp(a, "--dry-run") == 0) {
             o->dry_run = 1;
+        } else if (strcmp(a, "--verbose") == 0) {
+            o->verbose = 1;
         } else if (strcmp(a, "--fresh") == 0) {
             o->sw.fresh = 1;
         } else if (strcmp(a, "--tunables") == 0) {
@@ -331,7 +334,8 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
         if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0)
             bkm_buf_printf(&cmd, i == 0 ? " %s" : strchr(argv[i], ' ') || strchr(argv[i], ',') ? " '%s'" : " %s",
                            argv[i]);
-    bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json);
+    bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json,
+                               o->verbose || o->dry_run);
     fputs(bkm_buf_str(&out), stdout);
     bkm_buf_free(&cmd);
     bkm_buf_free(&out);
@@ -396,8 +400,8 @@ int bkm_cli_sweep(int argc, char **argv)
     }
     if ((rc = bkm_tune_env_check(environ, &err)) < 0)
         goto fail;
-    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
-        bkm_log(&log, BKM_LOG_INFO, "%s", bkm_tune_space_note(sp, i));
+    for (size_t i = 0; i < (o.verbose ? bkm_tune_space_n_notes(sp) : bkm_tune_space_n_causes(sp)); i++)
+        bkm_log(&log, BKM_LOG_INFO, "%s", o.verbose ? bkm_tune_space_note(sp, i) : bkm_tune_space_cause(sp, i)->text);
     if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
         goto fail;
     if (bkm_db_warning(db))

@@ -438,6 +438,66 @@ START_TEST(knl_profile)
 }
 END_TEST
 
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* The main job's plan for KNL (tune --node knl --workload alexnet) in a screenful: drops and merges
+ * counted by cause, the dimensions, a few configurations; --verbose (and --dry-run, --json) keep
+ * every note and every configuration. */
+START_TEST(knl_plan_summary_fits_a_screen)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_tune_sweep_cfg_t cfg;
+    bkm_err_t err = {0};
+    bkm_buf_t brief, full, json;
+    size_t merged = 0, dropped = 0, by_cause[2] = {0, 0}, n;
+    char line[600];
+    opts_init(&o, "alexnet");
+    bkm_tune_sweep_cfg_defaults(&cfg);
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    n = bkm_tune_space_size(sp);
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    for (size_t i = 0; i < bkm_tune_space_n_causes(sp); i++)
+        by_cause[bkm_tune_space_cause(sp, i)->merged] += bkm_tune_space_cause(sp, i)->count;
+    ck_assert_uint_eq(by_cause[0], dropped);
+    ck_assert_uint_eq(by_cause[1], merged);
+    ck_assert_uint_gt(n, 500);
+    ck_assert_uint_gt(bkm_tune_space_n_notes(sp), 200);
+    bkm_buf_init(&brief), bkm_buf_init(&full), bkm_buf_init(&json);
+    bkm_tune_sweep_plan_render(sp, &prof, &cfg, "alexnet", 0, "tune sweep --node knl --workload alexnet", &brief, 0, 0);
+    bkm_tune_sweep_plan_render(sp, &prof, &cfg, "alexnet", 0, "tune sweep --node knl --workload alexnet", &full, 0, 1);
+    bkm_tune_sweep_plan_render(sp, &prof, &cfg, "alexnet", 0, "tune sweep --node knl --workload alexnet", &json, 1, 0);
+    ck_assert_msg(count_lines(bkm_buf_str(&brief)) <= 30, "%s", bkm_buf_str(&brief));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "\n  48 dropped: KMP_HW_SUBSET=68c,1t with 136/272 threads "
+                                                       "oversubscribes its 68 PUs\n"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "merged: settings that place every thread as an earlier"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "  [0] threads=68 (default)\n"));
+    snprintf(line, sizeof line, "  [%zu] ", n - 1);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), line));
+    ck_assert_ptr_null(strstr(bkm_buf_str(&brief), "note: "));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "tune sweep --node knl --workload alexnet"));
+    /* verbose: every cause, every note, every configuration */
+    ck_assert_uint_ge(count_lines(bkm_buf_str(&full)), n + bkm_tune_space_n_notes(sp) + bkm_tune_space_n_causes(sp));
+    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++) {
+        snprintf(line, sizeof line, "  note: %s\n", bkm_tune_space_note(sp, i));
+        ck_assert_msg(strstr(bkm_buf_str(&full), line) != NULL, "missing %s", line);
+    }
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&full), line));
+    snprintf(line, sizeof line, "  [%zu] ", n / 2);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&full), line));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&json), "\"causes\": ["));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&json), "\"count\": 48"));
+    bkm_buf_free(&brief), bkm_buf_free(&full), bkm_buf_free(&json);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
 /* KNL: libomp starts with its "mic" defaults (scatter, granularity=fine), so there the default
  * configuration plans as granularity=fine,scatter and the two merge; a profile of the same
  * topology that is not a KNL plans the default unbound and keeps both. */
@@ -593,6 +653,7 @@ static Suite *space_suite(void)
     tcase_add_checked_fixture(tc, setup_knl, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, knl_profile);
+    tcase_add_test(tc, knl_plan_summary_fits_a_screen);
     tcase_add_test(tc, knl_default_plans_as_mic);
     suite_add_tcase(s, tc);
     tc = tcase_create("haswell");
