@@ -321,8 +321,10 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
 {
     bkm_wl_param_t wp[BKM_WL_MAX_PARAMS];
     size_t n_wp = 0;
-    int rc;
+    int rc, isa_given = 0;
     *n_dims = 0;
+    for (int i = 0; i < o->n_params; i++)
+        isa_given |= strncmp(o->params[i], "isa=", 4) == 0;
     if ((rc = bkm_wl_params(o->workload, wp, &n_wp, err)) < 0)
         return rc;
     for (int i = 0; i < o->n_params; i++) {
@@ -358,7 +360,10 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
         for (tok = strtok_r(vals, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (strlen(tok) >= sizeof d->value[0])
                 return bkm_err_set(err, BKM_EINVAL, "--param %s: value '%s' is too long", d->key, tok);
-            if ((rc = check_value(o->workload, o->backend, d->key, tok, err)) < 0)
+            /* an integer tunable refused on its own may be right for another --param isa: the
+             * combinations decide (params_validate refuses values no combination can run) */
+            if ((rc = check_value(o->workload, o->backend, d->key, tok, err)) < 0 &&
+                !(wp[j].kernel_tunable && wp[j].type == BKM_WL_INT && isa_given))
                 return bkm_err_prefix(err, "--param %s", d->key);
             if (pdim_add(d, tok) < 0)
                 return bkm_err_set(err, BKM_EINVAL, "--param %s: more than %d values", d->key,

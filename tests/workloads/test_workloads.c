@@ -123,6 +123,11 @@ START_TEST(kernel_rules_checked_without_creating)
         expect_bad("gemm", "isa=avx2", "mc=56", "isa=avx2: parameter mc=56 is not a multiple of 6");
         expect_bad("conv2d", "isa=avx2", "mc=56", "mc=56 is not a multiple of mr=6");
         expect_bad("alexnet", "isa=avx2", "mc=56", "mc=56 is not a multiple of mr=6");
+        /* the ISA chosen sets the rule, not this CPU's best one */
+        bkm_wl_config_init(&cfg);
+        ck_assert_int_eq(bkm_wl_config_add(&cfg, "isa=avx2", &err), BKM_OK);
+        ck_assert_int_eq(bkm_wl_config_add(&cfg, "mc=12", &err), BKM_OK);
+        ck_assert_msg(bkm_wl_config_check("gemm", &cfg, &err) == BKM_OK, "%s", err.msg);
     }
     bkm_wl_config_init(&cfg);
     ck_assert_int_eq(bkm_wl_config_add(&cfg, "algo=2", &err), BKM_OK);
