@@ -31,7 +31,7 @@ typedef struct opts {
     bkm_tune_sweep_cfg_t sw;
     const char *node, *db, *workload;
     long long budget, seed;
-    int json, dry_run;
+    int json, dry_run, verbose;
 } opts_t;
 
 static int sweep_threads(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
@@ -160,6 +160,8 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "fresh", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sw.fresh),
      .help = "start a new sweep instead of resuming the same command's"},
     BKM_CLI_DB_OPT(opts_t, db),
+    {.name = "verbose", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, verbose),
+     .help = "list every configuration, merge and drop (default: counts by cause)"},
     {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, dry_run),
      .help = "list the planned configurations, merges and drops; run nothing"},
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, json), .help = "print the summary as JSON"},
@@ -283,7 +285,8 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
         if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0)
             bkm_buf_printf(&cmd, i == 0 ? " %s" : strchr(argv[i], ' ') || strchr(argv[i], ',') ? " '%s'" : " %s",
                            argv[i]);
-    bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json);
+    bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json,
+                               o->verbose || o->dry_run);
     fputs(bkm_buf_str(&out), stdout);
     bkm_buf_free(&cmd);
     bkm_buf_free(&out);
@@ -346,8 +349,8 @@ int bkm_cli_sweep(int argc, char **argv)
     }
     if ((rc = bkm_tune_env_check(environ, &err)) < 0)
         goto fail;
-    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
-        bkm_log(&log, BKM_LOG_INFO, "%s", bkm_tune_space_note(sp, i));
+    for (size_t i = 0; i < (o.verbose ? bkm_tune_space_n_notes(sp) : bkm_tune_space_n_causes(sp)); i++)
+        bkm_log(&log, BKM_LOG_INFO, "%s", o.verbose ? bkm_tune_space_note(sp, i) : bkm_tune_space_cause(sp, i)->text);
     if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
         goto fail;
     if (bkm_db_warning(db))

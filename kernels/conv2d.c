@@ -73,7 +73,7 @@ void bkm_kern_conv2d_destroy(bkm_kern_conv2d_t *cv)
 static int conv2d_gemm_cfg(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *params, const int32_t *v,
                            bkm_err_t *err)
 {
-    int rc = bkm_kern_gemm_cfg_init(&cv->gcfg, params != NULL ? params->isa : BKM_ISA_AUTO, err);
+    int rc = bkm__kern_gemm_cfg_defaults(&cv->gcfg, params != NULL ? params->isa : BKM_ISA_AUTO, err);
     if (rc < 0)
         return rc;
     cv->gcfg.nt = cv->algo == ALGO_BATCH ? 1 : cv->nt;
@@ -85,6 +85,34 @@ static int conv2d_gemm_cfg(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *param
         cv->gcfg.nc = v[P_NC];
     cv->gcfg.nt_jc = cv->algo == ALGO_GEMM ? v[P_NT_JC] : 0;
     return bkm_kern_gemm_cfg_check(&cv->gcfg, err);
+}
+
+/* The threading algorithm tunable @p algo resolves to for a batch of @p mb on @p nt threads. */
+static int conv2d_algo(int32_t algo, int64_t mb, int nt)
+{
+    int a = algo != ALGO_AUTO ? algo : (mb >= nt ? ALGO_FAST : ALGO_GEMM);
+    return nt == 1 && a == ALGO_GEMM ? ALGO_BATCH : a; /* the same thing, without a parallel region */
+}
+
+int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, int nt, bkm_err_t *err)
+{
+    bkm_kern_conv2d_t cv;
+    int32_t v[P_COUNT];
+    int rc;
+    if ((rc = bkm_kern_params_resolve(params, conv2d_params, P_COUNT, v, err)) < 0)
+        return rc;
+    memset(&cv, 0, sizeof cv);
+    if (nt > 0) {
+        cv.nt = nt;
+        cv.algo = conv2d_algo(v[P_ALGO], mb, nt);
+    } else {
+        /* thread count unknown: nt_jc is held to its bounds only */
+        cv.algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : ALGO_GEMM;
+        cv.nt = v[P_NT_JC] > 0 ? v[P_NT_JC] : 1;
+    }
+    if ((rc = conv2d_gemm_cfg(&cv, params, v, err)) < 0 && cv.gcfg.isa != BKM_ISA_AUTO)
+        return bkm_err_prefix(err, "isa=%s", bkm_kern_isa_name(cv.gcfg.isa));
+    return rc;
 }
 
 int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, const bkm_kern_params_t *params,
@@ -119,9 +147,7 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
     if (cv->nt < 1)
         cv->nt = 1;
     /* auto: algo 3 unless the batch is smaller than the threads (its bwd_d splits images). */
-    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : (d->mb >= cv->nt ? ALGO_FAST : ALGO_GEMM);
-    if (cv->nt == 1 && cv->algo == ALGO_GEMM)
-        cv->algo = ALGO_BATCH; /* the same thing, without a parallel region */
+    cv->algo = conv2d_algo(v[P_ALGO], d->mb, cv->nt);
     cv->icg = d->ic / d->g;
     cv->ocg = d->oc / d->g;
     cv->kdim = cv->icg * d->kh * d->kw;

@@ -50,7 +50,9 @@ const bkm_param_desc_t *bkm_kern_gemm_params(bkm_isa_t isa, size_t *n_params)
     }
 }
 
-int bkm_kern_gemm_cfg_init(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err)
+/* Defaults of @p isa (AUTO = detect) with nt = 1, without asking OpenMP: a check in a process
+ * that must not start an OpenMP runtime (the tuner) uses it too. */
+int bkm__kern_gemm_cfg_defaults(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err)
 {
     const bkm_gemm_ukr_desc_t *u;
     bkm_isa_t best = bkm_kern_isa_detect();
@@ -71,10 +73,19 @@ int bkm_kern_gemm_cfg_init(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err)
     cfg->mc = u->mc_def;
     cfg->kc = u->kc_def;
     cfg->nc = u->nc_def;
+    cfg->nt = 1;
+    cfg->nt_jc = 0;
+    return BKM_OK;
+}
+
+int bkm_kern_gemm_cfg_init(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err)
+{
+    int rc = bkm__kern_gemm_cfg_defaults(cfg, isa, err);
+    if (rc < 0)
+        return rc;
     cfg->nt = omp_get_max_threads();
     if (cfg->nt < 1)
         cfg->nt = 1;
-    cfg->nt_jc = 0;
     return BKM_OK;
 }
 
@@ -160,6 +171,46 @@ int bkm_kern_gemm_cfg_set(bkm_gemm_cfg_t *cfg, const char *name, int32_t value, 
         return BKM_OK;
     }
     return bkm_err_set(err, BKM_EINVAL, "gemm parameter '%s' is unknown (expected mc, kc, nc or nt_jc)", name);
+}
+
+int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *params, bkm_err_t *err)
+{
+    size_t n_pd;
+    const bkm_param_desc_t *pd = bkm_kern_gemm_params(cfg->isa, &n_pd);
+    int32_t v[4];
+    int rc;
+    if (n_pd != 4)
+        return bkm_err_set(err, BKM_EINVAL, "gemm: unexpected tunable table (%zu entries)", n_pd);
+    if ((rc = bkm_kern_params_resolve(params, pd, n_pd, v, err)) < 0)
+        return rc;
+    for (size_t i = 0; i < n_pd; i++)
+        if ((rc = bkm_kern_gemm_cfg_set(cfg, pd[i].name, v[i], err)) < 0)
+            return rc;
+    return bkm_kern_gemm_cfg_check(cfg, err);
+}
+
+/* Value given for @p key in @p p, or @p def. */
+static int32_t params_value(const bkm_kern_params_t *p, const char *key, int32_t def)
+{
+    for (int i = 0; p != NULL && i < p->n; i++)
+        if (strcmp(p->kv[i].key, key) == 0)
+            return p->kv[i].value;
+    return def;
+}
+
+int bkm_kern_gemm_params_check(const bkm_kern_params_t *params, int nt, bkm_err_t *err)
+{
+    bkm_gemm_cfg_t cfg;
+    int rc = bkm__kern_gemm_cfg_defaults(&cfg, params != NULL ? params->isa : BKM_ISA_AUTO, err);
+    if (rc < 0)
+        return rc;
+    /* thread count unknown: nt_jc is held to its bounds only */
+    cfg.nt = nt > 0 ? nt : params_value(params, "nt_jc", 1);
+    if (cfg.nt < 1)
+        cfg.nt = 1;
+    if ((rc = bkm__kern_gemm_cfg_apply(&cfg, params, err)) < 0)
+        return bkm_err_prefix(err, "isa=%s", bkm_kern_isa_name(cfg.isa));
+    return BKM_OK;
 }
 
 const char *bkm_kern_gemm_ukr_name(const bkm_gemm_cfg_t *cfg)

@@ -34,6 +34,11 @@ typedef struct bkm_gemm_ukr_desc {
 extern const bkm_gemm_ukr_desc_t bkm__gemm_ukr_generic;
 extern const bkm_gemm_ukr_desc_t bkm__gemm_ukr_avx2;
 extern const bkm_gemm_ukr_desc_t bkm__gemm_ukr_avx512;
+/* Defaults of @p isa with nt = 1, without calling OpenMP (bkm_kern_gemm_cfg_init adds nt). */
+int bkm__kern_gemm_cfg_defaults(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err);
+/* Resolve @p params against the tunables of cfg->isa, set them and check the whole cfg (nt as
+ * already set): the one sequence that op creation and bkm_kern_gemm_params_check share. */
+int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *params, bkm_err_t *err);
 
 /* Peak-calibration FMA chains (peak*.c): run @p iters iterations of independent FMA chains and
  * return the number of floating-point operations executed (2 per lane per FMA). The result is

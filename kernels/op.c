@@ -263,7 +263,6 @@ static int native_gemm_create(bkm_kern_op_t **out, int64_t m, int64_t n, int64_t
 {
     bkm_kern_op_t *op = bkm_calloc(1, sizeof(*op));
     native_gemm_t *g = bkm_calloc(1, sizeof(*g));
-    int32_t v[4];
     size_t ws_bytes;
     int rc;
     if (op == NULL || g == NULL) {
@@ -282,16 +281,8 @@ static int native_gemm_create(bkm_kern_op_t **out, int64_t m, int64_t n, int64_t
     if ((rc = bkm_kern_gemm_cfg_init(&g->cfg, params->isa, err)) < 0)
         goto out;
     op->params = bkm_kern_gemm_params(g->cfg.isa, &op->n_params);
-    if (op->n_params != 4) {
-        rc = bkm_err_set(err, BKM_EINVAL, "gemm op: unexpected tunable table (%zu entries)", op->n_params);
-        goto out;
-    }
-    if ((rc = bkm_kern_params_resolve(params, op->params, op->n_params, v, err)) < 0)
-        goto out;
-    for (size_t i = 0; i < op->n_params; i++)
-        if ((rc = bkm_kern_gemm_cfg_set(&g->cfg, op->params[i].name, v[i], err)) < 0)
-            goto out;
-    if ((rc = bkm_kern_gemm_cfg_check(&g->cfg, err)) < 0)
+    /* the rules bkm_kern_gemm_params_check applies, on this process's thread count */
+    if ((rc = bkm__kern_gemm_cfg_apply(&g->cfg, params, err)) < 0)
         goto out;
     ws_bytes = bkm_kern_gemm_workspace_bytes(&g->cfg);
     g->ws = bkm_aligned_alloc(64, ws_bytes);

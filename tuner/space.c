@@ -29,6 +29,15 @@ typedef struct param_dim {
     int default_index;
 } param_dim_t;
 
+/* A cause of dropped or merged settings; pub.text is "<count> dropped: <head>[ with <threads>
+ * threads]<tail>", rendered once the space is built. */
+typedef struct cause {
+    bkm_tune_space_cause_t pub;
+    char *head, *tail;
+    int threads[BKM_TUNE_SPACE_MAX_THREADS + 1];
+    int n_threads;
+} cause_t;
+
 /* Merged-settings note under construction: "A = B at t1,t2 threads". */
 typedef struct merge_note {
     int a, b, h_a, h_b;
@@ -41,7 +50,9 @@ struct bkm_tune_space {
     int dim_size[BKM_TUNE_MAX_DIMS];
     int n_dims;
     char **notes;
-    size_t n_notes;
+    size_t n_notes, cap_notes;
+    cause_t *causes;
+    size_t n_causes, cap_causes;
     size_t merged, dropped;
     bkm_buf_t json;        /* canonical space description */
 };
@@ -54,8 +65,13 @@ static int add_note(bkm_tune_space_t *sp, const char *fmt, ...)
     bkm_buf_t b;
     va_list ap;
     char *s;
-    if (sp->n_notes >= MAX_NOTES)
-        return BKM_OK;
+    if (sp->n_notes == sp->cap_notes) {
+        size_t cap = sp->cap_notes ? 2 * sp->cap_notes : 64;
+        char **p = bkm_realloc(sp->notes, cap * sizeof *p);
+        if (p == NULL)
+            return BKM_ENOMEM;
+        sp->notes = p, sp->cap_notes = cap;
+    }
     bkm_buf_init(&b);
     va_start(ap, fmt);
     bkm_buf_vprintf(&b, fmt, ap);
@@ -64,6 +80,77 @@ static int add_note(bkm_tune_space_t *sp, const char *fmt, ...)
     if (s == NULL)
         return BKM_ENOMEM;
     sp->notes[sp->n_notes++] = s;
+    return BKM_OK;
+}
+
+/* Count one dropped (@p merged 0) or merged setting under its cause, "<head>[ with <threads>
+ * threads]<tail>"; @p threads < 1 keeps the thread count out of the cause. Equal causes are one. */
+static int cause_add(bkm_tune_space_t *sp, int merged, int threads, const char *head, const char *tail)
+{
+    cause_t *c = NULL;
+    int k;
+    if (merged)
+        sp->merged++;
+    else
+        sp->dropped++;
+    if (tail == NULL)
+        tail = "";
+    for (size_t i = 0; i < sp->n_causes && c == NULL; i++)
+        if (sp->causes[i].pub.merged == merged && strcmp(sp->causes[i].head, head) == 0 &&
+            strcmp(sp->causes[i].tail, tail) == 0)
+            c = &sp->causes[i];
+    if (c == NULL) {
+        if (sp->n_causes == sp->cap_causes) {
+            size_t cap = sp->cap_causes ? 2 * sp->cap_causes : 16;
+            cause_t *p = bkm_realloc(sp->causes, cap * sizeof *p);
+            if (p == NULL)
+                return BKM_ENOMEM;
+            sp->causes = p, sp->cap_causes = cap;
+        }
+        c = &sp->causes[sp->n_causes];
+        memset(c, 0, sizeof *c);
+        c->head = bkm_strdup(head);
+        c->tail = bkm_strdup(tail);
+        sp->n_causes++;
+        if (c->head == NULL || c->tail == NULL)
+            return BKM_ENOMEM;
+        c->pub.merged = merged;
+    }
+    c->pub.count++;
+    for (k = 0; threads > 0 && k < c->n_threads && c->threads[k] < threads; k++)
+        ;
+    if (threads > 0 && (k == c->n_threads || c->threads[k] != threads) &&
+        c->n_threads < (int)(sizeof c->threads / sizeof c->threads[0])) {
+        memmove(&c->threads[k + 1], &c->threads[k], (size_t)(c->n_threads - k) * sizeof c->threads[0]);
+        c->threads[k] = threads;
+        c->n_threads++;
+    }
+    return BKM_OK;
+}
+
+/* Render every cause's text, the most frequent first (ties in order of appearance). */
+static int causes_finish(bkm_tune_space_t *sp)
+{
+    for (size_t i = 1; i < sp->n_causes; i++)
+        for (size_t j = i; j > 0 && sp->causes[j].pub.count > sp->causes[j - 1].pub.count; j--) {
+            cause_t t = sp->causes[j];
+            sp->causes[j] = sp->causes[j - 1];
+            sp->causes[j - 1] = t;
+        }
+    for (size_t i = 0; i < sp->n_causes; i++) {
+        cause_t *c = &sp->causes[i];
+        bkm_buf_t b;
+        bkm_buf_init(&b);
+        bkm_buf_printf(&b, "%zu %s: %s", c->pub.count, c->pub.merged ? "merged" : "dropped", c->head);
+        for (int k = 0; k < c->n_threads; k++)
+            bkm_buf_printf(&b, "%s%d", k ? "/" : " with ", c->threads[k]);
+        if (c->n_threads > 0)
+            bkm_buf_printf(&b, " thread%s", c->n_threads == 1 && c->threads[0] == 1 ? "" : "s");
+        bkm_buf_puts(&b, c->tail);
+        bkm_free((char *)c->pub.text);
+        if ((c->pub.text = bkm_buf_take(&b)) == NULL)
+            return BKM_ENOMEM;
+    }
     return BKM_OK;
 }
 
@@ -234,8 +321,10 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
 {
     bkm_wl_param_t wp[BKM_WL_MAX_PARAMS];
     size_t n_wp = 0;
-    int rc;
+    int rc, isa_given = 0;
     *n_dims = 0;
+    for (int i = 0; i < o->n_params; i++)
+        isa_given |= strncmp(o->params[i], "isa=", 4) == 0;
     if ((rc = bkm_wl_params(o->workload, wp, &n_wp, err)) < 0)
         return rc;
     for (int i = 0; i < o->n_params; i++) {
@@ -271,7 +360,10 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
         for (tok = strtok_r(vals, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (strlen(tok) >= sizeof d->value[0])
                 return bkm_err_set(err, BKM_EINVAL, "--param %s: value '%s' is too long", d->key, tok);
-            if ((rc = check_value(o->workload, o->backend, d->key, tok, err)) < 0)
+            /* an integer tunable refused on its own may be right for another --param isa: the
+             * combinations decide (params_validate refuses values no combination can run) */
+            if ((rc = check_value(o->workload, o->backend, d->key, tok, err)) < 0 &&
+                !(wp[j].kernel_tunable && wp[j].type == BKM_WL_INT && isa_given))
                 return bkm_err_prefix(err, "--param %s", d->key);
             if (pdim_add(d, tok) < 0)
                 return bkm_err_set(err, BKM_EINVAL, "--param %s: more than %d values", d->key,
@@ -315,9 +407,9 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
                 continue;
             snprintf(txt, sizeof txt, "%lld", v);
             if (check_value(o->workload, o->backend, d->key, txt, &e2) < 0) {
-                sp->dropped++;
-                if ((rc = add_note(sp, "dropped %s=%s: %s", d->key, txt, e2.msg)) < 0)
-                    return rc;
+                if ((rc = cause_add(sp, 0, 0, e2.msg, NULL)) < 0 ||
+                    (rc = add_note(sp, "dropped %s=%s: %s", d->key, txt, e2.msg)) < 0)
+                    return bkm_err_set(err, rc, "search space: out of memory");
                 continue;
             }
             pdim_add(d, txt);
@@ -481,10 +573,9 @@ static int dims_blocktime(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_n
         if (v == INT_MAX || v == -1)
             v = BKM_TUNE_BLOCKTIME_INFINITE;
         if (v == 200) {
-            if ((rc = add_note(sp, "KMP_BLOCKTIME=200 \u2261 default (the runtime's default is 200 ms): "
-                               "measured once")) < 0)
+            const char *why = "KMP_BLOCKTIME=200 \u2261 default (the runtime's default is 200 ms): measured once";
+            if ((rc = add_note(sp, "%s", why)) < 0 || (rc = cause_add(sp, 1, 0, why, NULL)) < 0)
                 return rc;
-            sp->merged++;
             v = BKM_TUNE_BLOCKTIME_UNSET;
         }
         for (int k = 0; k < d->n_bt; k++)
@@ -596,18 +687,27 @@ static int plans_dedup(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, 
             env.kmp_hw_subset = d->hw[hi][0] ? d->hw[hi] : NULL;
             *r = -1;
             if (bkm_aff_plan_create_ex(topo, &env, t, &d->popts, &plans[idx], &e2) < 0) {
-                sp->dropped++;
-                add_note(sp, "dropped %s%s%s at %d threads: %s", a->label, d->hw[hi][0] ? " KMP_HW_SUBSET=" : "",
-                         d->hw[hi], t, e2.msg);
+                char head[256], tail[300];
+                snprintf(head, sizeof head, "%s%s%s%s", a->kmp[0] ? "KMP_AFFINITY=" : "", a->label,
+                         d->hw[hi][0] ? " KMP_HW_SUBSET=" : "", d->hw[hi]);
+                snprintf(tail, sizeof tail, ": %s", e2.msg);
+                if ((rc = cause_add(sp, 0, t, head, tail)) < 0 ||
+                    (rc = add_note(sp, "dropped %s%s%s at %d threads: %s", a->label,
+                                   d->hw[hi][0] ? " KMP_HW_SUBSET=" : "", d->hw[hi], t, e2.msg)) < 0)
+                    goto oom;
                 continue;
             }
             allowed = bkm_cpuset_count(bkm_aff_plan_allowed(plans[idx]));
             if (allowed < t) {
-                sp->dropped++;
-                add_note(sp, "dropped %s KMP_HW_SUBSET=%s at %d threads: only %d PUs allowed (oversubscribed)",
-                         a->label, d->hw[hi], t, allowed);
+                char head[64], tail[64];
                 bkm_aff_plan_free(plans[idx]);
                 plans[idx] = NULL;
+                snprintf(head, sizeof head, "KMP_HW_SUBSET=%s", d->hw[hi]);
+                snprintf(tail, sizeof tail, " oversubscribes its %d PUs", allowed);
+                if ((rc = cause_add(sp, 0, t, head, tail)) < 0 ||
+                    (rc = add_note(sp, "dropped %s KMP_HW_SUBSET=%s at %d threads: only %d PUs allowed "
+                                   "(oversubscribed)", a->label, d->hw[hi], t, allowed)) < 0)
+                    goto oom;
                 continue;
             }
             d->eq_def[ti * n_pairs + idx] = idx == 0 || bkm_aff_plan_equal(plans[0], plans[idx]);
@@ -617,7 +717,11 @@ static int plans_dedup(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, 
                     bkm_aff_plan_equal(plans[k], plans[idx]))
                     *r = k;
             if (*r != idx) {
-                sp->merged++;
+                char head[256];
+                snprintf(head, sizeof head, "settings that place every thread as an earlier setting does on this "
+                         "topology (%s): measured once", d->words);
+                if ((rc = cause_add(sp, 1, 0, head, NULL)) < 0)
+                    goto oom;
                 merge_record(mn, &n_mn, ai, hi, *r % d->n_aff, *r / d->n_aff, t);
             }
         }
@@ -640,12 +744,19 @@ static int plans_dedup(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, 
     for (int m = 0; m < n_mn; m++) {
         const aff_setting_t *a = &d->aff[mn[m].a], *b = &d->aff[mn[m].b];
         const char *ha = d->hw[mn[m].h_a], *hb = d->hw[mn[m].h_b];
-        add_note(sp, "%s%s%s%s \u2261 %s%s%s at %s thread%s on this topology (%s): measured once",
-                 a->kmp[0] ? "KMP_AFFINITY=" : "", a->label, ha[0] ? " KMP_HW_SUBSET=" : "", ha, b->label,
-                 hb[0] ? " KMP_HW_SUBSET=" : "", hb, mn[m].threads, strcmp(mn[m].threads, "1") == 0 ? "" : "s",
-                 d->words);
+        if ((rc = add_note(sp, "%s%s%s%s \u2261 %s%s%s at %s thread%s on this topology (%s): measured once",
+                           a->kmp[0] ? "KMP_AFFINITY=" : "", a->label, ha[0] ? " KMP_HW_SUBSET=" : "", ha, b->label,
+                           hb[0] ? " KMP_HW_SUBSET=" : "", hb, mn[m].threads,
+                           strcmp(mn[m].threads, "1") == 0 ? "" : "s", d->words)) < 0)
+            goto oom;
     }
+    rc = BKM_OK;
+    goto out;
+oom:
+    rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
 out:
+    for (int k = 0; plans != NULL && k < n_pairs; k++)
+        bkm_aff_plan_free(plans[k]);
     bkm_free(plans);
     bkm_free(mn);
     return rc;
@@ -660,38 +771,73 @@ static void pcomb_coords(const dims_t *d, size_t pc, int *v)
     }
 }
 
-/* Which parameter combinations the workload accepts together (dropped ones are noted). */
+/* Check parameter combination @p v with the workload, for a run on @p threads (0 = any). */
+static int pcomb_check(const dims_t *d, const bkm_tune_space_opts_t *o, const int *v, int threads, bkm_err_t *err)
+{
+    bkm_wl_config_t wc;
+    char kv[128];
+    bkm_wl_config_init(&wc);
+    if (o->backend && o->backend[0]) {
+        snprintf(kv, sizeof kv, "backend=%s", o->backend);
+        bkm_wl_config_add(&wc, kv, NULL);
+    }
+    for (int k = 0; k < d->n_pd; k++) {
+        snprintf(kv, sizeof kv, "%s=%s", d->pd[k].key, d->pd[k].value[v[k]]);
+        bkm_wl_config_add(&wc, kv, NULL);
+    }
+    return bkm_wl_config_check_threads(o->workload, &wc, threads, err);
+}
+
+/* Which parameter combinations the workload, and the kernels under it, accept together at each
+ * thread count (the rules bkm_wl_config_check_threads applies in the worker's pre-check). A
+ * refused combination of the grid is dropped with a note; one that only the default uses is
+ * never measured, so it is not counted. */
 static int params_validate(dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_space_t *sp, bkm_err_t *err)
 {
-    int v[BKM_TUNE_SPACE_MAX_PARAMS];
+    int v[BKM_TUNE_SPACE_MAX_PARAMS], rc;
+    size_t n_grid = 0, n_grid_dropped = 0;
+    bkm_err_t first = {0};
     d->n_pcomb = 1;
     for (int k = 0; k < d->n_pd; k++)
         d->n_pcomb *= (size_t)d->pd[k].n;
-    if (d->n_pcomb > SPACE_MAX_CONFIGS)
-        return bkm_err_set(err, BKM_EINVAL, "--param: %zu parameter combinations is too many", d->n_pcomb);
-    d->pvalid = bkm_malloc(d->n_pcomb);
+    if (d->n_pcomb * (size_t)d->n_thr > SPACE_MAX_CONFIGS)
+        return bkm_err_set(err, BKM_EINVAL, "--param: %zu parameter combinations at %d thread counts is too many",
+                           d->n_pcomb, d->n_thr);
+    d->pvalid = bkm_malloc(d->n_pcomb * (size_t)d->n_thr);
     if (d->pvalid == NULL)
         return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
     for (size_t pc = 0; pc < d->n_pcomb; pc++) {
-        bkm_wl_config_t wc;
         bkm_err_t e2 = {0};
-        char kv[128];
-        bkm_wl_config_init(&wc);
-        if (o->backend && o->backend[0]) {
-            snprintf(kv, sizeof kv, "backend=%s", o->backend);
-            bkm_wl_config_add(&wc, kv, NULL);
-        }
+        int in_grid = 1, ok, runs = 0;
         pcomb_coords(d, pc, v);
-        for (int k = 0; k < d->n_pd; k++) {
-            snprintf(kv, sizeof kv, "%s=%s", d->pd[k].key, d->pd[k].value[v[k]]);
-            bkm_wl_config_add(&wc, kv, NULL);
+        for (int k = 0; k < d->n_pd; k++)
+            in_grid &= v[k] < d->pd[k].n_grid;
+        ok = pcomb_check(d, o, v, 0, &e2) == BKM_OK;
+        n_grid += in_grid;
+        if (!ok && in_grid && first.msg[0] == '\0')
+            first = e2;
+        if (!ok && in_grid &&
+            ((rc = cause_add(sp, 0, 0, e2.msg, NULL)) < 0 || (rc = add_note(sp, "dropped parameters: %s", e2.msg)) < 0))
+            return bkm_err_set(err, rc, "search space: out of memory");
+        for (int ti = 0; ti < d->n_thr; ti++) {
+            bkm_err_t e3 = {0};
+            unsigned char *valid = &d->pvalid[(size_t)ti * d->n_pcomb + pc];
+            *valid = ok && pcomb_check(d, o, v, d->threads[ti], &e3) == BKM_OK;
+            runs += *valid && ti < d->n_thr_grid;
+            if (!ok || *valid || !in_grid || ti >= d->n_thr_grid)
+                continue;
+            if (first.msg[0] == '\0')
+                first = e3;
+            if ((rc = cause_add(sp, 0, 0, e3.msg, NULL)) < 0 ||
+                (rc = add_note(sp, "dropped parameters at %d thread%s: %s", d->threads[ti],
+                               d->threads[ti] == 1 ? "" : "s", e3.msg)) < 0)
+                return bkm_err_set(err, rc, "search space: out of memory");
         }
-        d->pvalid[pc] = bkm_wl_config_check(o->workload, &wc, &e2) == BKM_OK;
-        if (!d->pvalid[pc]) {
-            sp->dropped++;
-            add_note(sp, "dropped parameters: %s", e2.msg);
-        }
+        n_grid_dropped += in_grid && runs == 0;
     }
+    /* values the user gave of which no combination can run are bad input, not a silent drop */
+    if (n_grid > 0 && n_grid_dropped == n_grid)
+        return bkm_err_set(err, BKM_EINVAL, "--param: no combination of the values given can run: %s", first.msg);
     return BKM_OK;
 }
 
@@ -721,7 +867,7 @@ static int grid_build(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_
             for (int bi = 0; bi < d->n_bt; bi++)
                 for (size_t pc = 0; pc < d->n_pcomb && d->bt_grid[bi]; pc++) {
                     int is_def = ti == d->thr_def && d->eq_def[ti * n_pairs + idx] && bi == 0, extra = 0;
-                    if (!d->pvalid[pc])
+                    if (!d->pvalid[(size_t)ti * d->n_pcomb + pc])
                         continue;
                     pcomb_coords(d, pc, v);
                     memset(&c, 0, sizeof c);
@@ -775,7 +921,7 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     bkm_topo_pus(topo, &n_pus);
     sp = bkm_calloc(1, sizeof *sp);
     d = bkm_calloc(1, sizeof *d);
-    if (sp == NULL || d == NULL || (sp->notes = bkm_calloc(MAX_NOTES, sizeof *sp->notes)) == NULL) {
+    if (sp == NULL || d == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
         goto out;
     }
@@ -788,6 +934,10 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
         (rc = params_validate(d, o, sp, err)) < 0 || (rc = plans_dedup(d, topo, sp, err)) < 0 ||
         (rc = grid_build(d, o, sp, err)) < 0)
         goto out;
+    if ((rc = causes_finish(sp)) < 0) {
+        rc = bkm_err_set(err, rc, "search space: out of memory");
+        goto out;
+    }
     sp->n_dims = BKM_TUNE_DIM_PARAM0 + d->n_pd;
     sp->dim_size[BKM_TUNE_DIM_THREADS] = d->n_thr;
     sp->dim_size[BKM_TUNE_DIM_AFFINITY] = d->n_aff;
@@ -830,6 +980,12 @@ void bkm_tune_space_free(bkm_tune_space_t *sp)
     for (size_t i = 0; i < sp->n_notes; i++)
         bkm_free(sp->notes[i]);
     bkm_free(sp->notes);
+    for (size_t i = 0; i < sp->n_causes; i++) {
+        bkm_free(sp->causes[i].head);
+        bkm_free(sp->causes[i].tail);
+        bkm_free((char *)sp->causes[i].pub.text);
+    }
+    bkm_free(sp->causes);
     bkm_free(sp->cfg);
     bkm_buf_free(&sp->json);
     bkm_free(sp);
@@ -860,6 +1016,16 @@ size_t bkm_tune_space_n_notes(const bkm_tune_space_t *sp)
 const char *bkm_tune_space_note(const bkm_tune_space_t *sp, size_t i)
 {
     return sp && i < sp->n_notes ? sp->notes[i] : NULL;
+}
+
+size_t bkm_tune_space_n_causes(const bkm_tune_space_t *sp)
+{
+    return sp ? sp->n_causes : 0;
+}
+
+const bkm_tune_space_cause_t *bkm_tune_space_cause(const bkm_tune_space_t *sp, size_t i)
+{
+    return sp && i < sp->n_causes ? &sp->causes[i].pub : NULL;
 }
 
 void bkm_tune_space_counts(const bkm_tune_space_t *sp, size_t *merged, size_t *dropped)

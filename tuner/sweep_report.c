@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What `tune sweep` shows: the planned sweep (--dry-run, or a host that is not the node) and
  * the final summary, as text or pretty JSON, rendered into a buffer (the CLI prints it). */
+#include <stdio.h>
 #include <string.h>
 
 #include "bkm/affinity.h"
@@ -23,6 +24,17 @@ static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, replicates);
     bkm_json_key(&w, "merged"), bkm_json_int(&w, (int64_t)merged);
     bkm_json_key(&w, "dropped"), bkm_json_int(&w, (int64_t)dropped);
+    bkm_json_key(&w, "causes");
+    bkm_json_arr_begin(&w);
+    for (size_t i = 0; i < bkm_tune_space_n_causes(sp); i++) {
+        const bkm_tune_space_cause_t *c = bkm_tune_space_cause(sp, i);
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "kind"), bkm_json_str(&w, c->merged ? "merged" : "dropped");
+        bkm_json_key(&w, "count"), bkm_json_int(&w, (int64_t)c->count);
+        bkm_json_key(&w, "text"), bkm_json_str(&w, c->text);
+        bkm_json_obj_end(&w);
+    }
+    bkm_json_arr_end(&w);
     bkm_json_key(&w, "notes");
     bkm_json_arr_begin(&w);
     for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
@@ -38,14 +50,122 @@ static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof
     bkm_buf_puts(out, "\n");
 }
 
+/* The drops and merges by cause, then (verbose) every note. */
+static void plan_causes(const bkm_tune_space_t *sp, int verbose, bkm_buf_t *out)
+{
+    size_t n = bkm_tune_space_n_causes(sp), shown = verbose || n <= BKM_TUNE_PLAN_CAUSES_SHOWN ? n
+                                                   : BKM_TUNE_PLAN_CAUSES_SHOWN - 1;
+    for (size_t i = 0; i < shown; i++)
+        bkm_buf_printf(out, "  %s\n", bkm_tune_space_cause(sp, i)->text);
+    if (shown < n) {
+        size_t rest = 0;
+        for (size_t i = shown; i < n; i++)
+            rest += bkm_tune_space_cause(sp, i)->count;
+        bkm_buf_printf(out, "  %zu more dropped or merged for %zu other causes (--verbose lists them)\n", rest,
+                       n - shown);
+    }
+    for (size_t i = 0; verbose && i < bkm_tune_space_n_notes(sp); i++)
+        bkm_buf_printf(out, "  note: %s\n", bkm_tune_space_note(sp, i));
+}
+
+/* Distinct values of one dimension of the plan, in order of first appearance (the first 24). */
+typedef struct dim_vals {
+    char v[24][64];
+    int n, more;
+} dim_vals_t;
+
+static void dim_add(dim_vals_t *d, const char *v)
+{
+    for (int i = 0; i < d->n; i++)
+        if (strcmp(d->v[i], v) == 0)
+            return;
+    if (d->n < (int)(sizeof d->v / sizeof d->v[0]))
+        snprintf(d->v[d->n++], sizeof d->v[0], "%s", v);
+    else
+        d->more = 1;
+}
+
+static void dim_print(bkm_buf_t *out, const char *name, const dim_vals_t *d)
+{
+    bkm_buf_printf(out, "    %s (%d%s):", name, d->n, d->more ? "+" : "");
+    for (int i = 0; i < d->n; i++)
+        bkm_buf_printf(out, "%s%s", i ? " | " : " ", d->v[i]);
+    bkm_buf_puts(out, d->more ? " | ...\n" : "\n");
+}
+
+/* What the configurations vary: the values of each setting, as they appear in the plan. */
+static void plan_dims(const bkm_tune_space_t *sp, bkm_buf_t *out)
+{
+    dim_vals_t *d = bkm_calloc(5, sizeof *d);
+    int thr[BKM_TUNE_SPACE_MAX_THREADS + 1], n_thr = 0;
+    if (d == NULL)
+        return;
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        char b[64];
+        int k;
+        for (k = 0; k < n_thr && thr[k] != c->threads; k++)
+            ;
+        if (k == n_thr && n_thr < (int)(sizeof thr / sizeof thr[0]))
+            thr[n_thr++] = c->threads;
+        dim_add(&d[0], c->affinity[0] ? c->affinity : "default");
+        if (c->blocktime_ms == BKM_TUNE_BLOCKTIME_UNSET)
+            snprintf(b, sizeof b, "default");
+        else if (c->blocktime_ms == BKM_TUNE_BLOCKTIME_INFINITE)
+            snprintf(b, sizeof b, "infinite");
+        else
+            snprintf(b, sizeof b, "%d", c->blocktime_ms);
+        dim_add(&d[1], b);
+        dim_add(&d[2], c->kmp_hw_subset[0] ? c->kmp_hw_subset : "unset");
+        for (k = 0; k < c->n_params; k++) {
+            snprintf(b, sizeof b, "%s=%s", c->params[k].key, c->params[k].value);
+            dim_add(&d[3], b);
+        }
+    }
+    for (int i = 1; i < n_thr; i++)
+        for (int j = i; j > 0 && thr[j] < thr[j - 1]; j--) {
+            int t = thr[j];
+            thr[j] = thr[j - 1], thr[j - 1] = t;
+        }
+    bkm_buf_printf(out, "  the configurations combine:\n    threads (%d):", n_thr);
+    for (int i = 0; i < n_thr; i++)
+        bkm_buf_printf(out, " %d", thr[i]);
+    bkm_buf_puts(out, "\n");
+    dim_print(out, "affinity", &d[0]);
+    dim_print(out, "KMP_BLOCKTIME", &d[1]);
+    dim_print(out, "KMP_HW_SUBSET", &d[2]);
+    if (d[3].n > 0)
+        dim_print(out, "parameters other than the default", &d[3]);
+    bkm_free(d);
+}
+
+/* Every configuration (verbose), else the default and a few spread over the plan. */
+static void plan_configs(const bkm_tune_space_t *sp, int verbose, bkm_buf_t *out)
+{
+    size_t n = bkm_tune_space_size(sp), shown = BKM_TUNE_PLAN_CONFIGS_SHOWN, next = 0, k = 0;
+    char label[512];
+    int all = verbose || n <= shown;
+    if (!all) {
+        plan_dims(sp, out);
+        bkm_buf_printf(out, "  %zu of the %zu configurations (--verbose or --dry-run lists them all):\n", shown, n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!all && i != next)
+            continue;
+        k++;
+        next = k * (n - 1) / (shown - 1);   /* evenly spread, the default [0] and the last included */
+        bkm_tune_config_label(bkm_tune_space_config(sp, i), label, sizeof label);
+        bkm_buf_printf(out, "  [%zu] %s\n", i, label);
+    }
+}
+
 void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_node_profile *prof,
                                 const bkm_tune_sweep_cfg_t *cfg, const char *workload, int host_match,
-                                const char *run_cmd, bkm_buf_t *out, int json)
+                                const char *run_cmd, bkm_buf_t *out, int json, int verbose)
 {
     size_t n = bkm_tune_space_size(sp), merged = 0, dropped = 0;
     const char *strat = cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT;
     size_t budget = bkm_tune_sweep_budget(strat, cfg->budget, n);
-    char label[512];
     bkm_tune_space_counts(sp, &merged, &dropped);
     if (json) {
         plan_json(sp, prof, workload, host_match, strat, budget, cfg->replicates, merged, dropped, run_cmd, out);
@@ -63,12 +183,8 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
                        "each, through the same code; nothing is stored as best-known.\n",
                        cfg->confirm_top > 0 ? cfg->confirm_top : 1, cfg->confirm_top > 1 ? "ies" : "y",
                        cfg->replicates);
-    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++)
-        bkm_buf_printf(out, "  note: %s\n", bkm_tune_space_note(sp, i));
-    for (size_t i = 0; i < n; i++) {
-        bkm_tune_config_label(bkm_tune_space_config(sp, i), label, sizeof label);
-        bkm_buf_printf(out, "  [%zu] %s\n", i, label);
-    }
+    plan_causes(sp, verbose, out);
+    plan_configs(sp, verbose, out);
     if (!host_match)
         bkm_buf_printf(out, "\nTo run it on a %s node, run there (e.g. inside `salloc -N 1%s%s`):\n  %s\n"
                        "(bkm does not write Slurm batch scripts yet)\n",

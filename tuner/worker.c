@@ -213,7 +213,7 @@ int bkm_tune_trial_check(const bkm_tune_trial_spec_t *spec, const bkm_topo_t *to
     rc = spec_wl_config(spec, &wcfg, err);
     if (rc < 0)
         goto out;
-    rc = bkm_wl_config_check(spec->workload, &wcfg, err);
+    rc = bkm_wl_config_check_threads(spec->workload, &wcfg, spec->threads, err);
     if (rc < 0)
         goto out;
     bkm_topo_summary(topo, &sum);

@@ -30,6 +30,17 @@ static int alex_table(const bkm_wl_t *wl, bkm_net_desc_t *d, bkm_err_t *err)
     return BKM_OK;
 }
 
+/* The table's own checks, then the conv2d kernel's rules: the native engine runs every
+ * convolution with the conv2d tunables (the ISA's micro-tile, nt_jc against the threads). */
+static int alex_validate(const bkm_wl_t *wl, bkm_err_t *err)
+{
+    int rc = bkm__wl_net_validate(wl, err);
+    if (rc == BKM_OK && wl->be == BKM_BACKEND_NATIVE &&
+        bkm_kern_conv2d_params_check(&wl->kp, bkm__wl_int(wl, "batch"), wl->n_threads, err) < 0)
+        return bkm_err_prefix(err, "alexnet");
+    return rc;
+}
+
 const bkm_wl_entry_t bkm__wl_alexnet = {
     {"alexnet",
      "One training step of torchvision AlexNet (5 conv + 3 FC, 61.1 M parameters, 224x224x3 input): "
@@ -40,7 +51,7 @@ const bkm_wl_entry_t bkm__wl_alexnet = {
     alex_own,
     sizeof alex_own / sizeof alex_own[0],
     alex_tunables,
-    bkm__wl_net_validate,
+    alex_validate,
     bkm__wl_net_bytes,
     bkm__wl_net_create,
     bkm__wl_net_run,

@@ -18,6 +18,7 @@ struct bkm_wl {
     bkm_backend_t be;
     bkm_kern_params_t kp;   /* kernel tunables the user gave (native backend), isa */
     uint64_t seed;
+    int n_threads;          /* validate: threads the run will use, 0 = not known */
     long runs;              /* iterations run so far */
     double first_loss;      /* alexnet: loss of the first iteration */
     void *priv;
@@ -31,7 +32,8 @@ typedef struct bkm_wl_entry {
     size_t n_own;
     /* kernel tunables (native backend): append to out, return the count */
     size_t (*tunables)(bkm_wl_param_t *out, size_t cap);
-    int (*validate)(const bkm_wl_t *wl, bkm_err_t *err);   /* semantic checks (shapes), no allocation */
+    /* semantic checks (shapes, the kernels' rules for the tunables), no allocation */
+    int (*validate)(const bkm_wl_t *wl, bkm_err_t *err);
     double (*bytes)(const bkm_wl_t *wl);                   /* upper estimate of the memory it allocates */
     int (*create)(bkm_wl_t *wl, bkm_err_t *err);
     int (*run)(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err);

@@ -133,6 +133,13 @@ static size_t gemm_tunables(bkm_wl_param_t *out, size_t cap)
     return bkm__wl_tunables_from(d, n, out, cap);
 }
 
+static int gemm_validate(const bkm_wl_t *wl, bkm_err_t *err)
+{
+    if (wl->be == BKM_BACKEND_NATIVE && bkm_kern_gemm_params_check(&wl->kp, wl->n_threads, err) < 0)
+        return bkm_err_prefix(err, "gemm");
+    return BKM_OK;
+}
+
 static int gemm_create(bkm_wl_t *wl, bkm_err_t *err)
 {
     wl_op_t *w = bkm_calloc(1, sizeof *w);
@@ -163,7 +170,7 @@ const bkm_wl_entry_t bkm__wl_gemm = {
     gemm_own,
     sizeof gemm_own / sizeof gemm_own[0],
     gemm_tunables,
-    NULL,
+    gemm_validate,
     gemm_bytes,
     gemm_create,
     op_dirs_run,
@@ -210,7 +217,11 @@ static int conv_desc(const bkm_wl_t *wl, bkm_conv2d_desc_t *d, bkm_err_t *err)
 static int conv_validate(const bkm_wl_t *wl, bkm_err_t *err)
 {
     bkm_conv2d_desc_t d;
-    return conv_desc(wl, &d, err);
+    int rc = conv_desc(wl, &d, err);
+    if (rc == BKM_OK && wl->be == BKM_BACKEND_NATIVE &&
+        bkm_kern_conv2d_params_check(&wl->kp, d.mb, wl->n_threads, err) < 0)
+        return bkm_err_prefix(err, "conv2d");
+    return rc;
 }
 
 static int conv_create(bkm_wl_t *wl, bkm_err_t *err)

@@ -88,6 +88,13 @@ bad() { # expected-substring args...
 }
 bad "zz" --workload gemm --param zz=3
 bad "abc" --workload gemm --param m=abc
+# the kernel's own rules, checked before any worker starts (as the sweep's space checks them)
+if grep -qw avx2 /proc/cpuinfo; then
+    bad "isa=avx2: parameter mc=56 is not a multiple of 6" --workload gemm --param isa=avx2 --param mc=56 --dry-run
+    "$T" run --workload gemm --param isa=avx2 --param mc=12 --dry-run > /dev/null 2> "$tmp/err" ||
+        fail "tune run isa=avx2 mc=12 (a multiple of avx2's 6 rows) refused: $(cat "$tmp/err")"
+fi
+[ "$npu" -lt 2 ] || bad "nt_jc=3 does not divide nt=2" --workload gemm --threads 2 --param nt_jc=3 --dry-run
 bad "nosuch" --workload nosuch
 bad "threads $((npu + 1))" --workload gemm --threads $((npu + 1))
 bad "sideways" --workload gemm --affinity granularity=fine,sideways

@@ -347,6 +347,66 @@ START_TEST(cfg_check_names_bad_values)
 }
 END_TEST
 
+/* The no-allocation check refuses what op creation refuses, with the same message, and names
+ * the ISA whose micro-tile the rule comes from. */
+START_TEST(params_check_agrees_with_op_create)
+{
+    static const struct { const char *isa, *kv[2]; int nt; } cases[] = {
+        {"avx2", {"mc=56", NULL}, 0},    {"avx2", {"mc=60", NULL}, 0},      {"avx512", {"mc=56", NULL}, 0},
+        {"avx512", {"mc=60", NULL}, 0},  {"generic", {"nc=12", NULL}, 0},   {"generic", {"nc=16", NULL}, 0},
+        {"avx2", {"kc=0", NULL}, 0},     {"avx2", {"nt_jc=3", NULL}, 2},    {"avx2", {"nt_jc=2", NULL}, 2},
+        {"avx2", {"mc=12", "nc=40"}, 0}, {"avx512", {"mc=28", "nc=64"}, 0},
+    };
+    bkm_isa_t best = bkm_kern_isa_detect();
+    int refused = 0, accepted = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bkm_kern_params_t p;
+        bkm_kern_op_t *op = NULL;
+        bkm_err_t e_check = {0}, e_op = {0};
+        char kv[32];
+        int rc_check, rc_op;
+        bkm_kern_params_init(&p);
+        snprintf(kv, sizeof kv, "isa=%s", cases[i].isa);
+        if (bkm_kern_params_add(&p, kv, &e_check) == BKM_ENOTSUP || (int)p.isa > (int)best)
+            continue; /* this CPU lacks the ISA: nothing to compare */
+        for (int k = 0; k < 2 && cases[i].kv[k]; k++)
+            ck_assert_int_eq(bkm_kern_params_add(&p, cases[i].kv[k], &e_check), BKM_OK);
+        rc_check = bkm_kern_gemm_params_check(&p, cases[i].nt, &e_check);
+        omp_set_num_threads(cases[i].nt > 0 ? cases[i].nt : 1);
+        rc_op = bkm_kern_gemm_op_create(&op, 8, 8, 8, BKM_BACKEND_NATIVE, &p, &e_op);
+        bkm_kern_op_destroy(op);
+        ck_assert_msg(rc_check == rc_op, "case %zu (%s %s): check %d (%s), op_create %d (%s)", i, kv, cases[i].kv[0],
+                      rc_check, e_check.msg, rc_op, e_op.msg);
+        if (rc_check < 0) {
+            ck_assert_ptr_nonnull(strstr(e_check.msg, e_op.msg));
+            ck_assert_ptr_nonnull(strstr(e_check.msg, kv));
+            refused++;
+        } else {
+            accepted++;
+        }
+    }
+    ck_assert_int_gt(refused, 0);
+    ck_assert_int_gt(accepted, 0);
+    if (best >= BKM_ISA_AVX2) {
+        bkm_kern_params_t p;
+        bkm_err_t err = {0};
+        bkm_kern_params_init(&p);
+        ck_assert_int_eq(bkm_kern_params_add(&p, "isa=avx2", &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_params_add(&p, "mc=56", &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_gemm_params_check(&p, 0, &err), BKM_EINVAL);
+        ck_assert_str_eq(err.msg, "isa=avx2: parameter mc=56 is not a multiple of 6");
+        /* thread count unknown: nt_jc only within its bounds */
+        bkm_kern_params_init(&p);
+        ck_assert_int_eq(bkm_kern_params_add(&p, "nt_jc=3", &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_gemm_params_check(&p, 0, &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_gemm_params_check(&p, 4, &err), BKM_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "nt_jc=3 does not divide nt=4"));
+        ck_assert_int_eq(bkm_kern_gemm_params_check(&p, 6, &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_gemm_params_check(NULL, 3, &err), BKM_OK);
+    }
+}
+END_TEST
+
 START_TEST(sgemm_rejects_bad_arguments)
 {
     bkm_gemm_cfg_t cfg;
@@ -440,6 +500,7 @@ int main(int argc, char **argv)
         TCase *tc = tcase_create("api");
         tcase_add_test(tc, cfg_defaults_are_valid_and_published);
         tcase_add_test(tc, cfg_check_names_bad_values);
+        tcase_add_test(tc, params_check_agrees_with_op_create);
         tcase_add_test(tc, sgemm_rejects_bad_arguments);
         tcase_add_test(tc, isa_parse_and_names);
         tcase_add_test(tc, peak_calibration_runs);

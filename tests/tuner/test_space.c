@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bkm/affinity.h"
+#include "bkm/kernels.h"
 #include "bkm/tuner.h"
 
 static bkm_topo_t *topo;
@@ -333,6 +334,96 @@ START_TEST(tunables_swept_on_request)
 }
 END_TEST
 
+/* The kernels' rules are part of the space: gemm with isa=avx2 cannot use mc values that are not
+ * multiples of its 6-row micro-tile (the worker would refuse them), so those combinations are
+ * dropped with a note naming the rule, and counted under their cause. */
+START_TEST(kernel_rules_drop_parameter_combinations)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    size_t merged = 0, dropped = 0, dropped_by_cause = 0;
+    opts_init(&o, "gemm");
+    o.threads[0] = 2, o.n_threads = 1;
+    o.affinity[0] = "default", o.n_affinity = 1;
+    o.blocktime_ms[0] = 200, o.n_blocktime = 1;
+    o.params[0] = "isa=avx2,avx512", o.params[1] = "mc=14,28,56", o.n_params = 2;
+    if (bkm_kern_isa_detect() < BKM_ISA_AVX512) {
+        /* an ISA this CPU lacks is refused by name */
+        ck_assert_int_ne(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_OK);
+        ck_assert_msg(strstr(err.msg, "avx512") != NULL, "%s", err.msg);
+        return;
+    }
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    /* the default, then avx512 x {14, 28, 56}; avx2 x {14, 28, 56} dropped */
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 4);
+    for (size_t i = 1; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        ck_assert_int_eq(c->n_params, 2);
+        ck_assert_str_eq(c->params[0].key, "isa");
+        ck_assert_str_eq(c->params[0].value, "avx512");
+    }
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    ck_assert_uint_eq(dropped, 3);
+    ck_assert(has_note(sp, "dropped parameters", "isa=avx2: parameter mc=56 is not a multiple of 6"));
+    ck_assert(has_note(sp, "dropped parameters", "mc=14 is not a multiple of 6"));
+    for (size_t i = 0; i < bkm_tune_space_n_causes(sp); i++) {
+        const bkm_tune_space_cause_t *c = bkm_tune_space_cause(sp, i);
+        if (!c->merged)
+            dropped_by_cause += c->count;
+    }
+    ck_assert_uint_eq(dropped_by_cause, dropped);
+    bkm_tune_space_free(sp);
+
+    /* each ISA its own micro-tile: mc=12 is avx2's (6 rows), not avx512's (14, at least 14) */
+    o.params[1] = "mc=12,14";
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 3);
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    ck_assert_uint_eq(dropped, 2);
+    for (size_t i = 1; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        ck_assert_str_eq(c->params[1].value, strcmp(c->params[0].value, "avx2") == 0 ? "12" : "14");
+    }
+    ck_assert(has_note(sp, "dropped parameters", "isa=avx512: parameter mc=12 is out of range"));
+    bkm_tune_space_free(sp);
+
+    /* no combination of the values given can run: bad input naming the rule, not an empty sweep */
+    o.params[0] = "isa=avx2", o.params[1] = "mc=56";
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_null(sp);
+    ck_assert_msg(strstr(err.msg, "mc=56 is not a multiple of 6") != NULL, "%s", err.msg);
+}
+END_TEST
+
+/* Rules that depend on the thread count (nt_jc divides the threads) drop only where they fail. */
+START_TEST(kernel_rules_per_thread_count)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    size_t merged = 0, dropped = 0;
+    int with_jc[3] = {0, 0, 0};
+    opts_init(&o, "gemm");
+    o.threads[0] = 1, o.threads[1] = 2, o.n_threads = 2;
+    o.affinity[0] = "default", o.n_affinity = 1;
+    o.blocktime_ms[0] = 200, o.n_blocktime = 1;
+    o.params[0] = "nt_jc=2", o.n_params = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        if (c->n_params == 1 && strcmp(c->params[0].value, "2") == 0)
+            with_jc[c->threads]++;
+    }
+    ck_assert_int_eq(with_jc[1], 0);
+    ck_assert_int_eq(with_jc[2], 1);
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    ck_assert_uint_eq(dropped, 1);
+    ck_assert(has_note(sp, "dropped parameters at 1 thread:", "nt_jc=2 does not divide nt=1"));
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
 START_TEST(knl_profile)
 {
     bkm_tune_space_opts_t o;
@@ -356,6 +447,66 @@ START_TEST(knl_profile)
             fine_vs_core++;
     }
     ck_assert_int_eq(fine_vs_core, 2);
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* The main job's plan for KNL (tune --node knl --workload alexnet) in a screenful: drops and merges
+ * counted by cause, the dimensions, a few configurations; --verbose (and --dry-run, --json) keep
+ * every note and every configuration. */
+START_TEST(knl_plan_summary_fits_a_screen)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_tune_sweep_cfg_t cfg;
+    bkm_err_t err = {0};
+    bkm_buf_t brief, full, json;
+    size_t merged = 0, dropped = 0, by_cause[2] = {0, 0}, n;
+    char line[600];
+    opts_init(&o, "alexnet");
+    bkm_tune_sweep_cfg_defaults(&cfg);
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    n = bkm_tune_space_size(sp);
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    for (size_t i = 0; i < bkm_tune_space_n_causes(sp); i++)
+        by_cause[bkm_tune_space_cause(sp, i)->merged] += bkm_tune_space_cause(sp, i)->count;
+    ck_assert_uint_eq(by_cause[0], dropped);
+    ck_assert_uint_eq(by_cause[1], merged);
+    ck_assert_uint_gt(n, 500);
+    ck_assert_uint_gt(bkm_tune_space_n_notes(sp), 200);
+    bkm_buf_init(&brief), bkm_buf_init(&full), bkm_buf_init(&json);
+    bkm_tune_sweep_plan_render(sp, &prof, &cfg, "alexnet", 0, "tune sweep --node knl --workload alexnet", &brief, 0, 0);
+    bkm_tune_sweep_plan_render(sp, &prof, &cfg, "alexnet", 0, "tune sweep --node knl --workload alexnet", &full, 0, 1);
+    bkm_tune_sweep_plan_render(sp, &prof, &cfg, "alexnet", 0, "tune sweep --node knl --workload alexnet", &json, 1, 0);
+    ck_assert_msg(count_lines(bkm_buf_str(&brief)) <= 30, "%s", bkm_buf_str(&brief));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "\n  48 dropped: KMP_HW_SUBSET=68c,1t with 136/272 threads "
+                                                       "oversubscribes its 68 PUs\n"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "merged: settings that place every thread as an earlier"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "  [0] threads=68 (default)\n"));
+    snprintf(line, sizeof line, "  [%zu] ", n - 1);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), line));
+    ck_assert_ptr_null(strstr(bkm_buf_str(&brief), "note: "));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&brief), "tune sweep --node knl --workload alexnet"));
+    /* verbose: every cause, every note, every configuration */
+    ck_assert_uint_ge(count_lines(bkm_buf_str(&full)), n + bkm_tune_space_n_notes(sp) + bkm_tune_space_n_causes(sp));
+    for (size_t i = 0; i < bkm_tune_space_n_notes(sp); i++) {
+        snprintf(line, sizeof line, "  note: %s\n", bkm_tune_space_note(sp, i));
+        ck_assert_msg(strstr(bkm_buf_str(&full), line) != NULL, "missing %s", line);
+    }
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&full), line));
+    snprintf(line, sizeof line, "  [%zu] ", n / 2);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&full), line));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&json), "\"causes\": ["));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&json), "\"count\": 48"));
+    bkm_buf_free(&brief), bkm_buf_free(&full), bkm_buf_free(&json);
     bkm_tune_space_free(sp);
 }
 END_TEST
@@ -508,11 +659,14 @@ static Suite *space_suite(void)
     tcase_add_test(tc, affinity_values_with_blanks);
     tcase_add_test(tc, specs_checked_up_front);
     tcase_add_test(tc, tunables_swept_on_request);
+    tcase_add_test(tc, kernel_rules_drop_parameter_combinations);
+    tcase_add_test(tc, kernel_rules_per_thread_count);
     suite_add_tcase(s, tc);
     tc = tcase_create("knl");
     tcase_add_checked_fixture(tc, setup_knl, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, knl_profile);
+    tcase_add_test(tc, knl_plan_summary_fits_a_screen);
     tcase_add_test(tc, knl_default_plans_as_mic);
     suite_add_tcase(s, tc);
     tc = tcase_create("haswell");

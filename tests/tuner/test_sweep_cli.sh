@@ -26,13 +26,43 @@ grep -q "never records this host's timings" out.txt || fail "knl: no explanation
 grep -q "tune sweep --node knl --workload alexnet" out.txt || fail "knl: no command to run on the node"
 grep -q "knl,quad,cache" out.txt || fail "knl: no Slurm constraint"
 grep -q '\[0\] threads=68 (default)' out.txt || fail "knl: the plan does not start with the default (68 threads)"
-grep -q "\u2261\|≡" out.txt || fail "knl: no merge of identical plans listed"
+# a screenful: drops and merges counted by cause, not listed one by one
+[ "$(wc -l < out.txt)" -le 30 ] || fail "knl: the plan is $(wc -l < out.txt) lines, more than a screen"
+grep -q "^  48 dropped: KMP_HW_SUBSET=68c,1t with 136/272 threads oversubscribes its 68 PUs$" out.txt ||
+  fail "knl: the oversubscribed settings are not counted by cause"
+grep -q "^  [0-9]* merged: settings that place every thread as an earlier setting does" out.txt ||
+  fail "knl: the merges of identical plans are not counted"
+grep -q "note: " out.txt && fail "knl: the summary lists single notes"
+# --verbose (and --dry-run) keep every merge, drop and configuration
+expect 0 "not a knl node" "$BKM_TUNE" --node knl --workload alexnet --db knl.sqlite --verbose
+grep -q "\u2261\|≡" out.txt || fail "knl --verbose: no merge of identical plans listed"
+grep -q "note: dropped default KMP_HW_SUBSET=68c,1t at 136 threads" out.txt || fail "knl --verbose: a drop is missing"
+grep -q '^  \[647\] threads=272' out.txt || fail "knl --verbose: not every configuration is listed"
+expect 0 "not a knl node" "$BKM_TUNE" --node knl --workload alexnet --db knl.sqlite --dry-run
+grep -q '^  \[300\] ' out.txt || fail "knl --dry-run: not every configuration is listed"
 [ ! -e knl.sqlite ] || fail "knl: a database was written"
 expect 0 '"host_matches_node": false' "$BKM_TUNE" --node knl --workload alexnet --db knl.sqlite --json
+python3 -c "
+import json, sys
+d = json.load(open('out.txt'))
+assert len(d['configs']) == 648 and len(d['notes']) > 200, 'full lists'
+assert sum(c['count'] for c in d['causes'] if c['kind'] == 'dropped') == d['dropped'], 'dropped by cause'
+assert sum(c['count'] for c in d['causes'] if c['kind'] == 'merged') == d['merged'], 'merged by cause'
+" || fail "knl --json: not the full lists with the counts by cause"
 [ ! -e knl.sqlite ] || fail "knl --json: a database was written"
 # --dry-run: lists, runs nothing
 expect 0 "Planned sweep of gemm" "$BKM_TUNE" "${tiny[@]}" --db dry.sqlite --dry-run
 [ ! -e dry.sqlite ] || fail "--dry-run wrote a database"
+# the kernel's rules are checked while the space is built: avx2's 6-row micro-tile refuses mc=56
+if grep -qw avx512f /proc/cpuinfo; then
+  expect 0 "note: dropped parameters: gemm: isa=avx2: parameter mc=56 is not a multiple of 6" \
+    "$BKM_TUNE" "${tiny[@]}" --param isa=avx2,avx512 --param mc=14,28,56 --db dry.sqlite --dry-run
+  grep -q "^  1 dropped: gemm: isa=avx2: parameter mc=14 is not a multiple of 6$" out.txt ||
+    fail "--dry-run: the dropped combinations are not counted by cause"
+  grep -q "isa=avx2 mc=" out.txt && fail "--dry-run: a configuration the kernel refuses is planned"
+  expect 2 "mc=56 is not a multiple of 6" "$BKM_TUNE" "${tiny[@]}" --param isa=avx2 --param mc=56 --db dry.sqlite
+  [ ! -e dry.sqlite ] || fail "a space with no valid combination wrote a database"
+fi
 # (f) bad input: exit 2 naming the value
 expect 2 "nosuchnode" "$BKM_TUNE" --node nosuchnode --workload gemm --db bad.sqlite
 expect 2 "nosuchwl" "$BKM_TUNE" --workload nosuchwl --db bad.sqlite

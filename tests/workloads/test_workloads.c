@@ -149,6 +149,42 @@ START_TEST(longest_kv_reaches_the_checks)
 }
 END_TEST
 
+/* The kernels' own rules (the ISA's micro-tile, nt_jc against the threads) are checked by
+ * bkm_wl_config_check, so that what it accepts is not refused when the workload is created. */
+START_TEST(kernel_rules_checked_without_creating)
+{
+    bkm_wl_config_t cfg;
+    bkm_err_t err = {0};
+    if (bkm_kern_isa_detect() >= BKM_ISA_AVX2) {
+        expect_bad("gemm", "isa=avx2", "mc=56", "isa=avx2: parameter mc=56 is not a multiple of 6");
+        expect_bad("conv2d", "isa=avx2", "mc=56", "mc=56 is not a multiple of mr=6");
+        expect_bad("alexnet", "isa=avx2", "mc=56", "mc=56 is not a multiple of mr=6");
+        /* the ISA chosen sets the rule, not this CPU's best one */
+        bkm_wl_config_init(&cfg);
+        ck_assert_int_eq(bkm_wl_config_add(&cfg, "isa=avx2", &err), BKM_OK);
+        ck_assert_int_eq(bkm_wl_config_add(&cfg, "mc=12", &err), BKM_OK);
+        ck_assert_msg(bkm_wl_config_check("gemm", &cfg, &err) == BKM_OK, "%s", err.msg);
+    }
+    bkm_wl_config_init(&cfg);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "algo=2", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "nt_jc=4", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_check("conv2d", &cfg, &err), BKM_OK);   /* threads not known */
+    ck_assert_int_eq(bkm_wl_config_check_threads("conv2d", &cfg, 4, &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_check_threads("conv2d", &cfg, 2, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, "nt_jc=4 does not divide nt=2") != NULL, "%s", err.msg);
+    bkm_wl_config_init(&cfg);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "nt_jc=3", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_check_threads("gemm", &cfg, 2, &err), BKM_EINVAL);
+    ck_assert_msg(strstr(err.msg, "gemm: ") == err.msg && strstr(err.msg, "nt_jc=3"), "%s", err.msg);
+    ck_assert_int_eq(bkm_wl_config_check_threads("gemm", &cfg, 3, &err), BKM_OK);
+    /* the oneDNN backend has no native tunables to check */
+    bkm_wl_config_init(&cfg);
+    ck_assert_int_eq(bkm_wl_config_add(&cfg, "backend=onednn", &err), BKM_OK);
+    ck_assert_int_eq(bkm_wl_config_check_threads("gemm", &cfg, 3, &err), BKM_OK);
+}
+END_TEST
+
+
 /* In a child whose address space and data are limited to 1 GiB: a 3 GiB gemm (m=n=k=16384),
  * which fits this node's memory, must be refused by the check and by create, naming the sizes.
  * Exit 0 when it is, else the number of the step that accepted it (its message on stderr). */
@@ -343,6 +379,7 @@ int main(void)
     tcase_add_test(tc, parameter_lists_merge_kernel_tunables);
     tcase_add_test(tc, bad_parameters_are_named);
     tcase_add_test(tc, longest_kv_reaches_the_checks);
+    tcase_add_test(tc, kernel_rules_checked_without_creating);
     tcase_add_test(tc, alexnet_flops_match_workloads_md);
     tcase_add_test(tc, too_large_for_this_node_is_bad_input);
     tcase_add_test(tc, cgroup_memory_limit_is_honoured);

@@ -156,6 +156,17 @@ int bkm_kern_params_add(bkm_kern_params_t *p, const char *key_eq_value, bkm_err_
 int bkm_kern_params_resolve(const bkm_kern_params_t *p, const bkm_param_desc_t *desc, size_t n_desc,
                             int32_t *vals, bkm_err_t *err);
 
+/** Check the GEMM tunables @p params (NULL = defaults) as bkm_kern_gemm_op_create and the layers
+ *  built on SGEMM apply them, for a call on @p nt threads (0 = not known: nt_jc is then held to
+ *  its bounds only), without allocating or calling OpenMP: the ISA is available, every value is
+ *  within the bounds and multiple-of rules of that ISA's micro-kernel (mc of mr, nc of nr), nt_jc
+ *  divides nt. BKM_EINVAL naming the ISA, key and value ("isa=avx2: parameter mc=56 is not a
+ *  multiple of 6"); BKM_ENOTSUP naming an ISA this CPU lacks. */
+int bkm_kern_gemm_params_check(const bkm_kern_params_t *params, int nt, bkm_err_t *err);
+/** The same for the native conv2d tunables (bkm_kern_conv2d_params) of a batch of @p mb images:
+ *  what bkm_kern_conv2d_create would refuse, short of allocation. */
+int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, int nt, bkm_err_t *err);
+
 /** Create a conv2d op for the directions in @p dirs. Allocates every buffer (untimed).
  *  BKM_ENOTSUP if the backend cannot do it; BKM_EINVAL naming a bad tunable. */
 int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs, bkm_backend_t be,

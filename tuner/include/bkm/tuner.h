@@ -516,6 +516,16 @@ int bkm_tune_space_dims(const bkm_tune_space_t *space, int *dim_size);
 /** Notes on merged and dropped settings, in order (valid until free). */
 size_t bkm_tune_space_n_notes(const bkm_tune_space_t *space);
 const char *bkm_tune_space_note(const bkm_tune_space_t *space, size_t i);
+/** A cause of dropped or merged settings and how many it accounts for: the summary of the notes. */
+typedef struct bkm_tune_space_cause {
+    int merged;         /**< 1: merged as identical to another setting, 0: dropped */
+    size_t count;       /**< settings (or parameter combinations) dropped or merged for it */
+    const char *text;   /**< "32 dropped: KMP_HW_SUBSET=68c,1t with 136/272 threads oversubscribes its 68 PUs" */
+} bkm_tune_space_cause_t;
+/** Causes of the drops and merges, the most frequent first; their counts add up to those of
+ *  bkm_tune_space_counts. Valid until free. */
+size_t bkm_tune_space_n_causes(const bkm_tune_space_t *space);
+const bkm_tune_space_cause_t *bkm_tune_space_cause(const bkm_tune_space_t *space, size_t i);
 /** Counts of configurations merged as identical and dropped as rejected. */
 void bkm_tune_space_counts(const bkm_tune_space_t *space, size_t *merged, size_t *dropped);
 /** Canonical description of the space (the input of the sweep key). */
@@ -724,12 +734,18 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
  *  @return BKM_OK; the database's error otherwise. */
 int bkm_tune_sweep_host_store(struct bkm_db *db, const struct bkm_topo *topo, int64_t *host_id, bkm_err_t *err);
 /** Render the planned sweep (what --dry-run and a host that is not the node show) into @p out:
- *  the space's size, merges, drops and notes, the strategy's budget, every configuration and
- *  @p run_cmd (the command to run it there); as text, or as one pretty JSON object when @p json.
- *  @p prof is the node's profile, @p workload the workload's name. Ends with a newline. */
+ *  the space's size, the drops and merges counted by cause, the strategy's budget and @p run_cmd
+ *  (the command to run it there). With @p verbose also every note (each merged and dropped
+ *  setting) and every configuration; without, a screenful: the causes (at most
+ *  BKM_TUNE_PLAN_CAUSES_SHOWN) and a few configurations, the default first. As one pretty JSON
+ *  object when @p json (always complete: causes, notes, configurations). @p prof is the node's
+ *  profile, @p workload the workload's name. Ends with a newline. */
 void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_node_profile *prof,
                                 const bkm_tune_sweep_cfg_t *cfg, const char *workload, int host_match,
-                                const char *run_cmd, bkm_buf_t *out, int json);
+                                const char *run_cmd, bkm_buf_t *out, int json, int verbose);
+/** Causes and configurations the plan shows without verbose. */
+#define BKM_TUNE_PLAN_CAUSES_SHOWN 10
+#define BKM_TUNE_PLAN_CONFIGS_SHOWN 6
 /** Render the outcome of a sweep stored in database @p db (best-known vs default, trial
  *  counts, or how to resume an interrupted one) into @p out, as text or pretty JSON. */
 void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char *db, bkm_buf_t *out, int json);

@@ -76,6 +76,12 @@ const char *bkm_wl_config_get(const bkm_wl_config_t *cfg, const char *key);
  *  out of bounds, not a multiple, not one of the choices, a kernel tunable with backend=onednn
  *  -> BKM_EINVAL naming key and value. (Shapes are parsed too.) */
 int bkm_wl_config_check(const char *name, const bkm_wl_config_t *cfg, bkm_err_t *err);
+/** bkm_wl_config_check for a run on @p n_threads OpenMP threads (0 = not known). Both apply the
+ *  kernels' own rules for the native tunables (bkm_kern_gemm_params_check: the ISA's micro-tile
+ *  multiples, e.g. "isa=avx2: parameter mc=56 is not a multiple of 6"), so that a configuration
+ *  accepted here is not refused when the workload is created; with a thread count, also the
+ *  rules that depend on it (nt_jc divides the threads). No allocation of buffers, no OpenMP. */
+int bkm_wl_config_check_threads(const char *name, const bkm_wl_config_t *cfg, int n_threads, bkm_err_t *err);
 
 /** Result of one timed iteration, milliseconds (monotonic clock). */
 typedef struct bkm_wl_sample {
