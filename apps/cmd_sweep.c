@@ -141,9 +141,9 @@ static const bkm_cli_opt_t sweep_table[] = {
              "A trial re-measured at k x the samples (halving rungs, local's final\n"
              "round) gets k x the timeout; samples and time stay within the limits"},
     {.name = "confirm-top", .kind = BKM_CLI_INT, .metavar = "K", .off = offsetof(opts_t, sw.confirm_top), .lo = 0,
-     .hi = 7, .help = "candidates re-measured against the default (default 3)"},
+     .hi = BKM_TUNE_CONFIRM_TOP_MAX, .help = "candidates re-measured against the default (default 3)"},
     {.name = "replicates", .kind = BKM_CLI_INT, .metavar = "R", .off = offsetof(opts_t, sw.replicates), .lo = 6,
-     .hi = 1000,
+     .hi = BKM_TUNE_REPLICATES_MAX,
      .help = "confirmation: each candidate and the default run in R fresh worker\n"
              "processes, in a drift-cancelling order; the claim uses one value per process"},
     {.name = "min-ratio", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.min_ratio), .lo = 1,

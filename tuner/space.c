@@ -20,11 +20,11 @@ typedef struct aff_setting {
     char kmp[128], places[64], bind[32];
 } aff_setting_t;
 
-typedef struct param_dim {
-    char key[32];
+typedef struct param_dim {   /* key and values within the one key=value limit (bkm_kv_t) */
+    char key[BKM_KV_KEY_MAX];
     int n;
-    char value[BKM_TUNE_SPACE_MAX_VALUES][40];
-    char def[40];          /* the workload's default text for this key */
+    char value[BKM_TUNE_SPACE_MAX_VALUES][BKM_KV_VALUE_MAX];
+    char def[BKM_KV_VALUE_MAX]; /* the workload's default text for this key */
     int n_grid;            /* values [0, n_grid) form the grid; the rest are extras (default) */
     int default_index;
 } param_dim_t;
@@ -330,10 +330,13 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
     for (int i = 0; i < o->n_params; i++) {
         const char *kv = o->params[i], *eq = strchr(kv, '=');
         param_dim_t *d;
-        char vals[512], *save = NULL, *tok;
+        char vals[BKM_TUNE_SPACE_MAX_VALUES * BKM_KV_VALUE_MAX], *save = NULL, *tok;
         size_t j;
-        if (eq == NULL || eq == kv || (size_t)(eq - kv) >= sizeof d->key)
+        if (eq == NULL || eq == kv)
             return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
+        if ((size_t)(eq - kv) >= sizeof d->key)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...': the key is longer than %d characters", kv,
+                               BKM_KV_KEY_MAX - 1);
         if (*n_dims >= BKM_TUNE_SPACE_MAX_PARAMS)
             return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv,
                                BKM_TUNE_SPACE_MAX_PARAMS);
@@ -359,7 +362,8 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
         /* conv2d shapes contain no commas; every parameter value list is comma separated */
         for (tok = strtok_r(vals, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             if (strlen(tok) >= sizeof d->value[0])
-                return bkm_err_set(err, BKM_EINVAL, "--param %s: value '%s' is too long", d->key, tok);
+                return bkm_err_set(err, BKM_EINVAL, "--param %s: value '%.60s...' is longer than %d characters",
+                                   d->key, tok, BKM_KV_VALUE_MAX - 1);
             /* an integer tunable refused on its own may be right for another --param isa: the
              * combinations decide (params_validate refuses values no combination can run) */
             if ((rc = check_value(o->workload, o->backend, d->key, tok, err)) < 0 &&

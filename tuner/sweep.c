@@ -765,7 +765,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     sweep_state_t st;
     bkm_tune_problem_t pb;
     bkm_tune_strategy_t *strat = NULL;
-    cand_t cand[8];
+    cand_t cand[BKM_TUNE_CONFIRM_TOP_MAX + 1];   /* the default first */
     int *coord = NULL, rc;
     size_t n, n_cand = 0, budget, win = 0;
 
@@ -779,9 +779,10 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     res->speedup_lo = res->speedup_hi = NAN;
     res->aa = cfg->aa;
     res->replicates = cfg->replicates;
-    if (cfg->replicates < 1 || cfg->confirm_top < 0 || (size_t)cfg->confirm_top + 1 > sizeof cand / sizeof cand[0])
-        return bkm_err_set(err, BKM_EINVAL, "sweep: replicates %d (>= 1) or confirm_top %d (0..%zu) out of range",
-                           cfg->replicates, cfg->confirm_top, sizeof cand / sizeof cand[0] - 1);
+    if (cfg->replicates < 1 || cfg->replicates > BKM_TUNE_REPLICATES_MAX || cfg->confirm_top < 0 ||
+        cfg->confirm_top > BKM_TUNE_CONFIRM_TOP_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "sweep: replicates %d (1..%d) or confirm_top %d (0..%d) out of range",
+                           cfg->replicates, BKM_TUNE_REPLICATES_MAX, cfg->confirm_top, BKM_TUNE_CONFIRM_TOP_MAX);
     n = bkm_tune_space_size(space);
     st.cfg = cfg, st.space = space, st.db = db;
     st.prog.best_ms = st.prog.eta_s = NAN;

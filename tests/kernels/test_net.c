@@ -275,7 +275,11 @@ static void agree_with_reference(const bkm_net_desc_t *d, bkm_net_engine_t eng)
         ck_assert_msg(r2.loss < r1.loss, "a step on the same batch must lower the loss: %g -> %g", r1.loss, r2.loss);
     else
         ck_assert_msg(r2.loss == r1.loss, "no update: the same loss twice (%g, %g)", r1.loss, r2.loss);
-    ck_assert(s1.fwd_ms >= 0.0 && s1.bwd_ms >= 0.0 && s1.update_ms >= 0.0);
+    /* forward and backward did work: measured, finite, positive times */
+    ck_assert_msg(s1.fwd_ms > 0.0 && s1.bwd_ms > 0.0 && isfinite(s1.fwd_ms + s1.bwd_ms), "fwd %g bwd %g ms",
+                  s1.fwd_ms, s1.bwd_ms);
+    ck_assert_msg(d->lr > 0.0f ? s1.update_ms > 0.0 : s1.update_ms >= 0.0, "update %g ms (lr %g)", s1.update_ms,
+                  (double)d->lr);
     const bkm_net_t *net = bkm_net_exec_net(ex);
     const float *p = bkm_net_exec_params(ex, &n), *rp = bkm_net_exec_params(ref, NULL);
     const float *g = bkm_net_exec_grads(ex, NULL), *rg = bkm_net_exec_grads(ref, NULL);

@@ -239,6 +239,18 @@ START_TEST(bad_inputs_named)
     opts_init(&o, "gemm");
     o.hw_subset[0] = "2x", o.n_hw_subset = 1;
     expect_einval(&o, "2x");
+    {   /* one key=value limit (bkm_kv_t): a 255-character value reaches the workload's own check
+         * (refused for what it says), a 256-character one is refused for its length */
+        char v255[BKM_KV_VALUE_MAX + 8], v256[BKM_KV_VALUE_MAX + 8];
+        snprintf(v255, sizeof v255, "shape=%0*d", BKM_KV_VALUE_MAX - 1, 7);
+        snprintf(v256, sizeof v256, "shape=%0*d", BKM_KV_VALUE_MAX, 7);
+        opts_init(&o, "conv2d");
+        o.params[0] = v255, o.n_params = 1;
+        expect_einval(&o, "cannot parse");
+        opts_init(&o, "conv2d");
+        o.params[0] = v256, o.n_params = 1;
+        expect_einval(&o, "longer than 255 characters");
+    }
 }
 END_TEST
 

@@ -371,6 +371,10 @@ int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, siz
  *  the exact two-sided Mann-Whitney p can reach 2/C(12,6) = 0.0022 (0.0087 with two swapped
  *  pairs), below the default alpha of 0.01. */
 #define BKM_TUNE_REPLICATES_DEFAULT 6
+/** Most candidates a confirmation round re-measures against the default (--confirm-top). */
+#define BKM_TUNE_CONFIRM_TOP_MAX 7
+/** Most fresh processes per side in a confirmation round (--replicates). */
+#define BKM_TUNE_REPLICATES_MAX 1000
 
 /** Order of a confirmation round of @p arms arms (arm 0 is the default) over @p rounds rounds:
  *  @p order gets arms x rounds arm indices, the measurement order. Rounds come in pairs: a
