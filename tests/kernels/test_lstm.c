@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/* LSTM: descriptor checks and FLOPs, the native forward and backward through time against the
+ * naive reference on small odd shapes (1-3 layers, I != H, with and without initial and final
+ * state gradients, one and several gate chunks), finite-difference gradient checks of the
+ * reference over a few steps, and bad tunables. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/kernels.h"
+
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+    double md = 0.0, mb = 1e-3;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > md || isnan(d))
+            md = isnan(d) ? INFINITY : d;
+        if (fabs((double)b[i]) > mb)
+            mb = fabs((double)b[i]);
+    }
+    return md / mb;
+}
+
+static float *rnd(size_t n, unsigned seed, float scale)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
+    }
+    return p;
+}
+
+/* N, T, I, H, layers */
+static const int64_t shapes[][5] = {
+    {3, 4, 5, 7, 1}, /* odd everything */
+    {2, 3, 6, 5, 2}, /* two layers, I > H */
+    {1, 5, 3, 4, 3}, /* batch 1, three layers, I < H */
+    {5, 2, 9, 11, 1},
+};
+#define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+START_TEST(desc_and_flops)
+{
+    bkm_lstm_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, 64, 50, 500, 500, 1, &err), BKM_OK);
+    /* workloads.md §6: 12.80 GF forward per iteration at [64,50,500,500], 3x for training */
+    ck_assert_msg(fabs(bkm_kern_lstm_flops(&d, 0) - 12.8e9) < 1e3, "%g", bkm_kern_lstm_flops(&d, 0));
+    ck_assert_msg(fabs(bkm_kern_lstm_flops(&d, 1) - 38.4e9) < 1e3, "%g", bkm_kern_lstm_flops(&d, 1));
+    /* parameters 4H(I+H)+4H per layer (one bias: oneDNN's and the seed's two biases summed) */
+    ck_assert_uint_eq(bkm_kern_lstm_param_count(&d), 4u * 500 * 1000 + 4 * 500);
+    ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, 2, 3, 6, 5, 2, &err), BKM_OK);
+    size_t ox, oh, ob;
+    bkm_kern_lstm_param_offsets(&d, 1, &ox, &oh, &ob);
+    ck_assert_uint_eq(ox, 20u * (6 + 5 + 1));
+    ck_assert_uint_eq(oh, ox + 20u * 5);
+    ck_assert_uint_eq(ob, oh + 20u * 5);
+    ck_assert_uint_eq(bkm_kern_lstm_param_count(&d), ob + 20);
+    /* layer 1 takes H inputs: 2 layers x 3 steps x 2 x 2 x 20 x (6+5 | 5+5) */
+    ck_assert_msg(bkm_kern_lstm_flops(&d, 0) == 3.0 * 2 * 2 * 20 * 11 + 3.0 * 2 * 2 * 20 * 10, "%g",
+                  bkm_kern_lstm_flops(&d, 0));
+    static const struct { int64_t v[5]; const char *needle; } bad[] = {
+        {{0, 5, 5, 5, 1}, "N=0"},          {{4, -2, 5, 5, 1}, "T=-2"},
+        {{4, 5, 5, 0, 1}, "H=0"},          {{4, 5, 0, 5, 1}, "I=0"},
+        {{4, 5, 5, 5, 0}, "layers=0"},     {{4, 5, 5, (int64_t)1 << 30, 1}, "H=1073741824"},
+        {{1 << 24, 1 << 24, 5, 1 << 24, 1}, "too large"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, bad[i].v[0], bad[i].v[1], bad[i].v[2], bad[i].v[3], bad[i].v[4],
+                                                 &err),
+                         BKM_EINVAL);
+        ck_assert_msg(strstr(err.msg, bad[i].needle) != NULL, "'%s' does not name '%s'", err.msg, bad[i].needle);
+    }
+}
+END_TEST
+
+/* _i: shape (_i / 4), states given or not (bit 0), grain 16 or the default (bit 1). */
+START_TEST(native_matches_reference)
+{
+    const int64_t *s = shapes[_i / 4];
+    const int states = _i & 1, small_grain = (_i >> 1) & 1;
+    bkm_lstm_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, s[0], s[1], s[2], s[3], s[4], &err), BKM_OK);
+    const size_t nx = (size_t)(d.t * d.n * d.i), ny = (size_t)(d.t * d.n * d.h), ns = (size_t)(d.layers * d.n * d.h),
+                 nw = bkm_kern_lstm_param_count(&d);
+    float *x = rnd(nx, 1, 1.0f), *w = rnd(nw, 2, 0.4f), *h0 = rnd(ns, 3, 0.5f), *c0 = rnd(ns, 4, 0.5f);
+    float *dy = rnd(ny, 5, 1.0f), *dhT = rnd(ns, 6, 1.0f), *dcT = rnd(ns, 7, 1.0f);
+    float *y = rnd(ny, 8, 9.0f), *yr = rnd(ny, 9, 9.0f), *hT = rnd(ns, 10, 9.0f), *hTr = rnd(ns, 11, 9.0f);
+    float *cT = rnd(ns, 12, 9.0f), *cTr = rnd(ns, 13, 9.0f);
+    float *dx = rnd(nx, 14, 9.0f), *dxr = rnd(nx, 15, 9.0f), *dw = rnd(nw, 16, 9.0f), *dwr = rnd(nw, 17, 9.0f);
+    float *dh0 = rnd(ns, 18, 9.0f), *dh0r = rnd(ns, 19, 9.0f), *dc0 = rnd(ns, 20, 9.0f), *dc0r = rnd(ns, 21, 9.0f);
+    bkm_kern_params_t kp;
+    bkm_kern_params_init(&kp);
+    if (small_grain)
+        ck_assert_int_eq(bkm_kern_params_add(&kp, "grain=16", &err), BKM_OK);
+    bkm_kern_lstm_t *ls = NULL;
+    ck_assert_msg(bkm_kern_lstm_create(&ls, &d, &kp, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(strstr(bkm_kern_lstm_impl(ls), small_grain ? "grain16" : "grain4096"));
+    const float *ph0 = states ? h0 : NULL, *pc0 = states ? c0 : NULL, *pdh = states ? dhT : NULL,
+                *pdc = states ? dcT : NULL;
+    ck_assert_int_eq(bkm_kern_lstm_ref_fwd(&d, x, ph0, pc0, w, yr, hTr, cTr, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_lstm_ref_bwd(&d, x, ph0, pc0, w, dy, pdh, pdc, dxr, dh0r, dc0r, dwr, &err), BKM_OK);
+    /* twice: the second run must not depend on state left by the first */
+    for (int rep = 0; rep < 2; rep++) {
+        ck_assert_msg(bkm_kern_lstm_fwd(ls, x, ph0, pc0, w, y, hT, cT, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_msg(bkm_kern_lstm_bwd(ls, x, w, dy, pdh, pdc, dx, dh0, dc0, dw, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_msg(rel_diff(y, yr, ny) < 1e-5, "y %g", rel_diff(y, yr, ny));
+        ck_assert_msg(rel_diff(hT, hTr, ns) < 1e-5, "hT %g", rel_diff(hT, hTr, ns));
+        ck_assert_msg(rel_diff(cT, cTr, ns) < 1e-5, "cT %g", rel_diff(cT, cTr, ns));
+        ck_assert_msg(rel_diff(dx, dxr, nx) < 1e-4, "dx %g", rel_diff(dx, dxr, nx));
+        ck_assert_msg(rel_diff(dw, dwr, nw) < 1e-4, "dw %g", rel_diff(dw, dwr, nw));
+        ck_assert_msg(rel_diff(dh0, dh0r, ns) < 1e-4, "dh0 %g", rel_diff(dh0, dh0r, ns));
+        ck_assert_msg(rel_diff(dc0, dc0r, ns) < 1e-4, "dc0 %g", rel_diff(dc0, dc0r, ns));
+    }
+    /* the last step of the top layer is hT of that layer */
+    ck_assert(memcmp(y + (d.t - 1) * d.n * d.h, hT + (d.layers - 1) * d.n * d.h, (size_t)(d.n * d.h) * sizeof(float)) ==
+              0);
+    bkm_kern_lstm_destroy(ls);
+    free(x), free(w), free(h0), free(c0), free(dy), free(dhT), free(dcT), free(y), free(yr), free(hT), free(hTr);
+    free(cT), free(cTr), free(dx), free(dxr), free(dw), free(dwr), free(dh0), free(dh0r), free(dc0), free(dc0r);
+}
+END_TEST
+
+/* loss = <y, gy> + <hT, ghT> + <cT, gcT> of the reference forward */
+static double loss_of(const bkm_lstm_desc_t *d, const float *x, const float *h0, const float *c0, const float *w,
+                      const float *gy, const float *ghT, const float *gcT)
+{
+    const size_t ny = (size_t)(d->t * d->n * d->h), ns = (size_t)(d->layers * d->n * d->h);
+    float *y = malloc(ny * sizeof(float)), *hT = malloc(ns * sizeof(float)), *cT = malloc(ns * sizeof(float));
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_lstm_ref_fwd(d, x, h0, c0, w, y, hT, cT, &err), BKM_OK);
+    double l = 0.0;
+    for (size_t i = 0; i < ny; i++)
+        l += (double)y[i] * gy[i];
+    for (size_t i = 0; i < ns; i++)
+        l += (double)hT[i] * ghT[i] + (double)cT[i] * gcT[i];
+    free(y), free(hT), free(cT);
+    return l;
+}
+
+/* central difference of loss_of in element j of p, against the analytic gradient g */
+static void fd_check(const bkm_lstm_desc_t *d, float *x, float *h0, float *c0, float *w, const float *gy,
+                     const float *ghT, const float *gcT, float *p, size_t n, const float *g, const char *what)
+{
+    const float eps = 1e-2f;
+    for (size_t j = 0; j < n; j += 1 + n / 17) {
+        float keep = p[j];
+        p[j] = keep + eps;
+        double lp = loss_of(d, x, h0, c0, w, gy, ghT, gcT);
+        p[j] = keep - eps;
+        double lm = loss_of(d, x, h0, c0, w, gy, ghT, gcT);
+        p[j] = keep;
+        double num = (lp - lm) / (2.0 * eps);
+        ck_assert_msg(fabs(num - g[j]) < 2e-3 * (1.0 + fabs(num)), "%s[%zu]: numeric %g analytic %g", what, j, num,
+                      (double)g[j]);
+    }
+}
+
+START_TEST(gradient_check)
+{
+    const int64_t *s = shapes[_i];
+    bkm_lstm_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, s[0], s[1] < 4 ? s[1] : 4, s[2], s[3], s[4], &err), BKM_OK);
+    const size_t nx = (size_t)(d.t * d.n * d.i), ny = (size_t)(d.t * d.n * d.h), ns = (size_t)(d.layers * d.n * d.h),
+                 nw = bkm_kern_lstm_param_count(&d);
+    float *x = rnd(nx, 31, 1.0f), *w = rnd(nw, 32, 0.5f), *h0 = rnd(ns, 33, 0.5f), *c0 = rnd(ns, 34, 0.5f);
+    float *gy = rnd(ny, 35, 1.0f), *ghT = rnd(ns, 36, 1.0f), *gcT = rnd(ns, 37, 1.0f);
+    float *dx = malloc(nx * sizeof(float)), *dw = malloc(nw * sizeof(float)), *dh0 = malloc(ns * sizeof(float)),
+          *dc0 = malloc(ns * sizeof(float));
+    /* the native backward, which the test above ties to the reference backward */
+    float *y = malloc(ny * sizeof(float));
+    bkm_kern_lstm_t *ls = NULL;
+    ck_assert_int_eq(bkm_kern_lstm_create(&ls, &d, NULL, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_lstm_fwd(ls, x, h0, c0, w, y, NULL, NULL, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_lstm_bwd(ls, x, w, gy, ghT, gcT, dx, dh0, dc0, dw, &err), BKM_OK);
+    fd_check(&d, x, h0, c0, w, gy, ghT, gcT, w, nw, dw, "dw");
+    fd_check(&d, x, h0, c0, w, gy, ghT, gcT, x, nx, dx, "dx");
+    fd_check(&d, x, h0, c0, w, gy, ghT, gcT, h0, ns, dh0, "dh0");
+    fd_check(&d, x, h0, c0, w, gy, ghT, gcT, c0, ns, dc0, "dc0");
+    bkm_kern_lstm_destroy(ls);
+    free(x), free(w), free(h0), free(c0), free(gy), free(ghT), free(gcT), free(dx), free(dw), free(dh0), free(dc0);
+    free(y);
+}
+END_TEST
+
+START_TEST(bad_tunables)
+{
+    bkm_lstm_desc_t d;
+    bkm_err_t err = {0};
+    bkm_kern_lstm_t *ls = NULL;
+    ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, 2, 2, 3, 3, 1, &err), BKM_OK);
+    static const struct { const char *kv, *needle; } bad[] = {
+        {"grain=17", "grain"}, {"grain=0", "grain"}, {"mc=7", "mc"}, {"xyz=1", "xyz"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bkm_kern_params_t kp;
+        bkm_kern_params_init(&kp);
+        ck_assert_int_eq(bkm_kern_params_add(&kp, bad[i].kv, &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_lstm_create(&ls, &d, &kp, &err), BKM_EINVAL);
+        ck_assert_ptr_null(ls);
+        ck_assert_msg(strstr(err.msg, bad[i].needle) != NULL, "%s: '%s'", bad[i].kv, err.msg);
+    }
+    size_t np;
+    const bkm_param_desc_t *pd = bkm_kern_lstm_params(&np);
+    ck_assert_uint_eq(np, 4);
+    ck_assert_str_eq(pd[0].name, "grain");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("lstm");
+    TCase *tc = tcase_create("lstm");
+    tcase_add_test(tc, desc_and_flops);
+    tcase_add_loop_test(tc, native_matches_reference, 0, 4 * N_SHAPES);
+    tcase_add_loop_test(tc, gradient_check, 0, N_SHAPES);
+    tcase_add_test(tc, bad_tunables);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
