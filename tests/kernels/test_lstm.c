@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* LSTM: descriptor checks and FLOPs, the native forward and backward through time against the
+/* LSTM: descriptor checks and FLOPs, oneDNN against native (outputs and gradients), the native forward and backward through time against the
  * naive reference on small odd shapes (1-3 layers, I != H, with and without initial and final
  * state gradients, one and several gate chunks), finite-difference gradient checks of the
  * reference over a few steps, and bad tunables. */
@@ -189,6 +189,64 @@ START_TEST(gradient_check)
 }
 END_TEST
 
+/* oneDNN agrees with the native LSTM on the same seeded inputs: outputs, states and every gradient
+ * (_i: shape (_i / 2), states given or not (bit 0)); an inference object refuses backward. */
+START_TEST(onednn_agrees)
+{
+    const int64_t *s = shapes[_i / 2];
+    const int states = _i & 1;
+    bkm_lstm_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, s[0], s[1], s[2], s[3], s[4], &err), BKM_OK);
+    const size_t nx = (size_t)(d.t * d.n * d.i), ny = (size_t)(d.t * d.n * d.h), ns = (size_t)(d.layers * d.n * d.h),
+                 nw = bkm_kern_lstm_param_count(&d);
+    float *x = rnd(nx, 41, 1.0f), *w = rnd(nw, 42, 0.4f), *h0 = rnd(ns, 43, 0.5f), *c0 = rnd(ns, 44, 0.5f);
+    float *dy = rnd(ny, 45, 1.0f), *dhT = rnd(ns, 46, 1.0f), *dcT = rnd(ns, 47, 1.0f);
+    float *b[2][7];
+    for (int k = 0; k < 2; k++) {
+        b[k][0] = rnd(ny, 50 + k, 9.0f), b[k][1] = rnd(ns, 52 + k, 9.0f), b[k][2] = rnd(ns, 54 + k, 9.0f);
+        b[k][3] = rnd(nx, 56 + k, 9.0f), b[k][4] = rnd(nw, 58 + k, 9.0f), b[k][5] = rnd(ns, 60 + k, 9.0f);
+        b[k][6] = rnd(ns, 62 + k, 9.0f);
+    }
+    const size_t len[7] = {ny, ns, ns, nx, nw, ns, ns};
+    static const char *what[7] = {"y", "hT", "cT", "dx", "dw", "dh0", "dc0"};
+    const float *ph0 = states ? h0 : NULL, *pc0 = states ? c0 : NULL, *pdh = states ? dhT : NULL,
+                *pdc = states ? dcT : NULL;
+    bkm_kern_lstm_t *nat = NULL;
+    bkm_kern_lstm_onednn_t *od = NULL, *oi = NULL;
+    ck_assert_msg(bkm_kern_lstm_create(&nat, &d, NULL, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_kern_lstm_onednn_create(&od, &d, 1, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(strstr(bkm_kern_lstm_onednn_impl(od), "onednn:"));
+    ck_assert_int_eq(bkm_kern_lstm_fwd(nat, x, ph0, pc0, w, b[0][0], b[0][1], b[0][2], &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_lstm_bwd(nat, x, w, dy, pdh, pdc, b[0][3], b[0][5], b[0][6], b[0][4], &err), BKM_OK);
+    /* twice: weight gradients are overwritten, not accumulated */
+    for (int rep = 0; rep < 2; rep++) {
+        ck_assert_msg(bkm_kern_lstm_onednn_fwd(od, x, ph0, pc0, w, b[1][0], b[1][1], b[1][2], &err) == BKM_OK, "%s",
+                      err.msg);
+        ck_assert_msg(bkm_kern_lstm_onednn_bwd(od, x, w, dy, pdh, pdc, b[1][3], b[1][5], b[1][6], b[1][4], &err) ==
+                          BKM_OK,
+                      "%s", err.msg);
+        for (int k = 0; k < 7; k++)
+            ck_assert_msg(rel_diff(b[1][k], b[0][k], len[k]) < (k < 3 ? 1e-5 : 1e-4), "%s: %g (rep %d)", what[k],
+                          rel_diff(b[1][k], b[0][k], len[k]), rep);
+    }
+    /* inference: the same outputs, no backward */
+    ck_assert_msg(bkm_kern_lstm_onednn_create(&oi, &d, 0, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_kern_lstm_onednn_fwd(oi, x, ph0, pc0, w, b[1][0], NULL, NULL, &err), BKM_OK);
+    ck_assert_msg(rel_diff(b[1][0], b[0][0], ny) < 1e-5, "inference y %g", rel_diff(b[1][0], b[0][0], ny));
+    ck_assert_int_eq(bkm_kern_lstm_onednn_bwd(oi, x, w, dy, NULL, NULL, b[1][3], NULL, NULL, b[1][4], &err),
+                     BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "inference"));
+    bkm_kern_lstm_destroy(nat);
+    bkm_kern_lstm_onednn_destroy(od);
+    bkm_kern_lstm_onednn_destroy(oi);
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 7; j++)
+            free(b[k][j]);
+    free(x), free(w), free(h0), free(c0), free(dy), free(dhT), free(dcT);
+}
+END_TEST
+
 START_TEST(bad_tunables)
 {
     bkm_lstm_desc_t d;
@@ -219,6 +277,7 @@ int main(void)
     tcase_add_test(tc, desc_and_flops);
     tcase_add_loop_test(tc, native_matches_reference, 0, 4 * N_SHAPES);
     tcase_add_loop_test(tc, gradient_check, 0, N_SHAPES);
+    tcase_add_loop_test(tc, onednn_agrees, 0, 2 * N_SHAPES);
     tcase_add_test(tc, bad_tunables);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);

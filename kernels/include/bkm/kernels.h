@@ -420,6 +420,22 @@ const char *bkm_kern_lstm_impl(const bkm_kern_lstm_t *ls);
 const bkm_param_desc_t *bkm_kern_lstm_params(size_t *n_params);
 void bkm_kern_lstm_destroy(bkm_kern_lstm_t *ls);
 
+/** oneDNN LSTM: one vanilla LSTM primitive per layer (oneDNN's gate order i, f, c~, o is the native
+ *  one), same layouts and semantics as the native object. @p training: forward_training + backward
+ *  primitives (workspace kept between fwd and bwd), else forward_inference only (bwd: BKM_EINVAL).
+ *  Everything (primitives, reorders, memories, scratchpads) is created here; fwd/bwd reorder the
+ *  weights into the primitives' layouts, execute, and copy the state tensors. Not re-entrant. */
+typedef struct bkm_kern_lstm_onednn bkm_kern_lstm_onednn_t;
+int bkm_kern_lstm_onednn_create(bkm_kern_lstm_onednn_t **ls, const bkm_lstm_desc_t *d, int training, bkm_err_t *err);
+int bkm_kern_lstm_onednn_fwd(bkm_kern_lstm_onednn_t *ls, const float *x, const float *h0, const float *c0,
+                             const float *w, float *y, float *hT, float *cT, bkm_err_t *err);
+int bkm_kern_lstm_onednn_bwd(bkm_kern_lstm_onednn_t *ls, const float *x, const float *w, const float *dy,
+                             const float *dhT, const float *dcT, float *dx, float *dh0, float *dc0, float *dw,
+                             bkm_err_t *err);
+/** "onednn:<fwd impl> / bwd onednn:<bwd impl>"; owned by the object. */
+const char *bkm_kern_lstm_onednn_impl(const bkm_kern_lstm_onednn_t *ls);
+void bkm_kern_lstm_onednn_destroy(bkm_kern_lstm_onednn_t *ls);
+
 /** Naive references (double accumulation, step by step), the oracle for every direction. They
  *  allocate their own scratch: BKM_ENOMEM. The backward recomputes the forward from x, h0, c0, w. */
 int bkm_kern_lstm_ref_fwd(const bkm_lstm_desc_t *d, const float *x, const float *h0, const float *c0, const float *w,
