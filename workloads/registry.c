@@ -10,7 +10,8 @@
 
 #include "wl_int.h"
 
-static const bkm_wl_entry_t *const registry[] = {&bkm__wl_gemm, &bkm__wl_conv2d, &bkm__wl_alexnet, &bkm__wl_conv3d};
+static const bkm_wl_entry_t *const registry[] = {&bkm__wl_gemm, &bkm__wl_conv2d, &bkm__wl_alexnet, &bkm__wl_conv3d,
+                                               &bkm__wl_lstm};
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 size_t bkm_wl_count(void)

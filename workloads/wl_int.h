@@ -48,6 +48,7 @@ extern const bkm_wl_entry_t bkm__wl_gemm;
 extern const bkm_wl_entry_t bkm__wl_conv2d;
 extern const bkm_wl_entry_t bkm__wl_alexnet;
 extern const bkm_wl_entry_t bkm__wl_conv3d;
+extern const bkm_wl_entry_t bkm__wl_lstm;
 
 /* Network workloads (wl_net.c): the hooks of any workload whose entry has a net_table. Parameters
  * the table may read: "backend", and "layers" (1 = per-layer timing and table). Inputs, labels and
