@@ -60,10 +60,15 @@ double bkm_kern_lstm_flops(const bkm_lstm_desc_t *d, int training)
     return training ? 3.0 * f : f;
 }
 
-enum { P_GRAIN, P_MC, P_KC, P_NC, P_COUNT };
+enum { P_ALGO, P_GRAIN, P_MC, P_KC, P_NC, P_COUNT };
+enum { ALGO_FUSED = 0, ALGO_SPLIT = 1 };
 static const bkm_param_desc_t lstm_params[P_COUNT] = {
+    {"algo", 0, 1, 0, 1,
+     "0 fused: one parallel region per layer and direction, recurrent weights packed once, each thread the "
+     "recurrent GEMM tiles and the gate pass of its own hidden units, one barrier per step; 1 split: a parallel "
+     "SGEMM then a parallel gate pass per step, chunks of `grain` elements"},
     {"grain", 16, 1 << 24, 4096, 16,
-     "elements of N*H per chunk of the fused gate pass (forward and backward); one chunk runs serially"},
+     "algo 1: elements of N*H per chunk of the gate pass (forward and backward); one chunk runs serially"},
     {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
     {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
@@ -77,9 +82,13 @@ const bkm_param_desc_t *bkm_kern_lstm_params(size_t *n_params)
 
 struct bkm_kern_lstm {
     bkm_lstm_desc_t d;
-    int nt;
+    int nt, algo;
     int64_t grain;
     bkm_gemm_cfg_t gcfg;
+    const bkm_gemm_ukr_desc_t *u; /* fused: the micro-kernel */
+    int64_t npj, mp;   /* fused: hidden-unit panels of NR, row panels of MR */
+    float *bpack;      /* fused: packed Wh (4 gates x npj panels of H x NR) or Wh^T (npj panels of 4H x NR) */
+    float *apack;      /* fused: one packed A per thread, mp x MR x 4H */
     void *ws;          /* GEMM packing workspace */
     float *gates;      /* [L][T][N][4H]: pre-activations, then activated gates */
     float *hs, *cs;    /* [L][T+1][N][H]: slot 0 the initial state, slot t+1 step t's */
@@ -94,6 +103,8 @@ void bkm_kern_lstm_destroy(bkm_kern_lstm_t *ls)
     if (!ls)
         return;
     bkm_free(ls->ws);
+    bkm_free(ls->bpack);
+    bkm_free(ls->apack);
     bkm_free(ls->gates);
     bkm_free(ls->hs);
     bkm_free(ls->cs);
@@ -144,6 +155,7 @@ int bkm_kern_lstm_create(bkm_kern_lstm_t **out, const bkm_lstm_desc_t *d, const 
     ls->d = dd;
     ls->nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
     ls->grain = v[P_GRAIN];
+    ls->algo = v[P_ALGO];
     if ((rc = bkm_kern_gemm_cfg_init(&ls->gcfg, params ? params->isa : BKM_ISA_AUTO, err)) < 0)
         goto fail;
     ls->gcfg.nt = ls->nt;
@@ -166,14 +178,26 @@ int bkm_kern_lstm_create(bkm_kern_lstm_t **out, const bkm_lstm_desc_t *d, const 
         ls->dyb[0] = alloc_touch(T * N * H, ls->nt);
         ls->dyb[1] = alloc_touch(T * N * H, ls->nt);
     }
+    if (ls->algo == ALGO_FUSED) {
+        ls->u = ls->gcfg.isa == BKM_ISA_AVX512 ? &bkm__gemm_ukr_avx512
+                : ls->gcfg.isa == BKM_ISA_AVX2 ? &bkm__gemm_ukr_avx2
+                                               : &bkm__gemm_ukr_generic;
+        ls->npj = (dd.h + ls->u->nr - 1) / ls->u->nr;
+        ls->mp = (dd.n + ls->u->mr - 1) / ls->u->mr;
+        ls->bpack = alloc_touch((size_t)(4 * ls->npj * ls->u->nr) * H, ls->nt);
+        ls->apack = alloc_touch((size_t)ls->nt * (size_t)(ls->mp * ls->u->mr) * 4 * H, ls->nt);
+    }
     if (!ls->ws || !ls->gates || !ls->hs || !ls->cs || !ls->dg || !ls->dh || !ls->dc ||
-        (L > 1 && (!ls->dyb[0] || !ls->dyb[1]))) {
+        (L > 1 && (!ls->dyb[0] || !ls->dyb[1])) || (ls->algo == ALGO_FUSED && (!ls->bpack || !ls->apack))) {
         rc = bkm_err_set(err, BKM_ENOMEM, "lstm: cannot allocate the buffers of N=%zu T=%zu H=%zu layers=%zu", N, T,
                          H, L);
         goto fail;
     }
-    snprintf(ls->impl, sizeof ls->impl, "native:lstm.fused_gates.grain%lld.%s", (long long)ls->grain,
-             bkm_kern_gemm_ukr_name(&ls->gcfg));
+    if (ls->algo == ALGO_FUSED)
+        snprintf(ls->impl, sizeof ls->impl, "native:lstm.fused.%s", ls->u->name);
+    else
+        snprintf(ls->impl, sizeof ls->impl, "native:lstm.split.grain%lld.%s", (long long)ls->grain,
+                 bkm_kern_gemm_ukr_name(&ls->gcfg));
     *out = ls;
     return BKM_OK;
 fail:
@@ -181,9 +205,75 @@ fail:
     return rc;
 }
 
+/* exp(x) for the gates without a libm call, so the gate loops vectorise: x clamped to [-87, 88],
+ * x = k ln2 + r (Cody-Waite), exp(r) by Cephes' degree-6 polynomial (about 1 ulp), 2^k from the
+ * exponent bits. */
+static inline float exp_gate(float x)
+{
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float kf = x * 1.44269504088896341f + 12582912.0f; /* round to nearest through the magic 1.5 * 2^23 */
+    kf -= 12582912.0f;
+    float r = x - kf * 0.693359375f;
+    r -= kf * -2.12194440e-4f;
+    float p = 1.9875691500E-4f;
+    p = p * r + 1.3981999507E-3f;
+    p = p * r + 8.3334519073E-3f;
+    p = p * r + 4.1665795894E-2f;
+    p = p * r + 1.6666665459E-1f;
+    p = p * r + 5.0000001201E-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)kf + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
 static inline float sigmf(float v)
 {
-    return 1.0f / (1.0f + expf(-v));
+    return 1.0f / (1.0f + exp_gate(-v));
+}
+
+/* tanh(v) = 1 - 2 / (1 + exp(2v)): absolute error a few 1e-8, exact limits +-1 */
+static inline float tanh_gate(float v)
+{
+    return 1.0f - 2.0f / (1.0f + exp_gate(2.0f * v));
+}
+
+/* Forward cell of one batch row, hidden units [k0, k1): gr [4H] pre-activations without bias ->
+ * activated gates (in place); c = f * cp + i * g; h = o * tanh(c). */
+static inline void cell_fwd_row(float *restrict gr, const float *restrict bias, const float *restrict cpr,
+                                float *restrict cr, float *restrict hr, int64_t H, int64_t k0, int64_t k1)
+{
+#pragma omp simd
+    for (int64_t k = k0; k < k1; k++) {
+        float ig = sigmf(gr[k] + bias[k]), fg = sigmf(gr[H + k] + bias[H + k]);
+        float gg = tanh_gate(gr[2 * H + k] + bias[2 * H + k]), og = sigmf(gr[3 * H + k] + bias[3 * H + k]);
+        float cv = fg * cpr[k] + ig * gg;
+        gr[k] = ig, gr[H + k] = fg, gr[2 * H + k] = gg, gr[3 * H + k] = og;
+        cr[k] = cv;
+        hr[k] = og * tanh_gate(cv);
+    }
+}
+
+/* Backward cell of one batch row, hidden units [k0, k1): from the activated gates ar, cell states
+ * c and cp, the output gradient dy plus dh (carried), and dc (carried, updated in place to the
+ * gradient of cp): dgr [4H] the pre-activation gradients. */
+static inline void cell_bwd_row(const float *restrict ar, const float *restrict cpr, const float *restrict cr,
+                                const float *restrict dyr, const float *restrict dhr, float *restrict dcr,
+                                float *restrict dgr, int64_t H, int64_t k0, int64_t k1)
+{
+#pragma omp simd
+    for (int64_t k = k0; k < k1; k++) {
+        float ig = ar[k], fg = ar[H + k], gg = ar[2 * H + k], og = ar[3 * H + k];
+        float tc = tanh_gate(cr[k]);
+        float gh = dhr[k] + dyr[k];
+        float gc = dcr[k] + gh * og * (1.0f - tc * tc);
+        dgr[k] = gc * gg * ig * (1.0f - ig);
+        dgr[H + k] = gc * cpr[k] * fg * (1.0f - fg);
+        dgr[2 * H + k] = gc * ig * (1.0f - gg * gg);
+        dgr[3 * H + k] = gh * tc * og * (1.0f - og);
+        dcr[k] = gc * fg;
+    }
 }
 
 /* Chunks of the N*H element range: [c * grain, min((c + 1) * grain, NH)). */
@@ -204,17 +294,7 @@ static void gates_fwd(const bkm_kern_lstm_t *ls, float *g, const float *bias, co
         int64_t n = e0 / H, j = e0 % H;
         for (int64_t e = e0; e < e1;) {
             int64_t jend = j + (e1 - e) < H ? j + (e1 - e) : H;
-            float *gr = g + n * 4 * H;
-            const float *cpr = cp + n * H;
-            float *cr = c + n * H, *hr = h + n * H;
-            for (int64_t k = j; k < jend; k++) {
-                float ig = sigmf(gr[k] + bias[k]), fg = sigmf(gr[H + k] + bias[H + k]);
-                float gg = tanhf(gr[2 * H + k] + bias[2 * H + k]), og = sigmf(gr[3 * H + k] + bias[3 * H + k]);
-                float cv = fg * cpr[k] + ig * gg;
-                gr[k] = ig, gr[H + k] = fg, gr[2 * H + k] = gg, gr[3 * H + k] = og;
-                cr[k] = cv;
-                hr[k] = og * tanhf(cv);
-            }
+            cell_fwd_row(g + n * 4 * H, bias, cp + n * H, c + n * H, h + n * H, H, j, jend);
             e += jend - j;
             j = 0;
             n++;
@@ -223,7 +303,7 @@ static void gates_fwd(const bkm_kern_lstm_t *ls, float *g, const float *bias, co
 }
 
 /* Backward element-wise work of one step: from the activated gates a, cell states c and cp, the
- * output gradient dy (NULL = 0) plus dh (carried), and dc (carried, updated in place to the
+ * output gradient dy plus dh (carried), and dc (carried, updated in place to the
  * gradient of cp): dg [N][4H] the pre-activation gradients. */
 static void gates_bwd(const bkm_kern_lstm_t *ls, const float *a, const float *cp, const float *c, const float *dy,
                       const float *dh, float *dc, float *dg)
@@ -235,23 +315,135 @@ static void gates_bwd(const bkm_kern_lstm_t *ls, const float *a, const float *cp
         int64_t n = e0 / H, j = e0 % H;
         for (int64_t e = e0; e < e1;) {
             int64_t jend = j + (e1 - e) < H ? j + (e1 - e) : H;
-            const float *ar = a + n * 4 * H, *cpr = cp + n * H, *cr = c + n * H, *dhr = dh + n * H;
-            const float *dyr = dy ? dy + n * H : NULL;
-            float *dcr = dc + n * H, *dgr = dg + n * 4 * H;
-            for (int64_t k = j; k < jend; k++) {
-                float ig = ar[k], fg = ar[H + k], gg = ar[2 * H + k], og = ar[3 * H + k];
-                float tc = tanhf(cr[k]);
-                float gh = dhr[k] + (dyr ? dyr[k] : 0.0f);
-                float gc = dcr[k] + gh * og * (1.0f - tc * tc);
-                dgr[k] = gc * gg * ig * (1.0f - ig);
-                dgr[H + k] = gc * cpr[k] * fg * (1.0f - fg);
-                dgr[2 * H + k] = gc * ig * (1.0f - gg * gg);
-                dgr[3 * H + k] = gh * tc * og * (1.0f - og);
-                dcr[k] = gc * fg;
-            }
+            cell_bwd_row(a + n * 4 * H, cp + n * H, c + n * H, dy + n * H, dh + n * H, dc + n * H, dg + n * 4 * H, H,
+                         j, jend);
             e += jend - j;
             j = 0;
             n++;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Fused recurrence (algo 0): packed weights, per-thread hidden-unit panels, one barrier a step */
+
+/* Pack rows [0, N) of src (leading dimension lda, K columns) into MR-row micro-panels (zero rows
+ * past N): dst[(ip * K + p) * MR + i] = src[(ip * MR + i) * lda + p]. */
+static void pack_a(const bkm_kern_lstm_t *ls, const float *restrict src, int64_t lda, int64_t K, float *restrict dst)
+{
+    const int64_t MR = ls->u->mr, N = ls->d.n;
+    for (int64_t ip = 0; ip < ls->mp; ip++) {
+        float *d = dst + ip * K * MR;
+        for (int64_t i = 0; i < MR; i++) {
+            const int64_t row = ip * MR + i;
+            if (row < N) {
+                const float *sr = src + row * lda;
+                for (int64_t p = 0; p < K; p++)
+                    d[p * MR + i] = sr[p];
+            } else {
+                for (int64_t p = 0; p < K; p++)
+                    d[p * MR + i] = 0.0f;
+            }
+        }
+    }
+}
+
+/* C[mrows x ncols] (leading dimension ldc) = A_panel * B_panel + beta * C over depth K. */
+static void tile(const bkm_kern_lstm_t *ls, int64_t K, const float *a, const float *b, float *c, int64_t ldc,
+                 int64_t mrows, int64_t ncols, float beta)
+{
+    const int64_t MR = ls->u->mr, NR = ls->u->nr;
+    if (mrows == MR && ncols == NR) {
+        ls->u->fn(K, a, b, c, ldc, 1.0f, beta);
+        return;
+    }
+    _Alignas(64) float tmp[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
+    ls->u->fn(K, a, b, tmp, NR, 1.0f, 0.0f);
+    for (int64_t i = 0; i < mrows; i++)
+        for (int64_t j = 0; j < ncols; j++)
+            c[i * ldc + j] = tmp[i * NR + j] + (beta != 0.0f ? beta * c[i * ldc + j] : 0.0f);
+}
+
+/* Recurrence of one layer, forward: gates [T][N][4H] hold the input projection; steps t = 0..T-1
+ * add h_{t-1} * Wh and apply the cell. Each thread owns hidden-unit panels [jp0, jp1) of all four
+ * gates: its GEMM tiles and its part of the gate pass, then one barrier before h_t is read. */
+static void fused_fwd_layer(bkm_kern_lstm_t *ls, const float *wh, const float *bias, float *gates, float *hs,
+                            float *cs)
+{
+    const int64_t N = ls->d.n, T = ls->d.t, H = ls->d.h, G = 4 * H, NH = N * H;
+    const int64_t MR = ls->u->mr, NR = ls->u->nr, npj = ls->npj, mp = ls->mp;
+#pragma omp parallel num_threads(ls->nt)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        float *ap = ls->apack + (size_t)tid * (size_t)(mp * MR * G);
+        /* Wh [H][4H] -> panel (q, jp): b[p * NR + jj] = Wh[p][q * H + jp * NR + jj] (0 past H) */
+#pragma omp for schedule(static)
+        for (int64_t pi = 0; pi < 4 * npj; pi++) {
+            const int64_t q = pi / npj, jp = pi % npj;
+            float *b = ls->bpack + pi * H * NR;
+            for (int64_t p = 0; p < H; p++)
+                for (int64_t jj = 0; jj < NR; jj++)
+                    b[p * NR + jj] = jp * NR + jj < H ? wh[p * G + q * H + jp * NR + jj] : 0.0f;
+        }
+        const int64_t jp0 = tid * npj / nth, jp1 = (tid + 1) * npj / nth;
+        const int64_t j0 = jp0 * NR, j1 = jp1 * NR < H ? jp1 * NR : H;
+        for (int64_t t = 0; t < T; t++) {
+            float *gt = gates + t * N * G;
+            if (jp1 > jp0) {
+                pack_a(ls, hs + t * NH, H, H, ap);
+                for (int64_t q = 0; q < 4; q++)
+                    for (int64_t jp = jp0; jp < jp1; jp++)
+                        for (int64_t ip = 0; ip < mp; ip++)
+                            tile(ls, H, ap + ip * H * MR, ls->bpack + (q * npj + jp) * H * NR,
+                                 gt + ip * MR * G + q * H + jp * NR, G, N - ip * MR < MR ? N - ip * MR : MR,
+                                 H - jp * NR < NR ? H - jp * NR : NR, 1.0f);
+                for (int64_t n = 0; n < N; n++)
+                    cell_fwd_row(gt + n * G, bias, cs + t * NH + n * H, cs + (t + 1) * NH + n * H,
+                                 hs + (t + 1) * NH + n * H, H, j0, j1);
+            }
+#pragma omp barrier
+        }
+    }
+}
+
+/* Recurrence of one layer, backward: steps t = T-1..0; each thread applies the cell backward to
+ * its hidden units (dh of those units is its own GEMM output of the step before), a barrier, then
+ * packs dg_t and computes its columns of dh = dg_t * Wh^T. */
+static void fused_bwd_layer(bkm_kern_lstm_t *ls, const float *wh, const float *gates, const float *cs,
+                            const float *dyl)
+{
+    const int64_t N = ls->d.n, T = ls->d.t, H = ls->d.h, G = 4 * H, NH = N * H;
+    const int64_t MR = ls->u->mr, NR = ls->u->nr, npj = ls->npj, mp = ls->mp;
+#pragma omp parallel num_threads(ls->nt)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        float *ap = ls->apack + (size_t)tid * (size_t)(mp * MR * G);
+        /* Wh^T [4H][H] -> panel jp: b[p * NR + jj] = Wh[jp * NR + jj][p] (0 past H) */
+#pragma omp for schedule(static)
+        for (int64_t jp = 0; jp < npj; jp++) {
+            float *b = ls->bpack + jp * G * NR;
+            for (int64_t jj = 0; jj < NR; jj++) {
+                const int64_t col = jp * NR + jj;
+                for (int64_t p = 0; p < G; p++)
+                    b[p * NR + jj] = col < H ? wh[col * G + p] : 0.0f;
+            }
+        }
+        const int64_t jp0 = tid * npj / nth, jp1 = (tid + 1) * npj / nth;
+        const int64_t j0 = jp0 * NR, j1 = jp1 * NR < H ? jp1 * NR : H;
+        for (int64_t t = T - 1; t >= 0; t--) {
+            float *dgt = ls->dg + t * N * G;
+            const float *gt = gates + t * N * G;
+            for (int64_t n = 0; n < N; n++)
+                cell_bwd_row(gt + n * G, cs + t * NH + n * H, cs + (t + 1) * NH + n * H, dyl + t * NH + n * H,
+                             ls->dh + n * H, ls->dc + n * H, dgt + n * G, H, j0, j1);
+#pragma omp barrier
+            if (jp1 > jp0) {
+                pack_a(ls, dgt, G, G, ap);
+                for (int64_t jp = jp0; jp < jp1; jp++)
+                    for (int64_t ip = 0; ip < mp; ip++)
+                        tile(ls, G, ap + ip * G * MR, ls->bpack + jp * G * NR, ls->dh + ip * MR * H + jp * NR, H,
+                             N - ip * MR < MR ? N - ip * MR : MR, H - jp * NR < NR ? H - jp * NR : NR, 0.0f);
+            }
         }
     }
 }
@@ -282,7 +474,9 @@ int bkm_kern_lstm_fwd(bkm_kern_lstm_t *ls, const float *x, const float *h0, cons
         if ((rc = bkm_kern_sgemm(&ls->gcfg, 'N', 'N', T * N, G, I, 1.0f, in, I, w + ox, G, 0.0f, gates, G, ls->ws,
                                  err)) < 0)
             goto out;
-        for (int64_t t = 0; t < T; t++) {
+        if (ls->algo == ALGO_FUSED)
+            fused_fwd_layer(ls, w + oh, w + ob, gates, hs, cs);
+        for (int64_t t = 0; ls->algo == ALGO_SPLIT && t < T; t++) {
             float *gt = gates + t * N * G;
             if ((rc = bkm_kern_sgemm(&ls->gcfg, 'N', 'N', N, G, H, 1.0f, hs + t * NH, H, w + oh, G, 1.0f, gt, G,
                                      ls->ws, err)) < 0)
@@ -341,7 +535,9 @@ int bkm_kern_lstm_bwd(bkm_kern_lstm_t *ls, const float *x, const float *w, const
             memcpy(ls->dc, dcT + l * NH, (size_t)NH * sizeof(float));
         else
             memset(ls->dc, 0, (size_t)NH * sizeof(float));
-        for (int64_t t = T - 1; t >= 0; t--) {
+        if (ls->algo == ALGO_FUSED)
+            fused_bwd_layer(ls, w + oh, gates, cs, dyl);
+        for (int64_t t = T - 1; ls->algo == ALGO_SPLIT && t >= 0; t--) {
             float *dgt = ls->dg + t * N * G;
             gates_bwd(ls, gates + t * N * G, cs + t * NH, cs + (t + 1) * NH, dyl + t * NH, ls->dh, ls->dc, dgt);
             /* dh[N][H] = dg_t[N][4H] * Wh[H][4H]^T */

@@ -78,11 +78,12 @@ START_TEST(desc_and_flops)
 }
 END_TEST
 
-/* _i: shape (_i / 4), states given or not (bit 0), grain 16 or the default (bit 1). */
+/* _i: shape (_i / 8), states given or not (bit 0), algo split with grain 16 or the default (bit 1),
+ * algo fused or split (bit 2). */
 START_TEST(native_matches_reference)
 {
-    const int64_t *s = shapes[_i / 4];
-    const int states = _i & 1, small_grain = (_i >> 1) & 1;
+    const int64_t *s = shapes[_i / 8];
+    const int states = _i & 1, small_grain = (_i >> 1) & 1, split = (_i >> 2) & 1;
     bkm_lstm_desc_t d;
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, s[0], s[1], s[2], s[3], s[4], &err), BKM_OK);
@@ -98,9 +99,11 @@ START_TEST(native_matches_reference)
     bkm_kern_params_init(&kp);
     if (small_grain)
         ck_assert_int_eq(bkm_kern_params_add(&kp, "grain=16", &err), BKM_OK);
+    if (split)
+        ck_assert_int_eq(bkm_kern_params_add(&kp, "algo=1", &err), BKM_OK);
     bkm_kern_lstm_t *ls = NULL;
     ck_assert_msg(bkm_kern_lstm_create(&ls, &d, &kp, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_ptr_nonnull(strstr(bkm_kern_lstm_impl(ls), small_grain ? "grain16" : "grain4096"));
+    ck_assert_ptr_nonnull(strstr(bkm_kern_lstm_impl(ls), !split ? "fused" : small_grain ? "grain16" : "grain4096"));
     const float *ph0 = states ? h0 : NULL, *pc0 = states ? c0 : NULL, *pdh = states ? dhT : NULL,
                 *pdc = states ? dcT : NULL;
     ck_assert_int_eq(bkm_kern_lstm_ref_fwd(&d, x, ph0, pc0, w, yr, hTr, cTr, &err), BKM_OK);
@@ -254,7 +257,7 @@ START_TEST(bad_tunables)
     bkm_kern_lstm_t *ls = NULL;
     ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, 2, 2, 3, 3, 1, &err), BKM_OK);
     static const struct { const char *kv, *needle; } bad[] = {
-        {"grain=17", "grain"}, {"grain=0", "grain"}, {"mc=7", "mc"}, {"xyz=1", "xyz"}};
+        {"grain=17", "grain"}, {"grain=0", "grain"}, {"mc=7", "mc"}, {"xyz=1", "xyz"}, {"algo=2", "algo"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         bkm_kern_params_t kp;
         bkm_kern_params_init(&kp);
@@ -265,8 +268,9 @@ START_TEST(bad_tunables)
     }
     size_t np;
     const bkm_param_desc_t *pd = bkm_kern_lstm_params(&np);
-    ck_assert_uint_eq(np, 4);
-    ck_assert_str_eq(pd[0].name, "grain");
+    ck_assert_uint_eq(np, 5);
+    ck_assert_str_eq(pd[0].name, "algo");
+    ck_assert_str_eq(pd[1].name, "grain");
 }
 END_TEST
 
@@ -275,7 +279,7 @@ int main(void)
     Suite *s = suite_create("lstm");
     TCase *tc = tcase_create("lstm");
     tcase_add_test(tc, desc_and_flops);
-    tcase_add_loop_test(tc, native_matches_reference, 0, 4 * N_SHAPES);
+    tcase_add_loop_test(tc, native_matches_reference, 0, 8 * N_SHAPES);
     tcase_add_loop_test(tc, gradient_check, 0, N_SHAPES);
     tcase_add_loop_test(tc, onednn_agrees, 0, 2 * N_SHAPES);
     tcase_add_test(tc, bad_tunables);
