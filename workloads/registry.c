@@ -437,6 +437,12 @@ int bkm_wl_layers_json(const bkm_wl_t *wl, bkm_buf_t *out)
     return wl->e->layers_json(wl, &w);
 }
 
+double bkm_wl_items_per_iter(const bkm_wl_t *wl, const char **unit)
+{
+    *unit = NULL;
+    return wl->e->items ? wl->e->items(wl, unit) : 0.0;
+}
+
 void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out)
 {
     bkm_json_w_t w;

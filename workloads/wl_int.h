@@ -42,6 +42,8 @@ typedef struct bkm_wl_entry {
     int (*layers_json)(const bkm_wl_t *wl, bkm_json_w_t *w);
     /* network workloads: the table for the resolved parameters (wl_net.c runs it) */
     int (*net_table)(const bkm_wl_t *wl, bkm_net_desc_t *d, bkm_err_t *err);
+    /* items per iteration and their unit for a throughput figure (NULL = none): lstm sentences */
+    double (*items)(const bkm_wl_t *wl, const char **unit);
 } bkm_wl_entry_t;
 
 extern const bkm_wl_entry_t bkm__wl_gemm;

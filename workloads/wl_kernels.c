@@ -172,6 +172,7 @@ const bkm_wl_entry_t bkm__wl_gemm = {
     op_destroy,
     NULL,
     NULL,
+    NULL,
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -259,6 +260,7 @@ const bkm_wl_entry_t bkm__wl_conv2d = {
     op_checksum,
     op_flops,
     op_destroy,
+    NULL,
     NULL,
     NULL,
 };

@@ -205,6 +205,14 @@ static double lstm_flops(const bkm_wl_t *wl)
     return bkm_kern_lstm_flops(&a->d, a->training);
 }
 
+/* sentences per iteration: the batch N (sentences/s = N / iteration time, as the seed's SPS) */
+static double lstm_items(const bkm_wl_t *wl, const char **unit)
+{
+    const wl_lstm_t *a = wl->priv;
+    *unit = "sentences";
+    return (double)a->d.n;
+}
+
 const bkm_wl_entry_t bkm__wl_lstm = {
     {"lstm",
      "The seed's LSTM benchmark (xhzhao/pytorch-rnn-benchmark LSTM.py, workloads.md §6): an L-layer "
@@ -226,4 +234,5 @@ const bkm_wl_entry_t bkm__wl_lstm = {
     lstm_destroy,
     NULL,
     NULL,
+    lstm_items,
 };

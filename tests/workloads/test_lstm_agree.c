@@ -5,6 +5,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bkm/kernels.h"
@@ -36,6 +37,11 @@ static double first_loss(const char *backend, const char *shape, const char *lay
     ck_assert(fabs(s.ms - (s.fwd_ms + s.bwd_ms + s.update_ms)) < 1e-9);
     ck_assert_int_eq(bkm_wl_check_value(wl, &v, &err), BKM_OK);
     ck_assert_ptr_nonnull(strstr(bkm_wl_impl(wl), backend));
+    {   /* sentences per iteration: the batch N */
+        const char *unit = NULL;
+        ck_assert(bkm_wl_items_per_iter(wl, &unit) == (double)atoi(shape));
+        ck_assert_str_eq(unit, "sentences");
+    }
     *flops = bkm_wl_flops(wl);
     bkm_wl_destroy(wl);
     return v;
