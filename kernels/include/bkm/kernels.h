@@ -436,7 +436,7 @@ int bkm_kern_lstm_onednn_bwd(bkm_kern_lstm_onednn_t *ls, const float *x, const f
 const char *bkm_kern_lstm_onednn_impl(const bkm_kern_lstm_onednn_t *ls);
 void bkm_kern_lstm_onednn_destroy(bkm_kern_lstm_onednn_t *ls);
 
-/** Naive references (double accumulation, step by step), the oracle for every direction. They
+/** Naive references (every step and gate in double; weight gradients summed in float), the oracle. They
  *  allocate their own scratch: BKM_ENOMEM. The backward recomputes the forward from x, h0, c0, w. */
 int bkm_kern_lstm_ref_fwd(const bkm_lstm_desc_t *d, const float *x, const float *h0, const float *c0, const float *w,
                           float *y, float *hT, float *cT, bkm_err_t *err);
