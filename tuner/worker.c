@@ -418,6 +418,19 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     worker_workload_json(&w, spec, wl, &params);
     worker_samples_json(&w, &s);
     worker_flops_json(&w, flops, s.median);
+    {   /* workloads with a throughput unit (lstm: sentences/s from the median) */
+        const char *unit = NULL;
+        double items = bkm_wl_items_per_iter(wl, &unit);
+        if (items > 0 && unit && s.median > 0) {
+            bkm_json_key(&w, "throughput");
+            bkm_json_obj_begin(&w);
+            bkm_json_key(&w, "unit");
+            bkm_json_str(&w, unit);
+            bkm_json_key(&w, "per_s");
+            bkm_json_double(&w, items / (s.median * 1e-3));
+            bkm_json_obj_end(&w);
+        }
+    }
     bkm_json_key(&w, "check");
     bkm_json_raw(&w, bkm_buf_str(&check));
     {   /* network workloads with layers=1: the per-layer table */

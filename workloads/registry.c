@@ -10,7 +10,8 @@
 
 #include "wl_int.h"
 
-static const bkm_wl_entry_t *const registry[] = {&bkm__wl_gemm, &bkm__wl_conv2d, &bkm__wl_alexnet, &bkm__wl_conv3d};
+static const bkm_wl_entry_t *const registry[] = {&bkm__wl_gemm, &bkm__wl_conv2d, &bkm__wl_alexnet, &bkm__wl_conv3d,
+                                               &bkm__wl_lstm};
 #define N_REGISTRY (sizeof registry / sizeof registry[0])
 
 size_t bkm_wl_count(void)
@@ -444,6 +445,12 @@ int bkm_wl_layers_json(const bkm_wl_t *wl, bkm_buf_t *out)
         return 0;
     bkm_json_w_init(&w, out, 0);
     return wl->e->layers_json(wl, &w);
+}
+
+double bkm_wl_items_per_iter(const bkm_wl_t *wl, const char **unit)
+{
+    *unit = NULL;
+    return wl->e->items ? wl->e->items(wl, unit) : 0.0;
 }
 
 void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out)

@@ -60,4 +60,5 @@ const bkm_wl_entry_t bkm__wl_alexnet = {
     bkm__wl_net_destroy,
     bkm__wl_net_layers_json,
     alex_table,
+    NULL,
 };

@@ -116,4 +116,5 @@ const bkm_wl_entry_t bkm__wl_conv3d = {
     bkm__wl_net_destroy,
     bkm__wl_net_layers_json,
     c3_table,
+    NULL,
 };

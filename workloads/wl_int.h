@@ -44,12 +44,15 @@ typedef struct bkm_wl_entry {
     int (*layers_json)(const bkm_wl_t *wl, bkm_json_w_t *w);
     /* network workloads: the table for the resolved parameters (wl_net.c runs it) */
     int (*net_table)(const bkm_wl_t *wl, bkm_net_desc_t *d, bkm_err_t *err);
+    /* items per iteration and their unit for a throughput figure (NULL = none): lstm sentences */
+    double (*items)(const bkm_wl_t *wl, const char **unit);
 } bkm_wl_entry_t;
 
 extern const bkm_wl_entry_t bkm__wl_gemm;
 extern const bkm_wl_entry_t bkm__wl_conv2d;
 extern const bkm_wl_entry_t bkm__wl_alexnet;
 extern const bkm_wl_entry_t bkm__wl_conv3d;
+extern const bkm_wl_entry_t bkm__wl_lstm;
 
 /* Network workloads (wl_net.c): the hooks of any workload whose entry has a net_table. Parameters
  * the table may read: "backend", and "layers" (1 = per-layer timing and table). Inputs, labels and

@@ -179,6 +179,7 @@ const bkm_wl_entry_t bkm__wl_gemm = {
     op_destroy,
     NULL,
     NULL,
+    NULL,
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -270,6 +271,7 @@ const bkm_wl_entry_t bkm__wl_conv2d = {
     op_checksum,
     op_flops,
     op_destroy,
+    NULL,
     NULL,
     NULL,
 };

@@ -19,10 +19,11 @@ START_TEST(registry_lookups)
 {
     const bkm_wl_info_t *info = NULL;
     bkm_err_t err = {0};
-    ck_assert_uint_eq(bkm_wl_count(), 4);
+    ck_assert_uint_eq(bkm_wl_count(), 5);
     ck_assert_str_eq(bkm_wl_info_at(0)->name, "gemm");
     ck_assert_str_eq(bkm_wl_info_at(3)->name, "conv3d");
-    ck_assert_ptr_null(bkm_wl_info_at(4));
+    ck_assert_str_eq(bkm_wl_info_at(4)->name, "lstm");
+    ck_assert_ptr_null(bkm_wl_info_at(5));
     ck_assert_int_eq(bkm_wl_find("alexnet", &info, &err), BKM_OK);
     ck_assert_str_eq(info->check_key, "loss");
     ck_assert_ptr_nonnull(strstr(info->description, "SGD"));

@@ -383,6 +383,78 @@ void bkm_kern_maxpool3d_ref_fwd(const bkm_pool3d_desc_t *d, const float *src, fl
 void bkm_kern_maxpool3d_ref_bwd(const bkm_pool3d_desc_t *d, const float *src, const float *diff_dst,
                                 float *diff_src);
 
+/* ======================================================================================== */
+/* LSTM (owner: networks): unidirectional, L layers, fp32, gate order i, f, g (c~), o — the     */
+/* order of oneDNN's vanilla LSTM and PyTorch's nn.LSTM.                                        */
+/* Layouts: x [T][N][I], y [T][N][H], states h0/c0/hT/cT [L][N][H]; parameters one flat array, */
+/* per layer l in turn: Wx_l [I_l][4][H], Wh_l [H][4][H], b_l [4][H] (I_0 = I, I_l = H for    */
+/* l > 0; oneDNN's ldigo / ldgo). Gradients use the same layouts.                              */
+/* ======================================================================================== */
+
+typedef struct bkm_lstm_desc {
+    int64_t n, t, i, h, layers;   /**< batch N, time steps T, input I, hidden H, layers L */
+} bkm_lstm_desc_t;
+/** Fill and check @p d: every size >= 1 and the element counts within int64 / size_t; BKM_EINVAL
+ *  naming the value ("H=0"). */
+int bkm_kern_lstm_desc_init(bkm_lstm_desc_t *d, int64_t n, int64_t t, int64_t i, int64_t h, int64_t layers,
+                            bkm_err_t *err);
+/** Parameters (floats) of the whole stack: sum over layers of 4H(I_l + H) + 4H. */
+size_t bkm_kern_lstm_param_count(const bkm_lstm_desc_t *d);
+/** Offsets (floats) of layer @p l's Wx, Wh and b inside the flat parameter array. */
+void bkm_kern_lstm_param_offsets(const bkm_lstm_desc_t *d, int64_t l, size_t *off_wx, size_t *off_wh,
+                                 size_t *off_b);
+/** FLOPs (workloads.md §2): forward sum over layers of T * 2 * N * 4H * (I_l + H); training
+ *  (@p training != 0: forward + backward) is 3x that. */
+double bkm_kern_lstm_flops(const bkm_lstm_desc_t *d, int training);
+
+/** Native LSTM: per layer one SGEMM for the input projection of all T steps, one recurrent SGEMM per
+ *  step, and one fused parallel pass per step for the gate element-wise work (bias, 3 sigmoid,
+ *  2 tanh, the cell and hidden products), split in chunks of `grain` elements of N*H (a single
+ *  chunk runs without a parallel region). Backward through time: one fused element-wise pass and
+ *  one recurrent SGEMM per step, then one SGEMM each for the data gradient, dWx and dWh of all
+ *  steps. The object owns every buffer (gates, cell states, hidden states of each layer, gradient
+ *  scratch, GEMM workspace), sized at creation: fwd/bwd never allocate. Not re-entrant; call from
+ *  outside a parallel region. Tunables (bkm_kern_lstm_params): grain, mc, kc, nc. */
+typedef struct bkm_kern_lstm bkm_kern_lstm_t;
+int bkm_kern_lstm_create(bkm_kern_lstm_t **ls, const bkm_lstm_desc_t *d, const bkm_kern_params_t *params,
+                         bkm_err_t *err);
+/** Forward (training: keeps what backward needs). h0/c0 NULL = zero states; hT/cT NULL = not written. */
+int bkm_kern_lstm_fwd(bkm_kern_lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w,
+                      float *y, float *hT, float *cT, bkm_err_t *err);
+/** Backward through time of the last bkm_kern_lstm_fwd (same x and w): dy [T][N][H] the gradient of
+ *  y; dhT/dcT (NULL = zero) of hT/cT. Overwrites dw (whole flat array), and dx, dh0, dc0 when
+ *  non-NULL. */
+int bkm_kern_lstm_bwd(bkm_kern_lstm_t *ls, const float *x, const float *w, const float *dy, const float *dhT,
+                      const float *dcT, float *dx, float *dh0, float *dc0, float *dw, bkm_err_t *err);
+/** "native:lstm.fused_gates.grain4096.avx512_14x32"; owned by the object. */
+const char *bkm_kern_lstm_impl(const bkm_kern_lstm_t *ls);
+const bkm_param_desc_t *bkm_kern_lstm_params(size_t *n_params);
+void bkm_kern_lstm_destroy(bkm_kern_lstm_t *ls);
+
+/** oneDNN LSTM: one vanilla LSTM primitive per layer (oneDNN's gate order i, f, c~, o is the native
+ *  one), same layouts and semantics as the native object. @p training: forward_training + backward
+ *  primitives (workspace kept between fwd and bwd), else forward_inference only (bwd: BKM_EINVAL).
+ *  Everything (primitives, reorders, memories, scratchpads) is created here; fwd/bwd reorder the
+ *  weights into the primitives' layouts, execute, and copy the state tensors. Not re-entrant. */
+typedef struct bkm_kern_lstm_onednn bkm_kern_lstm_onednn_t;
+int bkm_kern_lstm_onednn_create(bkm_kern_lstm_onednn_t **ls, const bkm_lstm_desc_t *d, int training, bkm_err_t *err);
+int bkm_kern_lstm_onednn_fwd(bkm_kern_lstm_onednn_t *ls, const float *x, const float *h0, const float *c0,
+                             const float *w, float *y, float *hT, float *cT, bkm_err_t *err);
+int bkm_kern_lstm_onednn_bwd(bkm_kern_lstm_onednn_t *ls, const float *x, const float *w, const float *dy,
+                             const float *dhT, const float *dcT, float *dx, float *dh0, float *dc0, float *dw,
+                             bkm_err_t *err);
+/** "onednn:<fwd impl> / bwd onednn:<bwd impl>"; owned by the object. */
+const char *bkm_kern_lstm_onednn_impl(const bkm_kern_lstm_onednn_t *ls);
+void bkm_kern_lstm_onednn_destroy(bkm_kern_lstm_onednn_t *ls);
+
+/** Naive references (every step and gate in double; weight gradients summed in float), the oracle. They
+ *  allocate their own scratch: BKM_ENOMEM. The backward recomputes the forward from x, h0, c0, w. */
+int bkm_kern_lstm_ref_fwd(const bkm_lstm_desc_t *d, const float *x, const float *h0, const float *c0, const float *w,
+                          float *y, float *hT, float *cT, bkm_err_t *err);
+int bkm_kern_lstm_ref_bwd(const bkm_lstm_desc_t *d, const float *x, const float *h0, const float *c0, const float *w,
+                          const float *dy, const float *dhT, const float *dcT, float *dx, float *dh0, float *dc0,
+                          float *dw, bkm_err_t *err);
+
 /* Networks (tables of these layers) and their executors: bkm/net.h. */
 
 #ifdef __cplusplus

@@ -115,6 +115,9 @@ const char *bkm_wl_impl(const bkm_wl_t *wl);
  *  over the iterations after the first), "gflops" (null for layers without FLOPs), "steps"}.
  *  Returns 1 when written, 0 (nothing written) for other workloads or layers=0. Untimed. */
 int bkm_wl_layers_json(const bkm_wl_t *wl, bkm_buf_t *out);
+/** Items one iteration processes and their unit ("sentences" for lstm: the batch N), for a
+ *  throughput figure items / median time; 0 (and *unit NULL) for workloads that report none. */
+double bkm_wl_items_per_iter(const bkm_wl_t *wl, const char **unit);
 /** Resolved parameters (every parameter with its effective value) as a JSON object. */
 void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out);
 /** Name of the workload ("alexnet"). */
