@@ -51,13 +51,14 @@ static const bkm_cli_cmd_spec_t replay_cmd = {
     .about = "Runs strategy S K times (seeds 1..K) against an exhaustive sweep already stored in DB, without\n"
              "running any trial: the stored trials are the oracle, one run (worker process) per pass of the\n"
              "exhaustive sweep. Each evaluation returns the median of ONE run of that configuration drawn at\n"
-             "random (the run-to-run spread is visible); the strategy's pick is judged on the runs of that\n"
-             "configuration it did not see. For each seed it reports how close the pick is to the\n"
-             "exhaustive best and after how many evaluations it was first measured; then how many seeds\n"
-             "ended within 5% of the best using at most 25% of the evaluations, and the median result\n"
-             "against random search's at the same budget and seeds. A recording where the default is\n"
-             "within 5% of the best is labelled flat (every strategy looks good there). DB is opened\n"
-             "read-only: nothing is modified or created next to it.",
+             "random (the run-to-run spread is visible) among all but one held-out run; the strategy's pick\n"
+             "is judged on the runs of that configuration it did not see. For each seed it reports how\n"
+             "close the pick is to the exhaustive best and after how many evaluations it was first\n"
+             "measured; then how many seeds ended within 5% of the best using at most 25% of the\n"
+             "evaluations, and the median result against random search's at the same budget, seeds and\n"
+             "oracle. A recording where the default is within 5% of the best is labelled flat (every\n"
+             "strategy looks good there). DB is opened read-only: nothing is modified or created next\n"
+             "to it.",
     BKM_CLI_TABLE(replay_table),
     .more = "example:\n"
             "  tune replay --db tests/tuner/data/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
@@ -160,9 +161,10 @@ int bkm_cli_replay(int argc, char **argv)
         goto fail;
     if ((rc = bkm_tune_replay_run(db, sweep, strategy, (size_t)budget, (size_t)seeds, oracle, &r, &err)) < 0)
         goto fail;
-    /* random search at the same budget and seeds: the baseline every strategy must beat */
+    /* random search at the same budget and seeds, against the same oracle (the same sweep
+     * selection: with no --sweep, the passes pooled): the baseline every strategy must beat */
     if (strcmp(strategy, "random") != 0) {
-        if ((rc = bkm_tune_replay_run(db, r.sweep_id, "random", r.budget, (size_t)seeds, oracle, &rnd, &err)) < 0) {
+        if ((rc = bkm_tune_replay_run(db, sweep, "random", r.budget, (size_t)seeds, oracle, &rnd, &err)) < 0) {
             bkm_tune_replay_free(&r);
             goto fail;
         }

@@ -138,8 +138,8 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(opts_t, sw.base.timeout_s),
      .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S,
      .help = "a trial running longer is killed and stored as timeout (default 600).\n"
-             "A trial re-measured at k x the samples (halving rungs, local's final\n"
-             "round) gets k x the timeout; samples and time stay within the limits"},
+             "A trial re-measured at k x the samples (halving rungs) gets k x the\n"
+             "timeout; samples and time stay within the limits"},
     {.name = "confirm-top", .kind = BKM_CLI_INT, .metavar = "K", .off = offsetof(opts_t, sw.confirm_top), .lo = 0,
      .hi = BKM_TUNE_CONFIRM_TOP_MAX, .help = "candidates re-measured against the default (default 3)"},
     {.name = "replicates", .kind = BKM_CLI_INT, .metavar = "R", .off = offsetof(opts_t, sw.replicates), .lo = 6,

@@ -314,11 +314,19 @@ void bkm__net_impl_add(char *buf, size_t cap, const char *name)
         snprintf(buf + len, cap - len, "%s%s", len ? "+" : "", name);
 }
 
-static float *zalloc(size_t n)
+float *bkm__net_zalloc(size_t n)
 {
-    float *p = bkm_aligned_alloc(64, (n ? n : 1) * sizeof(float));
-    if (p)
-        memset(p, 0, (n ? n : 1) * sizeof(float));
+    size_t len = n ? n : 1;
+    float *p = bkm_aligned_alloc(64, len * sizeof(float));
+    if (p == NULL)
+        return NULL;
+    /* first touch by the calling thread's OpenMP team under the static schedule of the compute
+     * (element i goes to the thread whose static chunk holds i, as in the layers' loops over the
+     * flat NCHW / [mb][features] arrays): on a multi-socket node each page is placed on the
+     * socket of the thread that later works on it, not all on the master's */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < len; i++)
+        p[i] = 0.0f;
     return p;
 }
 
@@ -341,10 +349,10 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
         goto out;
     }
     ex->n_input = net->n_input;
-    ex->input = zalloc(ex->n_input);
+    ex->input = bkm__net_zalloc(ex->n_input);
     ex->labels = bkm_calloc((size_t)net->d.mb, sizeof(int32_t));
-    ex->params = zalloc(net->n_params);
-    ex->grads = zalloc(net->n_params);
+    ex->params = bkm__net_zalloc(net->n_params);
+    ex->grads = bkm__net_zalloc(net->n_params);
     if (!ex->input || !ex->labels || !ex->params || !ex->grads) {
         rc = bkm_err_set(err, BKM_ENOMEM, "net: cannot allocate the input (%zu floats) and parameters (%zu floats)",
                          ex->n_input, net->n_params);

@@ -31,6 +31,12 @@ struct bkm_net_exec {
     char impl[512];
 };
 
+/* A zeroed buffer of @p n floats (64-byte aligned, freed with bkm_free), first touched by the
+ * calling thread's OpenMP team with the static schedule of the compute over the flat array, so
+ * that its pages lie where the threads that use them run; NULL when out of memory. Call it
+ * outside any parallel region, with the trial's team size in effect. */
+float *bkm__net_zalloc(size_t n);
+
 extern const bkm__net_ops_t bkm__net_native_ops;
 extern const bkm__net_ops_t bkm__net_onednn_ops;
 extern const bkm__net_ops_t bkm__net_ref_ops;

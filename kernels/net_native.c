@@ -28,14 +28,6 @@ typedef struct nat {
     float *prob, *dlogits;
 } nat_t;
 
-static float *zalloc(size_t n)
-{
-    float *p = bkm_aligned_alloc(64, (n ? n : 1) * sizeof(float));
-    if (p)
-        memset(p, 0, (n ? n : 1) * sizeof(float));
-    return p;
-}
-
 static void nat_destroy(bkm_net_exec_t *ex)
 {
     nat_t *c = ex->st;
@@ -133,10 +125,10 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
         l->y = l->in;
         return BKM_OK;
     }
-    if (!(l->out = zalloc(l->n_out)))
+    if (!(l->out = bkm__net_zalloc(l->n_out)))
         return bkm_err_set(err, BKM_ENOMEM, "cannot allocate %zu activations", l->n_out);
     l->y = l->out;
-    if (li->need_bwd_d && !(l->gin = zalloc(l->n_in)))
+    if (li->need_bwd_d && !(l->gin = bkm__net_zalloc(l->n_in)))
         return bkm_err_set(err, BKM_ENOMEM, "cannot allocate %zu gradients", l->n_in);
     return BKM_OK;
 }
@@ -150,8 +142,8 @@ static int nat_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
     if (!c)
         return bkm_err_set(err, BKM_ENOMEM, "net: out of memory");
     ex->st = c;
-    c->prob = zalloc(n_logits);
-    c->dlogits = zalloc(n_logits);
+    c->prob = bkm__net_zalloc(n_logits);
+    c->dlogits = bkm__net_zalloc(n_logits);
     if (!c->prob || !c->dlogits)
         return bkm_err_set(err, BKM_ENOMEM, "net: cannot allocate %zu logits", n_logits);
     for (int i = 0; i < net->d.n_layers; i++)

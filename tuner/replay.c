@@ -3,7 +3,8 @@
  * anything. The stored trials are the oracle, and the process is the unit: every configuration
  * has several runs (passes of the exhaustive sweep, each a worker process); an evaluation returns
  * the median of ONE randomly chosen run (so the strategy sees the run-to-run spread), and the
- * strategy's pick is judged on the runs of that configuration it did not see. */
+ * strategy's pick is judged on the runs of that configuration it did not see: one run of each
+ * configuration is held out of every seed's evaluations, so there always is one. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -255,7 +256,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     bkm_db_trial_list_t l;
     oracle_t o;
     bkm_tune_problem_t pb;
-    size_t *first_at = NULL, max_runs = 0, *seen_off = NULL;
+    size_t *first_at = NULL, max_runs = 0, *seen_off = NULL, *held = NULL;
     unsigned char *seen = NULL;
     double *scratch = NULL, *rels = NULL, *boot = NULL;
     size_t boot_n = 0;
@@ -343,10 +344,11 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     pb.coord = o.coord;
     pb.default_index = o.default_index;
     first_at = bkm_malloc(o.n * sizeof *first_at);
+    held = bkm_malloc(o.n * sizeof *held);
     seen = bkm_malloc(seen_off[o.n] ? seen_off[o.n] : 1);
     out->runs = bkm_calloc(seeds, sizeof *out->runs);
     rels = bkm_malloc(seeds * sizeof *rels);
-    if (first_at == NULL || seen == NULL || out->runs == NULL || rels == NULL) {
+    if (first_at == NULL || held == NULL || seen == NULL || out->runs == NULL || rels == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
         goto out;
     }
@@ -360,6 +362,12 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             goto out;
         memset(first_at, 0, o.n * sizeof *first_at);
         memset(seen, 0, seen_off[o.n] ? seen_off[o.n] : 1);
+        /* unseen-runs: per configuration with more than one run, one run drawn at random is held
+         * out of this seed's evaluations, so the pick is always judged on at least one process the
+         * strategy never saw (a race that re-measures its pick would otherwise see every run of a
+         * 3-pass recording and be judged on them) */
+        for (size_t c = 0; c < o.n; c++)
+            held[c] = o.n_run[c] > 1 ? (size_t)(bkm_tune_rng_next(&rng) % o.n_run[c]) : o.n_run[c];
         while (bkm_tune_strategy_next(st, &ask)) {
             if (oracle == BKM_TUNE_REPLAY_BEST_PASS) {
                 /* the median of a bootstrap resample (scale x n) of the best pass's samples */
@@ -379,7 +387,13 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             } else {
                 /* one process: a run drawn at random (a re-measurement at a larger scale is one
                  * longer process too) */
-                size_t r = (size_t)(bkm_tune_rng_next(&rng) % o.n_run[ask.config]);
+                size_t c = ask.config, r;
+                if (held[c] < o.n_run[c]) {
+                    r = (size_t)(bkm_tune_rng_next(&rng) % (o.n_run[c] - 1));
+                    r += r >= held[c]; /* any run but the held-out one */
+                } else {
+                    r = (size_t)(bkm_tune_rng_next(&rng) % o.n_run[c]);
+                }
                 seen[seen_off[ask.config] + r] = 1;
                 bkm_tune_strategy_report(st, &ask, o.run[ask.config][r]);
             }
@@ -409,6 +423,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     rc = BKM_OK;
 out:
     bkm_free(first_at);
+    bkm_free(held);
     bkm_free(seen);
     bkm_free(seen_off);
     bkm_free(scratch);

@@ -117,9 +117,9 @@ START_TEST(local_descends_to_separable_minimum)
     size_t order[N], n;
     double v;
     int hit_at = -1;
-    /* coordinate descent: the default, one line per dimension (3 each), a confirming pass:
-     * the separable minimum is reached within 1 + 3 * 3 evaluations */
-    ck_assert_int_eq(bkm_tune_strategy_create(&s, "local", &pb, 16, 1, NULL), BKM_OK);
+    /* coordinate descent: the default, one line per dimension (3 each): the separable minimum is
+     * reached within 1 + 3 * 3 evaluations, in the half of the budget that explores */
+    ck_assert_int_eq(bkm_tune_strategy_create(&s, "local", &pb, 20, 1, NULL), BKM_OK);
     n = drive(s, bowl, order, N);
     ck_assert_uint_eq(order[0], 0);
     for (size_t i = 0; i < n && hit_at < 0; i++)
@@ -129,30 +129,59 @@ START_TEST(local_descends_to_separable_minimum)
     ck_assert_int_le(hit_at, 1 + 3 * D);
     ck_assert_uint_eq(bkm_tune_strategy_best(s, &v), bowl_min());
     ck_assert_double_eq(v, 1.0);
-    ck_assert_uint_le(n, 16);
+    ck_assert_uint_le(n, 20);
     bkm_tune_strategy_free(s);
-    /* with the whole space as budget: restarts from random points measure configurations once
-     * each, and the last 9 trials re-measure the 3 best at 3x the samples */
+    /* with the whole space as budget: the first half measures configurations once each (descent,
+     * then restarts from random points), the second half races: one more process at a time (scale
+     * 1, round = the process's number) of the leader or its closest challenger, never of a
+     * configuration the bowl puts far from the minimum */
     ck_assert_int_eq(bkm_tune_strategy_create(&s, "local", &pb, 0, 1, NULL), BKM_OK);
     {
-        int seen[N] = {0}, finals = 0;
+        int seen[N] = {0}, finals = 0, explored = 0;
         bkm_tune_ask_t a;
         while (bkm_tune_strategy_next(s, &a)) {
+            ck_assert_int_eq(a.scale, 1);
+            ck_assert_int_eq(a.round, seen[a.config]);
             if (a.round == 0) {
-                ck_assert_int_eq(seen[a.config]++, 0);
                 ck_assert_int_eq(finals, 0);
+                explored++;
             } else {
-                ck_assert_int_eq(a.scale, 3);
-                ck_assert_int_eq(seen[a.config], 1);
-                ck_assert(bowl(a.config) <= 1.2);   /* among the 3 best values: 1.0, 1.1, 1.1, ... */
+                ck_assert(bowl(a.config) <= 1.1 + 1e-12); /* the minimum 1.0 and a runner-up 1.1 */
                 finals++;
             }
+            seen[a.config]++;
             bkm_tune_strategy_report(s, &a, bowl(a.config));
         }
-        ck_assert_int_eq(finals, 3);
+        ck_assert_int_eq(explored, N / 2);
+        ck_assert_int_eq(finals, N / 2);
         ck_assert_uint_eq(bkm_tune_strategy_spent(s), N);
         ck_assert_uint_eq(bkm_tune_strategy_best(s, NULL), bowl_min());
     }
+    bkm_tune_strategy_free(s);
+}
+END_TEST
+
+/* The bowl, except that configuration 1 (a neighbour of the default) runs once in a lucky process
+ * at 0.5 and at 3.0 in every later one: a search that commits after one process picks it. */
+static int lucky_calls;
+static double bowl_lucky_once(size_t i)
+{
+    if (i == 1)
+        return lucky_calls++ == 0 ? 0.5 : 3.0;
+    return bowl(i);
+}
+
+START_TEST(local_race_rejects_a_lucky_process)
+{
+    bkm_tune_strategy_t *s = NULL;
+    size_t best;
+    lucky_calls = 0;
+    ck_assert_int_eq(bkm_tune_strategy_create(&s, "local", &pb, 20, 1, NULL), BKM_OK);
+    drive(s, bowl_lucky_once, NULL, 0);
+    ck_assert_int_ge(lucky_calls, 2); /* the race re-measured the leader after its lucky process */
+    best = bkm_tune_strategy_best(s, NULL);
+    ck_assert_uint_ne(best, 1);
+    ck_assert(bowl(best) < 2.4); /* better than the default, which it started from */
     bkm_tune_strategy_free(s);
 }
 END_TEST
@@ -256,7 +285,7 @@ START_TEST(spec_limits_match_validator)
 }
 END_TEST
 
-/* A halving rung (or local's final round) at scale 3^r: samples, minimum time and the timeout grow
+/* A halving rung at scale 3^r: samples, minimum time and the timeout grow
  * together, and the scaled trial never leaves the limits, so a sweep whose first rung is valid
  * can always finish (issue 7: a later rung used to fail validation and abort the sweep). */
 START_TEST(scaled_spec_grows_and_stays_valid)
@@ -397,6 +426,7 @@ static Suite *strategy_suite(void)
     tcase_add_test(tc, random_is_seeded_permutation);
     tcase_add_test(tc, budget_is_respected);
     tcase_add_test(tc, local_descends_to_separable_minimum);
+    tcase_add_test(tc, local_race_rejects_a_lucky_process);
     tcase_add_test(tc, halving_remeasures_survivors);
     tcase_add_test(tc, failed_trials_never_win);
     tcase_add_test(tc, unknown_strategy_named);

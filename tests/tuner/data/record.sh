@@ -1,11 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Records the exhaustive sweeps that tests/tuner/test_replay.sh replays: one database per
-# workload holding PASSES (default 3) passes of the same exhaustive sweep (every configuration of
+# workload holding PASSES (default 7) passes of the same exhaustive sweep (every configuration of
 # the space, each pass in another random order, no confirmation round), recorded one after the
-# other: `tune replay` keeps, per configuration, the pass with the lowest median, so a burst of
-# load on a shared machine during one pass does not decide the oracle, and the random orders keep
-# a slow period from hitting one corner of the space.
+# other: `tune replay` treats each pass as one run (worker process) of every configuration; an
+# evaluation draws one run, the pick is judged on the median of the runs it did not see, so more
+# passes make a steadier judge and a burst of load during one pass does not decide the truth (the
+# random orders keep a slow period from hitting one corner of the space). After each recording it prints, per pass, how
+# much slower its runs typically were than the fastest run of their configuration, flagging a
+# pass over 1.10x as DISTURBED: re-record it (or record more passes) before committing.
 # Run on the machine whose data you want:  bash tests/tuner/data/record.sh [BUILD_DIR] [WHICH...]
 # Each pass takes 1-3 minutes on a 2-core VM.
 set -euo pipefail
@@ -13,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tune=${1:-$here/../../../build}/tune
 shift || true
 which=${*:-gemm gemm64 conv2d alexnet convtun convtun2}
-passes=${PASSES:-3}
+passes=${PASSES:-7}
 # --budget 100000: every configuration (the default budget of random is a quarter of the space)
 common=(--strategy random --budget 100000 --confirm-top 0 --fresh --min-time 0.1 --max-samples 50)
 for w in $which; do
@@ -43,7 +46,17 @@ for w in $which; do
     args=(--workload conv2d --param shape=alexnet:conv2 --param batch=1 --param algo=1,2,3
           --param ptile=0,32,512 --threads 1,2 --affinity default --affinity granularity=fine,compact
           --blocktime 200 --hw-subset none --min-time 0.05 --max-samples 30) ;;
-  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet, convtun, convtun2)" >&2; exit 2 ;;
+  convtun3) # AlexNet conv5 (3x3, 2 groups, 384 -> 256 channels) at batch 1: algo x ptile x threads x
+           # {unbound, compact}, 37 configurations; a third landscape of the kernel tunables
+    args=(--workload conv2d --param shape=alexnet:conv5 --param batch=1 --param algo=1,2,3
+          --param ptile=0,32,512 --threads 1,2 --affinity default --affinity granularity=fine,compact
+          --blocktime 200 --hw-subset none --min-time 0.05 --max-samples 30) ;;
+  convtun4) # AlexNet conv3 (3x3, 256 -> 384 channels, no groups) at batch 1: the tunables of convtun3
+    args=(--workload conv2d --param shape=alexnet:conv3 --param batch=1 --param algo=1,2,3
+          --param ptile=0,32,512 --threads 1,2 --affinity default --affinity granularity=fine,compact
+          --blocktime 200 --hw-subset none --min-time 0.05 --max-samples 30) ;;
+  *) echo "record.sh: unknown recording '$w' (gemm, gemm64, conv2d, alexnet, convtun, convtun2, convtun3, convtun4)" >&2
+     exit 2 ;;
   esac
   rm -f "$here/$w.sqlite" "$here/$w.sqlite-wal" "$here/$w.sqlite-shm"
   for p in $(seq 1 "$passes"); do
@@ -52,4 +65,12 @@ for w in $which; do
   done
   # fold the WAL into the file so that the committed database is one self-contained file
   sqlite3 "$here/$w.sqlite" "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; VACUUM;" > /dev/null
+  # disturbed passes: per pass, the geometric mean over configurations of run / the fastest run of
+  # that configuration; a pass slowed by other processes as a whole stands out (a quiet pass is
+  # within a few % of 1)
+  sqlite3 -separator '|' "$here/$w.sqlite" "SELECT config_json, sweep_id, median_ms FROM trial
+      WHERE role = 'search' AND status = 'ok' AND round = 0 ORDER BY sweep_id" |
+    awk -F'|' -v w="$w" '{ c[NR] = $1; p[NR] = $2; v[NR] = $3; if (!($1 in m) || $3 < m[$1]) m[$1] = $3 }
+      END { for (i = 1; i <= NR; i++) { s[p[i]] += log(v[i] / m[c[i]]); k[p[i]]++ }
+            for (q in s) { g = exp(s[q] / k[q]); printf "record.sh: %s pass (sweep) %s: runs %.3fx the fastest run of their configuration%s\n", w, q, g, (g > 1.10 ? " (DISTURBED)" : "") } }' >&2
 done

@@ -570,7 +570,8 @@ typedef struct bkm_tune_problem {
 /** One evaluation a strategy asks for. Its cost in trials is @c scale (samples multiplier). */
 typedef struct bkm_tune_ask {
     size_t config;
-    int round;                 /**< 0 for a first measurement; halving rung 1, 2, ... after */
+    int round;                 /**< 0 for a first measurement; halving rung 1, 2, ... after; local: the
+                                    process's number (1, 2, ... for the race's re-measurements) */
     int scale;                 /**< samples multiplier (1, 3, 9...) */
 } bkm_tune_ask_t;
 
@@ -580,21 +581,21 @@ typedef struct bkm_tune_strategy bkm_tune_strategy_t;
  *  grid: every configuration in order; random: seeded permutation; halving: screen budget/2
  *  configurations, re-measure the best third at 3x the samples (and so on while the budget
  *  lasts); local: coordinate descent from the default (each dimension's line around the current
- *  point, move to its best, until a full pass improves nothing), random restarts while budget
- *  remains, and the last min(3, budget/9) x 3 trials re-measure the best configurations at 3x.
+ *  point, move to its best, until a full pass improves nothing) and random restarts, each
+ *  configuration measured in one process, for the first half of the budget; then a race for the
+ *  second half: one more process at a time (scale 1, round = the process's number) of the leader
+ *  or of its strongest challenger, whichever has fewer processes (LUCB). A configuration's value
+ *  is the median over its processes, its interval that value times exp(-+s / sqrt(processes)),
+ *  s the pooled standard deviation of log(process value) over the configurations measured more
+ *  than once (the run-to-run spread seen so far); the leader, and the pick, is the configuration
+ *  with the lowest upper end, so one lucky process does not win against several fast ones.
  *
- *  The default is chosen with `tune replay` (50 seeds, 25% of the evaluations) on the exhaustive
- *  sweeps of tests/tuner/data, 3 passes each on the 2-core CI VM. gemm 512^3 with tunables (108
- *  configurations), conv2d alexnet:conv3 batch 8 and alexnet batch 2 (16 each) are flat there
- *  (every 2-thread setting within 1%, the default among the best): every strategy is 50/50.
- *  gemm 64^3 (16) is not: the default is 13% off, 1 thread wins and KMP_BLOCKTIME=0 costs 8x;
- *  local 50/50 (worst 1.021x), grid 50/50 (its order happens to reach 1 thread second),
- *  random 38/50 (worst 1.16x), halving 32/50. local also starts from the default and has the
- *  lowest worst case on gemm 512 (1.0020x vs random 1.0074x): it is the default, and
- *  tests/tuner/test_replay.sh holds it to the bar on every recording. Those figures are from the
- *  best-pass replay oracle; judged honestly (BKM_TUNE_REPLAY_UNSEEN_RUNS: one random run per
- *  evaluation, the pick judged on unseen runs) local commits to lucky runs and does not beat
- *  random search on every recording (README, "Search strategies, replayed honestly"). */
+ *  The default is chosen with `tune replay` (50 seeds, 25% of the evaluations, the unseen-runs
+ *  oracle: one random run per evaluation, the pick judged on the runs it did not see) on the
+ *  exhaustive sweeps of tests/tuner/data; tests/tuner/test_replay.sh holds it to the bar there
+ *  (README, "Search strategies, replayed honestly"). Without the race local committed to lucky
+ *  processes: on convtun its median pick was 1.0186x the best against random search's 1.0128x;
+ *  with it 1.0030x. */
 #define BKM_TUNE_STRATEGY_DEFAULT "local"
 const char *const *bkm_tune_strategy_names(void);
 /** Create strategy @p name over @p pb with a @p budget in trials (cost units; 0 = all n) and a
@@ -608,13 +609,13 @@ void bkm_tune_strategy_free(bkm_tune_strategy_t *s);
 int bkm_tune_strategy_next(bkm_tune_strategy_t *s, bkm_tune_ask_t *ask);
 /** Report the objective (median ms; smaller is better; NaN = the trial failed). */
 void bkm_tune_strategy_report(bkm_tune_strategy_t *s, const bkm_tune_ask_t *ask, double value);
-/** Best configuration so far (by the value at its highest round), or the default when none
- *  succeeded; *value (may be NULL) gets its value. */
+/** Best configuration so far (by the value at its highest round; local: the race's leader, the
+ *  lowest upper end of the interval over its processes), or the default when none succeeded;
+ *  *value (may be NULL) gets its value (local: the median over its processes). */
 size_t bkm_tune_strategy_best(const bkm_tune_strategy_t *s, double *value);
 /** Trials spent so far (sum of ask scales). */
 size_t bkm_tune_strategy_spent(const bkm_tune_strategy_t *s);
-/** Turn @p spec into the trial an ask of @p scale (> 1: a later halving rung, local's final
- *  round) runs: min_samples and min_time_s times @p scale, each clamped to its limit
+/** Turn @p spec into the trial an ask of @p scale (> 1: a later halving rung) runs: min_samples and min_time_s times @p scale, each clamped to its limit
  *  (BKM_TUNE_SAMPLES_MAX, BKM_TUNE_TIME_MAX_S); max_samples raised to min_samples; timeout_s
  *  times the factor by which the timed work actually grew, clamped to BKM_TUNE_TIMEOUT_MAX_S. A
  *  spec that validated still validates, at every rung. @p scale <= 1 changes nothing. */
@@ -767,7 +768,8 @@ typedef struct bkm_tune_replay_run {
                                     of their medians; best-pass oracle: that pass), / the
                                     exhaustive best; may be < 1 */
     int judged_on_unseen;      /**< 0: the strategy had seen every run of its pick (then judged on
-                                    all of them) */
+                                    all of them): only with one run per configuration or the
+                                    best-pass oracle, since a run is held out per configuration */
     size_t found_at;           /**< evaluations (trials) spent when the pick was first measured */
     size_t spent;              /**< trials spent in all */
 } bkm_tune_replay_run_t;
@@ -792,9 +794,11 @@ typedef struct bkm_tune_replay {
 /** How a replay turns the stored runs into evaluations and judgements. */
 #define BKM_TUNE_REPLAY_UNSEEN_RUNS 0 /**< honest: an evaluation is ONE run drawn at random (one
                                            worker process, its median), so the strategy sees the
-                                           run-to-run spread; the pick is judged on the median of
-                                           its runs the strategy did not see; the exhaustive best
-                                           is the lowest median of run medians */
+                                           run-to-run spread; per seed and configuration one run
+                                           (of two or more) is held out and never drawn, so the
+                                           pick is always judged on the median of runs the
+                                           strategy did not see; the exhaustive best is the
+                                           lowest median of run medians */
 #define BKM_TUNE_REPLAY_BEST_PASS 1   /**< the older oracle: per configuration only the pass with
                                            the lowest median counts ("load only adds time"); an
                                            evaluation is the median of a bootstrap resample of its
