@@ -159,9 +159,8 @@ int bkm_aff_libomp_view_spawn(const char *exe, char *const argv[], char *const *
     static char verbose[] = "KMP_AFFINITY=verbose", one[] = "OMP_NUM_THREADS=1";
     char **envp = NULL;
     size_t n = 0, k = 0;
-    int rc = BKM_OK, pfd[2] = {-1, -1}, status = 0;
+    int rc = BKM_OK, status = 0;
     bkm_buf_t b;
-    pid_t pid;
     bkm_buf_init(&b);
     if (!exe || !argv || !environment || !view)
         return bkm_err_set(err, BKM_EINVAL, "bkm_aff_libomp_view_spawn: NULL argument");
@@ -181,45 +180,9 @@ int bkm_aff_libomp_view_spawn(const char *exe, char *const argv[], char *const *
     for (size_t i = 0; extra && extra[i]; i++)
         envp[k++] = extra[i];
     envp[k] = NULL;
-    if (pipe(pfd) != 0) {
-        rc = bkm_err_set(err, BKM_EIO, "libomp topology probe: pipe: %s", strerror(errno));
+    if ((rc = bkm__aff_child_capture("libomp topology probe", exe, argv, envp, STDERR_FILENO, (size_t)16 << 20, &b,
+                                     &status, err)) < 0)
         goto out;
-    }
-    pid = fork();
-    if (pid < 0) {
-        rc = bkm_err_set(err, BKM_EIO, "libomp topology probe: fork: %s", strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, STDIN_FILENO);
-            dup2(devnull, STDOUT_FILENO);
-        }
-        dup2(pfd[1], STDERR_FILENO);
-        close(pfd[0]);
-        close(pfd[1]);
-        execve(exe, argv, envp);
-        _exit(127);
-    }
-    close(pfd[1]);
-    pfd[1] = -1;
-    for (;;) {
-        char chunk[4096];
-        ssize_t r = read(pfd[0], chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (b.len < ((size_t)16 << 20))
-            bkm_buf_append(&b, chunk, (size_t)r);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (b.oom) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
-        goto out;
-    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char last[240] = "";
         const char *t = bkm_buf_str(&b);
@@ -243,10 +206,6 @@ int bkm_aff_libomp_view_spawn(const char *exe, char *const argv[], char *const *
         bkm_err_prefix(err, "libomp topology probe '%s'", argv[0]);
     }
 out:
-    if (pfd[0] >= 0)
-        close(pfd[0]);
-    if (pfd[1] >= 0)
-        close(pfd[1]);
     bkm_free(envp);
     bkm_buf_free(&b);
     return rc;

@@ -2,6 +2,8 @@
 /* `tune affinity verify`: start the binding probe in a process with exactly the setting's
  * environment, compare the plan with what it saw, and render the comparison (text or JSON). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +29,49 @@ int bkm__aff_is_runtime_var(const char *kv)
     return 0;
 }
 
+int bkm__aff_child_capture(const char *what, const char *exe, char *const argv[], char *const envp[], int fd,
+                           size_t cap, bkm_buf_t *out, int *status, bkm_err_t *err)
+{
+    int pfd[2];
+    pid_t pid;
+    if (pipe(pfd) != 0)
+        return bkm_err_set(err, BKM_EIO, "%s: pipe: %s", what, strerror(errno));
+    pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return bkm_err_set(err, BKM_EIO, "%s: fork: %s", what, strerror(errno));
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            if (fd == STDERR_FILENO)
+                dup2(devnull, STDOUT_FILENO);
+        }
+        dup2(pfd[1], fd);
+        close(pfd[0]);
+        close(pfd[1]);
+        execve(exe, argv, envp);
+        _exit(127);
+    }
+    close(pfd[1]);
+    for (;;) {
+        char chunk[4096];
+        ssize_t r = read(pfd[0], chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (out->len < cap)
+            bkm_buf_append(out, chunk, (size_t)r);
+    }
+    close(pfd[0]);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+    return out->oom ? bkm_err_set(err, BKM_ENOMEM, "%s: out of memory", what) : BKM_OK;
+}
+
 static int env_add(char **envp, int *n, const char *name, const char *val)
 {
     bkm_buf_t b;
@@ -50,9 +95,8 @@ int bkm_aff_probe_spawn_ex(const char *exe, char *const argv[], char *const *env
                            char *const *extra, char **out, bkm_err_t *err)
 {
     char **envp = NULL;
-    int n_env = 0, n_own = 0, i, rc = BKM_OK, pfd[2] = {-1, -1}, status = 0;
+    int n_env = 0, n_own = 0, i, rc = BKM_OK, status = 0;
     bkm_buf_t b;
-    pid_t pid;
     bkm_buf_init(&b);
     for (i = 0; environment[i]; i++)
         ;
@@ -80,51 +124,16 @@ int bkm_aff_probe_spawn_ex(const char *exe, char *const argv[], char *const *env
     /* The topology correction (bkm_aff_topo_fix_t), borrowed: not freed below. */
     for (int k = 0; extra && extra[k]; k++)
         envp[n_env++] = extra[k];
-    if (pipe(pfd) != 0) {
-        rc = bkm_err_set(err, BKM_EIO, "verify: pipe: %s", strerror(errno));
+    if ((rc = bkm__aff_child_capture("verify", exe, argv, envp, STDOUT_FILENO, SIZE_MAX, &b, &status, err)) < 0)
         goto out;
-    }
-    pid = fork();
-    if (pid < 0) {
-        rc = bkm_err_set(err, BKM_EIO, "verify: fork: %s", strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        dup2(pfd[1], STDOUT_FILENO);
-        close(pfd[0]);
-        close(pfd[1]);
-        execve(exe, argv, envp);
-        _exit(127);
-    }
-    close(pfd[1]);
-    pfd[1] = -1;
-    for (;;) {
-        char chunk[4096];
-        ssize_t r = read(pfd[0], chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        bkm_buf_append(&b, chunk, (size_t)r);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         rc = bkm_err_set(err, BKM_EDEP, "verify: the probe process failed (%s %d)",
                          WIFEXITED(status) ? "exit status" : "signal",
                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         goto out;
     }
-    if (b.oom) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory");
-        goto out;
-    }
     *out = bkm_buf_take(&b);
 out:
-    if (pfd[0] >= 0)
-        close(pfd[0]);
-    if (pfd[1] >= 0)
-        close(pfd[1]);
     for (i = n_own; i < n_env; i++) {
         int borrowed = 0;
         for (int k = 0; extra && extra[k]; k++)
