@@ -144,13 +144,13 @@ START_TEST(conv3d_matches_reference)
     bkm_kern_conv3d_t *cv = NULL;
     bkm_kern_params_t kp;
     /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
-     * depth unfold + conv2d */
-    static const char *const algo[4] = {"algo=1", "algo=2", "algo=2", "algo=3"};
-    static const char *const v2c[4] = {"v2c=1", "v2c=1", "v2c=0", "v2c=1"};
-    static const char *const impl[4] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
-                                        "native:unfold_"};
-    const char *shape = shapes[_i / 4];
-    int var = _i % 4;
+     * depth unfold + conv2d in every direction; depth unfold with the batch-level backward-weights */
+    static const char *const algo[5] = {"algo=1", "algo=2", "algo=2", "algo=3", "algo=3"};
+    static const char *const v2c[5] = {"v2c=1", "v2c=1", "v2c=0", "bww=1", "bww=2"};
+    static const char *const impl[5] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
+                                        "native:unfold_", "+bww_vol2col_gemm.batch"};
+    const char *shape = shapes[_i / 5];
+    int var = _i % 5;
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
     ck_assert_int_eq(bkm_kern_params_add(&kp, algo[var], &err), BKM_OK);
@@ -287,7 +287,7 @@ int main(void)
     TCase *tc = tcase_create("conv3d");
     tcase_add_test(tc, desc_grammar);
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
-    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 4 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 5 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 3);
