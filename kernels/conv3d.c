@@ -353,6 +353,9 @@ struct bkm_kern_conv3d {
     bkm_kern_conv2d_t *c2;   /* unfold: the 2-D convolution of mb*od images of ic*kd channels */
     float *xu, *gxu, *yu;    /* unfold: unfolded input / its gradient, 2-D output [n][o][k][p][q] */
     int bww_batch;           /* unfold: backward-weights as algo 1 (its buffers allocated too) */
+    int reuse;               /* bkm_kern_conv3d_set_reuse: inputs kept unchanged within a step */
+    const float *xu_of;      /* unfold: the src whose unfold xu holds (NULL: none) */
+    const float *yu_of;      /* unfold: the diff_dst whose plane swap yu holds (NULL: none) */
     char impl[160];
 };
 
@@ -563,6 +566,8 @@ int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *we
     int rc = BKM_OK;
     if (cv->algo == ALGO_UNFOLD) {
         unfold(cv, src, cv->xu);
+        cv->xu_of = src;
+        cv->yu_of = NULL; /* yu now holds the output */
         if ((rc = bkm_kern_conv2d_fwd(cv->c2, cv->xu, wei, bias, cv->yu, err)) < 0)
             return rc;
         swap_planes(cv, cv->yu, dst, 1);
@@ -594,7 +599,9 @@ int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const
     const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, kp = cv->K * cv->P;
     int rc = BKM_OK;
     if (cv->algo == ALGO_UNFOLD) {
-        swap_planes(cv, diff_dst, cv->yu, 0);
+        if (!cv->reuse || cv->yu_of != diff_dst)
+            swap_planes(cv, diff_dst, cv->yu, 0);
+        cv->yu_of = diff_dst;
         if ((rc = bkm_kern_conv2d_bwd_data(cv->c2, cv->yu, wei, cv->gxu, err)) < 0)
             return rc;
         fold(cv, cv->gxu, diff_src);
@@ -632,8 +639,12 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
                   kp = cv->K * cv->P, nw = d->oc * cv->K;
     int rc = BKM_OK;
     if (cv->algo == ALGO_UNFOLD && !cv->bww_batch) {
-        unfold(cv, src, cv->xu);
-        swap_planes(cv, diff_dst, cv->yu, 0);
+        if (!cv->reuse || cv->xu_of != src)
+            unfold(cv, src, cv->xu);
+        cv->xu_of = src;
+        if (!cv->reuse || cv->yu_of != diff_dst)
+            swap_planes(cv, diff_dst, cv->yu, 0);
+        cv->yu_of = diff_dst;
         return bkm_kern_conv2d_bwd_weights(cv->c2, cv->xu, cv->yu, diff_wei, d->has_bias ? diff_bias : NULL, err);
     }
     if (cv->algo == ALGO_BATCH || cv->bww_batch) {
@@ -680,6 +691,11 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
         }
     }
     return BKM_OK;
+}
+
+void bkm_kern_conv3d_set_reuse(bkm_kern_conv3d_t *cv, int on)
+{
+    cv->reuse = on != 0;
 }
 
 const char *bkm_kern_conv3d_impl(const bkm_kern_conv3d_t *cv)

@@ -181,6 +181,54 @@ START_TEST(conv3d_matches_reference)
 }
 END_TEST
 
+/* With reuse on, algo 3 takes the forward's unfold and one swap of diff_dst for both backward
+ * directions; a new step (new values in the same buffers) must refresh them: every direction
+ * against the naive reference in both backward orders, two steps each. */
+START_TEST(conv3d_reuse_within_step)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    bkm_kern_conv3d_t *cv = NULL;
+    bkm_kern_params_t kp;
+    const char *shape = shapes[_i % 4];
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
+    bkm_kern_params_init(&kp);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "algo=3", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "bww=1", &err), BKM_OK);
+    ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
+    bkm_kern_conv3d_set_reuse(cv, 1);
+    size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
+           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
+    float *src = rnd(ns, 11), *wei = rnd(nw, 12), *bias = rnd((size_t)d.oc, 13), *dd = rnd(nd, 14);
+    float *y = calloc(nd, 4), *yr = calloc(nd, 4), *gs = calloc(ns, 4), *gsr = calloc(ns, 4);
+    float *gw = calloc(nw, 4), *gwr = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4), *gbr = calloc((size_t)d.oc, 4);
+    for (int step = 0; step < 2; step++) {
+        float *s2 = rnd(ns, 21u + (unsigned)step), *d2 = rnd(nd, 31u + (unsigned)step);
+        memcpy(src, s2, ns * sizeof(float)); /* new values, same buffers */
+        memcpy(dd, d2, nd * sizeof(float));
+        free(s2), free(d2);
+        ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, y, &err), BKM_OK);
+        if (_i / 4 == 0) {
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, gs, &err), BKM_OK);
+        } else {
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, gs, &err), BKM_OK);
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
+        }
+        bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, yr);
+        bkm_kern_conv3d_ref_bwd_data(&d, dd, wei, gsr);
+        bkm_kern_conv3d_ref_bwd_weights(&d, src, dd, gwr, gbr);
+        ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s step %d", shape, step);
+        ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s step %d", shape, step);
+        ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s step %d", shape, step);
+        ck_assert_msg(rel_diff(gb, gbr, (size_t)d.oc) < 1e-5, "bias %s step %d", shape, step);
+    }
+    bkm_kern_conv3d_destroy(cv);
+    free(src), free(wei), free(bias), free(dd), free(y), free(yr), free(gs), free(gsr), free(gw), free(gwr);
+    free(gb), free(gbr);
+}
+END_TEST
+
 START_TEST(conv3d_rejects_bad_tunables)
 {
     bkm_conv3d_desc_t d;
@@ -288,6 +336,7 @@ int main(void)
     tcase_add_test(tc, desc_grammar);
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, conv3d_matches_reference, 0, 5 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 3);

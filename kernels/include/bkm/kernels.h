@@ -347,6 +347,11 @@ int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const
 /** diff_wei (and diff_bias when non-NULL) overwritten with the batch sum. */
 int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const float *diff_dst, float *diff_wei,
                                 float *diff_bias, bkm_err_t *err);
+/** Promise (on != 0) that between a fwd and the bwd_weights / bwd_data that follow it the caller
+ *  changes neither the src nor the diff_dst they are given (as a training step does): algo 3 then
+ *  reuses the forward's depth unfold in bwd_weights and one plane swap of diff_dst for both
+ *  backward directions when the pointers are the same. Off by default. */
+void bkm_kern_conv3d_set_reuse(bkm_kern_conv3d_t *cv, int on);
 const char *bkm_kern_conv3d_impl(const bkm_kern_conv3d_t *cv);
 const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params);
 void bkm_kern_conv3d_destroy(bkm_kern_conv3d_t *cv);
