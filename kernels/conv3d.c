@@ -8,14 +8,21 @@
 #include <ctype.h>
 #include <float.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #define C3_DIM_MAX (1LL << 24)
 #define C3_ELEMS_MAX (1LL << 36)
 #ifndef C3_BWW_BATCH_MAX_K
 #define C3_BWW_BATCH_MAX_K 64 /* auto backward-weights of algo 3 as algo 1 up to this many col rows */
+#endif
+#ifndef C3_NT_MIN_BYTES
+#define C3_NT_MIN_BYTES (32u << 20) /* vol2col with streaming stores from this column size on */
 #endif
 #define C3_TAPS_MAX 64 /* largest kernel extent along one axis (col2vol keeps its taps on the stack) */
 
@@ -168,17 +175,47 @@ double bkm_kern_conv3d_flops(const bkm_conv3d_desc_t *d)
 /* ---------------------------------------------------------------------------------------- */
 /* vol2col / col2vol                                                                          */
 
-/* [lo, hi) of thread t of nt over n items, evenly (sizes differ by at most one). */
+/* [lo, hi) of thread t of nt over n items, evenly in whole 64-byte lines of floats (part sizes
+ * differ by at most one line; no line has two writers when the array is 64-byte aligned). */
 static void split(int64_t n, int nt, int t, int64_t *lo, int64_t *hi)
 {
-    int64_t q = n / nt, r = n % nt;
-    *lo = t * q + (t < r ? t : r);
-    *hi = *lo + q + (t < r ? 1 : 0);
+    const int64_t line = 16, lines = (n + line - 1) / line, q = lines / nt, r = lines % nt;
+    *lo = (t * q + (t < r ? t : r)) * line;
+    *hi = *lo + (q + (t < r ? 1 : 0)) * line;
+    *lo = *lo < n ? *lo : n;
+    *hi = *hi < n ? *hi : n;
+}
+
+/* dst[0, n) = s[0, n) (s NULL: zeros). With @p nt, aligned 16-byte groups bypass the caches
+ * (streaming stores: a column matrix far larger than the last-level cache is written without
+ * reading its lines first); the caller issues the fence. */
+static inline void row_put(float *dst, const float *s, int64_t n, int nt)
+{
+#if defined(__SSE__)
+    if (nt) {
+        int64_t j = 0;
+        for (; j < n && ((uintptr_t)(dst + j) & 15u); j++)
+            dst[j] = s ? s[j] : 0.0f;
+        for (; j + 4 <= n; j += 4)
+            _mm_stream_ps(dst + j, s ? _mm_loadu_ps(s + j) : _mm_setzero_ps());
+        for (; j < n; j++)
+            dst[j] = s ? s[j] : 0.0f;
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    if (s)
+        memcpy(dst, s, (size_t)n * sizeof(float));
+    else
+        memset(dst, 0, (size_t)n * sizeof(float));
 }
 
 /* vol2col of the flat range [lo, hi) of col: decode the start once, then walk rows of q with carries. */
 static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *col, int64_t lo, int64_t hi)
 {
+    const int nt = (double)(d->ic * d->kd * d->kh * d->kw) * (double)(d->od * d->oh * d->ow) * sizeof(float) >=
+                   (double)C3_NT_MIN_BYTES;
     const int64_t P = d->od * d->oh * d->ow, taps = d->kd * d->kh * d->kw;
     int64_t kk, pp, c, z, y, x, o, p, q, i = lo;
     if (lo >= hi)
@@ -191,12 +228,12 @@ static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *c
         int64_t iz = o * d->sd - d->pd + z, iy = p * d->sh - d->ph + y;
         float *dst = col + i;
         if (iz < 0 || iz >= d->id || iy < 0 || iy >= d->ih) {
-            memset(dst, 0, (size_t)n * sizeof(float));
+            row_put(dst, NULL, n, nt);
         } else {
             const float *row = src + ((c * d->id + iz) * d->ih + iy) * d->iw;
             int64_t ix = q * d->sw - d->pw + x;
             if (d->sw == 1 && ix >= 0 && ix + n <= d->iw) {
-                memcpy(dst, row + ix, (size_t)n * sizeof(float));
+                row_put(dst, row + ix, n, nt);
             } else {
                 for (int64_t j = 0; j < n; j++, ix += d->sw)
                     dst[j] = ix >= 0 && ix < d->iw ? row[ix] : 0.0f;
@@ -224,6 +261,10 @@ static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *c
             }
         }
     }
+#if defined(__SSE__)
+    if (nt)
+        _mm_sfence(); /* the streaming stores are visible before the team's barrier */
+#endif
 }
 
 void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t)

@@ -137,6 +137,43 @@ START_TEST(vol2col_parallel_equals_serial_and_adjoint)
 }
 END_TEST
 
+/* A column matrix over 32 MiB takes the streaming-store path: every entry by its definition, for
+ * the team, uneven parts run one by one, and a destination that is not 16-byte aligned. */
+START_TEST(vol2col_large_streaming_by_definition)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse("mb1ic11id30ih31iw33oc1kd3ph1pw1", 0, &d, &err), BKM_OK);
+    const int64_t P = d.od * d.oh * d.ow;
+    size_t nin = (size_t)(d.ic * d.id * d.ih * d.iw), ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * P);
+    ck_assert(ncol * sizeof(float) >= (size_t)32 << 20);
+    float *x = rnd(nin, 9), *buf = calloc(ncol + 1, sizeof(float));
+    for (int pass = 0; pass < 3; pass++) {
+        float *col = buf + (pass == 2); /* pass 2: 4 bytes off 16-byte alignment */
+        memset(buf, 0xff, (ncol + 1) * sizeof(float));
+        if (pass == 1)
+            for (int t = 0; t < 3; t++)
+                bkm__kern_vol2col_part(&d, x, col, 3, t);
+        else
+            bkm_kern_vol2col(&d, x, col, 2);
+        for (int64_t r = 0; r < d.ic * d.kd * d.kh * d.kw; r++) {
+            int64_t c = r / (d.kd * d.kh * d.kw), kz = (r / (d.kh * d.kw)) % d.kd, ky = (r / d.kw) % d.kh, kx = r % d.kw;
+            for (int64_t o = 0; o < P; o++) {
+                int64_t iz = o / (d.oh * d.ow) * d.sd - d.pd + kz, iy = (o / d.ow) % d.oh * d.sh - d.ph + ky,
+                        ix = o % d.ow * d.sw - d.pw + kx;
+                float want = iz >= 0 && iz < d.id && iy >= 0 && iy < d.ih && ix >= 0 && ix < d.iw
+                                 ? x[((c * d.id + iz) * d.ih + iy) * d.iw + ix]
+                                 : 0.0f;
+                if (col[r * P + o] != want)
+                    ck_abort_msg("pass %d row %lld column %lld: %g, want %g", pass, (long long)r, (long long)o,
+                                 (double)col[r * P + o], (double)want);
+            }
+        }
+    }
+    free(x), free(buf);
+}
+END_TEST
+
 START_TEST(conv3d_matches_reference)
 {
     bkm_conv3d_desc_t d;
@@ -337,6 +374,7 @@ int main(void)
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, conv3d_matches_reference, 0, 5 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
+    tcase_add_test(tc, vol2col_large_streaming_by_definition);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 3);
