@@ -8,12 +8,22 @@
 #include <ctype.h>
 #include <float.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #define C3_DIM_MAX (1LL << 24)
 #define C3_ELEMS_MAX (1LL << 36)
+#ifndef C3_BWW_BATCH_MAX_K
+#define C3_BWW_BATCH_MAX_K 64 /* auto backward-weights of algo 3 as algo 1 up to this many col rows */
+#endif
+#ifndef C3_NT_MIN_BYTES
+#define C3_NT_MIN_BYTES (32u << 20) /* vol2col with streaming stores from this column size on */
+#endif
 #define C3_TAPS_MAX 64 /* largest kernel extent along one axis (col2vol keeps its taps on the stack) */
 
 /* ---------------------------------------------------------------------------------------- */
@@ -165,17 +175,47 @@ double bkm_kern_conv3d_flops(const bkm_conv3d_desc_t *d)
 /* ---------------------------------------------------------------------------------------- */
 /* vol2col / col2vol                                                                          */
 
-/* [lo, hi) of thread t of nt over n items, evenly (sizes differ by at most one). */
+/* [lo, hi) of thread t of nt over n items, evenly in whole 64-byte lines of floats (part sizes
+ * differ by at most one line; no line has two writers when the array is 64-byte aligned). */
 static void split(int64_t n, int nt, int t, int64_t *lo, int64_t *hi)
 {
-    int64_t q = n / nt, r = n % nt;
-    *lo = t * q + (t < r ? t : r);
-    *hi = *lo + q + (t < r ? 1 : 0);
+    const int64_t line = 16, lines = (n + line - 1) / line, q = lines / nt, r = lines % nt;
+    *lo = (t * q + (t < r ? t : r)) * line;
+    *hi = *lo + (q + (t < r ? 1 : 0)) * line;
+    *lo = *lo < n ? *lo : n;
+    *hi = *hi < n ? *hi : n;
+}
+
+/* dst[0, n) = s[0, n) (s NULL: zeros). With @p nt, aligned 16-byte groups bypass the caches
+ * (streaming stores: a column matrix far larger than the last-level cache is written without
+ * reading its lines first); the caller issues the fence. */
+static inline void row_put(float *dst, const float *s, int64_t n, int nt)
+{
+#if defined(__SSE__)
+    if (nt) {
+        int64_t j = 0;
+        for (; j < n && ((uintptr_t)(dst + j) & 15u); j++)
+            dst[j] = s ? s[j] : 0.0f;
+        for (; j + 4 <= n; j += 4)
+            _mm_stream_ps(dst + j, s ? _mm_loadu_ps(s + j) : _mm_setzero_ps());
+        for (; j < n; j++)
+            dst[j] = s ? s[j] : 0.0f;
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    if (s)
+        memcpy(dst, s, (size_t)n * sizeof(float));
+    else
+        memset(dst, 0, (size_t)n * sizeof(float));
 }
 
 /* vol2col of the flat range [lo, hi) of col: decode the start once, then walk rows of q with carries. */
 static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *col, int64_t lo, int64_t hi)
 {
+    const int nt = (double)(d->ic * d->kd * d->kh * d->kw) * (double)(d->od * d->oh * d->ow) * sizeof(float) >=
+                   (double)C3_NT_MIN_BYTES;
     const int64_t P = d->od * d->oh * d->ow, taps = d->kd * d->kh * d->kw;
     int64_t kk, pp, c, z, y, x, o, p, q, i = lo;
     if (lo >= hi)
@@ -188,12 +228,12 @@ static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *c
         int64_t iz = o * d->sd - d->pd + z, iy = p * d->sh - d->ph + y;
         float *dst = col + i;
         if (iz < 0 || iz >= d->id || iy < 0 || iy >= d->ih) {
-            memset(dst, 0, (size_t)n * sizeof(float));
+            row_put(dst, NULL, n, nt);
         } else {
             const float *row = src + ((c * d->id + iz) * d->ih + iy) * d->iw;
             int64_t ix = q * d->sw - d->pw + x;
             if (d->sw == 1 && ix >= 0 && ix + n <= d->iw) {
-                memcpy(dst, row + ix, (size_t)n * sizeof(float));
+                row_put(dst, row + ix, n, nt);
             } else {
                 for (int64_t j = 0; j < n; j++, ix += d->sw)
                     dst[j] = ix >= 0 && ix < d->iw ? row[ix] : 0.0f;
@@ -221,6 +261,10 @@ static void vol2col_range(const bkm_conv3d_desc_t *d, const float *src, float *c
             }
         }
     }
+#if defined(__SSE__)
+    if (nt)
+        _mm_sfence(); /* the streaming stores are visible before the team's barrier */
+#endif
 }
 
 void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t)
@@ -317,7 +361,7 @@ void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, 
 /* ---------------------------------------------------------------------------------------- */
 /* conv3d object                                                                              */
 
-enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_COUNT };
+enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_BWW, P_COUNT };
 enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3 };
 static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"algo", 0, 3, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
@@ -327,6 +371,8 @@ static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
     {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
+    {"bww", 0, 2, 0, 1, "backward-weights of algo 3: 1 the unfolded conv2d; 2 vol2col + GEMM, batch-level (as "
+     "algo 1); 0 auto (2 when a column of the vol2col matrix is short, ic*kd*kh*kw <= " "64, e.g. one input channel)"},
 };
 
 const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params)
@@ -347,6 +393,10 @@ struct bkm_kern_conv3d {
     float *wpart;            /* batch bwd-weights: partial diff_wei of threads 1..nt-1 */
     bkm_kern_conv2d_t *c2;   /* unfold: the 2-D convolution of mb*od images of ic*kd channels */
     float *xu, *gxu, *yu;    /* unfold: unfolded input / its gradient, 2-D output [n][o][k][p][q] */
+    int bww_batch;           /* unfold: backward-weights as algo 1 (its buffers allocated too) */
+    int reuse;               /* bkm_kern_conv3d_set_reuse: inputs kept unchanged within a step */
+    const float *xu_of;      /* unfold: the src whose unfold xu holds (NULL: none) */
+    const float *yu_of;      /* unfold: the diff_dst whose plane swap yu holds (NULL: none) */
     char impl[160];
 };
 
@@ -375,10 +425,11 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
     cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
     cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
     cv->P = dd.od * dd.oh * dd.ow;
-    cv->n_bufs = cv->algo == ALGO_BATCH ? cv->nt : 1;
+    cv->bww_batch = cv->algo == ALGO_UNFOLD && (v[P_BWW] == 2 || (v[P_BWW] == 0 && cv->K <= C3_BWW_BATCH_MAX_K));
+    cv->n_bufs = cv->algo == ALGO_BATCH || cv->bww_batch ? cv->nt : 1;
     if ((rc = bkm_kern_gemm_cfg_init(&cv->gcfg, params ? params->isa : BKM_ISA_AUTO, err)) < 0)
         goto fail;
-    cv->gcfg.nt = cv->algo == ALGO_BATCH ? 1 : cv->nt;
+    cv->gcfg.nt = cv->algo == ALGO_BATCH || cv->bww_batch ? 1 : cv->nt;
     if ((v[P_MC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "mc", v[P_MC], err)) < 0) ||
         (v[P_KC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "kc", v[P_KC], err)) < 0) ||
         (v[P_NC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "nc", v[P_NC], err)) < 0) ||
@@ -414,16 +465,19 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
             for (size_t i = 0; i < nyu; i++)
                 cv->yu[i] = 0.0f;
         }
-        snprintf(cv->impl, sizeof cv->impl, "native:unfold_%s", bkm_kern_conv2d_impl(cv->c2) + strlen("native:"));
-        *out = cv;
-        return BKM_OK;
+        snprintf(cv->impl, sizeof cv->impl, "native:unfold_%s%s", bkm_kern_conv2d_impl(cv->c2) + strlen("native:"),
+                 cv->bww_batch ? "+bww_vol2col_gemm.batch" : "");
+        if (!cv->bww_batch) {
+            *out = cv;
+            return BKM_OK;
+        }
     }
     cv->ws_bytes = (bkm_kern_gemm_workspace_bytes(&cv->gcfg) + 63) & ~(size_t)63;
     cv->col = bkm_aligned_alloc(64, (size_t)cv->n_bufs * (size_t)(cv->K * cv->P) * sizeof(float));
     cv->ws = bkm_aligned_alloc(64, (size_t)cv->n_bufs * cv->ws_bytes);
-    if (cv->algo == ALGO_BATCH && cv->nt > 1)
+    if (cv->n_bufs > 1)
         cv->wpart = bkm_aligned_alloc(64, (size_t)(cv->nt - 1) * (size_t)(dd.oc * cv->K) * sizeof(float));
-    if (!cv->col || !cv->ws || (cv->algo == ALGO_BATCH && cv->nt > 1 && !cv->wpart)) {
+    if (!cv->col || !cv->ws || (cv->n_bufs > 1 && !cv->wpart)) {
         rc = bkm_err_set(err, BKM_ENOMEM, "conv3d: cannot allocate %d column buffers of %lld x %lld", cv->n_bufs,
                          (long long)cv->K, (long long)cv->P);
         goto fail;
@@ -437,9 +491,10 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
         if (t > 0 && cv->wpart)
             memset(cv->wpart + (size_t)(t - 1) * (size_t)(dd.oc * cv->K), 0, (size_t)(dd.oc * cv->K) * sizeof(float));
     }
-    snprintf(cv->impl, sizeof cv->impl, "native:vol2col%s_gemm.%s.%s",
-             cv->algo == ALGO_BATCH ? "" : v[P_V2C] ? "_par" : "_serial", cv->algo == ALGO_BATCH ? "batch" : "intra",
-             bkm_kern_gemm_ukr_name(&cv->gcfg));
+    if (cv->algo != ALGO_UNFOLD)
+        snprintf(cv->impl, sizeof cv->impl, "native:vol2col%s_gemm.%s.%s",
+                 cv->algo == ALGO_BATCH ? "" : v[P_V2C] ? "_par" : "_serial",
+                 cv->algo == ALGO_BATCH ? "batch" : "intra", bkm_kern_gemm_ukr_name(&cv->gcfg));
     *out = cv;
     return BKM_OK;
 fail:
@@ -552,6 +607,8 @@ int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *we
     int rc = BKM_OK;
     if (cv->algo == ALGO_UNFOLD) {
         unfold(cv, src, cv->xu);
+        cv->xu_of = src;
+        cv->yu_of = NULL; /* yu now holds the output */
         if ((rc = bkm_kern_conv2d_fwd(cv->c2, cv->xu, wei, bias, cv->yu, err)) < 0)
             return rc;
         swap_planes(cv, cv->yu, dst, 1);
@@ -583,7 +640,9 @@ int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const
     const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, kp = cv->K * cv->P;
     int rc = BKM_OK;
     if (cv->algo == ALGO_UNFOLD) {
-        swap_planes(cv, diff_dst, cv->yu, 0);
+        if (!cv->reuse || cv->yu_of != diff_dst)
+            swap_planes(cv, diff_dst, cv->yu, 0);
+        cv->yu_of = diff_dst;
         if ((rc = bkm_kern_conv2d_bwd_data(cv->c2, cv->yu, wei, cv->gxu, err)) < 0)
             return rc;
         fold(cv, cv->gxu, diff_src);
@@ -620,12 +679,16 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
     const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, P = cv->P, mb = d->mb,
                   kp = cv->K * cv->P, nw = d->oc * cv->K;
     int rc = BKM_OK;
-    if (cv->algo == ALGO_UNFOLD) {
-        unfold(cv, src, cv->xu);
-        swap_planes(cv, diff_dst, cv->yu, 0);
+    if (cv->algo == ALGO_UNFOLD && !cv->bww_batch) {
+        if (!cv->reuse || cv->xu_of != src)
+            unfold(cv, src, cv->xu);
+        cv->xu_of = src;
+        if (!cv->reuse || cv->yu_of != diff_dst)
+            swap_planes(cv, diff_dst, cv->yu, 0);
+        cv->yu_of = diff_dst;
         return bkm_kern_conv2d_bwd_weights(cv->c2, cv->xu, cv->yu, diff_wei, d->has_bias ? diff_bias : NULL, err);
     }
-    if (cv->algo == ALGO_BATCH) {
+    if (cv->algo == ALGO_BATCH || cv->bww_batch) {
         /* thread t sums its images (a static split: the reduction order is fixed for a thread count)
          * into diff_wei (t = 0) or its partial buffer, then the partials are added in thread order */
 #pragma omp parallel num_threads(cv->nt)
@@ -669,6 +732,11 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
         }
     }
     return BKM_OK;
+}
+
+void bkm_kern_conv3d_set_reuse(bkm_kern_conv3d_t *cv, int on)
+{
+    cv->reuse = on != 0;
 }
 
 const char *bkm_kern_conv3d_impl(const bkm_kern_conv3d_t *cv)

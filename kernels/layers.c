@@ -112,6 +112,64 @@ struct bkm_kern_fc {
     void *ws;
 };
 
+/* Small batches (mb <= FC_SMALL_MB, as the conv3d network's 4) skip the GEMM: with a handful of
+ * rows the GEMM packs the whole weight matrix (transposed, for the forward) to use a sliver of
+ * each micro-tile. Instead the weights stream once: forward as dot products of each weight row
+ * with the mb input rows, backward-data as row updates of FC_SMALL_COLS-column blocks of diff_src
+ * held in L1. Every output element has one owner and a fixed summation order. */
+#ifndef FC_SMALL_MB
+#define FC_SMALL_MB 8
+#endif
+#define FC_SMALL_COLS 128
+
+static float dot_lanes(const float *x, const float *w, int64_t n)
+{
+    float acc[16] = {0.0f};
+    float s = 0.0f;
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        for (int l = 0; l < 16; l++)
+            acc[l] += x[j + l] * w[j + l];
+    for (; j < n; j++)
+        s += x[j] * w[j];
+    for (int l = 0; l < 16; l++)
+        s += acc[l];
+    return s;
+}
+
+static void fc_small_fwd(const bkm_fc_desc_t *d, const float *src, const float *wei, const float *bias, float *dst)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < d->out; o++) {
+        const float *w = wei + o * d->in;
+        for (int64_t n = 0; n < d->mb; n++)
+            dst[n * d->out + o] = (bias != NULL ? bias[o] : 0.0f) + dot_lanes(src + n * d->in, w, d->in);
+    }
+}
+
+static void fc_small_bwd_data(const bkm_fc_desc_t *d, const float *diff_dst, const float *wei, float *diff_src)
+{
+    const int64_t blocks = (d->in + FC_SMALL_COLS - 1) / FC_SMALL_COLS;
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t i0 = b * FC_SMALL_COLS, nc = d->in - i0 < FC_SMALL_COLS ? d->in - i0 : FC_SMALL_COLS;
+        float acc[FC_SMALL_MB][FC_SMALL_COLS];
+        for (int64_t n = 0; n < d->mb; n++)
+            for (int64_t l = 0; l < nc; l++)
+                acc[n][l] = 0.0f;
+        for (int64_t o = 0; o < d->out; o++) {
+            const float *w = wei + o * d->in + i0;
+            for (int64_t n = 0; n < d->mb; n++) {
+                const float a = diff_dst[n * d->out + o];
+                for (int64_t l = 0; l < nc; l++)
+                    acc[n][l] += a * w[l];
+            }
+        }
+        for (int64_t n = 0; n < d->mb; n++)
+            memcpy(diff_src + n * d->in + i0, acc[n], (size_t)nc * sizeof(float));
+    }
+}
+
 double bkm_kern_fc_flops(const bkm_fc_desc_t *d)
 {
     return 2.0 * (double)d->mb * (double)d->in * (double)d->out;
@@ -179,6 +237,10 @@ int bkm_kern_fc_fwd(bkm_kern_fc_t *fc, const float *src, const float *wei, const
     if (fc == NULL || src == NULL || wei == NULL || dst == NULL)
         return bkm_err_set(err, BKM_EINVAL, "fc_fwd: NULL argument");
     d = &fc->d;
+    if (d->mb <= FC_SMALL_MB) {
+        fc_small_fwd(d, src, wei, d->has_bias ? bias : NULL, dst);
+        return BKM_OK;
+    }
     if (d->has_bias && bias != NULL) {
         /* dst starts as the broadcast bias, then the GEMM accumulates onto it (beta = 1). */
 #pragma omp parallel for schedule(static)
@@ -196,6 +258,10 @@ int bkm_kern_fc_bwd_data(bkm_kern_fc_t *fc, const float *diff_dst, const float *
     if (fc == NULL || diff_dst == NULL || wei == NULL || diff_src == NULL)
         return bkm_err_set(err, BKM_EINVAL, "fc_bwd_data: NULL argument");
     d = &fc->d;
+    if (d->mb <= FC_SMALL_MB) {
+        fc_small_bwd_data(d, diff_dst, wei, diff_src);
+        return BKM_OK;
+    }
     return bkm_kern_sgemm(&fc->cfg, 'N', 'N', d->mb, d->in, d->out, 1.0f, diff_dst, d->out, wei, d->in, 0.0f,
                           diff_src, d->in, fc->ws, err);
 }

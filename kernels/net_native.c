@@ -95,6 +95,7 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
         }
         if ((rc = bkm_kern_conv3d_create(&l->cv3, d, &ckp, err)) < 0)
             return rc;
+        bkm_kern_conv3d_set_reuse(l->cv3, 1); /* a step keeps the input and gradient until both backwards ran */
         bkm__net_impl_add(ex->impl, sizeof ex->impl, bkm_kern_conv3d_impl(l->cv3));
         break;
     }

@@ -137,6 +137,43 @@ START_TEST(vol2col_parallel_equals_serial_and_adjoint)
 }
 END_TEST
 
+/* A column matrix over 32 MiB takes the streaming-store path: every entry by its definition, for
+ * the team, uneven parts run one by one, and a destination that is not 16-byte aligned. */
+START_TEST(vol2col_large_streaming_by_definition)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse("mb1ic11id30ih31iw33oc1kd3ph1pw1", 0, &d, &err), BKM_OK);
+    const int64_t P = d.od * d.oh * d.ow;
+    size_t nin = (size_t)(d.ic * d.id * d.ih * d.iw), ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * P);
+    ck_assert(ncol * sizeof(float) >= (size_t)32 << 20);
+    float *x = rnd(nin, 9), *buf = calloc(ncol + 1, sizeof(float));
+    for (int pass = 0; pass < 3; pass++) {
+        float *col = buf + (pass == 2); /* pass 2: 4 bytes off 16-byte alignment */
+        memset(buf, 0xff, (ncol + 1) * sizeof(float));
+        if (pass == 1)
+            for (int t = 0; t < 3; t++)
+                bkm__kern_vol2col_part(&d, x, col, 3, t);
+        else
+            bkm_kern_vol2col(&d, x, col, 2);
+        for (int64_t r = 0; r < d.ic * d.kd * d.kh * d.kw; r++) {
+            int64_t c = r / (d.kd * d.kh * d.kw), kz = (r / (d.kh * d.kw)) % d.kd, ky = (r / d.kw) % d.kh, kx = r % d.kw;
+            for (int64_t o = 0; o < P; o++) {
+                int64_t iz = o / (d.oh * d.ow) * d.sd - d.pd + kz, iy = (o / d.ow) % d.oh * d.sh - d.ph + ky,
+                        ix = o % d.ow * d.sw - d.pw + kx;
+                float want = iz >= 0 && iz < d.id && iy >= 0 && iy < d.ih && ix >= 0 && ix < d.iw
+                                 ? x[((c * d.id + iz) * d.ih + iy) * d.iw + ix]
+                                 : 0.0f;
+                if (col[r * P + o] != want)
+                    ck_abort_msg("pass %d row %lld column %lld: %g, want %g", pass, (long long)r, (long long)o,
+                                 (double)col[r * P + o], (double)want);
+            }
+        }
+    }
+    free(x), free(buf);
+}
+END_TEST
+
 START_TEST(conv3d_matches_reference)
 {
     bkm_conv3d_desc_t d;
@@ -144,13 +181,13 @@ START_TEST(conv3d_matches_reference)
     bkm_kern_conv3d_t *cv = NULL;
     bkm_kern_params_t kp;
     /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
-     * depth unfold + conv2d */
-    static const char *const algo[4] = {"algo=1", "algo=2", "algo=2", "algo=3"};
-    static const char *const v2c[4] = {"v2c=1", "v2c=1", "v2c=0", "v2c=1"};
-    static const char *const impl[4] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
-                                        "native:unfold_"};
-    const char *shape = shapes[_i / 4];
-    int var = _i % 4;
+     * depth unfold + conv2d in every direction; depth unfold with the batch-level backward-weights */
+    static const char *const algo[5] = {"algo=1", "algo=2", "algo=2", "algo=3", "algo=3"};
+    static const char *const v2c[5] = {"v2c=1", "v2c=1", "v2c=0", "bww=1", "bww=2"};
+    static const char *const impl[5] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
+                                        "native:unfold_", "+bww_vol2col_gemm.batch"};
+    const char *shape = shapes[_i / 5];
+    int var = _i % 5;
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
     ck_assert_int_eq(bkm_kern_params_add(&kp, algo[var], &err), BKM_OK);
@@ -175,6 +212,54 @@ START_TEST(conv3d_matches_reference)
     /* a second bwd_w overwrites (does not accumulate) */
     ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
     ck_assert(rel_diff(gw, gwr, nw) < 1e-5);
+    bkm_kern_conv3d_destroy(cv);
+    free(src), free(wei), free(bias), free(dd), free(y), free(yr), free(gs), free(gsr), free(gw), free(gwr);
+    free(gb), free(gbr);
+}
+END_TEST
+
+/* With reuse on, algo 3 takes the forward's unfold and one swap of diff_dst for both backward
+ * directions; a new step (new values in the same buffers) must refresh them: every direction
+ * against the naive reference in both backward orders, two steps each. */
+START_TEST(conv3d_reuse_within_step)
+{
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    bkm_kern_conv3d_t *cv = NULL;
+    bkm_kern_params_t kp;
+    const char *shape = shapes[_i % 4];
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
+    bkm_kern_params_init(&kp);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "algo=3", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "bww=1", &err), BKM_OK);
+    ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
+    bkm_kern_conv3d_set_reuse(cv, 1);
+    size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
+           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
+    float *src = rnd(ns, 11), *wei = rnd(nw, 12), *bias = rnd((size_t)d.oc, 13), *dd = rnd(nd, 14);
+    float *y = calloc(nd, 4), *yr = calloc(nd, 4), *gs = calloc(ns, 4), *gsr = calloc(ns, 4);
+    float *gw = calloc(nw, 4), *gwr = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4), *gbr = calloc((size_t)d.oc, 4);
+    for (int step = 0; step < 2; step++) {
+        float *s2 = rnd(ns, 21u + (unsigned)step), *d2 = rnd(nd, 31u + (unsigned)step);
+        memcpy(src, s2, ns * sizeof(float)); /* new values, same buffers */
+        memcpy(dd, d2, nd * sizeof(float));
+        free(s2), free(d2);
+        ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, y, &err), BKM_OK);
+        if (_i / 4 == 0) {
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, gs, &err), BKM_OK);
+        } else {
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, gs, &err), BKM_OK);
+            ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
+        }
+        bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, yr);
+        bkm_kern_conv3d_ref_bwd_data(&d, dd, wei, gsr);
+        bkm_kern_conv3d_ref_bwd_weights(&d, src, dd, gwr, gbr);
+        ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s step %d", shape, step);
+        ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s step %d", shape, step);
+        ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s step %d", shape, step);
+        ck_assert_msg(rel_diff(gb, gbr, (size_t)d.oc) < 1e-5, "bias %s step %d", shape, step);
+    }
     bkm_kern_conv3d_destroy(cv);
     free(src), free(wei), free(bias), free(dd), free(y), free(yr), free(gs), free(gsr), free(gw), free(gwr);
     free(gb), free(gbr);
@@ -287,7 +372,9 @@ int main(void)
     TCase *tc = tcase_create("conv3d");
     tcase_add_test(tc, desc_grammar);
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
-    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 4 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 5 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
+    tcase_add_test(tc, vol2col_large_streaming_by_definition);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 3);

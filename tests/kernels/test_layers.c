@@ -139,6 +139,10 @@ START_TEST(fc_matches_reference)
     check_fc(5, 37, 11, 1, isas[_i]);
     check_fc(1, 3, 1, 0, isas[_i]);
     check_fc(33, 130, 70, 1, isas[_i]);
+    /* the small-batch path's largest batch (several column blocks, a partial one, a lane tail)
+     * and the first batch of the GEMM path */
+    check_fc(8, 301, 19, 1, isas[_i]);
+    check_fc(9, 301, 19, 1, isas[_i]);
 }
 END_TEST
 

@@ -346,8 +346,11 @@ void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, 
 
 /** Native conv3d: per image, vol2col (parallel) + one parallel SGEMM. Owns its column buffer and
  *  GEMM workspace (sized at creation for omp_get_max_threads()); never allocates in fwd/bwd. Not
- *  re-entrant; call from outside a parallel region. Tunables (bkm_kern_conv3d_params): v2c (1
- *  parallel flat-range vol2col/col2vol, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default). */
+ *  re-entrant; call from outside a parallel region. Tunables (bkm_kern_conv3d_params): algo (1
+ *  batch-level vol2col + GEMM, 2 intra-sample, 3 depth unfold + native conv2d, 0 auto = 3), v2c (1
+ *  parallel flat-range vol2col/col2vol, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default), bww
+ *  (backward-weights of algo 3: 1 the unfolded conv2d, 2 as algo 1, 0 auto = 2 for short columns,
+ *  ic*kd*kh*kw <= 64). */
 typedef struct bkm_kern_conv3d bkm_kern_conv3d_t;
 int bkm_kern_conv3d_create(bkm_kern_conv3d_t **cv, const bkm_conv3d_desc_t *d, const bkm_kern_params_t *params,
                            bkm_err_t *err);
@@ -358,6 +361,11 @@ int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const
 /** diff_wei (and diff_bias when non-NULL) overwritten with the batch sum. */
 int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const float *diff_dst, float *diff_wei,
                                 float *diff_bias, bkm_err_t *err);
+/** Promise (on != 0) that between a fwd and the bwd_weights / bwd_data that follow it the caller
+ *  changes neither the src nor the diff_dst they are given (as a training step does): algo 3 then
+ *  reuses the forward's depth unfold in bwd_weights and one plane swap of diff_dst for both
+ *  backward directions when the pointers are the same. Off by default. */
+void bkm_kern_conv3d_set_reuse(bkm_kern_conv3d_t *cv, int on);
 const char *bkm_kern_conv3d_impl(const bkm_kern_conv3d_t *cv);
 const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params);
 void bkm_kern_conv3d_destroy(bkm_kern_conv3d_t *cv);
