@@ -167,15 +167,11 @@ static const bkm_cli_opt_t *find_short(const bkm_cli_cmd_spec_t *cmd, char c, si
     return NULL;
 }
 
-int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *seen,
-                           bkm_err_t *err)
+int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
 {
-    int local[CLI_OPTS_MAX] = {0}, json = 0, help = 0, options_done = 0;
+    int seen[CLI_OPTS_MAX] = {0}, json = 0, help = 0, options_done = 0;   /* seen: times each option came */
     if (cmd->n_opts > CLI_OPTS_MAX)
         return bkm_err_set(err, BKM_EINVAL, "tune %s: more than %d options in its table", cmd->name, CLI_OPTS_MAX);
-    if (seen == NULL)
-        seen = local;
-    memset(seen, 0, cmd->n_opts * sizeof *seen);
     /* -h/--help anywhere before "--" wins over everything else on the line */
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
@@ -261,19 +257,6 @@ int bkm_cli_opt_parse_cmd(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, 
         fprintf(stderr, "%s\n", err.msg);
     *code = rc > 0 ? 0 : 2;
     return 1;
-}
-
-int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
-{
-    return bkm_cli_opt_parse_seen(cmd, argc, argv, cfg, NULL, err);
-}
-
-int bkm_cli_opt_given(const bkm_cli_cmd_spec_t *cmd, const int *seen, const char *name)
-{
-    for (size_t i = 0; i < cmd->n_opts; i++)
-        if (strcmp(cmd->opts[i].name, name) == 0)
-            return seen[i] > 0;
-    return 0;
 }
 
 /* Write @p text with every line after the first indented by @p indent columns. */

@@ -88,14 +88,6 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f);
  *  "lo","hi","choices","repeat","hidden","required","alias","example"}...], "positional": bool}. */
 void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f);
 
-/** 1 when option @p name was given in the last parse of @p cfg's command (0 otherwise); the
- *  parser records what it saw in @p seen, an array of cmd->n_opts ints the caller may pass. */
-int bkm_cli_opt_given(const bkm_cli_cmd_spec_t *cmd, const int *seen, const char *name);
-
-/** As bkm_cli_opt_parse, also filling seen[0..cmd->n_opts) with how often each option was given. */
-int bkm_cli_opt_parse_seen(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *seen,
-                           bkm_err_t *err);
-
 /** Parse a duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h"); finite and
  *  >= 0. Returns 0 with *sec set, or -1. */
 int bkm_cli_opt_duration(const char *s, double *sec);
