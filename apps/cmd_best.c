@@ -138,6 +138,16 @@ static void print_evidence(const char *evidence)
         print_doubles("best, per process", w);
     }
     print_doubles("default, per process", bkm_json_get(ev, "default"));
+    if (bkm_json_get(ev, "noise")) {
+        const bkm_json_t *nz = bkm_json_get(ev, "noise");
+        double arms = 0;
+        arms += bkm_json_get_num(bkm_json_get(ev, "default"), "disturbed_processes", 0);
+        for (const bkm_json_t *c = cands ? cands->child : NULL; c; c = c->next)
+            arms += bkm_json_get_num(c, "disturbed_processes", 0);
+        printf("  noise: %g counted process(es) disturbed (run-queue wait + steal > %g of the timed region), "
+               "%g re-run (--rerun-disturbed %g)\n", arms, bkm_json_get_num(nz, "disturbed_share", NAN),
+               bkm_json_get_num(nz, "reruns", 0), bkm_json_get_num(nz, "rerun_disturbed", 0));
+    }
     if (bkm_json_get_str(ev, "verdict"))
         printf("  verdict: %s\n", bkm_json_get_str(ev, "verdict"));
 out:

@@ -71,6 +71,11 @@ static const bkm_cli_opt_t run_table[] = {
              "instructions, cache misses, FP ops and the perf:: software events;\n"
              "unavailable ones are listed with PAPI's reason)",
      .example = "none"},
+    {.name = "disturbed-share", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(run_opts_t, spec.noise_share),
+     .lo = 0.001, .hi = 1,
+     .help = "mark the trial disturbed when its worst thread waited on a run queue,\n"
+             "plus the steal time of its CPUs, for more than X of the timed region\n"
+             "(default 0.10)", .example = "0.2"},
     {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.timeout_s),
      .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S, .help = "kill the worker after SEC (default 600)"},
     {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(run_opts_t, dry_run),
@@ -91,7 +96,8 @@ static const bkm_cli_cmd_spec_t run_cmd = {
     .usage = "tune run --workload W [--backend native|onednn] [--threads N] [--affinity S]\n"
              "         [--blocktime B] [--param key=value ...] [--warmup N] [--min-samples N]\n"
              "         [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
-             "         [--counters LIST] [--trial-timeout SEC] [--dry-run] [--json]",
+             "         [--counters LIST] [--disturbed-share X] [--trial-timeout SEC] [--dry-run]\n"
+             "         [--json]",
     .about = "Runs ONE trial: a fresh worker process gets KMP_AFFINITY, KMP_BLOCKTIME and\n"
              "OMP_NUM_THREADS from the options (every other OMP_*/KMP_*/GOMP_* variable of this shell is\n"
              "removed), verifies that each OpenMP thread is bound as the affinity planner predicts,\n"
@@ -99,7 +105,9 @@ static const bkm_cli_cmd_spec_t run_cmd = {
              "iterations: at least --min-samples samples and --min-time seconds, more (up to\n"
              "--max-samples and --max-time) while the 95% confidence interval of the median is wider\n"
              "than +-5% of it. Warm-up stops early after max(--min-time, 1 s). PAPI counters\n"
-             "cover the timed loop on every thread.",
+             "cover the timed loop on every thread, and so does the noise evidence from the OS\n"
+             "(context switches, page faults, CPU time, run-queue wait, migrations per thread;\n"
+             "steal time of its CPUs), with or without PAPI: 'noise' in --json.",
     BKM_CLI_TABLE(run_table),
     .more = "environment: the worker inherits this shell's environment except every OMP_*, KMP_*,\n"
             "GOMP_* and HWLOC_* variable; ONEDNN_*, DNNL_*, LD_PRELOAD, ... pass unchanged (its JSON\n"
@@ -172,6 +180,19 @@ static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_tria
             printf("counter     %-24s %lld\n", r->counters[i].name, r->counters[i].value);
         else
             printf("counter     %-24s unavailable: %s\n", r->counters[i].name, r->counters[i].reason);
+    }
+    if (r->doc && bkm_json_get(r->doc, "noise")) {
+        const bkm_json_t *n = bkm_json_get(r->doc, "noise"), *t = bkm_json_get(n, "totals");
+        printf("noise       %s: share %.3g (run-queue wait %.3g + steal %.3g; threshold %.3g)\n",
+               r->disturbed == 1 ? "DISTURBED" : r->disturbed == 0 ? "quiet" : "unknown", r->noise_share,
+               bkm_json_get_num(n, "wait_share", NAN), bkm_json_get_num(n, "steal_share", NAN),
+               bkm_json_get_num(n, "threshold", NAN));
+        if (t)
+            printf("            switches %.0f voluntary, %.0f involuntary; migrations %.0f; page faults %.0f minor, "
+                   "%.0f major (over threads; -1: unavailable)\n",
+                   bkm_json_get_num(t, "voluntary_switches", -1), bkm_json_get_num(t, "involuntary_switches", -1),
+                   bkm_json_get_num(t, "migrations", -1), bkm_json_get_num(t, "minor_faults", -1),
+                   bkm_json_get_num(t, "major_faults", -1));
     }
     if (r->status != BKM_TRIAL_OK && r->stderr_tail[0])
         printf("worker stderr (tail):\n%s", r->stderr_tail);

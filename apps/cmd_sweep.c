@@ -148,6 +148,16 @@ static const bkm_cli_opt_t sweep_table[] = {
              "processes, in a drift-cancelling order; the claim uses one value per process"},
     {.name = "min-ratio", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.min_ratio), .lo = 1,
      .hi = 100, .help = "smallest speedup over the default worth claiming (default 1.02)"},
+    {.name = "disturbed-share", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.base.noise_share),
+     .lo = 0.001, .hi = 1,
+     .help = "a process is marked disturbed when its worst thread waited on a run\n"
+             "queue, plus the steal time of its CPUs, for more than X of the timed\n"
+             "region (default 0.10; from the OS, with or without PAPI)", .example = "0.2"},
+    {.name = "rerun-disturbed", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.rerun_disturbed),
+     .lo = 0, .hi = BKM_TUNE_RERUN_DISTURBED_MAX,
+     .help = "confirmation: run a disturbed process again, up to N times, instead\n"
+             "of counting it (the last attempt counts; replaced ones stay stored);\n"
+             "default 0: disturbed processes count and are reported", .example = "2"},
     {.name = "aa", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sw.aa),
      .help = "A/A run: no search; the default is confirmed against --confirm-top\n"
              "copies of itself through the same code; exit 1 if a (false) claim\n"

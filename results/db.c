@@ -72,6 +72,11 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "DROP TABLE sweep;"
     "ALTER TABLE sweep_v3 RENAME TO sweep;"
     "CREATE INDEX sweep_by_key ON sweep(key, id);",
+    /* 3 -> 4: noise evidence of each trial from the OS (rusage, /proc schedstat/sched/stat: the
+     * worker's "noise" object), its disturbed share and mark (NULL: not measured). */
+    "ALTER TABLE trial ADD COLUMN noise_json TEXT;"
+    "ALTER TABLE trial ADD COLUMN noise_share REAL;"
+    "ALTER TABLE trial ADD COLUMN disturbed INTEGER CHECK(disturbed IN (0, 1));",
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -107,6 +112,22 @@ int bkm__db_prepare(bkm_db_t *db, const char *sql, sqlite3_stmt **st, bkm_err_t 
 {
     int rc = sqlite3_prepare_v2(db->h, sql, -1, st, NULL);
     return rc == SQLITE_OK ? BKM_OK : bkm__db_err(db, rc, "prepare", err);
+}
+
+int bkm__db_has_column(bkm_db_t *db, const char *schema, const char *table, const char *col)
+{
+    sqlite3_stmt *st = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM pragma_table_info(?1, ?2) WHERE name = ?3", -1, &st, NULL) !=
+        SQLITE_OK)
+        return 0;
+    bkm__bind_text(st, 1, table);
+    bkm__bind_text(st, 2, schema);
+    bkm__bind_text(st, 3, col);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        has = sqlite3_column_int(st, 0) > 0;
+    sqlite3_finalize(st);
+    return has;
 }
 
 static void sleep_ms(long ms)

@@ -34,6 +34,27 @@ static void csv_num(bkm_buf_t *b, double v)
         bkm_buf_printf(b, "%.17g", v);
 }
 
+/* The noise evidence's totals and steal share as four cells (each preceded by a comma; empty when
+ * the trial has none or the source was unavailable). */
+static void csv_noise(bkm_buf_t *b, const char *noise_json)
+{
+    static const char *const tot[] = {"voluntary_switches", "involuntary_switches", "migrations"};
+    bkm_json_t *doc = NULL;
+    const bkm_json_t *t = NULL;
+    if (noise_json != NULL && bkm_json_parse(noise_json, &doc, NULL) == BKM_OK)
+        t = bkm_json_get(doc, "totals");
+    for (size_t i = 0; i < sizeof tot / sizeof tot[0]; i++) {
+        const bkm_json_t *v = t ? bkm_json_get(t, tot[i]) : NULL;
+        bkm_buf_puts(b, ",");
+        if (v != NULL && v->type == BKM_JSON_NUM)
+            csv_num(b, v->num);
+    }
+    bkm_buf_puts(b, ",");
+    if (doc != NULL)
+        csv_num(b, bkm_json_get_num(doc, "steal_share", NAN));
+    bkm_json_free(doc);
+}
+
 static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r)
 {
     bkm_buf_printf(b, "%lld,", (long long)r->id);
@@ -62,6 +83,12 @@ static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r)
     csv_str(b, r->impl);
     bkm_buf_puts(b, ",");
     csv_str(b, r->error);
+    bkm_buf_puts(b, ",");
+    if (r->disturbed >= 0)
+        bkm_buf_printf(b, "%d", r->disturbed);
+    bkm_buf_puts(b, ",");
+    csv_num(b, r->noise_share);
+    csv_noise(b, r->noise_json);
     bkm_buf_puts(b, "\r\n");
 }
 
@@ -103,6 +130,22 @@ static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
     bkm_json_str(w, r->impl);
     bkm_json_key(w, "error");
     bkm_json_str(w, r->error);
+    bkm_json_key(w, "disturbed");
+    if (r->disturbed >= 0)
+        bkm_json_bool(w, r->disturbed);
+    else
+        bkm_json_null(w);
+    bkm_json_key(w, "noise_share");
+    bkm_json_double(w, r->noise_share);
+    bkm_json_key(w, "noise");   /* the worker's object, re-serialised (null if unreadable) */
+    {
+        bkm_json_t *doc = NULL;
+        if (r->noise_json != NULL && bkm_json_parse(r->noise_json, &doc, NULL) == BKM_OK)
+            bkm_json_write_tree(w, doc);
+        else
+            bkm_json_null(w);
+        bkm_json_free(doc);
+    }
     bkm_json_obj_end(w);
 }
 
@@ -117,7 +160,8 @@ int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fm
         return ret;
     if (fmt == BKM_DB_EXPORT_CSV) {
         bkm_buf_puts(out, "id,sweep,node,workload,status,role,round,config,n_samples,median_ms,min_ms,mad_ms,"
-                          "ci_lo_ms,ci_hi_ms,gflops,impl,error\r\n");
+                          "ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,"
+                          "voluntary_switches,involuntary_switches,migrations,steal_share\r\n");
         for (size_t i = 0; i < l.n; i++)
             csv_row(out, &l.rows[i]);
     } else {

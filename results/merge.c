@@ -10,6 +10,9 @@
     "config_key, config_json, status, error, stderr_tail, exit_info, started_at, finished_at, n_samples, "     \
     "median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops, check_json, binding_json, effective_json, impl, " \
     "role, round"
+/* Columns of later migrations, and what a source of an older schema (read as it is) gives. */
+#define TRIAL_COLS_NOISE ", noise_json, noise_share, disturbed"
+#define TRIAL_COLS_NOISE_NONE ", NULL, NULL, NULL"
 
 /* Run a prepared statement with up to two int64 parameters to completion; adds the number of
  * changed rows to *changes when given. */
@@ -35,11 +38,15 @@ static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_mer
     sqlite3_stmt *list = NULL, *ins = NULL, *smp = NULL, *cnt = NULL;
     int ret, rc;
     if ((ret = bkm__db_prepare(db, "SELECT id FROM src.trial WHERE sweep_id = ?1 ORDER BY id", &list, err)) < 0 ||
-        (ret =
-             bkm__db_prepare(db,
-                             "INSERT INTO main.trial(sweep_id, " TRIAL_COLS ") SELECT ?2, " TRIAL_COLS
-                             " FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
-                             &ins, err)) < 0 ||
+        (ret = bkm__db_prepare(db,
+                               bkm__db_has_column(db, "src", "trial", "noise_json")
+                                   ? "INSERT INTO main.trial(sweep_id, " TRIAL_COLS TRIAL_COLS_NOISE ") SELECT ?2, "
+                                     TRIAL_COLS TRIAL_COLS_NOISE " FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, "
+                                     "role, round, config_key) DO NOTHING"
+                                   : "INSERT INTO main.trial(sweep_id, " TRIAL_COLS TRIAL_COLS_NOISE ") SELECT ?2, "
+                                     TRIAL_COLS TRIAL_COLS_NOISE_NONE " FROM src.trial WHERE id = ?1 ON "
+                                     "CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
+                               &ins, err)) < 0 ||
         (ret = bkm__db_prepare(db,
                                "INSERT INTO main.sample(trial_id, idx, ms) SELECT ?2, idx, ms FROM src.sample "
                                "WHERE trial_id = ?1",

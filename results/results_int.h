@@ -34,6 +34,9 @@ int bkm__db_err(bkm_db_t *db, int rc, const char *what, bkm_err_t *err);
 /* Run SQL without results. */
 int bkm__db_exec(bkm_db_t *db, const char *sql, bkm_err_t *err);
 int bkm__db_prepare(bkm_db_t *db, const char *sql, sqlite3_stmt **st, bkm_err_t *err);
+/* 1 when table @p table of schema @p schema ("main", "src") has column @p col: a database read
+ * as it is (older schema, read-only) may lack a later migration's columns. 0 otherwise. */
+int bkm__db_has_column(bkm_db_t *db, const char *schema, const char *table, const char *col);
 /* BEGIN IMMEDIATE, retried on SQLITE_BUSY until BKM_DB_BUSY_TIMEOUT_MS has passed. */
 int bkm__db_begin(bkm_db_t *db, bkm_err_t *err);
 int bkm__db_commit(bkm_db_t *db, bkm_err_t *err);

@@ -298,6 +298,8 @@ void bkm_db_trial_init(bkm_db_trial_t *t)
 {
     memset(t, 0, sizeof *t);
     t->median_ms = t->min_ms = t->mad_ms = t->ci_lo_ms = t->ci_hi_ms = t->gflops = NAN;
+    t->noise_share = NAN;
+    t->disturbed = -1;
 }
 
 static int insert_children(bkm_db_t *db, const bkm_db_trial_t *t, int64_t id, bkm_err_t *err)
@@ -363,9 +365,10 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
     ret = bkm__db_prepare(db,
                           "INSERT INTO trial(sweep_id, config_key, config_json, status, error, stderr_tail, exit_info, "
                           "started_at, finished_at, n_samples, median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops, "
-                          "check_json, binding_json, effective_json, impl, role, round) VALUES(?1, ?2, ?2, ?3, ?4, ?5, "
+                          "check_json, binding_json, effective_json, impl, role, round, noise_json, noise_share, disturbed) "
+                          "VALUES(?1, ?2, ?2, ?3, ?4, ?5, "
                           "?6, coalesce(?7, " NOW_SQL "), coalesce(?8, " NOW_SQL "), ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                          "?16, ?17, ?18, ?19, ?20, ?21) ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
+                          "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24) ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
                           &st, err);
     if (ret < 0)
         goto out;
@@ -390,6 +393,12 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
     bkm__bind_text(st, 19, t->impl);
     bkm__bind_text(st, 20, role);
     sqlite3_bind_int(st, 21, t->round);
+    bkm__bind_text(st, 22, t->noise_json);
+    bkm__bind_double(st, 23, t->noise_share);
+    if (t->disturbed == 0 || t->disturbed == 1)
+        sqlite3_bind_int(st, 24, t->disturbed);
+    else
+        sqlite3_bind_null(st, 24);
     rc = sqlite3_step(st);
     if (rc != SQLITE_DONE) {
         ret = bkm__db_err(db, rc, "store trial", err);
@@ -452,6 +461,7 @@ void bkm_db_trial_list_free(bkm_db_trial_list_t *l)
         bkm_free(r->role);
         bkm_free(r->error);
         bkm_free(r->impl);
+        bkm_free(r->noise_json);
     }
     bkm_free(l->rows);
     l->rows = NULL;
@@ -465,12 +475,19 @@ int bkm_db_trials_query(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_trial_lis
     int ret, rc, oom = 0;
     out->rows = NULL;
     out->n = 0;
+    /* a database read as it is (schema 3 or older, read-only) has no noise columns */
     ret = bkm__db_prepare(db,
-                          "SELECT t.id, t.sweep_id, s.uuid, s.node, s.workload, t.config_json, t.status, t.role, "
-                          "t.round, t.error, t.impl, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, "
-                          "t.ci_hi_ms, t.gflops FROM trial t JOIN sweep s ON s.id = t.sweep_id "
-                          "WHERE (?1 = 0 OR t.sweep_id = ?1) AND (?2 IS NULL OR s.node = ?2) AND "
-                          "(?3 IS NULL OR s.workload = ?3) ORDER BY t.id",
+                          bkm__db_has_column(db, "main", "trial", "noise_json")
+                              ? "SELECT t.id, t.sweep_id, s.uuid, s.node, s.workload, t.config_json, t.status, t.role, "
+                                "t.round, t.error, t.impl, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, "
+                                "t.ci_hi_ms, t.gflops, t.noise_share, t.disturbed, t.noise_json FROM trial t JOIN "
+                                "sweep s ON s.id = t.sweep_id WHERE (?1 = 0 OR t.sweep_id = ?1) AND (?2 IS NULL OR "
+                                "s.node = ?2) AND (?3 IS NULL OR s.workload = ?3) ORDER BY t.id"
+                              : "SELECT t.id, t.sweep_id, s.uuid, s.node, s.workload, t.config_json, t.status, t.role, "
+                                "t.round, t.error, t.impl, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, "
+                                "t.ci_hi_ms, t.gflops, NULL, NULL, NULL FROM trial t JOIN sweep s ON s.id = "
+                                "t.sweep_id WHERE (?1 = 0 OR t.sweep_id = ?1) AND (?2 IS NULL OR s.node = ?2) AND "
+                                "(?3 IS NULL OR s.workload = ?3) ORDER BY t.id",
                           &st, err);
     if (ret < 0)
         return ret;
@@ -510,6 +527,9 @@ int bkm_db_trials_query(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_trial_lis
         r->ci_lo_ms = bkm__col_double(st, 15);
         r->ci_hi_ms = bkm__col_double(st, 16);
         r->gflops = bkm__col_double(st, 17);
+        r->noise_share = bkm__col_double(st, 18);
+        r->disturbed = sqlite3_column_type(st, 19) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 19) != 0;
+        r->noise_json = bkm__col_strdup(st, 20, &oom);
         if (oom)
             break;
     }

@@ -68,7 +68,8 @@ static int time_one(bkm_tune_iter_fn fn, void *ctx, double *ms, bkm_err_t *err)
 }
 
 int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, void *ctx,
-                     bkm_tune_counters_t *ctr, int threads, bkm_tune_samples_t *s, bkm_err_t *err)
+                     bkm_tune_counters_t *ctr, bkm_tune_noise_t *noise, int threads, bkm_tune_samples_t *s,
+                     bkm_err_t *err)
 {
     const int warm_cap = spec->warmup > 0 ? spec->warmup : 1;
     double *tmp = NULL, est_ms, cap_d;
@@ -119,6 +120,7 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
             goto out;
         counting = 1;
     }
+    bkm_tune_noise_begin(noise);   /* each thread reads its own values; nothing inside the loop */
     t_start = bkm_now_ns();
     for (;;) {
         double elapsed_s;
@@ -161,6 +163,7 @@ int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, voi
         }
     }
     s->total_s = (double)(bkm_now_ns() - t_start) * 1e-9;
+    bkm_tune_noise_end(noise);
     if (counting) {
         counting = 0;
         rc = bkm_tune_counters_stop(ctr, err);

@@ -89,6 +89,10 @@ typedef struct sweep_state {
     size_t run_here;             /* trials run by this process */
     int trial_no;                /* 1-based, for fault injection (test builds) */
     const char *node;            /* cfg->node resolved (res->node): stored with the results */
+    size_t disturbed;            /* processes marked disturbed (this run and resumed) */
+    size_t noise_unknown;        /* ok processes without a disturbed mark */
+    size_t confirm_disturbed;    /* confirmation processes counted although disturbed */
+    size_t reruns;               /* disturbed confirmation processes replaced by a re-run */
 } sweep_state_t;
 
 static int config_key(sweep_state_t *st, size_t i, const char **key, bkm_err_t *err)
@@ -135,11 +139,23 @@ static void progress_best(sweep_state_t *st, const bkm_tune_config_t *c, const c
     }
 }
 
+/* The noise mark of a process that ran (ok or not), counted for the summary. */
+static void noise_account(sweep_state_t *st, int ok, int disturbed, int *out)
+{
+    if (out)
+        *out = disturbed;
+    if (disturbed == 1)
+        st->disturbed++;
+    else if (disturbed < 0 && ok)
+        st->noise_unknown++;
+}
+
 /* A trial stored before an interruption: reuse it, never run it again. */
 static void trial_resume(sweep_state_t *st, const bkm_db_trial_row_t *row, const bkm_tune_config_t *c,
-                         const char *role, double *value, double *prec)
+                         const char *role, double *value, double *prec, int *disturbed)
 {
     int ok = row->status == BKM_TRIAL_OK;
+    noise_account(st, ok, row->disturbed, disturbed);
     *value = ok ? row->median_ms : NAN;
     if (prec && ok)
         prec[0] = row->ci_lo_ms, prec[1] = row->ci_hi_ms;
@@ -173,7 +189,7 @@ static int spec_add_base_env(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_con
  * check, and the binding evidence (planned vs actual mask of every thread, the worker's
  * "binding" member as it is). */
 typedef struct trial_texts {
-    bkm_buf_t env, check, bind;
+    bkm_buf_t env, check, bind, noise;
     char exit_info[48];
 } trial_texts_t;
 
@@ -182,6 +198,7 @@ static void trial_texts_free(trial_texts_t *x)
     bkm_buf_free(&x->env);
     bkm_buf_free(&x->check);
     bkm_buf_free(&x->bind);
+    bkm_buf_free(&x->noise);
 }
 
 static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spec,
@@ -203,6 +220,10 @@ static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spe
     if (res->doc != NULL && bkm_json_get(res->doc, "binding") != NULL) {
         bkm_json_w_init(&w, &x->bind, 0);
         bkm_json_write_tree(&w, bkm_json_get(res->doc, "binding"));
+    }
+    if (res->doc != NULL && bkm_json_get(res->doc, "noise") != NULL) {
+        bkm_json_w_init(&w, &x->noise, 0);
+        bkm_json_write_tree(&w, bkm_json_get(res->doc, "noise"));
     }
     if (res->signal)
         snprintf(x->exit_info, sizeof x->exit_info, "signal %d (%s)", res->signal, res->signal_name);
@@ -233,6 +254,9 @@ static void trial_row_fill(bkm_db_trial_t *t, const sweep_state_t *st, const cha
     t->impl = res->impl[0] ? res->impl : NULL;
     t->counters = res->counters;
     t->n_counters = res->counters ? (size_t)res->n_counters : 0;
+    t->noise_json = x->noise.len > 0 ? bkm_buf_str(&x->noise) : NULL;
+    t->noise_share = res->noise_share;
+    t->disturbed = res->disturbed;
 }
 
 /* Progress after a stored trial: its median and precision when ok, else a warning. */
@@ -259,7 +283,7 @@ static void trial_account(sweep_state_t *st, const bkm_tune_config_t *c, const c
  * success *value is its median (NaN unless ok) and, when wanted, prec[0..1] the 95% interval of
  * that median from the process's own samples (its precision). */
 static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, int scale, double *value,
-                    double *prec, bkm_err_t *err)
+                    double *prec, int *disturbed, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
     const bkm_tune_config_t *c = bkm_tune_space_config(st->space, ci);
@@ -277,13 +301,16 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_buf_init(&x.env);
     bkm_buf_init(&x.check);
     bkm_buf_init(&x.bind);
+    bkm_buf_init(&x.noise);
     *value = NAN;
+    if (disturbed)
+        *disturbed = -1;
     if (prec)
         prec[0] = prec[1] = NAN;
     if ((rc = config_key(st, ci, &key, err)) < 0)
         return rc;
     if ((row = stored_find(st, role, round, key)) != NULL) {
-        trial_resume(st, row, c, role, value, prec);
+        trial_resume(st, row, c, role, value, prec, disturbed);
         return BKM_OK;
     }
 
@@ -316,6 +343,7 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     if ((rc = bkm_db_trial_insert(st->db, &t, &trial_id, NULL, err)) < 0)
         goto out;
     trial_account(st, c, role, &res, value, prec);
+    noise_account(st, res.status == BKM_TRIAL_OK, res.disturbed, disturbed);
     rc = BKM_OK;
 out:
     trial_texts_free(&x);
@@ -336,15 +364,18 @@ typedef struct cand {
     double *proc;
     double *prec;
     int *pos;
+    signed char *dist;           /* each process's disturbed mark: 1, 0, -1 unknown */
     size_t n, cap;
+    size_t reruns;               /* disturbed processes of this arm replaced by a re-run */
     int failed;
 } cand_t;
 
-static int cand_append(cand_t *c, double v, const double *prec, int pos, bkm_err_t *err)
+static int cand_append(cand_t *c, double v, const double *prec, int pos, int disturbed, bkm_err_t *err)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 8;
         double *p = bkm_realloc(c->proc, cap * sizeof *p), *q;
+        signed char *d;
         int *r;
         if (p == NULL)
             return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
@@ -355,8 +386,12 @@ static int cand_append(cand_t *c, double v, const double *prec, int pos, bkm_err
         if ((r = bkm_realloc(c->pos, cap * sizeof *r)) == NULL)
             return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
         c->pos = r;
+        if ((d = bkm_realloc(c->dist, cap * sizeof *d)) == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        c->dist = d;
         c->cap = cap;
     }
+    c->dist[c->n] = (signed char)disturbed;
     c->proc[c->n] = v;
     c->prec[2 * c->n] = prec[0], c->prec[2 * c->n + 1] = prec[1];
     c->pos[c->n++] = pos;
@@ -424,7 +459,7 @@ static int search_run(sweep_state_t *st, bkm_tune_strategy_t *strat, bkm_err_t *
             bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
             break;
         }
-        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, err)) < 0)
+        if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
             return rc;
         if (stopped(cfg))
             break;   /* the trial may have been cut short: nothing to report */
@@ -502,18 +537,32 @@ static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, bkm_err_t
     for (size_t t = 0; t < total; t++) {
         cand_t *c = &cand[order[t]];
         double v, prec[2];
+        int dist = -1;
         if (stopped(cfg))
             break;
         if (c->failed)
             continue;
-        if ((rc = trial_do(st, c->config, "confirm", (int)t + 1, 1, &v, prec, err)) < 0)
+        if ((rc = trial_do(st, c->config, "confirm", (int)t + 1, 1, &v, prec, &dist, err)) < 0)
             goto out;
+        /* --rerun-disturbed: a disturbed process is measured again at once, stored under round
+         * position + k x total (k = 1, 2, ...: beyond the planned positions, so resume finds it),
+         * and the last attempt is counted at the planned position */
+        for (int k = 1; k <= cfg->rerun_disturbed && dist == 1 && !isnan(v) && !stopped(cfg); k++) {
+            st->reruns++;
+            c->reruns++;
+            st->prog.total++;
+            if ((rc = trial_do(st, c->config, "confirm", (int)(t + 1 + (size_t)k * total), 1, &v, prec, &dist,
+                               err)) < 0)
+                goto out;
+        }
         if (stopped(cfg))
             break;   /* the trial may have been cut short: nothing stored, nothing to count */
         if (isnan(v))
             c->failed = 1;
-        else if ((rc = cand_append(c, v, prec, (int)t + 1, err)) < 0)
+        else if ((rc = cand_append(c, v, prec, (int)t + 1, dist, err)) < 0)
             goto out;
+        else if (dist == 1)
+            st->confirm_disturbed++;
     }
 out:
     bkm_free(order);
@@ -559,6 +608,24 @@ static void json_arm(bkm_json_w_t *w, const sweep_state_t *st, const cand_t *c)
     for (size_t i = 0; i < c->n; i++)
         bkm_json_int(w, c->pos[i]);
     bkm_json_arr_end(w);
+    /* each counted process's noise mark (null: no evidence), and re-runs that replaced one */
+    bkm_json_key(w, "process_disturbed");
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->dist[i] < 0)
+            bkm_json_null(w);
+        else
+            bkm_json_bool(w, c->dist[i]);
+    }
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "disturbed_processes");
+    {
+        int64_t nd = 0;
+        for (size_t i = 0; i < c->n; i++)
+            nd += c->dist[i] == 1;
+        bkm_json_int(w, nd);
+    }
+    bkm_json_key(w, "reruns"), bkm_json_int(w, (int64_t)c->reruns);
     bkm_json_key(w, "failed"), bkm_json_bool(w, c->failed);
     bkm_json_key(w, "median_ms"), bkm_json_double(w, med);
     bkm_json_key(w, "median_ci95_order_stat");
@@ -608,6 +675,16 @@ static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n
     bkm_json_key(&w, "min_processes"), bkm_json_int(&w, (int64_t)rule->min_n);
     bkm_json_key(&w, "ratio"), bkm_json_str(&w, "Hodges-Lehmann estimate of default / candidate (median of the "
                                                 "pairwise ratios of process medians), exact rank (Moses) 95% interval");
+    bkm_json_key(&w, "noise");
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "disturbed_share"), bkm_json_double(&w, cfg->base.noise_share);
+    bkm_json_key(&w, "rule");
+    bkm_json_str(&w, "a process is disturbed when its worst thread waited on a run queue (proc-schedstat) plus the "
+                     "steal share of its CPUs (proc-stat) exceeds disturbed_share of the timed region");
+    bkm_json_key(&w, "rerun_disturbed"), bkm_json_int(&w, cfg->rerun_disturbed);
+    bkm_json_key(&w, "disturbed_counted"), bkm_json_int(&w, (int64_t)st->confirm_disturbed);
+    bkm_json_key(&w, "reruns"), bkm_json_int(&w, (int64_t)st->reruns);
+    bkm_json_obj_end(&w);
     bkm_json_key(&w, "default");
     bkm_json_obj_begin(&w);
     json_arm(&w, st, &cand[0]);
@@ -783,6 +860,9 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         cfg->confirm_top > BKM_TUNE_CONFIRM_TOP_MAX)
         return bkm_err_set(err, BKM_EINVAL, "sweep: replicates %d (1..%d) or confirm_top %d (0..%d) out of range",
                            cfg->replicates, BKM_TUNE_REPLICATES_MAX, cfg->confirm_top, BKM_TUNE_CONFIRM_TOP_MAX);
+    if (cfg->rerun_disturbed < 0 || cfg->rerun_disturbed > BKM_TUNE_RERUN_DISTURBED_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "sweep: rerun_disturbed %d out of range 0..%d", cfg->rerun_disturbed,
+                           BKM_TUNE_RERUN_DISTURBED_MAX);
     n = bkm_tune_space_size(space);
     st.cfg = cfg, st.space = space, st.db = db;
     st.prog.best_ms = st.prog.eta_s = NAN;
@@ -825,6 +905,10 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     res->trials = st.prog.done;
     res->failed = st.prog.failed;
     res->resumed_trials = st.prog.resumed;
+    res->disturbed = st.disturbed;
+    res->noise_unknown = st.noise_unknown;
+    res->confirm_disturbed = st.confirm_disturbed;
+    res->reruns = st.reruns;
     if (stopped(cfg)) {
         /* every stored trial is complete (one transaction each); the same command resumes */
         res->interrupted = 1;
@@ -840,6 +924,7 @@ out:
         bkm_free(cand[c].proc);
         bkm_free(cand[c].prec);
         bkm_free(cand[c].pos);
+        bkm_free(cand[c].dist);
     }
     if (st.keys)
         for (size_t i = 0; i < n; i++)

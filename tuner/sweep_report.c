@@ -236,6 +236,11 @@ static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_b
     bkm_json_key(&w, "trials"), bkm_json_int(&w, (int64_t)r->trials);
     bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)r->failed);
     bkm_json_key(&w, "resumed"), bkm_json_int(&w, (int64_t)r->resumed_trials);
+    /* noise evidence from the OS: processes marked disturbed (tune run --help, --disturbed-share) */
+    bkm_json_key(&w, "disturbed_processes"), bkm_json_int(&w, (int64_t)r->disturbed);
+    bkm_json_key(&w, "noise_unknown"), bkm_json_int(&w, (int64_t)r->noise_unknown);
+    bkm_json_key(&w, "confirm_disturbed_counted"), bkm_json_int(&w, (int64_t)r->confirm_disturbed);
+    bkm_json_key(&w, "confirm_reruns"), bkm_json_int(&w, (int64_t)r->reruns);
     bkm_json_key(&w, "interrupted"), bkm_json_bool(&w, r->interrupted);
     bkm_json_key(&w, "sweep_id"), bkm_json_int(&w, r->sweep_id);
     bkm_json_key(&w, "node"), bkm_json_str(&w, r->node);
@@ -258,6 +263,9 @@ void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char 
     }
     bkm_buf_printf(out, "%s done: %zu trials on node %s (%zu resumed from %s, %zu failed)\n", r->aa ? "A/A run" : "sweep",
                    r->trials, r->node, r->resumed_trials, db, r->failed);
+    bkm_buf_printf(out, "noise:      %zu of %zu processes disturbed (run-queue wait + steal over the threshold)%s; "
+                   "confirmation: %zu disturbed counted, %zu re-run\n", r->disturbed, r->trials,
+                   r->noise_unknown ? " (some without evidence)" : "", r->confirm_disturbed, r->reruns);
     bkm_tune_config_label(&r->dflt, label, sizeof label);
     bkm_buf_printf(out, "default:    %s: median %.4g ms over %d processes (median of each process's samples), 95%% "
                    "CI [%.4g, %.4g] (order statistics)\n", label, r->default_median_ms, r->replicates,

@@ -36,6 +36,7 @@ void bkm_tune_trial_spec_defaults(bkm_tune_trial_spec_t *spec)
     spec->target_ci_rel = 0.05;
     spec->seed = 1;
     spec->timeout_s = 600.0;
+    spec->noise_share = BKM_TUNE_NOISE_SHARE_DEFAULT;
 }
 
 static int kv_valid_key(const char *key)
@@ -120,6 +121,8 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
     if (!(spec->timeout_s > 0.0 && spec->timeout_s <= BKM_TUNE_TIMEOUT_MAX_S))
         return bkm_err_set(err, BKM_EINVAL, "trial: timeout %g s out of range (0, %g]", spec->timeout_s,
                            BKM_TUNE_TIMEOUT_MAX_S);
+    if (!(spec->noise_share > 0.0 && spec->noise_share <= 1.0))
+        return bkm_err_set(err, BKM_EINVAL, "trial: disturbed share %g out of range (0, 1]", spec->noise_share);
 #ifdef BKM_TEST_HOOKS
     if (!spec_inject_valid(spec->inject))
         return bkm_err_set(err, BKM_EINVAL, "trial: unknown fault injection '%s' (test-only: segv, abort, "
@@ -176,6 +179,8 @@ void bkm_tune_trial_spec_to_json(const bkm_tune_trial_spec_t *spec, bkm_json_w_t
     bkm_json_str(w, spec->counters);
     bkm_json_key(w, "timeout_s");
     bkm_json_double(w, spec->timeout_s);
+    bkm_json_key(w, "noise_share");
+    bkm_json_double(w, spec->noise_share);
 #ifdef BKM_TEST_HOOKS
     if (spec->inject[0]) {
         bkm_json_key(w, "inject");
@@ -268,6 +273,7 @@ int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec,
         (rc = json_get_double(doc, "max_time_s", &spec->max_time_s, err)) < 0 ||
         (rc = json_get_double(doc, "target_ci_rel", &spec->target_ci_rel, err)) < 0 ||
         (rc = json_get_double(doc, "timeout_s", &spec->timeout_s, err)) < 0 ||
+        (rc = json_get_double(doc, "noise_share", &spec->noise_share, err)) < 0 ||
         (rc = json_get_kv(doc, "env", spec->env, &spec->n_env, err)) < 0 ||
         (rc = json_get_kv(doc, "params", spec->params, &spec->n_params, err)) < 0)
         goto out;
@@ -349,6 +355,8 @@ static void result_reset_numbers(bkm_tune_trial_result_t *r)
 {
     r->median_ms = r->min_ms = r->mad_ms = r->ci95_lo_ms = r->ci95_hi_ms = NAN;
     r->flops_per_iter = r->gflops = r->check_value = NAN;
+    r->disturbed = -1;
+    r->noise_share = NAN;
 }
 
 static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c, bkm_err_t *err)
@@ -440,6 +448,12 @@ int bkm_tune_trial_result_parse(bkm_tune_trial_result_t *r, const char *json, bk
         r->check_value = check->child->num;
     }
     snprintf(r->impl, sizeof r->impl, "%s", bkm_json_get_str(r->doc, "impl") ? bkm_json_get_str(r->doc, "impl") : "");
+    v = bkm_json_get(r->doc, "noise");
+    if (v != NULL && v->type == BKM_JSON_OBJ) {
+        const bkm_json_t *d = bkm_json_get(v, "disturbed");
+        r->disturbed = d != NULL && d->type == BKM_JSON_BOOL ? d->boolean != 0 : -1;
+        r->noise_share = bkm_json_get_num(v, "share", NAN);
+    }
     v = bkm_json_get(r->doc, "counters");
     if (v != NULL && v->type == BKM_JSON_OBJ)
         return result_parse_counters(r, v, err);

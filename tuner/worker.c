@@ -343,6 +343,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     bkm_aff_plan_t *plan = NULL;
     bkm_aff_probe_t *probe = NULL;
     bkm_tune_counters_t *ctr = NULL;
+    bkm_tune_noise_t *noise = NULL;
     bkm_wl_t *wl = NULL;
     bkm_tune_samples_t s = {0};
     bkm_wl_config_t wcfg;
@@ -402,7 +403,10 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
 #ifdef BKM_TEST_HOOKS
     it.inject = spec->inject;
 #endif
-    rc = bkm_tune_measure(spec, worker_iter_fn, &it, ctr, spec->threads, &s, err);
+    rc = bkm_tune_noise_open(&noise, spec->threads, NULL, spec->noise_share, err);
+    if (rc < 0)
+        goto out;
+    rc = bkm_tune_measure(spec, worker_iter_fn, &it, ctr, noise, spec->threads, &s, err);
     if (rc < 0)
         goto out;
     rc = bkm_wl_check(wl, &check, err);
@@ -444,6 +448,8 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     }
     bkm_json_key(&w, "counters");
     bkm_tune_counters_to_json(ctr, &w);
+    bkm_json_key(&w, "noise");   /* from the OS, whatever PAPI offers */
+    bkm_tune_noise_to_json(noise, &w);
     bkm_json_key(&w, "probe");
     rc = bkm_aff_probe_to_json(probe, &w, err);
     if (rc < 0)
@@ -464,6 +470,7 @@ out:
     bkm_wl_destroy(wl);
     bkm_aff_probe_free(probe);
     bkm_tune_counters_close(ctr);
+    bkm_tune_noise_close(noise);
     bkm_aff_plan_free(plan);
     bkm_topo_close(topo);
     return rc;

@@ -560,7 +560,7 @@ START_TEST(measure_follows_the_protocol)
     spec.max_samples = 8;
     spec.min_time_s = 0.03;
     spec.target_ci_rel = 0.0;   /* never narrow enough: runs to max-samples (after min_time) */
-    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, NULL, 1, &s, &err), BKM_OK);
     ck_assert_int_ge(s.n_warmup, 1);
     ck_assert_int_le(s.n_warmup, 4);
     ck_assert_int_ge(s.n, 5);
@@ -594,7 +594,7 @@ START_TEST(measure_follows_the_protocol)
     spec.max_samples = 1000;
     spec.min_time_s = 0;
     b.calls = 0;
-    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, NULL, 1, &s, &err), BKM_OK);
     ck_assert_str_eq(s.stop_reason, "ci");
     ck_assert_int_eq(s.n, 5);
 
@@ -604,7 +604,7 @@ START_TEST(measure_follows_the_protocol)
     spec.min_time_s = 0.01;
     spec.max_time_s = 0.02;
     b.calls = 0;
-    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, NULL, 1, &s, &err), BKM_OK);
     ck_assert_str_eq(s.stop_reason, "max-time");
     ck_assert(s.total_s >= 0.02 && s.total_s < 1.0);
 
@@ -616,7 +616,7 @@ START_TEST(measure_follows_the_protocol)
     spec.target_ci_rel = 1e6;
     b.calls = 0;
     b.slow_first = 2;
-    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, NULL, 1, &s, &err), BKM_OK);
     ck_assert_int_eq(s.n_warmup, 2);
     ck_assert(s.total_s >= 0.1);
     ck_assert_str_eq(s.stop_reason, "ci");
@@ -626,7 +626,7 @@ START_TEST(measure_follows_the_protocol)
     /* An iteration's error ends the measurement with that error. */
     b.calls = 0;
     b.fail_at = 7;
-    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, 1, &s, &err), BKM_EFAIL);
+    ck_assert_int_eq(bkm_tune_measure(&spec, busy_iter, &b, NULL, NULL, 1, &s, &err), BKM_EFAIL);
     ck_assert_ptr_nonnull(strstr(err.msg, "iteration 7"));
     bkm_tune_samples_free(&s);
 }

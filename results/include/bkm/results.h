@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /** Current schema version (PRAGMA user_version). Older databases are migrated on open. */
-#define BKM_DB_SCHEMA_VERSION 3
+#define BKM_DB_SCHEMA_VERSION 4
 /** Oldest schema a read-only open reads as it is (version 3 only widened the sweep status
  *  CHECK to 'interrupted'); an older one must be migrated by a read-write open first. */
 #define BKM_DB_SCHEMA_READ_MIN 2
@@ -180,6 +180,9 @@ typedef struct bkm_db_trial {
     const char *impl;            /**< implementation that ran (e.g. oneDNN impl name); may be NULL */
     const bkm_counter_t *counters;  /**< unavailable ones are stored as NULL with their reason */
     size_t n_counters;
+    const char *noise_json;      /**< the worker's noise evidence (OS sources), JSON; may be NULL */
+    double noise_share;          /**< its disturbed share; NaN = unknown */
+    int disturbed;               /**< 1 disturbed, 0 not, -1 unknown (stored NULL) */
 } bkm_db_trial_t;
 /** Zero @p t and set every double to NaN (unknown). */
 void bkm_db_trial_init(bkm_db_trial_t *t);
@@ -197,6 +200,9 @@ typedef struct bkm_db_trial_row {
     int status, round;
     int64_t n_samples;
     double median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops;
+    double noise_share;          /**< NaN when unknown */
+    int disturbed;               /**< 1, 0, -1 unknown */
+    char *noise_json;            /**< NULL when none */
 } bkm_db_trial_row_t;
 typedef struct bkm_db_trial_list {
     bkm_db_trial_row_t *rows;
@@ -265,10 +271,12 @@ int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bk
 typedef enum { BKM_DB_EXPORT_CSV = 0, BKM_DB_EXPORT_JSON = 1 } bkm_db_export_fmt_t;
 /** Append every trial matching @p f (NULL = all) to @p out.
  *  CSV: a header row, then one row per trial: id,sweep,node,workload,status,role,round,config,
- *  n_samples,median_ms,min_ms,mad_ms,ci_lo_ms,ci_hi_ms,gflops,impl,error (config as JSON text;
- *  RFC 4180 quoting; empty cell for unknown numbers).
+ *  n_samples,median_ms,min_ms,mad_ms,ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,
+ *  voluntary_switches,involuntary_switches,migrations,steal_share (config as JSON text; RFC 4180
+ *  quoting; empty cell for unknown numbers; the last four from the noise evidence).
  *  JSON: a list of objects {id, sweep, node, workload, status, role, round, config (object),
- *  n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}; null for unknown. */
+ *  n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error, disturbed,
+ *  noise_share, noise (the worker's noise object)}; null for unknown. */
 int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out,
                   bkm_err_t *err);
 

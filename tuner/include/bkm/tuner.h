@@ -69,6 +69,74 @@ void bkm_tune_counters_to_json(const bkm_tune_counters_t *ctr, bkm_json_w_t *w);
 void bkm_tune_counters_close(bkm_tune_counters_t *ctr);
 
 /* ======================================================================================== */
+/* Noise: what disturbed a trial, from the operating system (with or without PAPI)           */
+/* ======================================================================================== */
+
+/* Over the timed region, per OpenMP thread (each thread reads its own values before and after:
+ * getrusage(RUSAGE_THREAD), /proc/self/task/<tid>/schedstat and .../sched) and for the process
+ * (getrusage(RUSAGE_SELF), /proc/stat steal time of the CPUs the team may run on). Every value
+ * is grouped under the source it comes from: "rusage", "proc-schedstat", "proc-sched",
+ * "proc-stat"; a source that cannot be read is "unavailable" with the reason. Reading /proc is OS
+ * evidence, not configuration: nothing here reads the environment. */
+
+/** Default threshold of the "disturbed" mark: share of the timed region (0..1). */
+#define BKM_TUNE_NOISE_SHARE_DEFAULT 0.10
+
+/** One CPU line of /proc/stat, in USER_HZ ticks. */
+typedef struct bkm_tune_stat_ticks {
+    uint64_t steal;     /**< 8th field; absent on kernels before 2.6.11 */
+    uint64_t total;     /**< user + nice + system + idle + iowait + irq + softirq + steal */
+    int cpus;           /**< CPU lines summed */
+} bkm_tune_stat_ticks_t;
+
+/** Sum the "cpuN" lines of /proc/stat text @p text for the CPUs in @p cpus (NULL: the aggregate
+ *  "cpu" line). @return BKM_OK; BKM_EINVAL naming a malformed line or a CPU of @p cpus that has
+ *  no line; BKM_ENOTSUP when the lines have no steal field (err says so). */
+int bkm_tune_noise_parse_stat(const char *text, const bkm_cpuset_t *cpus, bkm_tune_stat_ticks_t *out,
+                              bkm_err_t *err);
+/** Parse /proc/<pid>/task/<tid>/schedstat: "run_ns wait_ns timeslices" (time on the CPU, time
+ *  runnable on a run queue, times scheduled in). @return BKM_OK or BKM_EINVAL. */
+int bkm_tune_noise_parse_schedstat(const char *text, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *slices,
+                                   bkm_err_t *err);
+/** The integer of line "@p field : value" of /proc/<pid>/task/<tid>/sched (e.g.
+ *  "se.nr_migrations"). @return BKM_OK; BKM_ENOTSUP when the field is absent; BKM_EINVAL when
+ *  its value is not an integer. */
+int bkm_tune_noise_parse_sched(const char *text, const char *field, long long *value, bkm_err_t *err);
+
+/** A noise session for one timed region of a team of threads. */
+typedef struct bkm_tune_noise bkm_tune_noise_t;
+
+/** Create a session for a team of @p threads threads; @p proc_root is where procfs is mounted
+ *  (NULL = "/proc"; tests give a directory of their own); @p share_threshold (0..1; <= 0 means
+ *  BKM_TUNE_NOISE_SHARE_DEFAULT) decides the disturbed mark. Allocates everything it will need.
+ *  @return BKM_OK; BKM_EINVAL (threads < 1, threshold > 1); BKM_ENOMEM. */
+int bkm_tune_noise_open(bkm_tune_noise_t **noise, int threads, const char *proc_root, double share_threshold,
+                        bkm_err_t *err);
+/** Snapshot before the timed region: a parallel region of the session's team size in which
+ *  every thread reads its own values, then the process's. Call outside any parallel region. */
+void bkm_tune_noise_begin(bkm_tune_noise_t *noise);
+/** Snapshot after the timed region (same team), then the deltas, shares and the mark. */
+void bkm_tune_noise_end(bkm_tune_noise_t *noise);
+/** Per-thread begin/end for a caller that runs its own parallel region (@p t: the thread's index
+ *  in the team; each thread calls it for itself). bkm_tune_noise_begin/end use these. */
+void bkm_tune_noise_thread_begin(bkm_tune_noise_t *noise, int t);
+void bkm_tune_noise_thread_end(bkm_tune_noise_t *noise, int t);
+/** Process-level snapshots and the evaluation, for callers of the per-thread functions. */
+void bkm_tune_noise_process_begin(bkm_tune_noise_t *noise);
+void bkm_tune_noise_process_end(bkm_tune_noise_t *noise);
+/** After end: the disturbed share (max over threads of run-queue wait / wall, plus the steal share
+ *  of the team's CPUs; NaN when no source gave it) and the mark (1 disturbed, 0 not, -1 unknown). */
+double bkm_tune_noise_share(const bkm_tune_noise_t *noise);
+int bkm_tune_noise_disturbed(const bkm_tune_noise_t *noise);
+/** Sum over threads of a per-thread value: "voluntary_switches", "involuntary_switches",
+ *  "minor_faults", "major_faults" (rusage), "migrations" (proc-sched); -1 when unavailable. */
+long long bkm_tune_noise_total(const bkm_tune_noise_t *noise, const char *name);
+/** Write the session as one JSON object (see the README's "Noise evidence" section). */
+void bkm_tune_noise_to_json(const bkm_tune_noise_t *noise, bkm_json_w_t *w);
+/** Free. NULL is a no-op. */
+void bkm_tune_noise_close(bkm_tune_noise_t *noise);
+
+/* ======================================================================================== */
 /* Trial                                                                                     */
 /* ======================================================================================== */
 
@@ -96,6 +164,9 @@ typedef struct bkm_tune_trial_spec {
     double target_ci_rel;        /**< stop once the 95% CI half-width <= this x median; 0.05 */
     uint64_t seed;               /**< workload data seed; default 1 */
     char counters[512];          /**< event list, "" = default, "none" = off */
+    double noise_share;          /**< a process whose threads waited or were stolen from for more
+                                      than this share of the timed region is marked disturbed
+                                      (bkm_tune_noise_t); default BKM_TUNE_NOISE_SHARE_DEFAULT */
     double timeout_s;            /**< wall limit of the worker; default 600 */
 #ifdef BKM_TEST_HOOKS
     char inject[32];             /**< test builds only (tune_testhooks): fault injection, see
@@ -201,6 +272,8 @@ typedef struct bkm_tune_trial_result {
     char impl[128];              /**< implementation the workload used */
     bkm_counter_t *counters; /**< available and unavailable events (owned) */
     int n_counters;
+    int disturbed;               /**< the worker's noise mark: 1, 0, -1 unknown (no "noise") */
+    double noise_share;          /**< its share (NaN when unknown) */
 } bkm_tune_trial_result_t;
 
 /** Run one trial in a fresh worker process.
@@ -265,9 +338,11 @@ typedef struct bkm_tune_samples {
  *  iteration) and, if that was too small, doubled between two samples, never inside a timed
  *  iteration; stop_reason "cap" only at 1e7 samples.
  *  @p ctr (may be NULL) is started with @p threads threads just before the timed loop and
- *  stopped just after it. @return BKM_OK or the first error of @p fn / the counters. */
+ *  stopped just after it; @p noise (may be NULL; opened for @p threads threads) takes its
+ *  snapshots inside those (bkm_tune_noise_begin/end). @return BKM_OK or the first error of @p fn / the counters. */
 int bkm_tune_measure(const bkm_tune_trial_spec_t *spec, bkm_tune_iter_fn fn, void *ctx,
-                     bkm_tune_counters_t *ctr, int threads, bkm_tune_samples_t *out, bkm_err_t *err);
+                     bkm_tune_counters_t *ctr, bkm_tune_noise_t *noise, int threads, bkm_tune_samples_t *out,
+                     bkm_err_t *err);
 void bkm_tune_samples_free(bkm_tune_samples_t *s);
 
 /* ---- Worker side (`tune worker`) --------------------------------------------------------- */
@@ -367,6 +442,8 @@ int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, siz
  * median of its samples): R processes per side, measured in an order that cancels drift, and a
  * correction for the number of candidates tested (design.md, Measurement protocol). */
 
+/** Most re-runs of one disturbed confirmation process (--rerun-disturbed). */
+#define BKM_TUNE_RERUN_DISTURBED_MAX 10
 /** Processes per side in the confirmation round (`tune sweep --replicates`). With 6 per side
  *  the exact two-sided Mann-Whitney p can reach 2/C(12,6) = 0.0022 (0.0087 with two swapped
  *  pairs), below the default alpha of 0.01. */
@@ -657,6 +734,11 @@ typedef struct bkm_tune_sweep_cfg {
                                             BKM_TUNE_REPLICATES_DEFAULT */
     double min_ratio;                  /**< smallest win claimed (bkm_tune_claim_rule_t);
                                             0 = the rule's default */
+    int rerun_disturbed;               /**< confirmation: a process marked disturbed (base.noise_share)
+                                            is run again, up to this many times, and the last attempt
+                                            is counted; replaced attempts stay stored at round
+                                            position + k x (arms x replicates). 0 (default): disturbed
+                                            processes are counted as they are (and reported) */
     int aa;                            /**< 1: A/A run: no search; confirm_top (at least 1) copies
                                             of the default are confirmed against the default as if
                                             they were candidates, through the same code; nothing is
@@ -703,6 +785,10 @@ typedef struct bkm_tune_sweep_result {
     int replicates;                    /**< processes per side planned */
     char verdict[320];                 /**< "faster ...", or why the default stands */
     char node[64];                     /**< the node name stored (cfg->node resolved) */
+    size_t disturbed;                  /**< processes (trials) marked disturbed, resumed ones included */
+    size_t noise_unknown;              /**< ok processes without a mark (no noise evidence) */
+    size_t confirm_disturbed;          /**< confirmation processes counted although disturbed */
+    size_t reruns;                     /**< disturbed confirmation processes replaced (rerun_disturbed) */
     char *evidence_json;               /**< the claim's evidence (per-process medians of every
                                             arm, order, tests, correction, ratios and intervals),
                                             one JSON object, also stored with the best-known
