@@ -179,6 +179,8 @@ struct bkm_tune_noise {
     char why_p[NOISE_WHY];
     bkm_cpuset_t cpus;         /* union of the threads' masks */
     bkm_tune_stat_ticks_t sa, sb;
+    char *stat_buf;            /* /proc/stat text, allocated at open */
+    size_t stat_cap;
     int st_ok;
     char why_st[NOISE_WHY];
     int done;
@@ -228,6 +230,13 @@ int bkm_tune_noise_open(bkm_tune_noise_t **out, int threads, const char *proc_ro
     if (strlen(proc_root) >= sizeof n->root)
         return bkm_err_set(err, BKM_EINVAL, "noise: procfs path '%.60s...' too long", proc_root);
     if ((n = bkm_calloc(1, sizeof *n)) == NULL || (n->slot = bkm_calloc((size_t)threads, sizeof *n->slot)) == NULL) {
+        bkm_free(n);
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for the noise session of %d threads", threads);
+    }
+    /* /proc/stat grows with the CPU count: about 100 bytes per CPU line */
+    n->stat_cap = 4096 + (size_t)BKM_CPUSET_MAX * 128;
+    if ((n->stat_buf = bkm_malloc(n->stat_cap)) == NULL) {
+        bkm_free(n->slot);
         bkm_free(n);
         return bkm_err_set(err, BKM_ENOMEM, "out of memory for the noise session of %d threads", threads);
     }
@@ -305,24 +314,16 @@ static void noise_stat_snap(bkm_tune_noise_t *n, bkm_tune_stat_ticks_t *out)
 {
     char path[NOISE_PATH];
     bkm_err_t e = {0};
-    /* /proc/stat grows with the CPU count: 16 KiB on the stack would be short on big nodes */
-    char *buf;
-    size_t cap = 64 + (size_t)BKM_CPUSET_MAX * 128;
+    char *buf = n->stat_buf;
     if (!n->st_ok)
         return;
-    if ((buf = bkm_malloc(cap)) == NULL) {
-        n->st_ok = 0;
-        snprintf(n->why_st, NOISE_WHY, "out of memory reading /proc/stat");
-        return;
-    }
     snprintf(path, sizeof path, "%s/stat", n->root);
-    if (noise_read(path, buf, cap, n->why_st) < 0) {
+    if (noise_read(path, buf, n->stat_cap, n->why_st) < 0) {
         n->st_ok = 0;
     } else if (bkm_tune_noise_parse_stat(buf, bkm_cpuset_is_empty(&n->cpus) ? NULL : &n->cpus, out, &e) < 0) {
         n->st_ok = 0;
         snprintf(n->why_st, NOISE_WHY, "%s", e.msg);
     }
-    bkm_free(buf);
 }
 
 void bkm_tune_noise_process_begin(bkm_tune_noise_t *n)
@@ -605,5 +606,6 @@ void bkm_tune_noise_close(bkm_tune_noise_t *n)
     if (n == NULL)
         return;
     bkm_free(n->slot);
+    bkm_free(n->stat_buf);
     bkm_free(n);
 }

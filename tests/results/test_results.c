@@ -111,6 +111,12 @@ static int put_trial(bkm_db_t *db, int64_t sweep, int i, bkm_err_t *err)
     t.gflops = 100.0 / (10.0 + i);
     t.counters = c;
     t.n_counters = 2;
+    if (i % 2 == 0) {   /* noise evidence on even trials; odd ones have none (unknown) */
+        t.noise_json = "{\"disturbed\":true,\"share\":0.4,\"steal_share\":0.01,\"totals\":{\"voluntary_switches\":1,"
+                       "\"involuntary_switches\":7,\"migrations\":2}}";
+        t.noise_share = 0.4;
+        t.disturbed = 1;
+    }
     return bkm_db_trial_insert(db, &t, NULL, NULL, err);
 }
 
@@ -262,6 +268,18 @@ START_TEST(migrates_version_2)
     ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
     ck_assert_int_eq(v, 2);
     bkm_db_close(db);
+    {   /* merged as it is into a current database: the later columns (noise) arrive unknown */
+        bkm_db_t *m = NULL;
+        ck_assert_msg(bkm_db_open(&m, pth("v2m.sqlite"), BKM_DB_CREATE, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_msg(bkm_db_merge(m, p, NULL, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_int_eq(bkm_db_trials_query(m, NULL, &l, &err), BKM_OK);
+        ck_assert_uint_eq(l.n, 1);
+        ck_assert_int_eq(l.rows[0].disturbed, -1);
+        ck_assert(isnan(l.rows[0].noise_share));
+        ck_assert_ptr_null(l.rows[0].noise_json);
+        bkm_db_trial_list_free(&l);
+        bkm_db_close(m);
+    }
     ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
     ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
     ck_assert_int_eq(v, BKM_DB_SCHEMA_VERSION);
@@ -706,6 +724,17 @@ START_TEST(export_parses_back)
         ck_assert_double_eq(bkm_json_get_num(o, "n_samples", -1), 5);
         ck_assert_uint_eq(ci->n_children, 2);
         ck_assert_str_eq(bkm_json_get_str(o, "node"), "knl");
+        /* the noise evidence as stored, or null */
+        if (i % 2 == 0) {
+            ck_assert_int_eq(bkm_json_get(o, "disturbed")->type, BKM_JSON_BOOL);
+            ck_assert_int_eq(bkm_json_get(o, "disturbed")->boolean, 1);
+            ck_assert_double_eq(bkm_json_get_num(o, "noise_share", -1), 0.4);
+            ck_assert_double_eq(bkm_json_get_num(bkm_json_get(bkm_json_get(o, "noise"), "totals"),
+                                                 "involuntary_switches", -1), 7);
+        } else {
+            ck_assert_int_eq(bkm_json_get(o, "disturbed")->type, BKM_JSON_NULL);
+            ck_assert_int_eq(bkm_json_get(o, "noise")->type, BKM_JSON_NULL);
+        }
     }
     bkm_json_free(j);
     bkm_buf_free(&b);
@@ -717,6 +746,10 @@ START_TEST(export_parses_back)
     ck_assert(strncmp(b.data, "id,sweep,node,workload,status,", 30) == 0);
     ck_assert_ptr_nonnull(strstr(b.data, ",\"{\"\"affinity\"\":\"\"compact,\\\"\"1\\\"\"\"\",\"\"threads\"\":3}\","));
     ck_assert_ptr_nonnull(strstr(b.data, ",crashed,search,0,"));
+    ck_assert_ptr_nonnull(strstr(b.data, ",error,disturbed,noise_share,voluntary_switches,involuntary_switches,"
+                                         "migrations,steal_share\r\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, ",1,0.40000000000000002,1,7,2,0.01\r\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, ",,,,,,\r\n"));   /* a trial without evidence: empty cells */
     bkm_buf_free(&b);
     /* filters */
     bkm_db_filter_t f = {.node = "haswell"};

@@ -22,7 +22,7 @@ d = json.load(open(sys.argv[1]))
 c, n = d["counters"], d["noise"]
 if "perf::CONTEXT-SWITCHES" not in c["values"]:
     print("SKIP: PAPI's perf::CONTEXT-SWITCHES is unavailable here (%s); the OS evidence alone is stored "
-          "(test_noise_hog checks it)" % c["unavailable"].get("perf::CONTEXT-SWITCHES", "not listed"))
+          "(test_noise_sweep and test_noise_hog check it)" % c["unavailable"].get("perf::CONTEXT-SWITCHES", "not listed"))
     sys.exit(77)
 papi = c["values"]["perf::CONTEXT-SWITCHES"]
 tot = n["totals"]
