@@ -52,6 +52,18 @@ c = list(csv.DictReader(open(sys.argv[3], newline="")))
 assert len(c) == len(rows) and all(x["disturbed"] in ("0", "1") and x["involuntary_switches"] != "" for x in c)
 print("sweep: %d trials, %d disturbed, %d confirmation re-runs" % (len(rows), dist, s["confirm_reruns"]))
 PY
+# the same command resumes: nothing runs again, the same processes are found disturbed and re-run
+"$BKM_TUNE" --workload gemm --param m=32 --param n=32 --param k=32 --threads 1,2 --strategy grid \
+  --min-time 0.02 --min-samples 5 --max-samples 10 --confirm-top 1 --replicates 6 --rerun-disturbed 1 \
+  --db s.sqlite --json > again.json 2> again.err || fail "resumed sweep: exit $?: $(tail -3 again.err)"
+python3 - sweep.json again.json <<'PY' || fail "resumed sweep counts differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert b["resumed"] == b["trials"] == a["trials"], (a["trials"], b["trials"], b["resumed"])
+for k in ("disturbed_processes", "confirm_disturbed_counted", "confirm_reruns"):
+    assert a[k] == b[k], (k, a[k], b[k])
+assert a["evidence"]["default"]["process_median_ms"] == b["evidence"]["default"]["process_median_ms"]
+PY
 grep -q "^  noise: .* re-run (--rerun-disturbed 1)" best.txt || fail "tune best text has no noise line: $(cat best.txt)"
 
 echo PASS
