@@ -343,6 +343,12 @@ void bkm_kern_vol2col(const bkm_conv3d_desc_t *d, const float *src, float *col, 
  *  from it (overwritten). Every output element has exactly one writer (no atomics); the flat range
  *  of src is split over @p nt threads as in vol2col. */
 void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt);
+/** The same two over @p nt threads with a dynamic schedule: chunks of @p chunk entries (rounded up to
+ *  whole 64-byte lines; 0 = 32 chunks per thread; each decodes its start once and walks with carries)
+ *  taken in turn, so a thread preempted on a shared host leaves its remaining chunks to the others.
+ *  Same results. */
+void bkm_kern_vol2col_dyn(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int64_t chunk);
+void bkm_kern_col2vol_dyn(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int64_t chunk);
 
 /** Native conv3d: per image, vol2col (parallel) + one parallel SGEMM. Owns its column buffer and
  *  GEMM workspace (sized at creation for omp_get_max_threads()); never allocates in fwd/bwd. Not
