@@ -403,7 +403,8 @@ enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3 };
 static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"algo", 0, 3, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
      "GEMM, intra-sample (images in turn, parallel vol2col + parallel GEMM); 3 depth unfold + the native conv2d "
-     "(each output depth plane of each image is a 2-D image of ic*kd channels); 0 auto (3)"},
+     "(each output depth plane of each image is a 2-D image of ic*kd channels); 0 auto (1 when a column of the "
+     "vol2col matrix is short, ic*kd*kh*kw <= 64, e.g. one input channel; else 3)"},
     {"v2c", 0, 2, 1, 1, "intra-sample vol2col/col2vol (chunking scheme): 1 one flat range split evenly over the "
      "threads, 2 dynamic chunks of whole lines taken in turn (a preempted thread leaves its chunks to the others), "
      "0 serial"},
@@ -461,10 +462,12 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
         return bkm_err_set(err, BKM_ENOMEM, "conv3d: out of memory");
     cv->d = dd;
     cv->nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
-    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : ALGO_UNFOLD;
+    cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
+    /* auto: a short column (conv3d_1: 27 rows) unfolds to a conv2d of a handful of channels, whose
+     * im2col + GEMM costs ~1.6x the CPU time of batch-level vol2col + GEMM (forward) */
+    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : cv->K <= C3_BWW_BATCH_MAX_K ? ALGO_BATCH : ALGO_UNFOLD;
     cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
     cv->v2c_dyn = v[P_V2C] == 2;
-    cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
     cv->P = dd.od * dd.oh * dd.ow;
     cv->bww_batch = cv->algo == ALGO_UNFOLD && (v[P_BWW] == 2 || (v[P_BWW] == 0 && cv->K <= C3_BWW_BATCH_MAX_K));
     cv->n_bufs = cv->algo == ALGO_BATCH || cv->bww_batch ? cv->nt : 1;

@@ -353,8 +353,9 @@ void bkm_kern_col2vol_dyn(const bkm_conv3d_desc_t *d, const float *col, float *s
 /** Native conv3d: per image, vol2col (parallel) + one parallel SGEMM. Owns its column buffer and
  *  GEMM workspace (sized at creation for omp_get_max_threads()); never allocates in fwd/bwd. Not
  *  re-entrant; call from outside a parallel region. Tunables (bkm_kern_conv3d_params): algo (1
- *  batch-level vol2col + GEMM, 2 intra-sample, 3 depth unfold + native conv2d, 0 auto = 3), v2c (1
- *  parallel flat-range vol2col/col2vol, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default), bww
+ *  batch-level vol2col + GEMM, 2 intra-sample, 3 depth unfold + native conv2d, 0 auto = 1 for short
+ *  columns, ic*kd*kh*kw <= 64, else 3), v2c (1 parallel flat-range vol2col/col2vol, 2 the same in
+ *  dynamic chunks, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default), bww
  *  (backward-weights of algo 3: 1 the unfolded conv2d, 2 as algo 1, 0 auto = 2 for short columns,
  *  ic*kd*kh*kw <= 64). */
 typedef struct bkm_kern_conv3d bkm_kern_conv3d_t;
