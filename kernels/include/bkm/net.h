@@ -13,8 +13,12 @@
  * native and reference engines compute on them directly; the oneDNN engine reorders them into its
  * layouts at prepare and back at finish.
  *
+ * Sequence networks (desc t >= 1: LSTM stacks, dropout, the L1 loss) run one engine body
+ * (net_seq.c) over the engine's LSTM kernels; parameters stay in the kernels' layout everywhere.
+ *
  * Error convention: bkm/common.h. BKM_EINVAL names the layer and the value. Executors are used by
- * one thread at a time, outside any OpenMP parallel region; a step never allocates.
+ * one thread at a time, outside any OpenMP parallel region; a step never allocates (except the
+ * reference engine's LSTM, whose naive kernels allocate their scratch per call: the oracle only).
  */
 #ifndef BKM_NET_H
 #define BKM_NET_H
