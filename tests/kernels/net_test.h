@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers shared by the network executor tests (test_net.c, test_net_lstm.c). */
+/* Helpers shared by the network and conv3d tests (test_net.c, test_net_lstm.c, test_conv3d.c). */
 #ifndef BKM_TESTS_NET_TEST_H
 #define BKM_TESTS_NET_TEST_H
 

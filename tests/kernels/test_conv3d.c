@@ -9,23 +9,11 @@
 #include <string.h>
 
 #include "bkm/kernels.h"
+#include "net_test.h"
 
 /* kernels/kernels_int.h (private): thread t's part of an nt-way split, without a team. */
 void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
 void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
-
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double md = 0.0, mb = 1.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > md || isnan(d))
-            md = isnan(d) ? INFINITY : d;
-        if (fabs((double)b[i]) > mb)
-            mb = fabs((double)b[i]);
-    }
-    return md / mb;
-}
 
 static float *rnd(size_t n, unsigned seed)
 {
