@@ -173,6 +173,13 @@ static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_tria
                r->median_ms, r->min_ms, r->mad_ms, r->ci95_lo_ms, r->ci95_hi_ms, r->n_samples);
         printf("rate        %.2f GFLOP/s (median; %.4g FLOP per iteration)\n", r->gflops, r->flops_per_iter);
     }
+    if (r->n_samples > 0 && r->samples_ms && strcmp(spec->workload, "conv3d") == 0) {
+        /* the seed's own line (berkely.py, workloads.md §5): the mean over the timed iterations */
+        double sum = 0.0;
+        for (int i = 0; i < r->n_samples; i++)
+            sum += r->samples_ms[i];
+        printf("avg time %.4f millisecond\n", sum / (double)r->n_samples);
+    }
     if (r->check_kind[0])
         printf("check       %s %.9g\n", r->check_kind, r->check_value);
     for (int i = 0; i < r->n_counters; i++) {

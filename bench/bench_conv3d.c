@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_conv3d: (1) vol2col and col2vol of the seed's conv3d_2 image (ic64 33x33x18, 3^3 kernel)
- * serial vs split over the OpenMP threads, interleaved, best and median of the repetitions; (2) the
+ * serial vs split over the OpenMP threads (evenly, and in dynamic chunks), interleaved, best and median
+ * of the repetitions and the median of the per-repetition ratios; (2) the
  * conv3d workload (the NERSC seed network, workloads.md §5, or one layer with --shape) on the
  * native and oneDNN backends in one process, same threads, same seeded data, iterations
  * interleaved after warm-up; ms per iteration (forward + loss + backward, as berkely.py), GFLOP/s,
@@ -123,12 +124,46 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Part 1: vol2col and col2vol, serial (1) vs parallel (nt), interleaved repetitions. */
+/* kernels/kernels_int.h (private): thread t's part of an nt-way even split, what bkm_kern_vol2col /
+ * bkm_kern_col2vol run in each thread of their team. */
+void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
+void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
+
+static double thread_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The even split exactly as bkm_kern_vol2col / bkm_kern_col2vol run it (one team, part t in thread
+ * t), also returning the largest CPU time one thread spent on its part: the time the team would
+ * take if no other tenant preempted it (memory stalls count as CPU time). */
+static double even_split(int op, const bkm_conv3d_desc_t *d, float *src, float *col, int nt)
+{
+    double worst = 0.0;
+#pragma omp parallel num_threads(nt) reduction(max : worst)
+    {
+        double c0 = thread_cpu_seconds();
+        if (op == 0)
+            bkm__kern_vol2col_part(d, src, col, omp_get_num_threads(), omp_get_thread_num());
+        else
+            bkm__kern_col2vol_part(d, col, src, omp_get_num_threads(), omp_get_thread_num());
+        worst = thread_cpu_seconds() - c0;
+    }
+    return worst;
+}
+
+/* Part 1: vol2col and col2vol, serial (1) vs parallel over nt threads (an even split, and dynamic
+ * chunks), interleaved repetitions: medians and minima, and the median of the per-repetition
+ * ratios (serial and parallel runs adjacent in time see about the same load). */
 static int bench_v2c(long long reps, int nt)
 {
+    enum { V_SER, V_EVEN, V_DYN, V_N };
+    static const char *const vname[V_N] = {"serial", "even", "dynamic"};
     bkm_conv3d_desc_t d;
     bkm_err_t err = {0};
-    double *t[4];
+    double *t[2 * V_N], *ratio, *share[2 * V_N], *work[2 * V_N];
     float *src, *col;
     size_t nin, ncol;
     if (bkm_kern_conv3d_desc_parse("mb1ic64id33ih33iw18oc64kd3", 0, &d, &err) < 0) {
@@ -139,40 +174,85 @@ static int bench_v2c(long long reps, int nt)
     ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * d.od * d.oh * d.ow);
     src = bkm_aligned_alloc(64, nin * sizeof(float));
     col = bkm_aligned_alloc(64, ncol * sizeof(float));
-    for (int i = 0; i < 4; i++)
+    ratio = calloc((size_t)reps, sizeof(double));
+    int ok = src && col && ratio;
+    for (int i = 0; i < 2 * V_N; i++) {
         t[i] = calloc((size_t)reps, sizeof(double));
-    if (!src || !col || !t[0] || !t[1] || !t[2] || !t[3]) {
+        share[i] = calloc((size_t)reps, sizeof(double));
+        work[i] = calloc((size_t)reps, sizeof(double));
+        ok = ok && t[i] && share[i] && work[i];
+    }
+    if (!ok) {
         fprintf(stderr, "bench_conv3d: out of memory\n");
         return 3;
     }
     for (size_t i = 0; i < nin; i++)
         src[i] = (float)(i % 97) * 0.01f;
-    bkm_kern_vol2col(&d, src, col, nt); /* first touch by the team, then warm both variants */
+    bkm_kern_vol2col(&d, src, col, nt); /* first touch by the team, then warm every variant */
     bkm_kern_vol2col(&d, src, col, 1);
+    bkm_kern_vol2col_dyn(&d, src, col, nt, 0);
     bkm_kern_col2vol(&d, col, src, nt);
     for (long long r = 0; r < reps; r++) {
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 2 * V_N; v++) {
+            int op = v / V_N, how = (int)((v % V_N + r) % V_N); /* rotate the order over repetitions */
+            double c0 = cpu_seconds(), tc0 = thread_cpu_seconds(), w = NAN;
             uint64_t t0 = bkm_now_ns();
-            if (v < 2)
-                bkm_kern_vol2col(&d, src, col, v == 0 ? 1 : nt);
+            if (how == V_EVEN)
+                w = even_split(op, &d, src, col, nt);
+            else if (op == 0 && how == V_DYN)
+                bkm_kern_vol2col_dyn(&d, src, col, nt, 0);
+            else if (op == 0)
+                bkm_kern_vol2col(&d, src, col, 1);
+            else if (how == V_DYN)
+                bkm_kern_col2vol_dyn(&d, col, src, nt, 0);
             else
-                bkm_kern_col2vol(&d, col, src, v == 2 ? 1 : nt);
-            t[v][r] = (double)(bkm_now_ns() - t0) * 1e-6;
+                bkm_kern_col2vol(&d, col, src, 1);
+            t[op * V_N + how][r] = (double)(bkm_now_ns() - t0) * 1e-6;
+            work[op * V_N + how][r] = how == V_SER ? thread_cpu_seconds() - tc0 : w;
+            /* CPU share of the threads it ran on: < 1 when other tenants took them (the process CPU
+             * time also counts a finished thread spinning at the team's barrier) */
+            share[op * V_N + how][r] =
+                (cpu_seconds() - c0) * 1e3 / (t[op * V_N + how][r] * (how == V_SER ? 1 : nt));
         }
     }
     printf("vol2col / col2vol, one image of conv3d_2 (ic64 33x33x18, 3^3 kernel: %.1f M column entries), "
-           "%lld interleaved repetitions\n", (double)ncol / 1e6, reps);
-    printf("%-8s %12s %12s %12s %12s %9s\n", "op", "serial min", "serial med", "par min", "par med", "speedup");
+           "%lld interleaved repetitions, %d threads\n", (double)ncol / 1e6, reps, nt);
+    printf("%-8s %-8s %10s %10s %9s %12s %10s %12s\n", "op", "variant", "min ms", "median ms", "speedup",
+           "paired med", "cpu share", "unpreempted");
     for (int op = 0; op < 2; op++) {
-        double *s = t[2 * op], *p = t[2 * op + 1];
-        qsort(s, (size_t)reps, sizeof(double), cmp_double);
-        qsort(p, (size_t)reps, sizeof(double), cmp_double);
-        printf("%-8s %9.3f ms %9.3f ms %9.3f ms %9.3f ms %8.2fx  (%d threads, medians)\n", op ? "col2vol" : "vol2col",
-               s[0], s[reps / 2], p[0], p[reps / 2], s[reps / 2] / p[reps / 2], nt);
+        double *s = t[op * V_N], pr[V_N], un = NAN;
+        for (int v = 0; v < V_N; v++) { /* paired ratios first: they need the repetition order */
+            for (long long r = 0; r < reps; r++)
+                ratio[r] = s[r] / t[op * V_N + v][r];
+            qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
+            pr[v] = ratio[reps / 2];
+        }
+        for (long long r = 0; r < reps; r++) /* serial thread CPU / the even split's slowest part */
+            ratio[r] = work[op * V_N + V_SER][r] / work[op * V_N + V_EVEN][r];
+        qsort(ratio, (size_t)reps, sizeof(double), cmp_double);
+        un = ratio[reps / 2];
+        for (int v = 0; v < V_N; v++) {
+            qsort(t[op * V_N + v], (size_t)reps, sizeof(double), cmp_double);
+            qsort(share[op * V_N + v], (size_t)reps, sizeof(double), cmp_double);
+        }
+        for (int v = 0; v < V_N; v++) {
+            const double *x = t[op * V_N + v];
+            char unp[32] = "-";
+            if (v == V_EVEN)
+                snprintf(unp, sizeof unp, "%.2fx", un);
+            printf("%-8s %-8s %10.3f %10.3f %8.2fx %11.2fx %9.0f%% %12s\n", op ? "col2vol" : "vol2col", vname[v],
+                   x[0], x[reps / 2], s[reps / 2] / x[reps / 2], pr[v], 100.0 * share[op * V_N + v][reps / 2], unp);
+        }
     }
-    printf("\n");
-    for (int i = 0; i < 4; i++)
+    printf("(speedup: serial median / median; paired med: median over repetitions of serial / variant;\n"
+           " cpu share: median of process CPU time / (wall x threads); unpreempted: median over repetitions of\n"
+           " serial thread CPU time / the even split's largest per-thread CPU time, the speedup without preemption)\n\n");
+    for (int i = 0; i < 2 * V_N; i++) {
         free(t[i]);
+        free(share[i]);
+        free(work[i]);
+    }
+    free(ratio);
     bkm_free(src);
     bkm_free(col);
     return 0;

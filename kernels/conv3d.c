@@ -284,6 +284,33 @@ void bkm_kern_vol2col(const bkm_conv3d_desc_t *d, const float *src, float *col, 
     bkm__kern_vol2col_part(d, src, col, omp_get_num_threads(), omp_get_thread_num());
 }
 
+/* Chunks of @p chunk floats (rounded up to whole 64-byte lines) of the flat range [0, n), taken in
+ * turn by the threads of a team (dynamic schedule): each chunk decodes its start once and walks
+ * with carries; a thread that another tenant preempts leaves its remaining chunks to the others
+ * instead of holding up the team at the barrier. @p range: vol2col_range or col2vol_range. */
+static void dyn_ranges(const bkm_conv3d_desc_t *d, const float *from, float *to, int64_t n, int nt, int64_t chunk,
+                       void (*range)(const bkm_conv3d_desc_t *, const float *, float *, int64_t, int64_t))
+{
+    int64_t ch, nch;
+    if (chunk <= 0) /* auto: 32 chunks per thread */
+        chunk = n / (32 * (int64_t)nt);
+    ch = chunk < 16 ? 16 : (chunk + 15) / 16 * 16;
+    nch = (n + ch - 1) / ch;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t k = 0; k < nch; k++)
+        range(d, from, to, k * ch, (k + 1) * ch < n ? (k + 1) * ch : n);
+}
+
+void bkm_kern_vol2col_dyn(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int64_t chunk)
+{
+    const int64_t n = d->ic * d->kd * d->kh * d->kw * d->od * d->oh * d->ow;
+    if (nt <= 1) {
+        vol2col_range(d, src, col, 0, n);
+        return;
+    }
+    dyn_ranges(d, src, col, n, nt, chunk, vol2col_range);
+}
+
 /* Taps of one axis that read input coordinate i: kernel offsets k with (i + pad - k) divisible by
  * the stride and the output coordinate in range; out[j] = output coordinate, kofs[j] = k. */
 static int taps_of(int64_t i, int64_t pad, int64_t ksz, int64_t s, int64_t osz, int64_t *out, int64_t *kofs)
@@ -358,6 +385,16 @@ void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, 
     bkm__kern_col2vol_part(d, col, src, omp_get_num_threads(), omp_get_thread_num());
 }
 
+void bkm_kern_col2vol_dyn(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int64_t chunk)
+{
+    const int64_t n = d->ic * d->id * d->ih * d->iw;
+    if (nt <= 1) {
+        col2vol_range(d, col, src, 0, n);
+        return;
+    }
+    dyn_ranges(d, col, src, n, nt, chunk, col2vol_range);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* conv3d object                                                                              */
 
@@ -366,8 +403,11 @@ enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3 };
 static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"algo", 0, 3, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
      "GEMM, intra-sample (images in turn, parallel vol2col + parallel GEMM); 3 depth unfold + the native conv2d "
-     "(each output depth plane of each image is a 2-D image of ic*kd channels); 0 auto (3)"},
-    {"v2c", 0, 1, 1, 1, "intra-sample vol2col/col2vol: 1 one flat range split evenly over the threads, 0 serial"},
+     "(each output depth plane of each image is a 2-D image of ic*kd channels); 0 auto (1 when a column of the "
+     "vol2col matrix is short, ic*kd*kh*kw <= 64, e.g. one input channel; else 3)"},
+    {"v2c", 0, 2, 1, 1, "intra-sample vol2col/col2vol (chunking scheme): 1 one flat range split evenly over the "
+     "threads, 2 dynamic chunks of whole lines taken in turn (a preempted thread leaves its chunks to the others), "
+     "0 serial"},
     {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
     {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
@@ -384,6 +424,7 @@ const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params)
 struct bkm_kern_conv3d {
     bkm_conv3d_desc_t d;
     int nt, v2c_nt, algo;
+    int v2c_dyn;              /* v2c=2: dynamic chunks instead of the even split */
     int64_t K, P;            /* col rows (ic*taps) and columns (od*oh*ow) */
     bkm_gemm_cfg_t gcfg;     /* nt threads (intra) or 1 (batch) */
     int n_bufs;              /* column buffers / GEMM workspaces: 1 (intra) or nt (batch) */
@@ -421,9 +462,12 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
         return bkm_err_set(err, BKM_ENOMEM, "conv3d: out of memory");
     cv->d = dd;
     cv->nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
-    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : ALGO_UNFOLD;
-    cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
     cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
+    /* auto: a short column (conv3d_1: 27 rows) unfolds to a conv2d of a handful of channels, whose
+     * im2col + GEMM costs ~1.6x the CPU time of batch-level vol2col + GEMM (forward) */
+    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : cv->K <= C3_BWW_BATCH_MAX_K ? ALGO_BATCH : ALGO_UNFOLD;
+    cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
+    cv->v2c_dyn = v[P_V2C] == 2;
     cv->P = dd.od * dd.oh * dd.ow;
     cv->bww_batch = cv->algo == ALGO_UNFOLD && (v[P_BWW] == 2 || (v[P_BWW] == 0 && cv->K <= C3_BWW_BATCH_MAX_K));
     cv->n_bufs = cv->algo == ALGO_BATCH || cv->bww_batch ? cv->nt : 1;
@@ -493,7 +537,7 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
     }
     if (cv->algo != ALGO_UNFOLD)
         snprintf(cv->impl, sizeof cv->impl, "native:vol2col%s_gemm.%s.%s",
-                 cv->algo == ALGO_BATCH ? "" : v[P_V2C] ? "_par" : "_serial",
+                 cv->algo == ALGO_BATCH ? "" : v[P_V2C] == 2 ? "_dyn" : v[P_V2C] ? "_par" : "_serial",
                  cv->algo == ALGO_BATCH ? "batch" : "intra", bkm_kern_gemm_ukr_name(&cv->gcfg));
     *out = cv;
     return BKM_OK;
@@ -581,7 +625,10 @@ static int fwd_image(bkm_kern_conv3d_t *cv, const float *x, const float *wei, co
     const bkm_conv3d_desc_t *d = &cv->d;
     const int64_t P = cv->P;
     int rc;
-    bkm_kern_vol2col(d, x, col, v2c_nt);
+    if (cv->v2c_dyn)
+        bkm_kern_vol2col_dyn(d, x, col, v2c_nt, 0);
+    else
+        bkm_kern_vol2col(d, x, col, v2c_nt);
     if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'N', d->oc, P, cv->K, 1.0f, wei, cv->K, col, P, 0.0f, y, P, ws, err)) < 0)
         return rc;
     if (bias && d->has_bias) {
@@ -667,7 +714,10 @@ int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const
         if ((rc = bkm_kern_sgemm(&cv->gcfg, 'T', 'N', cv->K, cv->P, d->oc, 1.0f, wei, cv->K, diff_dst + n * out_sz,
                                  cv->P, 0.0f, cv->col, cv->P, cv->ws, err)) < 0)
             return rc;
-        bkm_kern_col2vol(d, cv->col, diff_src + n * in_sz, cv->v2c_nt);
+        if (cv->v2c_dyn)
+            bkm_kern_col2vol_dyn(d, cv->col, diff_src + n * in_sz, cv->v2c_nt, 0);
+        else
+            bkm_kern_col2vol(d, cv->col, diff_src + n * in_sz, cv->v2c_nt);
     }
     return BKM_OK;
 }
@@ -715,7 +765,10 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
             return bkm_err_set(err, rc, "conv3d: backward-weights GEMM failed");
     } else {
         for (int64_t n = 0; n < mb; n++) {
-            bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
+            if (cv->v2c_dyn)
+                bkm_kern_vol2col_dyn(d, src + n * in_sz, cv->col, cv->v2c_nt, 0);
+            else
+                bkm_kern_vol2col(d, src + n * in_sz, cv->col, cv->v2c_nt);
             if ((rc = bkm_kern_sgemm(&cv->gcfg, 'N', 'T', d->oc, cv->K, P, 1.0f, diff_dst + n * out_sz, P, cv->col, P,
                                      n ? 1.0f : 0.0f, diff_wei, cv->K, cv->ws, err)) < 0)
                 return rc;

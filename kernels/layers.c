@@ -116,7 +116,9 @@ struct bkm_kern_fc {
  * rows the GEMM packs the whole weight matrix (transposed, for the forward) to use a sliver of
  * each micro-tile. Instead the weights stream once: forward as dot products of each weight row
  * with the mb input rows, backward-data as row updates of FC_SMALL_COLS-column blocks of diff_src
- * held in L1. Every output element has one owner and a fixed summation order. */
+ * held in L1, backward-weights as each weight-gradient row written once from the mb input rows
+ * (a K = mb GEMM would pack both operands for a handful of FMAs per output). Every output element
+ * has one owner and a fixed summation order. */
 #ifndef FC_SMALL_MB
 #define FC_SMALL_MB 8
 #endif
@@ -167,6 +169,22 @@ static void fc_small_bwd_data(const bkm_fc_desc_t *d, const float *diff_dst, con
         }
         for (int64_t n = 0; n < d->mb; n++)
             memcpy(diff_src + n * d->in + i0, acc[n], (size_t)nc * sizeof(float));
+    }
+}
+
+static void fc_small_bwd_weights(const bkm_fc_desc_t *d, const float *src, const float *diff_dst, float *diff_wei)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < d->out; o++) {
+        float *w = diff_wei + o * d->in;
+        const float a0 = diff_dst[o];
+        for (int64_t l = 0; l < d->in; l++)
+            w[l] = a0 * src[l];
+        for (int64_t n = 1; n < d->mb; n++) {
+            const float a = diff_dst[n * d->out + o], *x = src + n * d->in;
+            for (int64_t l = 0; l < d->in; l++)
+                w[l] += a * x[l];
+        }
     }
 }
 
@@ -274,8 +292,13 @@ int bkm_kern_fc_bwd_weights(bkm_kern_fc_t *fc, const float *src, const float *di
     if (fc == NULL || src == NULL || diff_dst == NULL || diff_wei == NULL)
         return bkm_err_set(err, BKM_EINVAL, "fc_bwd_weights: NULL argument");
     d = &fc->d;
-    rc = bkm_kern_sgemm(&fc->cfg, 'T', 'N', d->out, d->in, d->mb, 1.0f, diff_dst, d->out, src, d->in, 0.0f, diff_wei,
-                        d->in, fc->ws, err);
+    if (d->mb <= FC_SMALL_MB) {
+        fc_small_bwd_weights(d, src, diff_dst, diff_wei);
+        rc = BKM_OK;
+    } else {
+        rc = bkm_kern_sgemm(&fc->cfg, 'T', 'N', d->out, d->in, d->mb, 1.0f, diff_dst, d->out, src, d->in, 0.0f,
+                            diff_wei, d->in, fc->ws, err);
+    }
     if (rc == BKM_OK && d->has_bias && diff_bias != NULL) {
         /* Per output column, rows in order: deterministic for any thread count. */
 #pragma omp parallel for schedule(static)

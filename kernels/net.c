@@ -20,13 +20,15 @@ const char *bkm_net_kind_name(bkm_net_kind_t kind)
     case BKM_NET_CONV3D: return "conv3d";
     case BKM_NET_MAXPOOL3D: return "maxpool3d";
     case BKM_NET_LOSS_BATCH: return "loss_batch";
+    case BKM_NET_LSTM: return "lstm";
+    case BKM_NET_LOSS_L1: return "loss_l1";
     }
     return "?";
 }
 
 int bkm_net_kind_is_loss(bkm_net_kind_t kind)
 {
-    return kind == BKM_NET_LOSS || kind == BKM_NET_LOSS_BATCH;
+    return kind == BKM_NET_LOSS || kind == BKM_NET_LOSS_BATCH || kind == BKM_NET_LOSS_L1;
 }
 
 const char *bkm_net_dir_name(bkm_net_dir_t dir)
@@ -113,6 +115,21 @@ void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb)
     bkm_net_desc_add(d, BKM_NET_LOSS_BATCH, "nll_loss", 0, 0, 0, 0);
 }
 
+void bkm_net_desc_lstm_seed(bkm_net_desc_t *d, int64_t n, int64_t t, int64_t i, int64_t h, int64_t layers,
+                            int inference)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = n;
+    d->c = i;
+    d->h = d->w = 1;
+    d->t = t;
+    d->lr = 0.0f;      /* LSTM.py times forward (+ loss + backward): no optimizer step */
+    d->grad_input = 1; /* the kernels' training FLOPs (3 x forward) count the input's data gradient */
+    d->inference = inference != 0;
+    bkm_net_desc_add(d, BKM_NET_LSTM, "lstm", h, layers, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS_L1, "l1_loss", 0, 0, 0, 0);
+}
+
 /* Round a float count up to 16 (64 bytes), so every tensor in the flat arrays is 64-byte aligned. */
 static size_t align16(size_t n)
 {
@@ -142,6 +159,13 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
         return bkm_err_set(err, BKM_EINVAL, "net: input mb=%lld c=%lld d=%lld h=%lld w=%lld: every size must be "
                            "positive (d = 0 for a 2-D input)", (long long)d->mb, (long long)c, (long long)d->d,
                            (long long)h, (long long)w);
+    if (d->t < 0 || (d->t > 0 && (d->d != 0 || h != 1 || w != 1)))
+        return bkm_err_set(err, BKM_EINVAL, "net: input t=%lld: a sequence input has t >= 1 time steps with d = 0 and "
+                           "h = w = 1 (t = 0: an image input)", (long long)d->t);
+    if (d->t > 0) { /* a sequence: c features x t steps, time-major */
+        h = d->t;
+        nsp = 1;
+    }
     if (d->mb > NET_MAX_ELEMS / c / dd / h / w)
         return bkm_err_set(err, BKM_EINVAL, "net: input %lldx%lldx%lldx%lldx%lld is too large", (long long)d->mb,
                            (long long)c, (long long)dd, (long long)h, (long long)w);
@@ -167,7 +191,8 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
             if (nsp != (is3 ? 3 : 2))
                 return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): a %s layer needs a %s input, not %s", i,
                                    l->name, bkm_net_kind_name(l->kind), is3 ? "3-D (NCDHW)" : "2-D (NCHW)",
-                                   nsp == 0 ? "flat features" : nsp == 3 ? "a 3-D one" : "a 2-D one");
+                                   nsp == 0 ? "flat features" : nsp == 3 ? "a 3-D one" : nsp == 1 ? "a sequence"
+                                                                                                 : "a 2-D one");
             if (l->k <= 0 || l->s <= 0 || l->p < 0 || (conv && l->out <= 0))
                 return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld s=%lld p=%lld out=%lld: sizes must be "
                                    "positive (padding non-negative)", i, l->name, (long long)l->k, (long long)l->s,
@@ -193,6 +218,9 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
             break;
         }
         case BKM_NET_FC:
+            if (nsp == 1)
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an FC layer on a sequence is not supported "
+                                   "(sequences flow through LSTM and dropout layers into the L1 loss)", i, l->name);
             if (l->out <= 0 || l->out > NET_MAX_ELEMS / nin || l->out > NET_MAX_ELEMS / d->mb)
                 return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld must be in [1, %lld]", i, l->name,
                                    (long long)l->out, (long long)(NET_MAX_ELEMS / (nin > d->mb ? nin : d->mb)));
@@ -202,6 +230,36 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
             c = l->out;
             dd = h = w = 1;
             nsp = 0;
+            break;
+        case BKM_NET_LSTM: {
+            bkm_lstm_desc_t ld;
+            if (nsp != 1)
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an LSTM layer needs a sequence input (desc t "
+                                   ">= 1)", i, l->name);
+            if (l->k <= 0 || l->k > 64)
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld stacked LSTM layers must be in [1, 64]",
+                                   i, l->name, (long long)l->k);
+            if (l->out <= 0 ||
+                (double)l->k * 4.0 * (double)l->out * ((double)c + (double)l->out + 1.0) > (double)NET_MAX_ELEMS ||
+                (double)l->k * 4.0 * (double)l->out * (double)d->mb * (double)(h + 1) > (double)NET_MAX_ELEMS)
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): hidden size out=%lld must be positive and fit "
+                                   "the batch and steps", i, l->name, (long long)l->out);
+            if ((rc = bkm_kern_lstm_desc_init(&ld, d->mb, h, c, l->out, l->k, err)) < 0)
+                return bkm_err_prefix(err, "net layer %d (%s)", i, l->name);
+            li->n_wei = (int64_t)bkm_kern_lstm_param_count(&ld);
+            li->n_bias = 0;
+            li->flops[BKM_NET_FWD] = bkm_kern_lstm_flops(&ld, 0);
+            c = l->out;
+            break;
+        }
+        case BKM_NET_LOSS_L1:
+            if (i != d->n_layers - 1)
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
+                                   i, l->name, d->n_layers);
+            if (nsp != 1)
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the L1 loss is implemented for sequence "
+                                   "networks only (desc t >= 1)", i, l->name);
+            net->classes = c;
             break;
         case BKM_NET_LOSS:
         case BKM_NET_LOSS_BATCH:
@@ -234,6 +292,11 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
                 li->flops[BKM_NET_BWD_D] = li->flops[BKM_NET_FWD];
             if (d->lr > 0.0f)
                 li->flops[BKM_NET_UPD] = 2.0 * (double)(li->n_wei + li->n_bias);
+            if (l->kind == BKM_NET_LSTM) /* one backward-through-time call: 2 x forward, less the input's
+                                          * data gradient (T*2*N*4H*I) when nothing needs it */
+                li->flops[BKM_NET_BWD_D] = 2.0 * li->flops[BKM_NET_FWD] -
+                                           (li->need_bwd_d ? 0.0 : 2.0 * (double)(d->mb * h * 4 * l->out) * (double)li->in.c),
+                li->flops[BKM_NET_BWD_W] = 0.0;
         }
         li->need_bwd = seen_param || d->grad_input != 0;
         net->flops_fwd += li->flops[BKM_NET_FWD];
@@ -244,6 +307,15 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
                            d->layer[d->n_layers - 1].name);
     if (first_param < 0)
         return bkm_err_set(err, BKM_EINVAL, "net: no layer has parameters (nothing to train)");
+    if (d->inference && d->t == 0)
+        return bkm_err_set(err, BKM_EINVAL, "net: inference=1 is implemented for sequence networks only (desc t >= 1)");
+    if (d->inference) /* forward and loss only */
+        for (int i = 0; i < d->n_layers; i++) {
+            net->li[i].flops[BKM_NET_BWD_D] = net->li[i].flops[BKM_NET_BWD_W] = net->li[i].flops[BKM_NET_UPD] = 0.0;
+            net->li[i].need_bwd = net->li[i].need_bwd_d = 0;
+        }
+    if (d->inference)
+        net->flops_train = net->flops_fwd;
     net->n_params = off;
     net->d = *d;
     return BKM_OK;
@@ -284,6 +356,9 @@ double bkm_net_bytes(const bkm_net_t *net, bkm_net_engine_t eng)
     for (int i = 0; i < net->d.n_layers; i++) {
         const bkm_net_layer_info_t *li = &net->li[i];
         act += (double)net->d.mb * (double)(li->out.c * li->out.d * li->out.h * li->out.w);
+        if (net->d.layer[i].kind == BKM_NET_LSTM) /* gates, states and gradient scratch of the stack */
+            col += (double)net->d.layer[i].k * (double)net->d.mb * (double)li->in.h * (double)li->out.c *
+                   (4.0 + 2.0 + 2.0) + (double)net->d.mb * (double)li->in.h * (double)li->out.c * 8.0;
         if (net->d.layer[i].kind == BKM_NET_CONV3D) /* native: unfolded input and its gradient, 2-D output */
             col += (double)net->d.mb * (double)li->out.d *
                    (2.0 * (double)(li->in.c * net->d.layer[i].k * li->in.h * li->in.w) +
@@ -298,6 +373,22 @@ double bkm_net_bytes(const bkm_net_t *net, bkm_net_engine_t eng)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Executor front end                                                                         */
+
+void bkm__net_sgd(bkm_net_exec_t *ex, uint64_t *t)
+{
+    const bkm_net_t *net = &ex->net;
+    for (int i = 0; i < net->d.n_layers && net->d.lr > 0.0f; i++) {
+        const bkm_net_layer_info_t *li = &net->li[i];
+        if (!li->n_wei)
+            continue;
+        bkm_kern_sgd_step((size_t)li->n_wei, ex->params + li->wei_off, ex->grads + li->wei_off, NULL, net->d.lr,
+                          0.0f, 0.0f);
+        if (li->n_bias)
+            bkm_kern_sgd_step((size_t)li->n_bias, ex->params + li->bias_off, ex->grads + li->bias_off, NULL,
+                              net->d.lr, 0.0f, 0.0f);
+        bkm__net_lap(ex, i, BKM_NET_UPD, t);
+    }
+}
 
 void bkm__net_impl_add(char *buf, size_t cap, const char *name)
 {
@@ -358,6 +449,26 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
                          ex->n_input, net->n_params);
         goto out;
     }
+    if (net->d.t > 0) /* a sequence network: one engine body, the kernels of the engine asked for */
+        ex->ops = &bkm__net_seq_ops;
+    for (int i = 0; i < net->d.n_layers; i++) {
+        const bkm_net_layer_t *l = &net->d.layer[i];
+        if (l->kind == BKM_NET_LSTM) {
+            ex->n_state[i] = (size_t)(2 * l->k * net->d.mb * l->out);
+            if (!(ex->state[i] = bkm__net_zalloc(ex->n_state[i]))) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "net: cannot allocate %zu LSTM states", ex->n_state[i]);
+                goto out;
+            }
+        }
+        if (l->kind == BKM_NET_LOSS_L1) {
+            const bkm_net_shape_t *in = &net->li[i].in;
+            ex->n_target = (size_t)(net->d.mb * in->c * in->d * in->h * in->w);
+            if (!(ex->target = bkm__net_zalloc(ex->n_target))) {
+                rc = bkm_err_set(err, BKM_ENOMEM, "net: cannot allocate %zu targets", ex->n_target);
+                goto out;
+            }
+        }
+    }
     if ((rc = ex->ops->create(ex, kp, err)) < 0)
         goto out;
     *exp = ex;
@@ -398,6 +509,21 @@ const float *bkm_net_exec_grads(const bkm_net_exec_t *ex, size_t *n)
     if (n)
         *n = ex->net.n_params;
     return ex->grads;
+}
+
+float *bkm_net_exec_state(bkm_net_exec_t *ex, int layer, size_t *n)
+{
+    int ok = layer >= 0 && layer < ex->net.d.n_layers;
+    if (n)
+        *n = ok ? ex->n_state[layer] : 0;
+    return ok ? ex->state[layer] : NULL;
+}
+
+float *bkm_net_exec_target(bkm_net_exec_t *ex, size_t *n)
+{
+    if (n)
+        *n = ex->n_target;
+    return ex->target;
 }
 
 int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err)
@@ -467,5 +593,8 @@ void bkm_net_exec_destroy(bkm_net_exec_t *ex)
     bkm_free(ex->labels);
     bkm_free(ex->params);
     bkm_free(ex->grads);
+    for (int i = 0; i < BKM_NET_MAX_LAYERS; i++)
+        bkm_free(ex->state[i]);
+    bkm_free(ex->target);
     bkm_free(ex);
 }

@@ -29,6 +29,10 @@ struct bkm_net_exec {
     double ms[BKM_NET_MAX_LAYERS][BKM_NET_NDIR];   /* sums since the last reset */
     double last[BKM_NET_MAX_LAYERS][BKM_NET_NDIR]; /* the last step */
     char impl[512];
+    float *state[BKM_NET_MAX_LAYERS]; /* LSTM layers: initial states [2][k][mb][H] (h0, c0) */
+    size_t n_state[BKM_NET_MAX_LAYERS];
+    float *target;                /* the L1 loss's target (as many floats as its input) */
+    size_t n_target;
 };
 
 /* A zeroed buffer of @p n floats (64-byte aligned, freed with bkm_free), first touched by the
@@ -40,6 +44,8 @@ float *bkm__net_zalloc(size_t n);
 extern const bkm__net_ops_t bkm__net_native_ops;
 extern const bkm__net_ops_t bkm__net_onednn_ops;
 extern const bkm__net_ops_t bkm__net_ref_ops;
+/* Sequence networks (desc t >= 1: LSTM, dropout, L1 loss) on any engine: net_seq.c. */
+extern const bkm__net_ops_t bkm__net_seq_ops;
 
 /* Per-layer lap: when timing is on, add the time since *t to layer @p layer, direction @p dir, and
  * restart *t. One clock read; nothing when timing is off. */
@@ -57,6 +63,10 @@ static inline void bkm__net_lap(bkm_net_exec_t *ex, int layer, bkm_net_dir_t dir
 /* The batch-axis loss (BKM_NET_LOSS_BATCH): *loss and d loss / d logits into @p grad (double
  * accumulation; mb x classes is small). Returns -1 for the class-axis loss (not handled here). */
 int bkm__net_xent(const bkm_net_t *net, const float *logits, const int32_t *labels, float *grad, double *loss);
+
+/* The SGD update (lr > 0; nothing otherwise) of every parameter layer on the flat user-layout arrays,
+ * each layer's time lapped under BKM_NET_UPD: the native and sequence engines' update phase. */
+void bkm__net_sgd(bkm_net_exec_t *ex, uint64_t *t);
 
 /* Append @p name to the '+'-separated list in @p buf unless it is already there. */
 void bkm__net_impl_add(char *buf, size_t cap, const char *name);

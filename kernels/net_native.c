@@ -258,16 +258,7 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }
     t2 = t = bkm_now_ns();
-    for (int i = 0; i < nl && net->d.lr > 0.0f; i++) {
-        const bkm_net_layer_info_t *li = &net->li[i];
-        if (!li->n_wei)
-            continue;
-        bkm_kern_sgd_step((size_t)li->n_wei, ex->params + li->wei_off, ex->grads + li->wei_off, NULL, net->d.lr,
-                          0.0f, 0.0f);
-        bkm_kern_sgd_step((size_t)li->n_bias, ex->params + li->bias_off, ex->grads + li->bias_off, NULL, net->d.lr,
-                          0.0f, 0.0f);
-        bkm__net_lap(ex, i, BKM_NET_UPD, &t);
-    }
+    bkm__net_sgd(ex, &t);
     t3 = bkm_now_ns();
     st->fwd_ms = (double)(t1 - t0) * 1e-6;
     st->bwd_ms = (double)(t2 - t1) * 1e-6;

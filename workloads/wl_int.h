@@ -65,6 +65,11 @@ int bkm__wl_net_check(bkm_wl_t *wl, double *value, bkm_err_t *err);
 double bkm__wl_net_flops(const bkm_wl_t *wl);
 void bkm__wl_net_destroy(bkm_wl_t *wl);
 int bkm__wl_net_layers_json(const bkm_wl_t *wl, bkm_json_w_t *w);
+/* Create from the table @p d (checked here) with the workload's own seeding @p seed of the input,
+ * labels, parameters (and states, target) and per-layer timing on or off: for network workloads
+ * whose parameters differ from the net_table ones (lstm). The other hooks above then apply. */
+int bkm__wl_net_create_with(bkm_wl_t *wl, const bkm_net_desc_t *d, int timing,
+                            void (*seed)(bkm_net_exec_t *ex, uint64_t seed), bkm_err_t *err);
 /* The executor of a created network workload. */
 bkm_net_exec_t *bkm__wl_net_exec(const bkm_wl_t *wl);
 

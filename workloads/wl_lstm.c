@@ -2,7 +2,9 @@
 /* `lstm`: the seed's LSTM benchmark (workloads.md §6, xhzhao LSTM.py): an L-layer unidirectional
  * LSTM over an input (T, N, I), random initial states; inference = the forward pass, training =
  * forward + L1 loss against a seeded random target + backward through time (no optimizer step).
- * Native (kernels/lstm.c) or oneDNN (kernels/lstm_onednn.c) on the same seeded inputs. */
+ * The network is a table (bkm_net_desc_lstm_seed: sequence input, LSTM stack, L1 loss) run by the
+ * network executor (wl_net.c's hooks) on the native engine (kernels/lstm.c) or the oneDNN one
+ * (kernels/lstm_onednn.c), seeded identically; the hooks here only add the parameters. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,14 +20,6 @@ static const bkm_wl_param_t lstm_own[] = {
     {"mode", BKM_WL_ENUM, "training", 0, 0, 1, "inference|training",
      "inference: forward only; training: forward + L1 loss + backward through time (data and weight gradients)", 0},
 };
-
-typedef struct wl_lstm {
-    bkm_lstm_desc_t d;
-    int training;
-    bkm_kern_lstm_t *nat;
-    bkm_kern_lstm_onednn_t *odn;
-    float *x, *h0, *c0, *w, *y, *target, *dy, *dx, *dw;
-} wl_lstm_t;
 
 static size_t lstm_tunables(bkm_wl_param_t *out, size_t cap)
 {
@@ -78,139 +72,39 @@ static double lstm_bytes(const bkm_wl_t *wl)
     return 4.0 * (kernel + ours + 2 * P) + 64.0 * 1048576.0;
 }
 
-static void lstm_destroy(bkm_wl_t *wl)
+/* Same values on every backend: x uniform [-1, 1), h0, c0 and the target normal (torch.randn),
+ * weights uniform [-1/sqrt(H), 1/sqrt(H)) (nn.LSTM's initialisation); the labels stay 0 (unused). */
+static void lstm_seed(bkm_net_exec_t *ex, uint64_t seed)
 {
-    wl_lstm_t *a = wl->priv;
-    if (!a)
-        return;
-    bkm_kern_lstm_destroy(a->nat);
-    bkm_kern_lstm_onednn_destroy(a->odn);
-    float *bufs[] = {a->x, a->h0, a->c0, a->w, a->y, a->target, a->dy, a->dx, a->dw};
-    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
-        bkm_free(bufs[k]);
-    bkm_free(a);
-    wl->priv = NULL;
+    const bkm_net_t *net = bkm_net_exec_net(ex);
+    size_t nx, ns, nw, ny;
+    float *x = bkm_net_exec_input(ex, &nx), *st = bkm_net_exec_state(ex, 0, &ns), *w = bkm_net_exec_params(ex, NULL),
+          *target = bkm_net_exec_target(ex, &ny);
+    nw = (size_t)net->li[0].n_wei;
+    bkm__wl_fill_uniform(x, nx, 1.0f, seed, 1);
+    bkm__wl_fill_normal(st, ns / 2, seed, 2);
+    bkm__wl_fill_normal(st + ns / 2, ns / 2, seed, 3);
+    bkm__wl_fill_uniform(w, nw, 1.0f / sqrtf((float)net->d.layer[0].out), seed, 4);
+    bkm__wl_fill_normal(target, ny, seed, 5);
 }
 
 static int lstm_create(bkm_wl_t *wl, bkm_err_t *err)
 {
-    wl_lstm_t *a = bkm_calloc(1, sizeof *a);
+    bkm_lstm_desc_t d;
+    bkm_net_desc_t nd;
     int rc;
-    if (!a)
-        return bkm_err_set(err, BKM_ENOMEM, "lstm: out of memory");
-    wl->priv = a;
-    if ((rc = parse_shape(wl, &a->d, err)) < 0)
-        goto out;
-    a->training = strcmp(bkm__wl_val(wl, "mode"), "training") == 0;
-    const bkm_lstm_desc_t *d = &a->d;
-    const size_t nx = (size_t)(d->t * d->n * d->i), ny = (size_t)(d->t * d->n * d->h),
-                 ns = (size_t)(d->layers * d->n * d->h), nw = bkm_kern_lstm_param_count(d);
-    a->x = bkm_aligned_alloc(64, nx * sizeof(float));
-    a->h0 = bkm_aligned_alloc(64, ns * sizeof(float));
-    a->c0 = bkm_aligned_alloc(64, ns * sizeof(float));
-    a->w = bkm_aligned_alloc(64, nw * sizeof(float));
-    a->y = bkm_aligned_alloc(64, ny * sizeof(float));
-    a->target = bkm_aligned_alloc(64, ny * sizeof(float));
-    a->dy = bkm_aligned_alloc(64, ny * sizeof(float));
-    a->dx = bkm_aligned_alloc(64, nx * sizeof(float));
-    a->dw = bkm_aligned_alloc(64, nw * sizeof(float));
-    if (!a->x || !a->h0 || !a->c0 || !a->w || !a->y || !a->target || !a->dy || !a->dx || !a->dw) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "lstm: cannot allocate the input, output and parameter buffers");
-        goto out;
-    }
-    /* same values on every backend: x uniform [-1, 1), h0, c0 and the target normal (torch.randn),
-     * weights uniform [-1/sqrt(H), 1/sqrt(H)) (nn.LSTM's initialisation) */
-    bkm__wl_fill_uniform(a->x, nx, 1.0f, wl->seed, 1);
-    bkm__wl_fill_normal(a->h0, ns, wl->seed, 2);
-    bkm__wl_fill_normal(a->c0, ns, wl->seed, 3);
-    bkm__wl_fill_uniform(a->w, nw, 1.0f / sqrtf((float)d->h), wl->seed, 4);
-    bkm__wl_fill_normal(a->target, ny, wl->seed, 5);
-    memset(a->y, 0, ny * sizeof(float));
-    memset(a->dy, 0, ny * sizeof(float));
-    memset(a->dx, 0, nx * sizeof(float));
-    memset(a->dw, 0, nw * sizeof(float));
-    if (wl->be == BKM_BACKEND_ONEDNN) {
-        if ((rc = bkm_kern_lstm_onednn_create(&a->odn, d, a->training, err)) < 0)
-            goto out;
-        snprintf(wl->impl, sizeof wl->impl, "%s", bkm_kern_lstm_onednn_impl(a->odn));
-    } else {
-        if ((rc = bkm_kern_lstm_create(&a->nat, d, &wl->kp, err)) < 0)
-            goto out;
-        snprintf(wl->impl, sizeof wl->impl, "%s", bkm_kern_lstm_impl(a->nat));
-    }
-    rc = BKM_OK;
-out:
-    if (rc < 0) {
-        lstm_destroy(wl);
-        bkm_err_prefix(err, "lstm");
-    }
-    return rc;
-}
-
-/* L1 loss (mean |y - target|) and its gradient dy = sign(y - target) / count. */
-static double l1_loss(const float *y, const float *target, float *dy, size_t n)
-{
-    double sum = 0.0;
-    const float inv = 1.0f / (float)n;
-    for (size_t i = 0; i < n; i++) {
-        float dlt = y[i] - target[i];
-        sum += fabsf(dlt);
-        dy[i] = dlt > 0.0f ? inv : dlt < 0.0f ? -inv : 0.0f;
-    }
-    return sum / (double)n;
-}
-
-static int lstm_run(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err)
-{
-    wl_lstm_t *a = wl->priv;
-    const bkm_lstm_desc_t *d = &a->d;
-    const size_t ny = (size_t)(d->t * d->n * d->h);
-    int rc;
-    uint64_t t0 = bkm_now_ns();
-    if (a->odn)
-        rc = bkm_kern_lstm_onednn_fwd(a->odn, a->x, a->h0, a->c0, a->w, a->y, NULL, NULL, err);
-    else
-        rc = bkm_kern_lstm_fwd(a->nat, a->x, a->h0, a->c0, a->w, a->y, NULL, NULL, err);
-    if (rc < 0)
-        return rc;
-    uint64_t t1 = bkm_now_ns();
-    s->loss = l1_loss(a->y, a->target, a->dy, ny);
-    if (a->training) {
-        if (a->odn)
-            rc = bkm_kern_lstm_onednn_bwd(a->odn, a->x, a->w, a->dy, NULL, NULL, a->dx, NULL, NULL, a->dw, err);
-        else
-            rc = bkm_kern_lstm_bwd(a->nat, a->x, a->w, a->dy, NULL, NULL, a->dx, NULL, NULL, a->dw, err);
-        if (rc < 0)
-            return rc;
-    }
-    uint64_t t2 = bkm_now_ns();
-    s->fwd_ms = (double)(t1 - t0) / 1e6;
-    s->bwd_ms = (double)(t2 - t1) / 1e6;
-    s->update_ms = 0.0;
-    s->ms = s->fwd_ms + s->bwd_ms;
-    return BKM_OK;
-}
-
-static int lstm_check(bkm_wl_t *wl, double *value, bkm_err_t *err)
-{
-    if (!isfinite(wl->first_loss))
-        return bkm_err_set(err, BKM_EVERIFY, "lstm: first-iteration loss is not finite (%g)", wl->first_loss);
-    *value = wl->first_loss;
-    return BKM_OK;
-}
-
-static double lstm_flops(const bkm_wl_t *wl)
-{
-    const wl_lstm_t *a = wl->priv;
-    return bkm_kern_lstm_flops(&a->d, a->training);
+    if ((rc = parse_shape(wl, &d, err)) < 0)
+        return bkm_err_prefix(err, "lstm");
+    bkm_net_desc_lstm_seed(&nd, d.n, d.t, d.i, d.h, d.layers, strcmp(bkm__wl_val(wl, "mode"), "inference") == 0);
+    return bkm__wl_net_create_with(wl, &nd, 0, lstm_seed, err);
 }
 
 /* sentences per iteration: the batch N (sentences/s = N / iteration time, as the seed's SPS) */
 static double lstm_items(const bkm_wl_t *wl, const char **unit)
 {
-    const wl_lstm_t *a = wl->priv;
+    const bkm_net_exec_t *ex = bkm__wl_net_exec(wl);
     *unit = "sentences";
-    return (double)a->d.n;
+    return ex ? (double)bkm_net_exec_net(ex)->d.mb : 0.0;
 }
 
 const bkm_wl_entry_t bkm__wl_lstm = {
@@ -228,10 +122,10 @@ const bkm_wl_entry_t bkm__wl_lstm = {
     lstm_validate,
     lstm_bytes,
     lstm_create,
-    lstm_run,
-    lstm_check,
-    lstm_flops,
-    lstm_destroy,
+    bkm__wl_net_run,
+    bkm__wl_net_check,
+    bkm__wl_net_flops,
+    bkm__wl_net_destroy,
     NULL,
     NULL,
     lstm_items,

@@ -73,25 +73,36 @@ static void seed_exec(bkm_net_exec_t *ex, uint64_t seed)
     }
 }
 
-int bkm__wl_net_create(bkm_wl_t *wl, bkm_err_t *err)
+int bkm__wl_net_create_with(bkm_wl_t *wl, const bkm_net_desc_t *d, int timing,
+                            void (*seed)(bkm_net_exec_t *ex, uint64_t seed), bkm_err_t *err)
 {
     wl_net_t *a = bkm_calloc(1, sizeof *a);
     int rc;
     if (!a)
         return bkm_err_set(err, BKM_ENOMEM, "%s: out of memory", wl->e->info.name);
     wl->priv = a;
-    if ((rc = net_of(wl, &a->net, err)) < 0)
-        return rc;
+    if ((rc = bkm_net_init(&a->net, d, err)) < 0)
+        return bkm_err_prefix(err, "%s", wl->e->info.name);
     if ((rc = bkm_net_exec_create(&a->ex, &a->net, engine_of(wl), &wl->kp, err)) < 0)
         goto fail;
-    seed_exec(a->ex, wl->seed);
+    seed(a->ex, wl->seed);
     if ((rc = bkm_net_exec_prepare(a->ex, err)) < 0)
         goto fail;
-    bkm_net_exec_set_timing(a->ex, bkm__wl_int(wl, "layers") != 0);
+    bkm_net_exec_set_timing(a->ex, timing);
     snprintf(wl->impl, sizeof wl->impl, "%s", bkm_net_exec_impl(a->ex));
     return BKM_OK;
 fail:
     return bkm_err_prefix(err, "%s (%s)", wl->e->info.name, bkm_kern_backend_name(wl->be));
+}
+
+int bkm__wl_net_create(bkm_wl_t *wl, bkm_err_t *err)
+{
+    bkm_net_desc_t d;
+    int rc;
+    memset(&d, 0, sizeof d);
+    if ((rc = wl->e->net_table(wl, &d, err)) < 0)
+        return rc;
+    return bkm__wl_net_create_with(wl, &d, bkm__wl_int(wl, "layers") != 0, seed_exec, err);
 }
 
 int bkm__wl_net_run(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err)

@@ -58,6 +58,14 @@ grep -q "^status      ok" "$tmp/text" || fail "text: no status line: $(head -3 "
 grep -q "GFLOP/s" "$tmp/text" || fail "text: no GFLOP/s"
 grep -q "check       checksum" "$tmp/text" || fail "text: no check value"
 grep -q "thread 0" "$tmp/text" || fail "text: no verified binding per thread"
+grep -q "avg time" "$tmp/text" && fail "text: the conv3d seed's line on a gemm run"
+# conv3d text mode carries the seed's own line (berkely.py): the mean of the timed samples, which the
+# JSON of the same settings does not (it has samples_ms)
+"$T" run --workload conv3d --param shape=mb2ic3id7ih6iw5oc4kd3 "${short[@]}" >"$tmp/c3.text" || fail "conv3d text exit $?"
+grep -Eq "^avg time [0-9]+\.[0-9]{4} millisecond$" "$tmp/c3.text" || fail "conv3d text: no 'avg time X millisecond' line"
+"$T" run --workload conv3d --param shape=mb2ic3id7ih6iw5oc4kd3 "${short[@]}" --json >"$tmp/c3.json" || fail "conv3d json exit $?"
+grep -q "avg time" "$tmp/c3.json" && fail "conv3d JSON carries the text line"
+jcheck "$tmp/c3.json" "d['status'] == 'ok' and len(d['samples_ms']) >= 1" "conv3d JSON"
 
 # --- environment cleaning and the trial's own settings -------------------------------------
 KMP_AFFINITY=bogus,garbage OMP_PLACES=nonsense GOMP_CPU_AFFINITY=999 OMP_NUM_THREADS=7 \

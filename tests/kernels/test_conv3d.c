@@ -9,23 +9,11 @@
 #include <string.h>
 
 #include "bkm/kernels.h"
+#include "net_test.h"
 
 /* kernels/kernels_int.h (private): thread t's part of an nt-way split, without a team. */
 void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
 void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
-
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double md = 0.0, mb = 1.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > md || isnan(d))
-            md = isnan(d) ? INFINITY : d;
-        if (fabs((double)b[i]) > mb)
-            mb = fabs((double)b[i]);
-    }
-    return md / mb;
-}
 
 static float *rnd(size_t n, unsigned seed)
 {
@@ -119,6 +107,17 @@ START_TEST(vol2col_parallel_equals_serial_and_adjoint)
         ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col, %d parts", nt);
         ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol, %d parts", nt);
     }
+    /* dynamic chunks: odd chunk sizes (rounded up to lines; starts inside rows and kernels), the
+     * automatic size, and one chunk larger than the range */
+    static const int64_t chunks[4] = {1, 37, 0, (int64_t)1 << 40};
+    for (int k = 0; k < 4; k++) {
+        memset(cn, 0xff, ncol * sizeof(float));
+        memset(xn, 0xff, nin * sizeof(float));
+        bkm_kern_vol2col_dyn(&d, x, cn, 2, chunks[k]);
+        bkm_kern_col2vol_dyn(&d, c, xn, 2, chunks[k]);
+        ck_assert_msg(memcmp(c1, cn, ncol * sizeof(float)) == 0, "vol2col, dynamic chunks of %lld", (long long)chunks[k]);
+        ck_assert_msg(memcmp(x1, xn, nin * sizeof(float)) == 0, "col2vol, dynamic chunks of %lld", (long long)chunks[k]);
+    }
     /* <vol2col(x), c> == <x, col2vol(c)> */
     double a = 0.0, b = 0.0;
     for (size_t i = 0; i < ncol; i++)
@@ -181,13 +180,14 @@ START_TEST(conv3d_matches_reference)
     bkm_kern_conv3d_t *cv = NULL;
     bkm_kern_params_t kp;
     /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
-     * depth unfold + conv2d in every direction; depth unfold with the batch-level backward-weights */
-    static const char *const algo[5] = {"algo=1", "algo=2", "algo=2", "algo=3", "algo=3"};
-    static const char *const v2c[5] = {"v2c=1", "v2c=1", "v2c=0", "bww=1", "bww=2"};
-    static const char *const impl[5] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
-                                        "native:unfold_", "+bww_vol2col_gemm.batch"};
-    const char *shape = shapes[_i / 5];
-    int var = _i % 5;
+     * depth unfold + conv2d in every direction; depth unfold with the batch-level backward-weights;
+     * intra-sample with vol2col/col2vol in dynamic chunks */
+    static const char *const algo[6] = {"algo=1", "algo=2", "algo=2", "algo=3", "algo=3", "algo=2"};
+    static const char *const v2c[6] = {"v2c=1", "v2c=1", "v2c=0", "bww=1", "bww=2", "v2c=2"};
+    static const char *const impl[6] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
+                                        "native:unfold_", "+bww_vol2col_gemm.batch", "vol2col_dyn_gemm.intra"};
+    const char *shape = shapes[_i / 6];
+    int var = _i % 6;
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
     ck_assert_int_eq(bkm_kern_params_add(&kp, algo[var], &err), BKM_OK);
@@ -274,7 +274,7 @@ START_TEST(conv3d_rejects_bad_tunables)
     bkm_kern_params_t kp;
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[0], 0, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
-    ck_assert_int_eq(bkm_kern_params_add(&kp, "v2c=2", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "v2c=3", &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_conv3d_create(&cv, &d, &kp, &err), BKM_EINVAL);
     ck_assert_ptr_null(cv);
     ck_assert_ptr_nonnull(strstr(err.msg, "v2c"));
@@ -372,7 +372,7 @@ int main(void)
     TCase *tc = tcase_create("conv3d");
     tcase_add_test(tc, desc_grammar);
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
-    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 5 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_matches_reference, 0, 6 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
     tcase_add_test(tc, vol2col_large_streaming_by_definition);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);

@@ -8,28 +8,7 @@
 #include <string.h>
 
 #include "bkm/net.h"
-
-/* max |a - b| / max(1, max |b|) */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double md = 0.0, mb = 1.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > md || isnan(d))
-            md = isnan(d) ? INFINITY : d;
-        if (fabs((double)b[i]) > mb)
-            mb = fabs((double)b[i]);
-    }
-    return md / mb;
-}
-
-static void fill(float *p, size_t n, unsigned seed, float scale)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
-    }
-}
+#include "net_test.h"
 
 /* Small odd CNN: conv (stride 2, padding 1), ReLU, pool, conv, ReLU, dropout, FC, ReLU, FC, loss. */
 static void small_cnn(bkm_net_desc_t *d)

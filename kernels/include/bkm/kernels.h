@@ -343,12 +343,19 @@ void bkm_kern_vol2col(const bkm_conv3d_desc_t *d, const float *src, float *col, 
  *  from it (overwritten). Every output element has exactly one writer (no atomics); the flat range
  *  of src is split over @p nt threads as in vol2col. */
 void bkm_kern_col2vol(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt);
+/** The same two over @p nt threads with a dynamic schedule: chunks of @p chunk entries (rounded up to
+ *  whole 64-byte lines; 0 = 32 chunks per thread; each decodes its start once and walks with carries)
+ *  taken in turn, so a thread preempted on a shared host leaves its remaining chunks to the others.
+ *  Same results. */
+void bkm_kern_vol2col_dyn(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int64_t chunk);
+void bkm_kern_col2vol_dyn(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int64_t chunk);
 
 /** Native conv3d: per image, vol2col (parallel) + one parallel SGEMM. Owns its column buffer and
  *  GEMM workspace (sized at creation for omp_get_max_threads()); never allocates in fwd/bwd. Not
  *  re-entrant; call from outside a parallel region. Tunables (bkm_kern_conv3d_params): algo (1
- *  batch-level vol2col + GEMM, 2 intra-sample, 3 depth unfold + native conv2d, 0 auto = 3), v2c (1
- *  parallel flat-range vol2col/col2vol, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default), bww
+ *  batch-level vol2col + GEMM, 2 intra-sample, 3 depth unfold + native conv2d, 0 auto = 1 for short
+ *  columns, ic*kd*kh*kw <= 64, else 3), v2c (1 parallel flat-range vol2col/col2vol, 2 the same in
+ *  dynamic chunks, 0 serial), mc, kc, nc (GEMM blocks, 0 = ISA default), bww
  *  (backward-weights of algo 3: 1 the unfolded conv2d, 2 as algo 1, 0 auto = 2 for short columns,
  *  ic*kd*kh*kw <= 64). */
 typedef struct bkm_kern_conv3d bkm_kern_conv3d_t;

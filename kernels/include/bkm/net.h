@@ -13,8 +13,12 @@
  * native and reference engines compute on them directly; the oneDNN engine reorders them into its
  * layouts at prepare and back at finish.
  *
+ * Sequence networks (desc t >= 1: LSTM stacks, dropout, the L1 loss) run one engine body
+ * (net_seq.c) over the engine's LSTM kernels; parameters stay in the kernels' layout everywhere.
+ *
  * Error convention: bkm/common.h. BKM_EINVAL names the layer and the value. Executors are used by
- * one thread at a time, outside any OpenMP parallel region; a step never allocates.
+ * one thread at a time, outside any OpenMP parallel region; a step never allocates (except the
+ * reference engine's LSTM, whose naive kernels allocate their scratch per call: the oracle only).
  */
 #ifndef BKM_NET_H
 #define BKM_NET_H
@@ -35,9 +39,14 @@ typedef enum {
     BKM_NET_LOSS,     /**< softmax + mean cross-entropy over the classes; last layer, after an FC */
     BKM_NET_CONV3D,   /**< 3-D convolution + bias (NCDHW, OIDHW), cubic kernel k, stride s, padding p */
     BKM_NET_MAXPOOL3D,/**< 3-D max pooling, cubic window k, stride s, padding p */
-    BKM_NET_LOSS_BATCH/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
+    BKM_NET_LOSS_BATCH,/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
                            each sample's label (berkely.py's log_softmax(dim=0) quirk, workloads.md §5);
                            last layer, after an FC */
+    BKM_NET_LSTM,     /**< a stack of k unidirectional LSTM layers (bkm_kern_lstm_*), hidden size out, on a
+                           sequence; its parameters are the kernel's flat array (Wx, Wh, b per layer in
+                           turn, n_bias 0); initial states from bkm_net_exec_state (zero by default) */
+    BKM_NET_LOSS_L1   /**< mean |y - target| over every element of its input, the target from
+                           bkm_net_exec_target (xhzhao LSTM.py's L1Loss, workloads.md §6); last layer */
 } bkm_net_kind_t;
 
 /** Name of a kind ("conv", "relu", "maxpool", "dropout", "fc", "loss"). */
@@ -65,6 +74,12 @@ typedef struct bkm_net_desc {
                                 layer's bwd-data; single-layer benchmarks), 0: not (training) */
     int n_layers;
     bkm_net_layer_t layer[BKM_NET_MAX_LAYERS];
+    int64_t t;             /**< 0: an image input as above; >= 1: a SEQUENCE input of t time steps, time-major
+                                [t][mb][c] (the LSTM kernels' layout; d = 0, h = w = 1). A sequence flows
+                                through LSTM and dropout layers into the L1 loss (its shape: c features,
+                                h = t steps, nsp = 1) */
+    int inference;         /**< 1: a step runs the forward and the loss only (no backward, no update);
+                                sequence networks only (other networks: BKM_ENOTSUP at executor creation) */
 } bkm_net_desc_t;
 
 /** Append a layer to @p d (no check; bkm_net_init checks). Returns the layer or NULL when full. */
@@ -78,13 +93,21 @@ void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb);
  *  over the batch dimension; no activations, no update step (lr 0). The seed's batch is 4. */
 void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
 
+/** The seed's LSTM benchmark (workloads.md §6, xhzhao LSTM.py): a sequence input of @p t steps x
+ *  @p n sentences x @p i features, one LSTM stack of @p layers layers with hidden size @p h, the L1
+ *  loss; no update (lr 0); the data gradient of the input is computed (grad_input 1), as the
+ *  kernels' training FLOPs (3 x forward) count it. @p inference: forward + loss only. */
+void bkm_net_desc_lstm_seed(bkm_net_desc_t *d, int64_t n, int64_t t, int64_t i, int64_t h, int64_t layers,
+                            int inference);
+
 /** Directions of a layer, for FLOPs and timing. */
 typedef enum { BKM_NET_FWD = 0, BKM_NET_BWD_D, BKM_NET_BWD_W, BKM_NET_UPD, BKM_NET_NDIR } bkm_net_dir_t;
 /** "fwd", "bwd_d", "bwd_w", "update". */
 const char *bkm_net_dir_name(bkm_net_dir_t dir);
 
 /** A shape: channels (or features) and spatial size (d = 1 for 2-D); an FC output is c x 1 x 1 x 1
- *  with nsp = 0; nsp = number of spatial dimensions (2 NCHW, 3 NCDHW, 0 flat). */
+ *  with nsp = 0; nsp = number of spatial dimensions (2 NCHW, 3 NCDHW, 0 flat); nsp = 1: a sequence,
+ *  c features x h time steps (d = w = 1), stored time-major [h][mb][c]. */
 typedef struct bkm_net_shape { int64_t c, d, h, w; int nsp; } bkm_net_shape_t;
 
 /** What bkm_net_init derives for one layer. */
@@ -94,7 +117,8 @@ typedef struct bkm_net_layer_info {
     size_t wei_off, bias_off;     /**< offsets (floats) into the flat parameter / gradient arrays */
     int need_bwd;                 /**< a parameter layer is at or before this one: backward runs */
     int need_bwd_d;               /**< a parameter layer is strictly before: the input gradient is needed */
-    double flops[BKM_NET_NDIR];   /**< per step; 0 for directions not run */
+    double flops[BKM_NET_NDIR];   /**< per step; 0 for directions not run (an LSTM's whole backward
+                                       through time, data and weight gradients, is one bwd_d call) */
 } bkm_net_layer_info_t;
 
 /** A checked network: the table plus everything derived from it. A plain value. */
@@ -145,6 +169,12 @@ int32_t *bkm_net_exec_labels(bkm_net_exec_t *ex, size_t *n);
 float *bkm_net_exec_params(bkm_net_exec_t *ex, size_t *n);
 /** The flat gradient array of the last step (same offsets); valid after finish. */
 const float *bkm_net_exec_grads(const bkm_net_exec_t *ex, size_t *n);
+/** Initial states of LSTM layer @p layer: [2][k][mb][H] floats, h0 then c0 (zero at creation; fill
+ *  before the steps); NULL (and *n = 0) for any other layer. */
+float *bkm_net_exec_state(bkm_net_exec_t *ex, int layer, size_t *n);
+/** The L1 loss's target, as many floats as the loss input, in its layout (zero at creation); NULL
+ *  (and *n = 0) when the loss is not the L1 loss. */
+float *bkm_net_exec_target(bkm_net_exec_t *ex, size_t *n);
 /** Untimed: check the labels (BKM_EINVAL naming the first outside [0, classes)) and bring the
  *  input and parameters into the engine's layouts. */
 int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err);
