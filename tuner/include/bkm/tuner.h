@@ -789,16 +789,33 @@ typedef struct bkm_tune_replay {
     size_t n_within;           /**< runs within 5% using <= 25% of the evaluations */
     size_t n_judged_seen;      /**< runs whose pick had no unseen run left */
     double median_rel;         /**< median of runs[].rel: what random search is compared on */
+    /* what the recording can test (computed from its runs, whatever the oracle) */
+    double run_spread;         /**< pooled standard deviation of log(run median) within a
+                                    configuration, over configurations with 2+ runs; NaN: none */
+    size_t judge_runs;         /**< runs the pick is judged on at least: runs_min / 2 held out */
+    double judge_miss;         /**< probability that a pick of the best configuration itself is
+                                    judged more than 5% off (normal model of log run, judge =
+                                    mean of judge_runs runs: optimistic for 3+, whose median is
+                                    wider); 1 when nothing is held out */
+    size_t passes_needed;      /**< fewest runs per configuration for judge_miss <= 10% */
+    size_t n_passes;           /**< distinct sweeps (passes) among the runs */
+    size_t n_disturbed;        /**< passes whose runs were typically (geometric mean) more than
+                                    1.10x the fastest run of their configuration */
+    double worst_pass;         /**< the highest such geometric mean */
+    char verdict[16];          /**< "flat" (default_rel <= 1.05), else "disturbed" (n_disturbed >
+                                    0), else "judge-limited" (judge_miss > 10%: the bar of 45/50
+                                    within 5% is out of reach of any strategy), else "eligible" */
 } bkm_tune_replay_t;
 
 /** How a replay turns the stored runs into evaluations and judgements. */
-#define BKM_TUNE_REPLAY_UNSEEN_RUNS 0 /**< honest: an evaluation is ONE run drawn at random (one
-                                           worker process, its median), so the strategy sees the
-                                           run-to-run spread; per seed and configuration one run
-                                           (of two or more) is held out and never drawn, so the
-                                           pick is always judged on the median of runs the
-                                           strategy did not see; the exhaustive best is the
-                                           lowest median of run medians */
+#define BKM_TUNE_REPLAY_UNSEEN_RUNS 0 /**< honest: an evaluation is ONE run (one worker process,
+                                           its median), so the strategy sees the run-to-run
+                                           spread; per seed and configuration its runs are put in
+                                           a random order, the first half (rounded down) held out
+                                           and never returned, the others returned in that order,
+                                           each once before any again; the pick is judged on the
+                                           median of the runs the strategy did not see; the
+                                           exhaustive best is the lowest median of run medians */
 #define BKM_TUNE_REPLAY_BEST_PASS 1   /**< the older oracle: per configuration only the pass with
                                            the lowest median counts ("load only adds time"); an
                                            evaluation is the median of a bootstrap resample of its
