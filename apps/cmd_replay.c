@@ -76,6 +76,7 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
                          const bkm_tune_replay_t *rnd, int json)
 {
     int flat = r->default_rel <= 1.05;
+    char spread[64];
     if (json) {
         bkm_buf_t out;
         bkm_json_w_t w;
@@ -146,10 +147,14 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
         printf("median pick %.4fx the best; random search at the same budget and seeds: %.4fx (%s)\n", r->median_rel,
                rnd->median_rel, r->median_rel < rnd->median_rel ? "beaten" : flat ? "not beaten; flat recording"
                                                                                  : "NOT beaten");
-    printf("recording: %s (run-to-run spread: sd of log(run) %.3f; the pick judged on >= %zu unseen run(s): a pick "
+    if (isnan(r->run_spread))
+        snprintf(spread, sizeof spread, "unknown: one run per configuration");
+    else
+        snprintf(spread, sizeof spread, "sd of log(run) %.3f", r->run_spread);
+    printf("recording: %s (run-to-run spread: %s; the pick judged on >= %zu unseen run(s): a pick "
            "of the best itself judged > 5%% off in %.1f%% of seeds%s; %zu of %zu passes disturbed, worst %.2fx the "
            "fastest runs)\n",
-           r->verdict, r->run_spread, r->judge_runs, 100 * r->judge_miss,
+           r->verdict, spread, r->judge_runs, 100 * r->judge_miss,
            r->judge_miss > 0.10 ? ": the bar is out of reach of any strategy" : "", r->n_disturbed, r->n_passes,
            r->worst_pass);
     if (r->judge_miss > 0.10 && r->passes_needed)
