@@ -438,6 +438,21 @@ static void replay_db(const char *path, const double *a, const double *b, int pa
     bkm_db_close(db);
 }
 
+/* grid over the recording of replay_db in @p dir (2 seeds); the file is removed again */
+static void replay_grid(const char *dir, const double *a, const double *b, int passes, bkm_tune_replay_t *r)
+{
+    char path[96];
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    snprintf(path, sizeof path, "%s/g.sqlite", dir);
+    replay_db(path, a, b, passes);
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
+    ck_assert_msg(bkm_tune_replay_run(db, 0, "grid", 0, 2, BKM_TUNE_REPLAY_UNSEEN_RUNS, r, &err) == BKM_OK, "%s",
+                  err.msg);
+    bkm_db_close(db);
+    unlink(path);
+}
+
 START_TEST(replay_draws_without_replacement_and_labels)
 {
     char dir[] = "/tmp/bkm_replay_XXXXXX", path[96];
@@ -491,39 +506,23 @@ START_TEST(replay_draws_without_replacement_and_labels)
     unlink(path);
 
     /* a pass 1.5x slower as a whole: disturbed (the default is 2x the best: not flat) */
-    snprintf(path, sizeof path, "%s/b.sqlite", dir);
-    replay_db(path, a4, b4, 4);
-    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
-    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "grid", 0, 2, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_OK);
+    replay_grid(dir, a4, b4, 4, &r);
     ck_assert_uint_eq(r.n_passes, 4);
     ck_assert_uint_eq(r.n_disturbed, 1);
     ck_assert_double_eq_tol(r.worst_pass, 1.5, 1e-12);
     ck_assert_uint_eq(r.judge_runs, 2);
     ck_assert_str_eq(r.verdict, "disturbed");
     bkm_tune_replay_free(&r);
-    bkm_db_close(db);
-    unlink(path);
-
     /* the same without the slow pass: eligible; and flat when the default is the best */
-    snprintf(path, sizeof path, "%s/c.sqlite", dir);
-    replay_db(path, a4q, b4q, 4);
-    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
-    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "grid", 0, 2, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_OK);
+    replay_grid(dir, a4q, b4q, 4, &r);
     ck_assert_uint_eq(r.n_disturbed, 0);
     ck_assert_double_lt(r.judge_miss, 1e-6);
     ck_assert_uint_eq(r.passes_needed, 2);
     ck_assert_str_eq(r.verdict, "eligible");
     bkm_tune_replay_free(&r);
-    bkm_db_close(db);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/d.sqlite", dir);
-    replay_db(path, b4q, a4q, 4);
-    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
-    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "grid", 0, 2, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_OK);
+    replay_grid(dir, b4q, a4q, 4, &r);
     ck_assert_str_eq(r.verdict, "flat");
     bkm_tune_replay_free(&r);
-    bkm_db_close(db);
-    unlink(path);
     rmdir(dir);
 }
 END_TEST
