@@ -54,7 +54,7 @@ static const bkm_cli_cmd_spec_t replay_cmd = {
              "exhaustive sweep. Each evaluation returns the median of ONE run of that configuration (the\n"
              "run-to-run spread is visible; its runs in a seeded random order, each once before any again)\n"
              "among those not held out: per seed half of each configuration's runs (rounded down) are held\n"
-             "out, and the strategy's pick is judged on the runs of that configuration it did not see.\n"
+             "out, and the strategy's pick is judged on its held-out runs (never returned to it).\n"
              "For each seed it reports how\n"
              "close the pick is to the exhaustive best and after how many evaluations it was first\n"
              "measured; then how many seeds ended within 5% of the best using at most 25% of the\n"

@@ -4,9 +4,9 @@
  * has several runs (passes of the exhaustive sweep, each a worker process); an evaluation returns
  * the median of ONE run (so the strategy sees the run-to-run spread; a configuration's runs are
  * returned in a seeded random order, each once before any again), and the strategy's pick is
- * judged on the runs of that configuration it did not see: half of each configuration's runs
- * (rounded down, at least one of two or more) are held out of every seed's evaluations, so there
- * always are some. The replay also says whether the recording can test a strategy at all: flat
+ * judged on the runs of that configuration it could not see: half of each configuration's runs
+ * (rounded down, at least one of two or more) are held out of every seed's evaluations and are
+ * the judge, the same number of runs whatever the strategy re-measured. The replay also says whether the recording can test a strategy at all: flat
  * (the default is already within 5% of the best), disturbed (a pass slowed as a whole) or
  * judge-limited (the run-to-run spread is so wide that a pick of the best configuration itself
  * would be judged more than 5% off in more than 10% of the seeds). */
@@ -464,10 +464,10 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
         memset(first_at, 0, o.n * sizeof *first_at);
         memset(seen, 0, seen_off[o.n] ? seen_off[o.n] : 1);
         /* unseen-runs: per configuration, its runs in a seeded random order; the first n/2 (at least
-         * one when it has two or more) are held out of this seed's evaluations, so the pick is
-         * always judged on processes the strategy never saw, and on more of them the more runs
-         * there are; the evaluations of a configuration return its other runs in that order, each
-         * once before any is returned again (a re-measurement is another process while the
+         * one when it has two or more) are held out of this seed's evaluations and judge the pick,
+         * so it is always judged on processes the strategy never saw, and on more of them the more
+         * runs there are; the evaluations of a configuration return its other runs in that order,
+         * each once before any is returned again (a re-measurement is another process while the
          * recording has one) */
         for (size_t c = 0; c < o.n; c++) {
             size_t *p = &order[seen_off[c]];
@@ -508,12 +508,17 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
                 first_at[ask.config] = bkm_tune_strategy_spent(st);
         }
         pick = bkm_tune_strategy_best(st, NULL);
-        /* judged on the runs of the pick the strategy never saw; all of them when it saw every one
-         * (best-pass oracle: on that pass, which the strategy resampled) */
+        /* judged on the pick's held-out runs, which no evaluation returns: the same number of runs
+         * for every strategy and seed, whatever it re-measured (a judge that also took the runs a
+         * strategy happened not to draw would judge a race on fewer runs than random search); on
+         * the runs it saw only when nothing is held out (one run per configuration; best-pass
+         * oracle: on that pass, which the strategy resampled) */
         if (oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS)
-            for (size_t r = 0; r < o.n_run[pick]; r++)
+            for (size_t k = 0; k < n_held[pick]; k++) {
+                size_t r = order[seen_off[pick] + k];
                 if (!seen[seen_off[pick] + r])
                     scratch[unseen++] = o.run[pick][r];
+            }
         run->judged_on_unseen = unseen > 0;
         run->rel = (unseen > 0 ? bkm_tune_stats_median(scratch, unseen) : o.truth[pick]) / out->best_ms;
         out->n_judged_seen += oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS && unseen == 0;

@@ -461,9 +461,14 @@ START_TEST(replay_draws_without_replacement_and_labels)
     bkm_tune_replay_t r;
     /* threads=1 runs 1, 1.06, 1.16 ms (truth 1.06), the default 10: local measures the default,
      * then threads=1, then races the two (threads=1 three times in 6). One run of threads=1 is
-     * held out; drawn without replacement, the race has seen both others, so the pick is judged
-     * on the held-out run alone: 1/1.06, 1 or 1.16/1.06 the best, never the mean of two */
+     * held out and is the judge: the pick is judged on that run alone (1/1.06, 1 or 1.16/1.06 the
+     * best), never on the mean of two */
     const double a3[] = {10, 10, 10}, b3[] = {1, 1.06, 1.16};
+    /* threads=1 runs 1, 1000, 1000 ms (truth 1000), the default 10 (the best). With 4 evaluations
+     * local measures the default, threads=1 and races the two: when threads=1's held-out run is a
+     * 1000, its other two are 1 and 1000, and drawn without replacement the race sees both
+     * whenever it re-measures threads=1, so it never picks threads=1 on a lucky 1 seen twice */
+    const double ax[] = {10, 10, 10}, bx[] = {1, 1000, 1000};
     /* 4 passes, the fourth 1.5x slower for both configurations; a tight spread otherwise */
     const double a4[] = {10, 10.1, 10, 15}, b4[] = {5, 5.05, 5, 7.5};
     const double a4q[] = {10, 10.1, 10, 10.05}, b4q[] = {5, 5.05, 5, 5.02};
@@ -505,6 +510,17 @@ START_TEST(replay_draws_without_replacement_and_labels)
     bkm_db_close(db);
     unlink(path);
 
+    snprintf(path, sizeof path, "%s/x.sqlite", dir);
+    replay_db(path, ax, bx, 3);
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "local", 4, 40, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_OK);
+    ck_assert_double_eq(r.best_ms, 10);
+    for (size_t i = 0; i < r.n_runs; i++)
+        ck_assert_msg(r.runs[i].rel == 1.0 && r.runs[i].found_at == 1, "seed %zu: pick at %gx, found at %zu", i + 1,
+                      r.runs[i].rel, r.runs[i].found_at);
+    bkm_tune_replay_free(&r);
+    bkm_db_close(db);
+    unlink(path);
     /* a pass 1.5x slower as a whole: disturbed (the default is 2x the best: not flat) */
     replay_grid(dir, a4, b4, 4, &r);
     ck_assert_uint_eq(r.n_passes, 4);

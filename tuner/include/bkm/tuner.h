@@ -764,12 +764,12 @@ int bkm_tune_space_problem(const bkm_tune_space_t *space, bkm_tune_problem_t *pb
 /** One seeded replay. */
 typedef struct bkm_tune_replay_run {
     uint64_t seed;
-    double rel;                /**< the pick, judged on its runs the strategy did not see (median
-                                    of their medians; best-pass oracle: that pass), / the
-                                    exhaustive best; may be < 1 */
+    double rel;                /**< the pick, judged on its held-out runs (median of their
+                                    medians; best-pass oracle: that pass), / the exhaustive
+                                    best; may be < 1 */
     int judged_on_unseen;      /**< 0: the strategy had seen every run of its pick (then judged on
                                     all of them): only with one run per configuration or the
-                                    best-pass oracle, since a run is held out per configuration */
+                                    best-pass oracle, since half the runs are held out */
     size_t found_at;           /**< evaluations (trials) spent when the pick was first measured */
     size_t spent;              /**< trials spent in all */
 } bkm_tune_replay_run_t;
@@ -792,7 +792,7 @@ typedef struct bkm_tune_replay {
     /* what the recording can test (computed from its runs, whatever the oracle) */
     double run_spread;         /**< pooled standard deviation of log(run median) within a
                                     configuration, over configurations with 2+ runs; NaN: none */
-    size_t judge_runs;         /**< runs the pick is judged on at least: runs_min / 2 held out */
+    size_t judge_runs;         /**< runs the pick is judged on (held out), at least: runs_min / 2 */
     double judge_miss;         /**< probability that a pick of the best configuration itself is
                                     judged more than 5% off (normal model of log run, judge =
                                     mean of judge_runs runs: optimistic for 3+, whose median is
@@ -814,8 +814,9 @@ typedef struct bkm_tune_replay {
                                            a random order, the first half (rounded down) held out
                                            and never returned, the others returned in that order,
                                            each once before any again; the pick is judged on the
-                                           median of the runs the strategy did not see; the
-                                           exhaustive best is the lowest median of run medians */
+                                           median of its held-out runs (the same number for every
+                                           strategy); the exhaustive best is the lowest median of
+                                           run medians */
 #define BKM_TUNE_REPLAY_BEST_PASS 1   /**< the older oracle: per configuration only the pass with
                                            the lowest median counts ("load only adds time"); an
                                            evaluation is the median of a bootstrap resample of its
