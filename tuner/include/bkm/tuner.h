@@ -585,17 +585,17 @@ typedef struct bkm_tune_strategy bkm_tune_strategy_t;
  *  configuration measured in one process, for the first half of the budget; then a race for the
  *  second half: one more process at a time (scale 1, round = the process's number) of the leader
  *  or of its strongest challenger, whichever has fewer processes (LUCB). A configuration's value
- *  is the median over its processes, its interval that value times exp(-+s / sqrt(processes)),
+ *  is the median over its processes, its interval that value times exp(-+0.5 s / sqrt(processes)),
  *  s the pooled standard deviation of log(process value) over the configurations measured more
  *  than once (the run-to-run spread seen so far); the leader, and the pick, is the configuration
  *  with the lowest upper end, so one lucky process does not win against several fast ones.
  *
  *  The default is chosen with `tune replay` (50 seeds, 25% of the evaluations, the unseen-runs
- *  oracle: one random run per evaluation, the pick judged on the runs it did not see) on the
- *  exhaustive sweeps of tests/tuner/data; tests/tuner/test_replay.sh holds it to the bar there
- *  (README, "Search strategies, replayed honestly"). Without the race local committed to lucky
- *  processes: on convtun its median pick was 1.0186x the best against random search's 1.0128x;
- *  with it 1.0030x. */
+ *  oracle: a configuration's runs returned without replacement, half of them held out as the
+ *  judge) on the exhaustive sweeps of tests/tuner/data; its two constants (the race's half of
+ *  the budget, the interval's 0.5 sigma) were validated leave-one-recording-out (README, "Search
+ *  strategies, replayed honestly"); tests/tuner/test_replay.sh holds it to the issue's bar on
+ *  every recording that can test it. Without the race local committed to lucky processes. */
 #define BKM_TUNE_STRATEGY_DEFAULT "local"
 const char *const *bkm_tune_strategy_names(void);
 /** Create strategy @p name over @p pb with a @p budget in trials (cost units; 0 = all n) and a
