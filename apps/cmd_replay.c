@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune replay`: evaluate a search strategy against an exhaustive sweep stored in a database,
  * without running anything (bkm_tune_replay_run). */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,15 +51,19 @@ static const bkm_cli_cmd_spec_t replay_cmd = {
              "            [--require M] [--json]",
     .about = "Runs strategy S K times (seeds 1..K) against an exhaustive sweep already stored in DB, without\n"
              "running any trial: the stored trials are the oracle, one run (worker process) per pass of the\n"
-             "exhaustive sweep. Each evaluation returns the median of ONE run of that configuration drawn at\n"
-             "random (the run-to-run spread is visible) among all but one held-out run; the strategy's pick\n"
-             "is judged on the runs of that configuration it did not see. For each seed it reports how\n"
-             "close the pick is to the exhaustive best and after how many evaluations it was first\n"
-             "measured; then how many seeds ended within 5% of the best using at most 25% of the\n"
-             "evaluations, and the median result against random search's at the same budget, seeds and\n"
-             "oracle. A recording where the default is within 5% of the best is labelled flat (every\n"
-             "strategy looks good there). DB is opened read-only: nothing is modified or created next\n"
-             "to it.",
+             "exhaustive sweep. Each evaluation returns the median of ONE run of that configuration (the\n"
+             "run-to-run spread is visible; its runs in a seeded random order, each once before any again)\n"
+             "among those not held out: per seed half of each configuration's runs (rounded down) are held\n"
+             "out, and the strategy's pick is judged on its held-out runs (never returned to it). For\n"
+             "each seed it reports how close the pick is to the exhaustive best and after how many\n"
+             "evaluations it was first measured; then how many seeds ended within 5% of the best using\n"
+             "at most 25% of the evaluations, and the median result against random search's at the same\n"
+             "budget, seeds and oracle. The line 'recording:' says what the recording can test: flat\n"
+             "(the default is within 5% of the best: every strategy looks good there), disturbed (a pass\n"
+             "whose runs were typically > 1.10x the fastest run of their configuration), judge-limited\n"
+             "(the run-to-run spread is so wide that a pick of the best configuration itself would be\n"
+             "judged > 5% off in > 10% of the seeds: no strategy can meet 45/50; it says how many passes\n"
+             "would do), else eligible. DB is opened read-only: nothing is modified or created next to it.",
     BKM_CLI_TABLE(replay_table),
     .more = "example:\n"
             "  tune replay --db tests/tuner/data/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
@@ -70,6 +75,7 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
                          const bkm_tune_replay_t *rnd, int json)
 {
     int flat = r->default_rel <= 1.05;
+    char spread[64];
     if (json) {
         bkm_buf_t out;
         bkm_json_w_t w;
@@ -89,6 +95,18 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
         bkm_json_arr_end(&w);
         bkm_json_key(&w, "default_rel_to_best"), bkm_json_double(&w, r->default_rel);
         bkm_json_key(&w, "flat"), bkm_json_bool(&w, flat);
+        bkm_json_key(&w, "run_spread_log_sd");
+        if (isnan(r->run_spread))
+            bkm_json_null(&w);
+        else
+            bkm_json_double(&w, r->run_spread);
+        bkm_json_key(&w, "judge_runs_min"), bkm_json_int(&w, (int64_t)r->judge_runs);
+        bkm_json_key(&w, "judge_miss_of_best"), bkm_json_double(&w, r->judge_miss);
+        bkm_json_key(&w, "passes_needed"), bkm_json_int(&w, (int64_t)r->passes_needed);
+        bkm_json_key(&w, "passes"), bkm_json_int(&w, (int64_t)r->n_passes);
+        bkm_json_key(&w, "passes_disturbed"), bkm_json_int(&w, (int64_t)r->n_disturbed);
+        bkm_json_key(&w, "worst_pass_rel"), bkm_json_double(&w, r->worst_pass);
+        bkm_json_key(&w, "recording"), bkm_json_str(&w, r->verdict);
         bkm_json_key(&w, "budget"), bkm_json_int(&w, (int64_t)r->budget);
         bkm_json_key(&w, "runs");
         bkm_json_arr_begin(&w);
@@ -128,6 +146,19 @@ static void print_result(const bkm_tune_replay_t *r, const char *strategy, const
         printf("median pick %.4fx the best; random search at the same budget and seeds: %.4fx (%s)\n", r->median_rel,
                rnd->median_rel, r->median_rel < rnd->median_rel ? "beaten" : flat ? "not beaten; flat recording"
                                                                                  : "NOT beaten");
+    if (isnan(r->run_spread))
+        snprintf(spread, sizeof spread, "unknown: one run per configuration");
+    else
+        snprintf(spread, sizeof spread, "sd of log(run) %.3f", r->run_spread);
+    printf("recording: %s (run-to-run spread: %s; the pick judged on >= %zu unseen run(s): a pick "
+           "of the best itself judged > 5%% off in %.1f%% of seeds%s; %zu of %zu passes disturbed, worst %.2fx the "
+           "fastest runs)\n",
+           r->verdict, spread, r->judge_runs, 100 * r->judge_miss,
+           r->judge_miss > 0.10 ? ": the bar is out of reach of any strategy" : "", r->n_disturbed, r->n_passes,
+           r->worst_pass);
+    if (r->judge_miss > 0.10 && r->passes_needed)
+        printf("  (a judge missing a perfect pick in <= 10%% of seeds needs >= %zu passes per configuration)\n",
+               r->passes_needed);
     if (r->n_judged_seen)
         printf("%zu seeds had seen every run of their pick: judged on those\n", r->n_judged_seen);
     printf("%zu/%zu seeds within 5%% of the exhaustive best using <= 25%% of the evaluations (<= %.0f of %zu)\n",

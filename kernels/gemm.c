@@ -258,6 +258,43 @@ size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg)
     return ((size_t)nt_jc * gemm_b_floats(cfg) + (size_t)nt * gemm_a_floats(cfg)) * sizeof(float);
 }
 
+/* First touch of the workspace by the team that will use it: a team of cfg->nt threads split as
+ * bkm_kern_sgemm splits it (thread tid in JC group tid / nt_ic), each zeroing its own packed-A
+ * buffer and its share of its group's packed-B buffer, so that on a multi-socket node those pages
+ * land on the socket of the thread that packs and reads them. */
+void bkm_kern_gemm_workspace_touch(const bkm_gemm_cfg_t *cfg, void *ws)
+{
+    size_t bytes = bkm_kern_gemm_workspace_bytes(cfg);
+    if (ws == NULL || bytes == 0)
+        return;
+    if (cfg->nt <= 1) {
+        memset(ws, 0, bytes);
+        return;
+    }
+#pragma omp parallel num_threads(cfg->nt)
+    {
+        int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+        int nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+        int nt_ic = nth / nt_jc, g = tid / nt_ic, r = tid % nt_ic;
+        size_t bf = gemm_b_floats(cfg), af = gemm_a_floats(cfg);
+        float *b = (float *)ws + (size_t)g * bf, *a = (float *)ws + (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * bf;
+        if (g < nt_jc)
+            memset(b + bf * (size_t)r / (size_t)nt_ic, 0, (bf * (size_t)(r + 1) / (size_t)nt_ic -
+                                                            bf * (size_t)r / (size_t)nt_ic) * sizeof(float));
+        memset(a + (size_t)tid * af, 0, af * sizeof(float));
+#pragma omp barrier
+#pragma omp single
+        {
+            /* what a smaller team than asked left (threads past nth, groups past nt_jc) */
+            size_t used_b = (size_t)nt_jc * bf, all_b = (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * bf;
+            if (all_b > used_b)
+                memset((float *)ws + used_b, 0, (all_b - used_b) * sizeof(float));
+            if (cfg->nt > nth)
+                memset(a + (size_t)nth * af, 0, (size_t)(cfg->nt - nth) * af * sizeof(float));
+        }
+    }
+}
+
 /* Everything one call needs, shared read-only by the threads. */
 typedef struct gemm_job {
     const bkm_gemm_ukr_desc_t *u;

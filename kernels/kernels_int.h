@@ -114,6 +114,10 @@ void bkm__kern_col2im(const bkm_conv2d_desc_t *d, const float *col, int64_t c0, 
 /* Deterministic fill with values in [-1, 1) from a counter-based hash of (seed, index); parallel
  * (first touch by the thread that later works on the same part under static schedules). */
 void bkm__kern_fill_seeded(float *p, size_t n, uint64_t seed);
+/* Zero n floats from the calling thread's OpenMP team under the static schedule of the compute's
+ * loops over flat arrays (element i by the thread whose static chunk holds i): first touch puts
+ * each page on the socket of the thread that later works on it, not all on the master's. */
+void bkm__kern_zero_team(float *p, size_t n);
 /* 64-bit counter-based mixer (splitmix64 finaliser) used by the fill and by dropout. */
 uint64_t bkm__kern_hash64(uint64_t seed, uint64_t i);
 

@@ -239,7 +239,7 @@ int bkm_kern_fc_create(bkm_kern_fc_t **out, const bkm_fc_desc_t *d, const bkm_ke
         rc = bkm_err_set(err, BKM_ENOMEM, "fc: cannot allocate %zu bytes of GEMM workspace", ws_bytes);
         goto out;
     }
-    memset(fc->ws, 0, ws_bytes);
+    bkm_kern_gemm_workspace_touch(&fc->cfg, fc->ws);   /* by the team that packs into it */
     *out = fc;
     fc = NULL;
 out:

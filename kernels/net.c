@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels_int.h"
 #include "net_int.h"
 
 const char *bkm_net_kind_name(bkm_net_kind_t kind)
@@ -412,12 +413,8 @@ float *bkm__net_zalloc(size_t n)
     if (p == NULL)
         return NULL;
     /* first touch by the calling thread's OpenMP team under the static schedule of the compute
-     * (element i goes to the thread whose static chunk holds i, as in the layers' loops over the
-     * flat NCHW / [mb][features] arrays): on a multi-socket node each page is placed on the
-     * socket of the thread that later works on it, not all on the master's */
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < len; i++)
-        p[i] = 0.0f;
+     * (as in the layers' loops over the flat NCHW / [mb][features] arrays) */
+    bkm__kern_zero_team(p, len);
     return p;
 }
 

@@ -40,8 +40,13 @@ int bkm__odnn_mem(dnnl_memory_t *mem, const dnnl_memory_desc_t *md, dnnl_engine_
     BKM_ODNN_TRY(dnnl_memory_create(mem, md, eng, handle ? handle : DNNL_MEMORY_ALLOCATE));
     if (!handle) {
         BKM_ODNN_TRY(dnnl_memory_get_data_handle(*mem, &p));
-        if (p)
-            memset(p, 0, dnnl_memory_desc_get_size(md));
+        /* zeroed by the team under a static schedule (first touch: each page on the socket of a
+         * thread that works on that part, not all on the master's) */
+        if (p) {
+            size_t bytes = dnnl_memory_desc_get_size(md);
+            bkm__kern_zero_team(p, bytes / sizeof(float));
+            memset((char *)p + bytes / sizeof(float) * sizeof(float), 0, bytes % sizeof(float));
+        }
     }
 out:
     if (rc != BKM_OK && *mem) {

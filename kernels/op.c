@@ -103,6 +103,13 @@ void bkm__kern_fill_seeded(float *p, size_t n, uint64_t seed)
         p[i] = (float)((double)(bkm__kern_hash64(seed, i) >> 40) * (2.0 / 16777216.0) - 1.0);
 }
 
+void bkm__kern_zero_team(float *p, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        p[i] = 0.0f;
+}
+
 void bkm__kern_op_conv2d_lens(bkm_kern_op_t *op)
 {
     const bkm_conv2d_desc_t *d = &op->conv;

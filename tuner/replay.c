@@ -2,9 +2,14 @@
 /* Replay: run a strategy against an exhaustive sweep stored in the database, without running
  * anything. The stored trials are the oracle, and the process is the unit: every configuration
  * has several runs (passes of the exhaustive sweep, each a worker process); an evaluation returns
- * the median of ONE randomly chosen run (so the strategy sees the run-to-run spread), and the
- * strategy's pick is judged on the runs of that configuration it did not see: one run of each
- * configuration is held out of every seed's evaluations, so there always is one. */
+ * the median of ONE run (so the strategy sees the run-to-run spread; a configuration's runs are
+ * returned in a seeded random order, each once before any again), and the strategy's pick is
+ * judged on the runs of that configuration it could not see: half of each configuration's runs
+ * (rounded down, at least one of two or more) are held out of every seed's evaluations and are
+ * the judge, the same number of runs whatever the strategy re-measured. The replay also says whether the recording can test a strategy at all: flat
+ * (the default is already within 5% of the best), disturbed (a pass slowed as a whole) or
+ * judge-limited (the run-to-run spread is so wide that a pick of the best configuration itself
+ * would be judged more than 5% off in more than 10% of the seeds). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +22,7 @@ typedef struct oracle {
     size_t n;
     char **key;          /* canonical config JSON (borrowed from the trial list) */
     double **run;        /* per configuration: the median of each run (pass) */
+    int64_t **pass;      /* per configuration: the sweep (pass) of each run */
     size_t *n_run;
     double *truth;       /* median of the run medians */
     int64_t *best_id;    /* trial of the run with the lowest median (BKM_TUNE_REPLAY_BEST_PASS) */
@@ -33,6 +39,10 @@ static void oracle_free(oracle_t *o)
     if (o->run)
         for (size_t i = 0; i < o->n + 1; i++)
             bkm_free(o->run[i]);
+    if (o->pass)
+        for (size_t i = 0; i < o->n + 1; i++)
+            bkm_free(o->pass[i]);
+    bkm_free(o->pass);
     if (o->ms)
         for (size_t i = 0; i < o->n; i++)
             bkm_free(o->ms[i]);
@@ -47,11 +57,17 @@ static void oracle_free(oracle_t *o)
     bkm_free(o->coord);
 }
 
-static int run_add(oracle_t *o, size_t k, double v, int64_t trial_id)
+static int run_add(oracle_t *o, size_t k, double v, int64_t trial_id, int64_t pass)
 {
     double *p = bkm_realloc(o->run[k], (o->n_run[k] + 1) * sizeof *p);
+    int64_t *q;
     if (p == NULL)
         return BKM_ENOMEM;
+    o->run[k] = p;
+    if ((q = bkm_realloc(o->pass[k], (o->n_run[k] + 1) * sizeof *q)) == NULL)
+        return BKM_ENOMEM;
+    o->pass[k] = q;
+    q[o->n_run[k]] = pass;
     if (o->n_run[k] == 0 || v < o->best_med[k])
         o->best_med[k] = v, o->best_id[k] = trial_id;
     p[o->n_run[k]++] = v;
@@ -150,13 +166,14 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
         cap += row_in(&l->rows[i], ref, pool);
     o->key = bkm_calloc(cap + 1, sizeof *o->key);
     o->run = bkm_calloc(cap + 1, sizeof *o->run);
+    o->pass = bkm_calloc(cap + 1, sizeof *o->pass);
     o->n_run = bkm_calloc(cap + 1, sizeof *o->n_run);
     o->truth = bkm_calloc(cap + 1, sizeof *o->truth);
     o->best_id = bkm_calloc(cap + 1, sizeof *o->best_id);
     o->best_med = bkm_calloc(cap + 1, sizeof *o->best_med);
     raw = bkm_calloc((cap + 1) * MAX_PATHS, sizeof *raw);
     p = bkm_calloc(1, sizeof *p);
-    if (!o->key || !o->run || !o->n_run || !o->truth || !o->best_id || !o->best_med || !raw || !p) {
+    if (!o->key || !o->run || !o->pass || !o->n_run || !o->truth || !o->best_id || !o->best_med || !raw || !p) {
         rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
         goto out;
     }
@@ -171,7 +188,7 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
             ;
         if (seen < o->n) {
             /* another pass over the same configuration: one more run */
-            if (run_add(o, seen, r->median_ms, r->id) < 0) {
+            if (run_add(o, seen, r->median_ms, r->id, r->sweep_id) < 0) {
                 rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
                 goto out;
             }
@@ -213,7 +230,7 @@ static int oracle_build(bkm_db_t *db, const bkm_db_trial_list_t *l, int64_t swee
         }
         bkm_json_free(j);
         o->key[k] = r->config_json;
-        if (run_add(o, k, r->median_ms, r->id) < 0) {
+        if (run_add(o, k, r->median_ms, r->id, r->sweep_id) < 0) {
             rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
             goto out;
         }
@@ -249,6 +266,87 @@ out:
     return rc;
 }
 
+/* a pass whose runs were typically this much slower than the fastest run of their configuration
+ * was disturbed as a whole (tests/tuner/data/record.sh flags the same) */
+#define REPLAY_DISTURBED 1.10
+/* passes told apart by the disturbance check (more are pooled, not checked) */
+#define REPLAY_MAX_PASSES 64
+/* the bar allows 5 of 50 seeds to miss: a judge that misses a perfect pick more often than this
+ * makes the bar unreachable */
+#define REPLAY_JUDGE_MISS_MAX 0.10
+
+/* The judge's limit: a pick of the best configuration itself is judged by the median of at least
+ * h runs; with log(run) normal with sd @p spread (the mean's sd spread/sqrt(h), optimistic for
+ * h >= 3), the probability that this judge puts it more than 5% off */
+static double judge_miss(double spread, size_t h)
+{
+    if (h == 0 || isnan(spread))
+        return 1.0;
+    if (spread <= 0)
+        return 0.0;
+    return 0.5 * erfc(log(1.05) * sqrt((double)h) / spread / sqrt(2.0));
+}
+
+/* What the recording can test: the run-to-run spread, the judge's limit, disturbed passes, and
+ * the verdict (see bkm_tune_replay_t) */
+static void replay_diagnose(const oracle_t *o, bkm_tune_replay_t *out)
+{
+    double ss = 0;
+    size_t dof = 0;
+    out->n_passes = out->n_disturbed = 0;
+    out->worst_pass = 1.0;
+    for (size_t i = 0; i < o->n; i++) {
+        double mean = 0;
+        for (size_t r = 0; r < o->n_run[i]; r++)
+            mean += log(o->run[i][r]);
+        mean /= (double)o->n_run[i];
+        for (size_t r = 0; r < o->n_run[i]; r++)
+            ss += (log(o->run[i][r]) - mean) * (log(o->run[i][r]) - mean);
+        dof += o->n_run[i] - 1;
+    }
+    out->run_spread = dof ? sqrt(ss / (double)dof) : NAN;
+    out->judge_runs = out->runs_min / 2;
+    out->judge_miss = judge_miss(out->run_spread, out->judge_runs);
+    out->passes_needed = 0;
+    for (size_t n = 2; n <= 1000 && out->passes_needed == 0; n++)
+        if (judge_miss(out->run_spread, n / 2) <= REPLAY_JUDGE_MISS_MAX)
+            out->passes_needed = n;
+    /* per pass: the geometric mean over its runs of run / the fastest run of that configuration
+     * (record.sh prints the same); a pass slowed as a whole by other processes stands out. Passes
+     * are found in order of first appearance, at most REPLAY_MAX_PASSES of them. */
+    {
+        int64_t ids[REPLAY_MAX_PASSES];
+        double sum[REPLAY_MAX_PASSES] = {0};
+        size_t cnt[REPLAY_MAX_PASSES] = {0};
+        for (size_t j = 0; j < o->n; j++) {
+            double fastest = o->run[j][0];
+            for (size_t q = 1; q < o->n_run[j]; q++)
+                fastest = o->run[j][q] < fastest ? o->run[j][q] : fastest;
+            for (size_t q = 0; q < o->n_run[j]; q++) {
+                size_t p;
+                for (p = 0; p < out->n_passes && ids[p] != o->pass[j][q]; p++)
+                    ;
+                if (p == out->n_passes) {
+                    if (p == REPLAY_MAX_PASSES)
+                        continue;
+                    ids[out->n_passes++] = o->pass[j][q];
+                }
+                sum[p] += log(o->run[j][q] / fastest), cnt[p]++;
+            }
+        }
+        for (size_t p = 0; p < out->n_passes; p++) {
+            double g = exp(sum[p] / (double)cnt[p]);
+            out->worst_pass = g > out->worst_pass ? g : out->worst_pass;
+            out->n_disturbed += g > REPLAY_DISTURBED;
+        }
+    }
+    snprintf(out->verdict, sizeof out->verdict, "%s",
+             out->default_rel <= 1.05 ? "flat"
+             : out->n_disturbed      ? "disturbed"
+             : out->judge_miss > REPLAY_JUDGE_MISS_MAX ? "judge-limited"
+                                      : "eligible");
+}
+
 int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, size_t budget, size_t seeds,
                         int oracle, bkm_tune_replay_t *out, bkm_err_t *err)
 {
@@ -256,7 +354,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     bkm_db_trial_list_t l;
     oracle_t o;
     bkm_tune_problem_t pb;
-    size_t *first_at = NULL, max_runs = 0, *seen_off = NULL, *held = NULL;
+    size_t *first_at = NULL, max_runs = 0, *seen_off = NULL, *n_held = NULL, *n_drawn = NULL, *order = NULL;
     unsigned char *seen = NULL;
     double *scratch = NULL, *rels = NULL, *boot = NULL;
     size_t boot_n = 0;
@@ -336,6 +434,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
         if (o.truth[i] < out->best_ms)
             out->best_ms = o.truth[i];
     out->default_rel = o.truth[o.default_index] / out->best_ms;
+    replay_diagnose(&o, out);
     if (budget == 0)
         budget = o.n / 4 ? o.n / 4 : 1;
     out->budget = budget;
@@ -344,11 +443,13 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     pb.coord = o.coord;
     pb.default_index = o.default_index;
     first_at = bkm_malloc(o.n * sizeof *first_at);
-    held = bkm_malloc(o.n * sizeof *held);
+    n_held = bkm_malloc(o.n * sizeof *n_held);
+    n_drawn = bkm_malloc(o.n * sizeof *n_drawn);
+    order = bkm_malloc((seen_off[o.n] ? seen_off[o.n] : 1) * sizeof *order);
     seen = bkm_malloc(seen_off[o.n] ? seen_off[o.n] : 1);
     out->runs = bkm_calloc(seeds, sizeof *out->runs);
     rels = bkm_malloc(seeds * sizeof *rels);
-    if (first_at == NULL || held == NULL || seen == NULL || out->runs == NULL || rels == NULL) {
+    if (first_at == NULL || n_held == NULL || n_drawn == NULL || order == NULL || seen == NULL || out->runs == NULL || rels == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "replay: out of memory");
         goto out;
     }
@@ -362,12 +463,23 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             goto out;
         memset(first_at, 0, o.n * sizeof *first_at);
         memset(seen, 0, seen_off[o.n] ? seen_off[o.n] : 1);
-        /* unseen-runs: per configuration with more than one run, one run drawn at random is held
-         * out of this seed's evaluations, so the pick is always judged on at least one process the
-         * strategy never saw (a race that re-measures its pick would otherwise see every run of a
-         * 3-pass recording and be judged on them) */
-        for (size_t c = 0; c < o.n; c++)
-            held[c] = o.n_run[c] > 1 ? (size_t)(bkm_tune_rng_next(&rng) % o.n_run[c]) : o.n_run[c];
+        /* unseen-runs: per configuration, its runs in a seeded random order; the first n/2 (at least
+         * one when it has two or more) are held out of this seed's evaluations and judge the pick,
+         * so it is always judged on processes the strategy never saw, and on more of them the more
+         * runs there are; the evaluations of a configuration return its other runs in that order,
+         * each once before any is returned again (a re-measurement is another process while the
+         * recording has one) */
+        for (size_t c = 0; c < o.n; c++) {
+            size_t *p = &order[seen_off[c]];
+            for (size_t r = 0; r < o.n_run[c]; r++)
+                p[r] = r;
+            for (size_t r = o.n_run[c]; r > 1; r--) {
+                size_t j = (size_t)(bkm_tune_rng_next(&rng) % r), t = p[r - 1];
+                p[r - 1] = p[j], p[j] = t;
+            }
+            n_held[c] = o.n_run[c] / 2;
+            n_drawn[c] = 0;
+        }
         while (bkm_tune_strategy_next(st, &ask)) {
             if (oracle == BKM_TUNE_REPLAY_BEST_PASS) {
                 /* the median of a bootstrap resample (scale x n) of the best pass's samples */
@@ -387,13 +499,8 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             } else {
                 /* one process: a run drawn at random (a re-measurement at a larger scale is one
                  * longer process too) */
-                size_t c = ask.config, r;
-                if (held[c] < o.n_run[c]) {
-                    r = (size_t)(bkm_tune_rng_next(&rng) % (o.n_run[c] - 1));
-                    r += r >= held[c]; /* any run but the held-out one */
-                } else {
-                    r = (size_t)(bkm_tune_rng_next(&rng) % o.n_run[c]);
-                }
+                size_t c = ask.config, r, m = o.n_run[c] - n_held[c];
+                r = order[seen_off[c] + n_held[c] + n_drawn[c]++ % m];
                 seen[seen_off[ask.config] + r] = 1;
                 bkm_tune_strategy_report(st, &ask, o.run[ask.config][r]);
             }
@@ -401,12 +508,17 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
                 first_at[ask.config] = bkm_tune_strategy_spent(st);
         }
         pick = bkm_tune_strategy_best(st, NULL);
-        /* judged on the runs of the pick the strategy never saw; all of them when it saw every one
-         * (best-pass oracle: on that pass, which the strategy resampled) */
+        /* judged on the pick's held-out runs, which no evaluation returns: the same number of runs
+         * for every strategy and seed, whatever it re-measured (a judge that also took the runs a
+         * strategy happened not to draw would judge a race on fewer runs than random search); on
+         * the runs it saw only when nothing is held out (one run per configuration; best-pass
+         * oracle: on that pass, which the strategy resampled) */
         if (oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS)
-            for (size_t r = 0; r < o.n_run[pick]; r++)
+            for (size_t k = 0; k < n_held[pick]; k++) {
+                size_t r = order[seen_off[pick] + k];
                 if (!seen[seen_off[pick] + r])
                     scratch[unseen++] = o.run[pick][r];
+            }
         run->judged_on_unseen = unseen > 0;
         run->rel = (unseen > 0 ? bkm_tune_stats_median(scratch, unseen) : o.truth[pick]) / out->best_ms;
         out->n_judged_seen += oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS && unseen == 0;
@@ -423,7 +535,9 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
     rc = BKM_OK;
 out:
     bkm_free(first_at);
-    bkm_free(held);
+    bkm_free(n_held);
+    bkm_free(n_drawn);
+    bkm_free(order);
     bkm_free(seen);
     bkm_free(seen_off);
     bkm_free(scratch);

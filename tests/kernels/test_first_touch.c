@@ -9,6 +9,10 @@
  * faulting thread and opens the page. A buffer is first-touched "with the compute's schedule" when
  * every page is first written by a thread whose static chunk of the flat array overlaps that page
  * (the static schedule of `omp for` over the elements), and the second thread wrote some of them.
+ * The FC layer's GEMM workspace is checked against the GEMM's own split (thread 0 packs at its
+ * start, the last thread at its end), and the oneDNN engine's activations (allocated by oneDNN
+ * through posix_memalign, zeroed by bkm) against the static schedule. The reference engine is
+ * serial: the thread that computes on its buffers is the one that first writes them.
  * Interposing the allocator does not mix with ASan: labelled nosan. */
 #define _GNU_SOURCE
 #include <check.h>
@@ -22,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bkm/kernels.h"
 #include "bkm/net.h"
 
 #define MAX_REGIONS 128
@@ -267,6 +272,75 @@ START_TEST(native_executor_buffers_touched_by_the_team)
 }
 END_TEST
 
+/* The FC layer's GEMM workspace: [packed B of each JC group][packed A of each thread], zeroed by
+ * the team as bkm_kern_sgemm splits it (bkm_kern_gemm_workspace_touch): with 2 threads thread 0
+ * first writes the start (its group's packed B), thread 1 the end (its own packed A), every page
+ * is written, and thread 1 a good share of them (the old memset by the master wrote all). */
+START_TEST(fc_workspace_touched_by_the_team)
+{
+    bkm_fc_desc_t d = {.mb = 64, .in = 256, .out = 128, .has_bias = 1};
+    bkm_kern_fc_t *fc = NULL;
+    bkm_err_t err = {0};
+    const region_t *ws = NULL;
+    size_t by1 = 0;
+    watch_start();
+    ck_assert_msg(bkm_kern_fc_create(&fc, &d, NULL, &err) == BKM_OK, "%s", err.msg);
+    tracking = 0;
+    for (int q = 0; q < n_regions; q++)
+        if (regions[q].live) {
+            ck_assert_msg(ws == NULL, "fc_create allocated more than one large buffer");
+            ws = &regions[q];
+        }
+    ck_assert_msg(ws != NULL, "no watched workspace (smaller than %d bytes?)", TRACK_MIN_BYTES);
+    for (size_t pg = 0; pg < ws->pages; pg++) {
+        ck_assert_msg(ws->owner[pg] >= 0, "workspace page %zu of %zu was never written", pg, ws->pages);
+        by1 += ws->owner[pg] == 1;
+    }
+    ck_assert_int_eq(ws->owner[0], 0);
+    ck_assert_msg(ws->owner[ws->pages - 1] == 1, "the last page (thread 1's packed A) was first written by %d",
+                  ws->owner[ws->pages - 1]);
+    ck_assert_msg(by1 * 8 >= ws->pages, "thread 1 first wrote %zu of %zu pages", by1, ws->pages);
+    bkm_kern_fc_destroy(fc);
+}
+END_TEST
+
+/* The oneDNN engine: its activations (conv and pool outputs, oneDNN-allocated) are zeroed by the
+ * team under the static schedule: at least one buffer of each size follows it with thread 1
+ * taking part (oneDNN's own scratch buffers may have the same size and are not ours to touch) */
+START_TEST(onednn_executor_buffers_touched_by_the_team)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_net_exec_t *ex = NULL;
+    bkm_err_t err = {0};
+    size_t second, untouched;
+    first_touch_net(&d);
+    ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
+    watch_start();
+    ck_assert_msg(bkm_net_exec_create(&ex, &net, BKM_NET_ONEDNN, NULL, &err) == BKM_OK, "%s", err.msg);
+    tracking = 0;
+    for (int i = 0; i < net.d.n_layers; i++) {
+        const bkm_net_layer_info_t *li = &net.li[i];
+        bkm_net_kind_t kd = net.d.layer[i].kind;
+        size_t bytes = (size_t)(net.d.mb * li->out.c * li->out.d * li->out.h * li->out.w) * sizeof(float);
+        int ok = 0, seen = 0;
+        if ((kd != BKM_NET_CONV && kd != BKM_NET_MAXPOOL) || bytes < TRACK_MIN_BYTES)
+            continue;
+        for (int q = 0; q < n_regions; q++)
+            if (regions[q].bytes == bytes) {
+                seen++;
+                ok |= follows_static(&regions[q], sizeof(float), 2, &second, &untouched) && second > 0 &&
+                      untouched == 0;
+            }
+        ck_assert_msg(seen > 0, "layer %s: no %zu-byte buffer was allocated through posix_memalign",
+                      net.d.layer[i].name, bytes);
+        ck_assert_msg(ok, "layer %s: none of %d %zu-byte buffers was first-touched by the team",
+                      net.d.layer[i].name, seen, bytes);
+    }
+    bkm_net_exec_destroy(ex);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("first_touch");
@@ -275,6 +349,8 @@ int main(void)
     int failed;
     tcase_add_test(tc, watch_tells_threads_apart);
     tcase_add_test(tc, native_executor_buffers_touched_by_the_team);
+    tcase_add_test(tc, fc_workspace_touched_by_the_team);
+    tcase_add_test(tc, onednn_executor_buffers_touched_by_the_team);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -417,6 +417,132 @@ START_TEST(replay_synthetic_db)
 }
 END_TEST
 
+/* The unseen-runs oracle returns a configuration's runs without replacement (each once before any
+ * again) and holds out half of them; the recording's verdict comes from its runs. */
+static void replay_db(const char *path, const double *a, const double *b, int passes)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_sweep_t info;
+    memset(&info, 0, sizeof info);
+    info.key = "0123456789abcdef";
+    info.node = "n";
+    info.workload = "w";
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_CREATE, &err), BKM_OK);
+    for (int p = 0; p < passes; p++) {
+        int64_t id = 0;
+        ck_assert_int_eq(bkm_db_sweep_open(db, &info, 1, &id, NULL, &err), BKM_OK);
+        store(db, id, "{\"threads\":2,\"default\":true}", a[p]);
+        store(db, id, "{\"threads\":1}", b[p]);
+    }
+    bkm_db_close(db);
+}
+
+/* grid over the recording of replay_db in @p dir (2 seeds); the file is removed again */
+static void replay_grid(const char *dir, const double *a, const double *b, int passes, bkm_tune_replay_t *r)
+{
+    char path[96];
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    snprintf(path, sizeof path, "%s/g.sqlite", dir);
+    replay_db(path, a, b, passes);
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
+    ck_assert_msg(bkm_tune_replay_run(db, 0, "grid", 0, 2, BKM_TUNE_REPLAY_UNSEEN_RUNS, r, &err) == BKM_OK, "%s",
+                  err.msg);
+    bkm_db_close(db);
+    unlink(path);
+}
+
+START_TEST(replay_draws_without_replacement_and_labels)
+{
+    char dir[] = "/tmp/bkm_replay_XXXXXX", path[96];
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_tune_replay_t r;
+    /* threads=1 runs 1, 1.06, 1.16 ms (truth 1.06), the default 10: local measures the default,
+     * then threads=1, then races the two (threads=1 three times in 6). One run of threads=1 is
+     * held out and is the judge: the pick is judged on that run alone (1/1.06, 1 or 1.16/1.06 the
+     * best), never on the mean of two */
+    const double a3[] = {10, 10, 10}, b3[] = {1, 1.06, 1.16};
+    /* threads=1 runs 1, 1000, 1000 ms (truth 1000), the default 10 (the best). With 4 evaluations
+     * local measures the default, threads=1 and races the two: when threads=1's held-out run is a
+     * 1000, its other two are 1 and 1000, and drawn without replacement the race sees both
+     * whenever it re-measures threads=1, so it never picks threads=1 on a lucky 1 seen twice */
+    const double ax[] = {10, 10, 10}, bx[] = {1, 1000, 1000};
+    /* 4 passes, the fourth 1.5x slower for both configurations; a tight spread otherwise */
+    const double a4[] = {10, 10.1, 10, 15}, b4[] = {5, 5.05, 5, 7.5};
+    const double a4q[] = {10, 10.1, 10, 10.05}, b4q[] = {5, 5.05, 5, 5.02};
+    size_t counts[3] = {0};
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/a.sqlite", dir);
+    replay_db(path, a3, b3, 3);
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
+    ck_assert_msg(bkm_tune_replay_run(db, 0, "local", 6, 30, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err) == BKM_OK,
+                  "%s", err.msg);
+    ck_assert_double_eq(r.best_ms, 1.06);
+    for (size_t i = 0; i < r.n_runs; i++) {
+        double ms = r.runs[i].rel * 1.06;
+        int k = fabs(ms - 1) < 1e-9 ? 0 : fabs(ms - 1.06) < 1e-9 ? 1 : fabs(ms - 1.16) < 1e-9 ? 2 : -1;
+        ck_assert(r.runs[i].judged_on_unseen);
+        ck_assert_uint_eq(r.runs[i].spent, 6);
+        ck_assert_msg(k >= 0, "seed %zu judged on %g ms, not on one run", i + 1, ms);
+        counts[k]++;
+    }
+    ck_assert_uint_gt(counts[0], 0);
+    ck_assert_uint_gt(counts[1], 0);
+    ck_assert_uint_gt(counts[2], 0);
+    ck_assert_uint_eq(r.judge_runs, 1);
+    ck_assert_uint_eq(r.n_passes, 3);
+    ck_assert_uint_eq(r.n_disturbed, 0);   /* passes at most sqrt(1.16) = 1.077x: not disturbed */
+    {
+        /* the pooled sd of log(run): threads=1's 2 degrees of freedom and the default's 2 (zero) */
+        double m = (log(b3[0]) + log(b3[1]) + log(b3[2])) / 3, ss = 0;
+        for (int k = 0; k < 3; k++)
+            ss += (log(b3[k]) - m) * (log(b3[k]) - m);
+        ck_assert_double_eq_tol(r.run_spread, sqrt(ss / 4), 1e-12);
+    }
+    /* a pick of the best itself, judged on one run, is > 5% off in 18% of seeds */
+    ck_assert_double_eq_tol(r.judge_miss, 0.5 * erfc(log(1.05) / r.run_spread / sqrt(2.0)), 1e-12);
+    ck_assert_double_gt(r.judge_miss, 0.10);
+    ck_assert_str_eq(r.verdict, "judge-limited");
+    ck_assert_uint_gt(r.passes_needed, 3);
+    bkm_tune_replay_free(&r);
+    bkm_db_close(db);
+    unlink(path);
+
+    snprintf(path, sizeof path, "%s/x.sqlite", dir);
+    replay_db(path, ax, bx, 3);
+    ck_assert_int_eq(bkm_db_open(&db, path, BKM_DB_READONLY, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_replay_run(db, 0, "local", 4, 40, BKM_TUNE_REPLAY_UNSEEN_RUNS, &r, &err), BKM_OK);
+    ck_assert_double_eq(r.best_ms, 10);
+    for (size_t i = 0; i < r.n_runs; i++)
+        ck_assert_msg(r.runs[i].rel == 1.0 && r.runs[i].found_at == 1, "seed %zu: pick at %gx, found at %zu", i + 1,
+                      r.runs[i].rel, r.runs[i].found_at);
+    bkm_tune_replay_free(&r);
+    bkm_db_close(db);
+    unlink(path);
+    /* a pass 1.5x slower as a whole: disturbed (the default is 2x the best: not flat) */
+    replay_grid(dir, a4, b4, 4, &r);
+    ck_assert_uint_eq(r.n_passes, 4);
+    ck_assert_uint_eq(r.n_disturbed, 1);
+    ck_assert_double_eq_tol(r.worst_pass, 1.5, 1e-12);
+    ck_assert_uint_eq(r.judge_runs, 2);
+    ck_assert_str_eq(r.verdict, "disturbed");
+    bkm_tune_replay_free(&r);
+    /* the same without the slow pass: eligible; and flat when the default is the best */
+    replay_grid(dir, a4q, b4q, 4, &r);
+    ck_assert_uint_eq(r.n_disturbed, 0);
+    ck_assert_double_lt(r.judge_miss, 1e-6);
+    ck_assert_uint_eq(r.passes_needed, 2);
+    ck_assert_str_eq(r.verdict, "eligible");
+    bkm_tune_replay_free(&r);
+    replay_grid(dir, b4q, a4q, 4, &r);
+    ck_assert_str_eq(r.verdict, "flat");
+    bkm_tune_replay_free(&r);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *strategy_suite(void)
 {
     Suite *s = suite_create("strategy");
@@ -435,6 +561,7 @@ static Suite *strategy_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("replay");
     tcase_add_test(tc, replay_synthetic_db);
+    tcase_add_test(tc, replay_draws_without_replacement_and_labels);
     suite_add_tcase(s, tc);
     return s;
 }

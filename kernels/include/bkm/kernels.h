@@ -67,6 +67,10 @@ int bkm_kern_gemm_cfg_check(const bkm_gemm_cfg_t *cfg, bkm_err_t *err);
 const bkm_param_desc_t *bkm_kern_gemm_params(bkm_isa_t isa, size_t *n_params);
 /** Bytes of packing workspace one call with @p cfg needs (for any m, n, k). */
 size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg);
+/** Zero the workspace @p ws (bkm_kern_gemm_workspace_bytes(cfg) bytes) from a team of cfg->nt
+ *  threads split as bkm_kern_sgemm splits it: each thread first touches the packing buffers it
+ *  will use (first-touch page placement). Call outside a parallel region. */
+void bkm_kern_gemm_workspace_touch(const bkm_gemm_cfg_t *cfg, void *ws);
 
 /** C = alpha * op(A) * op(B) + beta * C, row-major, op = transpose when trans is 'T'/'t'.
  *  @p ws: at least bkm_kern_gemm_workspace_bytes(cfg) bytes, 64-byte aligned.
