@@ -23,7 +23,41 @@ const char bkm_cli_sbatch_summary[] = "write (and submit) a Slurm batch script f
 typedef struct sbatch_opts {
     const char *node, *workload, *db, *out, *account, *qos, *time, *job_name, *command, *job_output, *mpi;
     int submit, test_only, dflt, seed, nodes, rpn;
+    const char *params[BKM_SLURM_MAX_PARAMS];
+    int n_params;
 } sbatch_opts_t;
+
+static int sbatch_param(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    sbatch_opts_t *o = cfg;
+    (void)opt;
+    if (strchr(v, '=') == NULL || v[0] == '=')
+        return bkm_err_set(err, BKM_EINVAL, "is not key=value");
+    if (o->n_params >= BKM_SLURM_MAX_PARAMS)
+        return bkm_err_set(err, BKM_EINVAL, "at most %d are allowed", BKM_SLURM_MAX_PARAMS);
+    o->params[o->n_params++] = v;
+    return BKM_OK;
+}
+
+/* --param k=v: replaces the setting's k, or adds it */
+static int params_apply(const sbatch_opts_t *o, bkm_slurm_setting_t *s, bkm_err_t *err)
+{
+    for (int i = 0; i < o->n_params; i++) {
+        size_t kl = (size_t)(strchr(o->params[i], '=') - o->params[i]);
+        int k;
+        if (strlen(o->params[i]) >= sizeof s->params[0])
+            return bkm_err_set(err, BKM_EINVAL, "--param '%.40s...' is too long", o->params[i]);
+        for (k = 0; k < s->n_params; k++)
+            if (strncmp(s->params[k], o->params[i], kl + 1) == 0)
+                break;
+        if (k == s->n_params && s->n_params >= BKM_SLURM_MAX_PARAMS)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': too many parameters", o->params[i]);
+        snprintf(s->params[k], sizeof s->params[k], "%s", o->params[i]);
+        if (k == s->n_params)
+            s->n_params++;
+    }
+    return BKM_OK;
+}
 
 static const bkm_cli_opt_t sbatch_table[] = {
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(sbatch_opts_t, node),
@@ -59,6 +93,8 @@ static const bkm_cli_opt_t sbatch_table[] = {
      .help = "#SBATCH -o (default J-%j.out)", .example = "x-%j.out"},
     {.name = "mpi", .kind = BKM_CLI_STR, .metavar = "TYPE", .off = offsetof(sbatch_opts_t, mpi),
      .help = "srun --mpi=TYPE (default pmi2, what MPICH needs; 'none' omits it)", .example = "pmi2"},
+    {.name = "param", .kind = BKM_CLI_CALL, .metavar = "K=V", .call = sbatch_param, .flags = BKM_CLI_REPEAT,
+     .help = "a workload parameter for `tune run` (replaces the setting's own)", .example = "batch=16"},
     {.name = "command", .kind = BKM_CLI_STR, .metavar = "CMD", .off = offsetof(sbatch_opts_t, command),
      .help = "run CMD (your program, one line) under srun instead of `tune run`", .example = "./a.out"},
 };
@@ -67,7 +103,8 @@ static const bkm_cli_cmd_spec_t sbatch_cmd = {
     .name = "sbatch",
     .usage = "tune sbatch --node NODE --workload WL [--db PATH] [-o FILE] [--submit [--test-only]]\n"
              "            [--default | --seed-bkm] [--account A] [--qos Q] [--time T] [--nodes N]\n"
-             "            [--ranks-per-node R] [--job-name J] [--job-output P] [--mpi TYPE] [--command CMD]",
+             "            [--ranks-per-node R] [--job-name J] [--job-output P] [--mpi TYPE] [--param K=V]\n"
+             "            [--command CMD]",
     .about = "Writes a Slurm batch script that runs WL on NODE with the best-known setting stored for them:\n"
              "#SBATCH lines (-N, -C from the node profile, -q, -t, -A, -J, -o), the exported setting\n"
              "(OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, or OMP_PLACES/OMP_PROC_BIND when that won;\n"
@@ -169,7 +206,7 @@ int bkm_cli_sbatch(int argc, char **argv)
     bkm_buf_t cmd, script;
     char self[PATH_MAX], host[256], when[32], jname[96], out_default[256];
     const char *out;
-    int ret, rc;
+    int ret, rc = 0;
     long long id;
 
     memset(&o, 0, sizeof o);
@@ -199,6 +236,8 @@ int bkm_cli_sbatch(int argc, char **argv)
         rc = default_setting(&o, topo, &prof, &job.setting, &err), job.origin = BKM_SLURM_FROM_DEFAULT;
     else if ((ret = best_setting(&o, bkm_cli_db_path(o.db), &job, &best)) != 0)
         goto done;
+    if (rc >= 0)
+        rc = params_apply(&o, &job.setting, &err);
     if (rc < 0) {
         fprintf(stderr, "tune sbatch: %s\n", err.msg);
         ret = bkm_status_exit_code(rc);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
@@ -257,6 +258,18 @@ static int parse_args(int argc, char **argv, opts_t *o, bkm_err_t *err)
     o->sp.workload = o->sw.workload = o->workload;
     o->sw.budget = (size_t)o->budget;
     o->sw.seed = (uint64_t)o->seed;
+    if (o->sw.shard_count > 0) {
+        /* a shard runs its part of the grid; another strategy cannot be split */
+        int given = 0;
+        for (int i = 1; i < argc; i++)
+            given |= strncmp(argv[i], "--strategy", 10) == 0;
+        if (given && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0)
+            return bkm_err_set(err, BKM_EINVAL, "tune sweep: --shard runs a part of the grid: --strategy %s cannot "
+                               "be split (use grid)", o->sw.strategy);
+        if (o->sw.aa)
+            return bkm_err_set(err, BKM_EINVAL, "tune sweep: --shard and --aa exclude each other");
+        o->sw.strategy = "grid";
+    }
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
     if (o->sw.base.min_time_s >= o->sw.base.timeout_s)
@@ -382,7 +395,7 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
     bkm_slurm_array_t arr;
     bkm_err_t err = {0};
     bkm_buf_t cmd, args, s1, s2, dbabs, shards;
-    char self[PATH_MAX], host[256], when[32], jname[96], f1[PATH_MAX], f2[PATH_MAX + 16];
+    char self[PATH_MAX], host[256], when[32], jname[96], f1[PATH_MAX], f2[PATH_MAX + 16], group[17];
     const char *dot;
     int ret = 0, rc;
     long long id = 0, id2 = 0;
@@ -431,6 +444,17 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
     arr.sweep_args = bkm_buf_str(&args);
     arr.db = bkm_buf_str(&dbabs);
     arr.shard_dir = bkm_buf_str(&shards);
+    {
+        unsigned char rnd[8];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            fprintf(stderr, "tune: getrandom: %s\n", strerror(errno));
+            ret = 3;
+            goto out;
+        }
+        for (size_t i = 0; i < sizeof rnd; i++)
+            snprintf(group + 2 * i, sizeof group - 2 * i, "%02x", rnd[i]);
+        arr.group = group;
+    }
     if (o->slurm_array) {
         rc = bkm_slurm_array_script_write(&job, &arr, &s1, &err);
         if (rc == BKM_OK)

@@ -417,6 +417,8 @@ static int array_check(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, b
         return bkm_err_set(err, BKM_EINVAL, "--slurm-array %d is not in 1..10000", a->shards);
     if (a->db == NULL || a->shard_dir == NULL || a->sweep_args == NULL)
         return bkm_err_set(err, BKM_EINVAL, "slurm array: db, shard_dir and sweep_args are required");
+    if (a->group && (rc = word_check("shard group", a->group, NULL, err)) < 0)
+        return rc;
     if (strpbrk(a->db, "'\n") || strpbrk(a->shard_dir, "'\n") || strchr(a->sweep_args, '\n'))
         return bkm_err_set(err, BKM_EINVAL, "slurm array: a path holds a quote or newline");
     if ((rc = word_check("--time", job->time, NULL, err)) < 0 || !time_ok(job->time))
@@ -435,6 +437,8 @@ int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
     char extra[64];
     if ((rc = array_check(job, a, err)) < 0)
         return rc;
+    if (a->group == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "slurm array: the shards' group is required");
     snprintf(extra, sizeof extra, "#SBATCH --array=0-%d\n", a->shards - 1);
     bkm_buf_puts(out, "#!/bin/bash\n");
     generated_write(job, out);
@@ -454,10 +458,10 @@ int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
     bkm_buf_printf(out, "SHARDS='%s'\nK=%d\nI=${SLURM_ARRAY_TASK_ID:?not an array task}\n", a->shard_dir, a->shards);
     bkm_buf_puts(out, "LOCAL=${TMPDIR:-/tmp}/bkm-shard-${SLURM_ARRAY_JOB_ID:-$$}-$I.sqlite\n"
                       "mkdir -p \"$SHARDS\"\n"
-                      "echo \"bkm: shard $I of $K of sweep group ${SLURM_ARRAY_JOB_ID:-none} into $LOCAL\"\n");
+                      "echo \"bkm: shard $I of $K into $LOCAL\"\n");
     bkm_buf_printf(out, "rc=0\n\"$TUNE\" sweep %s --db \"$LOCAL\" --shard \"$I/$K\" --shard-group "
-                        "\"${BKM_SHARD_GROUP:-${SLURM_ARRAY_JOB_ID:?}}\" || rc=$?\n",
-                   a->sweep_args);
+                        "\"${BKM_SHARD_GROUP:-%s}\" || rc=$?\n",
+                   a->sweep_args, a->group);
     bkm_buf_puts(out, "if [ \"$rc\" -ne 0 ] && [ \"$rc\" -ne 4 ]; then echo \"bkm: shard $I failed (exit $rc)\" >&2; "
                       "exit \"$rc\"; fi\n"
                       "cp \"$LOCAL\" \"$SHARDS/shard-$I-of-$K.sqlite.part\"\n"
@@ -524,7 +528,7 @@ int bkm_slurm_sweep_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
                                  bkm_err_t *err)
 {
     int rc;
-    bkm_slurm_array_t one = {1, a->sweep_args, a->db, "."};
+    bkm_slurm_array_t one = {1, a->sweep_args, a->db, ".", NULL};
     bkm_buf_t o;
     if ((rc = array_check(job, &one, err)) < 0)
         return rc;

@@ -129,9 +129,12 @@ typedef struct bkm_slurm_array {
     const char *sweep_args;       /**< the sweep's options, shell-quoted, without --db/--shard */
     const char *db;               /**< the merged database (a path on shared storage) */
     const char *shard_dir;        /**< where finished shards are copied (shared storage) */
+    const char *group;            /**< the shards' common sweep group (a random token made when the
+                                       script is written: resubmitting the same script resumes into
+                                       the same sweep, another script never collides) */
 } bkm_slurm_array_t;
 /** The array job's script: shard $SLURM_ARRAY_TASK_ID of K runs `tune sweep ... --shard I/K
- *  --shard-group $SLURM_ARRAY_JOB_ID` into a node-local SQLite file ($TMPDIR or /tmp, never the
+ *  --shard-group GROUP` into a node-local SQLite file ($TMPDIR or /tmp, never the
  *  shared file system), then copies the closed file to SHARD_DIR/shard-I-of-K.sqlite. */
 int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
                                  bkm_err_t *err);
