@@ -191,7 +191,8 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "sbatch", .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(opts_t, sbatch),
      .help = "run nothing here: write the batch job that runs this sweep on NODE\n"
              "(node-local SQLite, then merged into --db) to FILE; with\n"
-             "--slurm-array the array script (the merge job: FILE-merge)",
+             "--slurm-array the array script (the merge job: FILE-merge);\n"
+             "with --dry-run the script(s) go to stdout",
      .example = "sweep.sbatch"},
     {.name = "slurm-array", .kind = BKM_CLI_INT, .metavar = "K", .off = offsetof(opts_t, slurm_array), .lo = 1,
      .hi = 10000,
@@ -476,6 +477,13 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
         snprintf(f2, sizeof f2, "%.*s-merge%s", (int)(dot - f1), f1, dot);
     else
         snprintf(f2, sizeof f2, "%s-merge", f1);
+    if (o->dry_run) {
+        /* --dry-run writes nothing: the script(s) on stdout */
+        printf("# %s\n%s", f1, bkm_buf_str(&s1));
+        if (o->slurm_array)
+            printf("# %s\n%s", f2, bkm_buf_str(&s2));
+        goto out;
+    }
     if ((ret = bkm_cli_slurm_write("sweep", f1, bkm_buf_str(&s1))) != 0 ||
         (o->slurm_array && (ret = bkm_cli_slurm_write("sweep", f2, bkm_buf_str(&s2))) != 0))
         goto out;
