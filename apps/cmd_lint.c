@@ -95,8 +95,8 @@ int bkm_cli_lint(int argc, char **argv)
     } else {
         for (size_t i = 0; i < r.n; i++)
             printf("%s:%d: %s: %s [%s]\n", o.script, r.f[i].line, sev[r.f[i].sev], r.f[i].msg, r.f[i].code);
-        printf("%s: %d error(s), %d warning(s)%s%s%s\n", o.script, r.errors, r.warnings,
-               r.node[0] ? "; node " : "", r.node, r.constraint[0] ? "" : "");
+        printf("%s: %d error(s), %d warning(s)%s%s\n", o.script, r.errors, r.warnings, r.node[0] ? "; node " : "",
+               r.node);
         if (r.plan_text)
             printf("\n%s", r.plan_text);
     }

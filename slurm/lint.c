@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bkm/slurm.h"
 
@@ -489,10 +490,10 @@ static int node_pick(bkm_slurm_lint_t *r, const char *node, bkm_node_profile_t *
     return 1;
 }
 
-static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo, const bkm_aff_env_t *env)
+static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo)
 {
     bkm_topo_summary_t s;
-    int nodes, tpn = 0, c, t, pus_per_core;
+    int nodes, tpn = 0, c, pus_per_core;
     bkm_topo_summary(topo, &s);
     pus_per_core = s.cores > 0 ? s.pus / s.cores : 1;
     nodes = st->srun_N ? st->srun_N : st->sb_nodes ? st->sb_nodes : 1;
@@ -537,8 +538,6 @@ static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo,
                     tpn > s.cores ? "more ranks than cores" : "the node is not fully packed", l.cpu_bind);
         }
     }
-    (void)t;
-    (void)env;
 }
 
 static void explain(bkm_slurm_lint_t *r, const bkm_node_profile_t *prof, bkm_topo_t *topo, const bkm_aff_env_t *env)
@@ -641,7 +640,7 @@ int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, 
     }
     if ((rc = bkm_topo_open_profile(&topo, &prof, err)) < 0)
         goto out;
-    check_node(r, st, topo, &env);
+    check_node(r, st, topo);
     explain(r, &prof, topo, &env);
 out:
     bkm_topo_close(topo);

@@ -74,4 +74,14 @@ ps = [json.dumps(t["config"], sort_keys=True) for t in p if t["role"] == "search
 assert ps and len(ps) < len([t for t in m if t["role"] == "search"]), "partial: %d trials" % len(ps)
 assert not [t for t in p if t["role"] == "confirm"], "a confirmation ran without all shards"
 PY
+
+# the whole sweep as one job (`--sbatch FILE --submit`): node-local SQLite, merged into the chosen path
+out=$("$tune" "${sweep[@]}" --sbatch one.sbatch --db "$w/one/bkm.sqlite" --slurm-time 10 --job-name one --submit 2>&1) ||
+  fail "tune --sbatch --submit: $out"
+id=$(echo "$out" | sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p')
+[ -n "$id" ] || fail "no job id: $out"
+state=$(slurm_local_wait_job "$id" 120)
+[ "$state" = COMPLETED ] || fail "the sweep job ended $state"
+"$tune" best --node auto --workload gemm --db one/bkm.sqlite >/dev/null || fail "no best-known setting from the sweep job"
+ls /tmp/bkm-sweep-"$id".sqlite "${TMPDIR:-/tmp}/bkm-sweep-$id.sqlite" 2>/dev/null && fail "the node-local file was left behind"
 echo ok
