@@ -107,4 +107,35 @@ expect 2 "$tune" --node knl --workload alexnet --slurm-array 0
 expect 2 "$tune" --node auto --workload gemm --shard 2/2 --strategy grid --db s.sqlite
 expect 2 "$tune" --node auto --workload gemm --shard 1/2 --strategy halving --db s.sqlite   # not grid
 [ ! -e s.sqlite ] || fail "a refused shard created its database"
+
+# --- shards without Slurm: two shards of one group merge into the unsplit sweep's trials, once
+sw=(--node auto --workload gemm --param m=16 --param n=16 --param k=16 --threads 1,2 --affinity default
+  --affinity compact --min-time 0.005 --min-samples 3 --max-samples 5 --confirm-top 1 --counters none)
+for i in 0 1; do
+  "$tune" sweep "${sw[@]}" --shard $i/2 --shard-group g1 --db sh$i.sqlite >/dev/null 2>&1 || fail "shard $i"
+done
+"$tune" sweep "${sw[@]}" --strategy grid --db whole.sqlite >/dev/null 2>&1 || fail "unsplit sweep"
+"$tune" merge m.sqlite sh0.sqlite sh1.sqlite >/dev/null 2>&1 || fail "merge of the shards"
+for f in sh0 sh1 m whole; do "$tune" export --db $f.sqlite --format json >$f.json; done
+python3 - <<'PY' || fail "shards vs unsplit"
+import json
+key = lambda t: json.dumps(t["config"], sort_keys=True)
+ld = lambda f: json.load(open(f + ".json"))
+s0, s1, m, u = ld("sh0"), ld("sh1"), ld("m"), ld("whole")
+assert all(t["role"] == "search" for t in s0 + s1), "a shard ran a confirmation"
+k0, k1 = {key(t) for t in s0}, {key(t) for t in s1}
+assert k0 and k1 and not (k0 & k1), "the shards overlap or one is empty"
+ms = [key(t) for t in m if t["role"] == "search"]
+assert len(ms) == len(set(ms)) and sorted(ms) == sorted(key(t) for t in u if t["role"] == "search"), (ms, u)
+assert len({t["sweep"] for t in m}) == 1, "the shards did not fold into one sweep"
+PY
+# the merged shards, resumed as the unsplit sweep: no search trial again, the confirmation runs
+"$tune" sweep "${sw[@]}" --strategy grid --db m.sqlite >/dev/null 2>&1 || fail "confirmation on the merged shards"
+"$tune" best --node auto --workload gemm --db m.sqlite >/dev/null || fail "no best-known setting after the merge"
+"$tune" export --db m.sqlite --format json >m2.json
+python3 -c '
+import json; a=json.load(open("m.json")); b=json.load(open("m2.json"))
+s=lambda x: sorted(json.dumps(t["config"], sort_keys=True) for t in x if t["role"]=="search")
+assert s(a) == s(b), "the resumed sweep measured search trials again"
+assert any(t["role"]=="confirm" for t in b) and len({t["sweep"] for t in b}) == 1' || fail "resume of the merged shards"
 echo ok
