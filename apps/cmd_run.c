@@ -32,7 +32,12 @@ typedef struct run_opts {
 static int run_setenv(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
     run_opts_t *o = cfg;
-    return bkm_tune_trial_spec_setenv(&o->spec, opt->name[0] == 'a' ? "KMP_AFFINITY" : "KMP_BLOCKTIME", v, err);
+    const char *var = strcmp(opt->name, "affinity") == 0    ? "KMP_AFFINITY"
+                      : strcmp(opt->name, "blocktime") == 0 ? "KMP_BLOCKTIME"
+                      : strcmp(opt->name, "hw-subset") == 0 ? "KMP_HW_SUBSET"
+                      : strcmp(opt->name, "places") == 0    ? "OMP_PLACES"
+                                                            : "OMP_PROC_BIND";
+    return bkm_tune_trial_spec_setenv(&o->spec, var, v, err);
 }
 
 static int run_param(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
@@ -52,6 +57,12 @@ static const bkm_cli_opt_t run_table[] = {
      .help = "KMP_AFFINITY value, e.g. granularity=fine,compact (default unset)", .example = "compact"},
     {.name = "blocktime", .kind = BKM_CLI_CALL, .metavar = "B", .call = run_setenv,
      .help = "KMP_BLOCKTIME value in ms or 'infinite' (default unset)", .example = "0"},
+    {.name = "hw-subset", .kind = BKM_CLI_CALL, .metavar = "S", .call = run_setenv,
+     .help = "KMP_HW_SUBSET value, e.g. 1s,2c,1t (default unset)", .example = "1c"},
+    {.name = "places", .kind = BKM_CLI_CALL, .metavar = "P", .call = run_setenv,
+     .help = "OMP_PLACES value, e.g. cores (default unset)", .example = "cores"},
+    {.name = "proc-bind", .kind = BKM_CLI_CALL, .metavar = "B", .call = run_setenv,
+     .help = "OMP_PROC_BIND value, e.g. spread (default unset)", .example = "close"},
     {.name = "param", .kind = BKM_CLI_CALL, .metavar = "key=value", .call = run_param, .flags = BKM_CLI_REPEAT,
      .help = "a workload parameter or kernel tunable (m=256, mc=128)", .example = "m=64"},
     {.name = "warmup", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.warmup), .lo = 0,
@@ -94,7 +105,7 @@ static const bkm_cli_opt_t run_table[] = {
 static const bkm_cli_cmd_spec_t run_cmd = {
     .name = "run",
     .usage = "tune run --workload W [--backend native|onednn] [--threads N] [--affinity S]\n"
-             "         [--blocktime B] [--param key=value ...] [--warmup N] [--min-samples N]\n"
+             "         [--blocktime B] [--hw-subset S] [--places P] [--proc-bind B] [--param key=value ...] [--warmup N] [--min-samples N]\n"
              "         [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
              "         [--counters LIST] [--disturbed-share X] [--trial-timeout SEC] [--dry-run]\n"
              "         [--json]",

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
@@ -19,6 +20,7 @@
 #include "bkm_revision.h"
 #include "cli_common.h"
 #include "cli_opt.h"
+#include "cli_slurm.h"
 #include "cli_topofix.h"
 
 extern char **environ;
@@ -32,7 +34,28 @@ typedef struct opts {
     const char *node, *db, *workload;
     long long budget, seed;
     int json, dry_run, verbose;
+    /* Slurm: the sweep as a batch job or a job array + merge job (bkm::slurm) */
+    const char *sbatch, *account, *qos, *slurm_time, *job_name, *shard_group;
+    int slurm_array, submit;
 } opts_t;
+
+/* --shard I/K: this process runs shard I (0-based) of K */
+static int sweep_shard(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    opts_t *o = cfg;
+    const char *slash = strchr(v, '/');
+    char ib[32];
+    long long i, k;
+    (void)opt;
+    if (slash == NULL || (size_t)(slash - v) >= sizeof ib)
+        return bkm_err_set(err, BKM_EINVAL, "is not I/K (shard I of K, 0 <= I < K)");
+    snprintf(ib, sizeof ib, "%.*s", (int)(slash - v), v);
+    if (bkm_parse_int(ib, 0, 9999, &i) < 0 || bkm_parse_int(slash + 1, 1, 10000, &k) < 0 || i >= k)
+        return bkm_err_set(err, BKM_EINVAL, "is not I/K with 0 <= I < K <= 10000");
+    o->sw.shard_index = (int)i;
+    o->sw.shard_count = (int)k;
+    return BKM_OK;
+}
 
 static int sweep_threads(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
@@ -175,6 +198,34 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, dry_run),
      .help = "list the planned configurations, merges and drops; run nothing"},
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, json), .help = "print the summary as JSON"},
+    {.name = "sbatch", .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(opts_t, sbatch),
+     .help = "run nothing here: write the batch job that runs this sweep on NODE\n"
+             "(node-local SQLite, then merged into --db) to FILE; with\n"
+             "--slurm-array the array script (the merge job: FILE-merge);\n"
+             "with --dry-run the script(s) go to stdout",
+     .example = "sweep.sbatch"},
+    {.name = "slurm-array", .kind = BKM_CLI_INT, .metavar = "K", .off = offsetof(opts_t, slurm_array), .lo = 1,
+     .hi = 10000,
+     .help = "split the sweep into K shards run as a job array (grid strategy),\n"
+             "each into its own node-local SQLite file, plus a merge job\n"
+             "(--dependency=afterok) that merges them into --db and derives the\n"
+             "best-known setting"},
+    {.name = "submit", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, submit),
+     .help = "with --sbatch/--slurm-array: submit with sbatch (SBATCH_*/SLURM_*\ncleared)"},
+    {.name = "account", .kind = BKM_CLI_STR, .metavar = "A", .off = offsetof(opts_t, account),
+     .help = "Slurm account of those jobs (#SBATCH -A)", .example = "m1234"},
+    {.name = "qos", .kind = BKM_CLI_STR, .metavar = "Q", .off = offsetof(opts_t, qos),
+     .help = "Slurm QOS of those jobs (default regular)", .example = "debug"},
+    {.name = "slurm-time", .kind = BKM_CLI_STR, .metavar = "T", .off = offsetof(opts_t, slurm_time),
+     .help = "Slurm time limit of each job (default 02:00:00)", .example = "00:10:00"},
+    {.name = "job-name", .kind = BKM_CLI_STR, .metavar = "J", .off = offsetof(opts_t, job_name),
+     .help = "Slurm job name (default bkm-WL)", .example = "bkm"},
+    {.name = "shard", .kind = BKM_CLI_CALL, .metavar = "I/K", .call = sweep_shard,
+     .help = "run shard I of K of the sweep (grid strategy; search only: the\n"
+             "merge job confirms); what --slurm-array's jobs run", .example = "0/2"},
+    {.name = "shard-group", .kind = BKM_CLI_STR, .metavar = "ID", .off = offsetof(opts_t, shard_group),
+     .help = "the shards of one sweep share ID (the array's job id), so that\n"
+             "`tune merge` folds them into one sweep", .example = "1234"},
 #ifdef BKM_TEST_HOOKS
     {.name = "inject", .kind = BKM_CLI_CALL, .metavar = "KIND@N", .call = sweep_inject,
      .help = "test build only: fault KIND (segv, abort, hang, fail, ...) in trial N", .example = "fail@1"},
@@ -218,6 +269,18 @@ static int parse_args(int argc, char **argv, opts_t *o, bkm_err_t *err)
     o->sp.workload = o->sw.workload = o->workload;
     o->sw.budget = (size_t)o->budget;
     o->sw.seed = (uint64_t)o->seed;
+    if (o->sw.shard_count > 0) {
+        /* a shard runs its part of the grid; another strategy cannot be split */
+        int given = 0;
+        for (int i = 1; i < argc; i++)
+            given |= strncmp(argv[i], "--strategy", 10) == 0;
+        if (given && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0)
+            return bkm_err_set(err, BKM_EINVAL, "tune sweep: --shard runs a part of the grid: --strategy %s cannot "
+                               "be split (use grid)", o->sw.strategy);
+        if (o->sw.aa)
+            return bkm_err_set(err, BKM_EINVAL, "tune sweep: --shard and --aa exclude each other");
+        o->sw.strategy = "grid";
+    }
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
     if (o->sw.base.min_time_s >= o->sw.base.timeout_s)
@@ -302,6 +365,162 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
     bkm_buf_free(&out);
 }
 
+/* The sweep's own options for the job's `tune sweep` line: argv without what only concerns
+ * writing or submitting the job (and --db, --shard*: the job sets them). */
+static void job_args(int argc, char **argv, int add_grid, bkm_buf_t *out)
+{
+    static const char *const with_value[] = {"sbatch", "slurm-array", "account", "qos", "slurm-time",
+                                             "job-name", "db", "shard", "shard-group", NULL};
+    static const char *const flags[] = {"submit", "dry-run", "json", NULL};
+    int first = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int skip = 0;
+        if (strncmp(a, "--", 2) == 0 && a[2]) {
+            size_t n = strcspn(a + 2, "=");
+            for (int k = 0; with_value[k]; k++)
+                if (strlen(with_value[k]) == n && strncmp(a + 2, with_value[k], n) == 0) {
+                    skip = 1;
+                    if (a[2 + n] != '=')
+                        i++;   /* the value is the next word */
+                }
+            for (int k = 0; flags[k]; k++)
+                if (strcmp(a + 2, flags[k]) == 0)
+                    skip = 1;
+        }
+        if (skip || i >= argc)
+            continue;
+        if (!first)
+            bkm_buf_puts(out, " ");
+        bkm_cli_slurm_quote(out, argv[i]);
+        first = 0;
+    }
+    if (add_grid)
+        bkm_buf_puts(out, first ? "--strategy grid" : " --strategy grid");
+}
+
+/* --sbatch FILE / --slurm-array K: write (and submit) the job(s) that run this sweep on NODE. */
+static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc, char **argv)
+{
+    bkm_slurm_job_t job;
+    bkm_slurm_array_t arr;
+    bkm_err_t err = {0};
+    bkm_buf_t cmd, args, s1, s2, dbabs, shards;
+    char self[PATH_MAX], host[256], when[32], jname[96], f1[PATH_MAX], f2[PATH_MAX + 16], group[17];
+    const char *dot;
+    int ret = 0, rc;
+    long long id = 0, id2 = 0;
+    bkm_buf_init(&cmd), bkm_buf_init(&args), bkm_buf_init(&s1), bkm_buf_init(&s2), bkm_buf_init(&dbabs);
+    bkm_buf_init(&shards);
+    int user_strategy = 0;
+    for (int i = 1; i < argc; i++)
+        user_strategy |= strncmp(argv[i], "--strategy", 10) == 0;
+    if (o->slurm_array && user_strategy && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0) {
+        fprintf(stderr, "tune: --slurm-array splits the grid: --strategy %s cannot be sharded (use grid)\n",
+                o->sw.strategy);
+        ret = 2;
+        goto out;
+    }
+    if (o->sw.shard_count > 0) {
+        fprintf(stderr, "tune: --shard is what the array's jobs run; not with --sbatch/--slurm-array\n");
+        ret = 2;
+        goto out;
+    }
+    bkm_slurm_job_defaults(&job);
+    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, &cmd)) != 0)
+        goto out;
+    snprintf(jname, sizeof jname, "bkm-%.80s", o->workload);
+    job.node = prof->name;
+    job.constraint = prof->slurm_constraint;
+    job.workload = o->workload;
+    job.account = o->account;
+    if (o->qos)
+        job.qos = o->qos;
+    job.time = o->slurm_time ? o->slurm_time : "02:00:00";
+    job.job_name = o->job_name ? o->job_name : jname;
+    if (o->db[0] != '/') {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd) == NULL) {
+            fprintf(stderr, "tune: cannot read the current folder: %s\n", strerror(errno));
+            ret = 3;
+            goto out;
+        }
+        bkm_buf_printf(&dbabs, "%s/", cwd);
+    }
+    bkm_buf_puts(&dbabs, o->db);
+    bkm_buf_printf(&shards, "%s.shards", bkm_buf_str(&dbabs));
+    job_args(argc, argv, o->slurm_array && !user_strategy, &args);
+    memset(&arr, 0, sizeof arr);
+    arr.shards = o->slurm_array ? o->slurm_array : 1;
+    arr.sweep_args = bkm_buf_str(&args);
+    arr.db = bkm_buf_str(&dbabs);
+    arr.shard_dir = bkm_buf_str(&shards);
+    {
+        unsigned char rnd[8];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            fprintf(stderr, "tune: getrandom: %s\n", strerror(errno));
+            ret = 3;
+            goto out;
+        }
+        for (size_t i = 0; i < sizeof rnd; i++)
+            snprintf(group + 2 * i, sizeof group - 2 * i, "%02x", rnd[i]);
+        arr.group = group;
+    }
+    if (o->slurm_array) {
+        rc = bkm_slurm_array_script_write(&job, &arr, &s1, &err);
+        if (rc == BKM_OK)
+            rc = bkm_slurm_merge_script_write(&job, &arr, &s2, &err);
+    } else {
+        rc = bkm_slurm_sweep_script_write(&job, &arr, &s1, &err);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "tune: %s\n", err.msg);
+        ret = bkm_status_exit_code(rc);
+        goto out;
+    }
+    if (o->sbatch)
+        snprintf(f1, sizeof f1, "%s", o->sbatch);
+    else
+        snprintf(f1, sizeof f1, "bkm-%.60s-%.60s%s.sbatch", prof->name, o->workload, o->slurm_array ? "-array" : "");
+    dot = strrchr(f1, '.');
+    if (dot && strchr(dot, '/') == NULL && dot != f1)
+        snprintf(f2, sizeof f2, "%.*s-merge%s", (int)(dot - f1), f1, dot);
+    else
+        snprintf(f2, sizeof f2, "%s-merge", f1);
+    if (o->dry_run) {
+        /* --dry-run writes nothing: the script(s) on stdout */
+        printf("# %s\n%s", f1, bkm_buf_str(&s1));
+        if (o->slurm_array)
+            printf("# %s\n%s", f2, bkm_buf_str(&s2));
+        goto out;
+    }
+    if ((ret = bkm_cli_slurm_write("sweep", f1, bkm_buf_str(&s1))) != 0 ||
+        (o->slurm_array && (ret = bkm_cli_slurm_write("sweep", f2, bkm_buf_str(&s2))) != 0))
+        goto out;
+    if (o->slurm_array)
+        printf("tune: wrote %s (job array: %d shards of the %s sweep on %s, shards into %s) and %s (merge job into "
+               "%s)\n", f1, o->slurm_array, o->workload, prof->name, bkm_buf_str(&shards), f2, bkm_buf_str(&dbabs));
+    else
+        printf("tune: wrote %s (the %s sweep on %s, results merged into %s)\n", f1, o->workload, prof->name,
+               bkm_buf_str(&dbabs));
+    if (!o->submit) {
+        printf("tune: submit with: sbatch %s%s%s\n", f1, o->slurm_array ? "; then sbatch --dependency=afterok:<id> " : "",
+               o->slurm_array ? f2 : "");
+        goto out;
+    }
+    if ((ret = bkm_cli_slurm_submit("sweep", f1, NULL, 0, &id)) != 0)
+        goto out;
+    if (o->slurm_array) {
+        char dep[64];
+        snprintf(dep, sizeof dep, "afterok:%lld", id);
+        ret = bkm_cli_slurm_submit("sweep", f2, dep, 0, &id2);
+    }
+out:
+    bkm_buf_free(&cmd), bkm_buf_free(&args), bkm_buf_free(&s1), bkm_buf_free(&s2), bkm_buf_free(&dbabs);
+    bkm_buf_free(&shards);
+    return ret;
+}
+
 int bkm_cli_sweep(int argc, char **argv)
 {
     opts_t o;
@@ -352,6 +571,15 @@ int bkm_cli_sweep(int argc, char **argv)
     if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0 ||
         (rc = bkm_tune_space_specs_check(sp, o.sp.workload, &o.sw.base, &err)) < 0)
         goto fail;
+    if (o.sbatch || o.slurm_array) {
+        rc = slurm_jobs(&o, &prof, argc, argv);
+        goto done;
+    }
+    if (o.submit) {
+        fprintf(stderr, "tune: --submit goes with --sbatch FILE or --slurm-array K\n");
+        rc = 2;
+        goto done;
+    }
     if (!host_match || o.dry_run) {
         print_plan(&o, sp, &prof, host_match, argc, argv);
         rc = 0;
@@ -389,6 +617,7 @@ int bkm_cli_sweep(int argc, char **argv)
     for (int i = 0; i < argc; i++)
         bkm_buf_printf(&cmd, " %s", argv[i]);
     o.sw.node = prof.name;
+    o.sw.shard_group = o.shard_group;
     o.sw.command = bkm_buf_str(&cmd);
     o.sw.git_revision = BKM_BUILD_REVISION;
     o.sw.runner = &runner;

@@ -194,7 +194,7 @@ int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64
     ret =
         bkm__db_prepare(db,
                         "INSERT INTO sweep(uuid, key, command, label, node, workload, strategy, git_revision, host_id, "
-                        "started_at) VALUES(lower(hex(randomblob(16))), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
+                        "started_at) VALUES(coalesce(?9, lower(hex(randomblob(16)))), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
                         &st, err);
     if (ret < 0)
         goto out;
@@ -207,6 +207,8 @@ int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64
     bkm__bind_text(st, 7, info->git_revision ? info->git_revision : "unknown");
     if (info->host_id > 0)
         sqlite3_bind_int64(st, 8, info->host_id);
+    if (info->uuid)
+        bkm__bind_text(st, 9, info->uuid);
     if ((rc = sqlite3_step(st)) != SQLITE_DONE) {
         ret = bkm__db_err(db, rc, "create sweep", err);
         goto out;
@@ -632,6 +634,8 @@ void bkm_db_best_clear(bkm_db_best_t *b)
     bkm_free((void *)b->evidence_json);
     bkm_free((void *)b->created_at);
     bkm_free((void *)b->sweep_uuid);
+    bkm_free((void *)b->hostname);
+    bkm_free((void *)b->git_revision);
     memset(b, 0, sizeof *b);
 }
 
@@ -644,8 +648,9 @@ int bkm_db_best_get(bkm_db_t *db, const char *node, const char *workload, bkm_db
     *found = 0;
     ret = bkm__db_prepare(db,
                           "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, "
-                          "b.default_median_ms, b.speedup, b.significant, b.evidence_json, b.created_at, s.uuid "
-                          "FROM best b LEFT JOIN sweep s ON s.id = b.sweep_id WHERE b.node = ?1 AND b.workload = ?2 "
+                          "b.default_median_ms, b.speedup, b.significant, b.evidence_json, b.created_at, s.uuid, "
+                          "h.hostname, s.git_revision "
+                          "FROM best b LEFT JOIN sweep s ON s.id = b.sweep_id LEFT JOIN host h ON h.id = s.host_id WHERE b.node = ?1 AND b.workload = ?2 "
                           "ORDER BY b.created_at DESC, b.id DESC LIMIT 1",
                           &st, err);
     if (ret < 0)
@@ -667,6 +672,8 @@ int bkm_db_best_get(bkm_db_t *db, const char *node, const char *workload, bkm_db
         b->evidence_json = bkm__col_strdup(st, 10, &oom);
         b->created_at = bkm__col_strdup(st, 11, &oom);
         b->sweep_uuid = bkm__col_strdup(st, 12, &oom);
+        b->hostname = bkm__col_strdup(st, 13, &oom);
+        b->git_revision = bkm__col_strdup(st, 14, &oom);
         *found = 1;
         if (oom)
             ret = bkm_err_set(err, BKM_ENOMEM, "out of memory reading the best-known setting");

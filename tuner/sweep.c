@@ -408,7 +408,7 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     bkm_db_filter_t filt;
     bkm_json_w_t w;
     bkm_buf_t sj;
-    char key[17];
+    char key[17], uuid[128];
     int rc;
     bkm_buf_init(&sj);
     bkm_json_w_init(&w, &sj, 0);
@@ -432,6 +432,10 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
         return rc;
     memset(&info, 0, sizeof info);
     info.key = key;
+    if (cfg->shard_count > 0 && cfg->shard_group) {
+        snprintf(uuid, sizeof uuid, "%.100s-%s", cfg->shard_group, key);
+        info.uuid = uuid;
+    }
     info.command = cfg->command;
     info.node = st->node;
     info.workload = cfg->workload;
@@ -458,6 +462,10 @@ static int search_run(sweep_state_t *st, bkm_tune_strategy_t *strat, bkm_err_t *
         if (cfg->time_budget_s > 0 && (double)(bkm_now_ns() - st->t0_ns) * 1e-9 >= cfg->time_budget_s) {
             bkm_log(cfg->log, BKM_LOG_INFO, "time budget of %g s spent: searching stops", cfg->time_budget_s);
             break;
+        }
+        if (cfg->shard_count > 0 && ask.config % (size_t)cfg->shard_count != (size_t)cfg->shard_index) {
+            bkm_tune_strategy_report(strat, &ask, NAN);   /* another shard's configuration */
+            continue;
         }
         if ((rc = trial_do(st, ask.config, "search", ask.round, ask.scale, &v, NULL, NULL, err)) < 0)
             return rc;
@@ -863,6 +871,11 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     if (cfg->rerun_disturbed < 0 || cfg->rerun_disturbed > BKM_TUNE_RERUN_DISTURBED_MAX)
         return bkm_err_set(err, BKM_EINVAL, "sweep: rerun_disturbed %d out of range 0..%d", cfg->rerun_disturbed,
                            BKM_TUNE_RERUN_DISTURBED_MAX);
+    if (cfg->shard_count < 0 || (cfg->shard_count > 0 && (cfg->shard_index < 0 || cfg->shard_index >= cfg->shard_count)))
+        return bkm_err_set(err, BKM_EINVAL, "sweep: shard %d of %d is not a shard", cfg->shard_index, cfg->shard_count);
+    if (cfg->shard_count > 0 && (cfg->aa || cfg->strategy == NULL || strcmp(cfg->strategy, "grid") != 0))
+        return bkm_err_set(err, BKM_EINVAL, "sweep: a shard (--shard) runs the grid strategy and no A/A "
+                           "(--strategy grid; strategy '%s')", cfg->strategy ? cfg->strategy : BKM_TUNE_STRATEGY_DEFAULT);
     n = bkm_tune_space_size(space);
     st.cfg = cfg, st.space = space, st.db = db;
     st.prog.best_ms = st.prog.eta_s = NAN;
@@ -894,8 +907,22 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         st.prog.total = (k + 1) * (size_t)cfg->replicates;
     } else {
         st.prog.total = budget + (size_t)cfg->replicates * ((size_t)cfg->confirm_top + 1);
+        if (cfg->shard_count > 0)
+            st.prog.total = (n + (size_t)cfg->shard_count - 1 - (size_t)cfg->shard_index) / (size_t)cfg->shard_count;
         if ((rc = search_run(&st, strat, err)) < 0)
             goto out;
+        if (cfg->shard_count > 0) {
+            /* a shard only searches: the merge job's unsplit sweep confirms and derives */
+            res->trials = st.prog.done;
+            res->failed = st.prog.failed;
+            res->resumed_trials = st.prog.resumed;
+            res->interrupted = stopped(cfg);
+            snprintf(res->verdict, sizeof res->verdict, "shard %d of %d: search only (%zu trials); the merge job "
+                     "confirms and derives the best-known setting", cfg->shard_index, cfg->shard_count, st.prog.done);
+            rc = bkm_db_sweep_finish(db, st.sweep_id, stopped(cfg) ? "interrupted" : res->failed ? "partial" : "done",
+                                     err);
+            goto out;
+        }
         if (!stopped(cfg) && (rc = candidates_pick(&st, bkm_tune_strategy_best(strat, NULL), cand,
                                                    sizeof cand / sizeof cand[0], &n_cand, err)) < 0)
             goto out;

@@ -60,7 +60,8 @@ COMMANDS = {
         "opts": ["--workload", "--node", "--threads", "--affinity", "--blocktime", "--hw-subset",
                  "--param", "--backend", "--strategy", "--budget", "--time", "--seed", "--min-time",
                  "--min-samples", "--max-samples", "--trial-timeout", "--confirm-top", "--counters",
-                 "--db"],
+                 "--db", "--sbatch", "--slurm-array", "--account", "--qos", "--slurm-time", "--job-name",
+                 "--shard", "--shard-group"],
         "flags": ["--tunables", "--fresh", "--json"], "always": ["--dry-run"]},
     "": {  # `tune --workload ...` is the sweep too
         "opts": ["--workload", "--node", "--threads", "--affinity", "--blocktime", "--param",
@@ -72,6 +73,10 @@ COMMANDS = {
     "export": {"opts": ["--format", "--db", "--sweep", "--node", "--workload"], "flags": []},
     "merge": {"opts": [], "flags": [], "merge": True},
     "version": {"opts": [], "flags": []},
+    "sbatch": {"opts": ["--node", "--workload", "--db", "--output", "--account", "--qos", "--time", "--nodes",
+                        "--ranks-per-node", "--job-name", "--job-output", "--mpi", "--param", "--command"],
+               "flags": ["--default", "--seed-bkm"]},
+    "lint": {"opts": ["--node"], "flags": ["--json"], "positional": True},
     "worker": {"opts": ["--spec", "--parent"], "flags": []},
 }
 

@@ -130,6 +130,8 @@ int bkm_db_host_upsert(bkm_db_t *db, const bkm_db_host_t *host, int64_t *host_id
 /** A sweep: one run of `tune` over a search space. */
 typedef struct bkm_db_sweep {
     const char *key;           /**< bkm_db_sweep_key(); required */
+    const char *uuid;          /**< NULL: a random one; else this uuid (the shards of one sweep
+                                    share theirs, so `tune merge` folds them into one sweep) */
     const char *command;       /**< full command line */
     const char *label;         /**< user label; may be NULL */
     const char *node;          /**< node profile name; required */
@@ -235,6 +237,8 @@ typedef struct bkm_db_best {
     const char *evidence_json;        /**< p-value, sample counts, ratio CI, ...; may be NULL */
     const char *created_at;           /**< read back only */
     const char *sweep_uuid;           /**< read back only */
+    const char *hostname;             /**< read back only: the host the sweep ran on, or NULL */
+    const char *git_revision;         /**< read back only: the bkm revision of the sweep, or NULL */
 } bkm_db_best_t;
 /** Store a new best-known setting (history is kept; the newest one counts). */
 int bkm_db_best_store(bkm_db_t *db, const bkm_db_best_t *best, bkm_err_t *err);

@@ -744,6 +744,15 @@ typedef struct bkm_tune_sweep_cfg {
                                             they were candidates, through the same code; nothing is
                                             stored as best-known; res->significant says whether a
                                             (false) claim would have been made */
+    int shard_count;                   /**< 0: the whole sweep. K >= 1: one shard of a sweep spread over
+                                            a job array: the search measures only the configurations
+                                            i with i % K == shard_index (grid strategy only), then stops:
+                                            no confirmation, no best-known setting (the merge job's
+                                            unsplit sweep confirms on the merged database) */
+    int shard_index;                   /**< 0..shard_count-1 */
+    const char *shard_group;           /**< with shard_count: the shards of one sweep share it (the job
+                                            array's id); their sweep's uuid is "<group>-<key>", so
+                                            `tune merge` folds them into one sweep */
     bkm_tune_trial_spec_t base;        /**< protocol fields (samples, min time, timeout, seed); its env
                                             (the libomp topology correction) goes to every trial */
 #ifdef BKM_TEST_HOOKS

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared Slurm plumbing of the CLI (see cli_slurm.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_slurm.h"
+
+extern char **environ;
+
+void bkm_cli_slurm_quote(bkm_buf_t *out, const char *s)
+{
+    int plain = s[0] != '\0';
+    for (const char *p = s; *p; p++)
+        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') || ('0' <= *p && *p <= '9') ||
+              strchr("_-./=:,+@%", *p)))
+            plain = 0;
+    if (plain) {
+        bkm_buf_puts(out, s);
+        return;
+    }
+    bkm_buf_puts(out, "'");
+    for (const char *p = s; *p; p++)
+        if (*p == '\'')
+            bkm_buf_puts(out, "'\\''");
+        else
+            bkm_buf_append(out, p, 1);
+    bkm_buf_puts(out, "'");
+}
+
+int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
+                           size_t self_len, char host[256], char when[32], bkm_buf_t *cmd)
+{
+    ssize_t n = readlink("/proc/self/exe", self, self_len - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (n <= 0) {
+        fprintf(stderr, "tune: cannot find the tune executable (/proc/self/exe): %s\n", strerror(errno));
+        return 3;
+    }
+    self[n] = '\0';
+    if (gethostname(host, 255) < 0)
+        snprintf(host, 256, "unknown");
+    host[255] = '\0';
+    gmtime_r(&now, &tm);
+    strftime(when, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    bkm_buf_puts(cmd, "tune");
+    for (int i = 0; i < argc; i++) {
+        bkm_buf_puts(cmd, " ");
+        bkm_cli_slurm_quote(cmd, argv[i]);
+    }
+    job->tune = self;
+    job->generator_host = host;
+    job->generated_at = when;
+    job->generator_revision = revision;
+    job->generated_by = bkm_buf_str(cmd);
+    return 0;
+}
+
+int bkm_cli_slurm_write(const char *cmd, const char *path, const char *text)
+{
+    int fd;
+    size_t len = strlen(text), off = 0;
+    if (strcmp(path, "-") == 0) {
+        fputs(text, stdout);
+        return 0;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0755);
+    if (fd < 0) {
+        fprintf(stderr, "tune %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+        return errno == ENOENT || errno == EISDIR ? 2 : 3;
+    }
+    {
+        struct stat sb;
+        if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+            close(fd);
+            fprintf(stderr, "tune %s: '%s' is not a regular file\n", cmd, path);
+            return 2;
+        }
+    }
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            fprintf(stderr, "tune %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+            close(fd);
+            return 3;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) < 0) {
+        fprintf(stderr, "tune %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
+        return 3;
+    }
+    return 0;
+}
+
+int bkm_cli_slurm_submit(const char *cmd, const char *script, const char *dependency, int test_only,
+                         long long *job_id)
+{
+    char sbatch[4096];
+    char **envp = NULL;
+    int cleared = 0, rc;
+    bkm_buf_t msg;
+    bkm_err_t err = {0};
+    bkm_slurm_submit_t s;
+    const char *path = getenv("PATH");
+    *job_id = 0;
+    if ((rc = bkm_slurm_find_program("sbatch", path ? path : "/usr/bin:/bin", sbatch, sizeof sbatch, &err)) < 0) {
+        fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
+        return 3;
+    }
+    if ((rc = bkm_slurm_submit_env(environ, &envp, &cleared, &err)) < 0) {
+        fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
+        return 3;
+    }
+    if (cleared > 0)
+        fprintf(stderr, "tune %s: %d inherited SBATCH_*/SLURM_* variable(s) cleared for the submission\n", cmd,
+                cleared);
+    memset(&s, 0, sizeof s);
+    s.sbatch = sbatch;
+    s.envp = envp;
+    s.script = script;
+    s.dependency = dependency;
+    s.test_only = test_only;
+    bkm_buf_init(&msg);
+    fflush(stdout);
+    rc = bkm_slurm_submit_run(&s, job_id, &msg, &err);
+    bkm_free(envp);
+    if (rc < 0) {
+        fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
+        bkm_buf_free(&msg);
+        return 3;
+    }
+    if (test_only)
+        fprintf(stderr, "tune %s: sbatch --test-only accepts %s: %s\n", cmd, script, bkm_buf_str(&msg));
+    else
+        printf("Submitted batch job %lld (%s)\n", *job_id, script);
+    bkm_buf_free(&msg);
+    return 0;
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/** @file bkm/slurm.h
+ * Slurm: batch scripts from a setting (best-known, the profile's default or the seed's published
+ * one), job arrays that spread a sweep over nodes with a merge job, submission through `sbatch`,
+ * and a linter for the batch scripts people already have.
+ *
+ * Contract: BKM_OK or a negative BKM_E* code with the bkm_err_t naming the bad value. Nothing here
+ * prints, exits or reads the environment: the caller passes the environment (for submission) and
+ * the PATH to search for `sbatch`. Scripts are written into a bkm_buf_t; the caller writes files.
+ */
+#ifndef BKM_SLURM_H
+#define BKM_SLURM_H
+
+#include <stddef.h>
+
+#include "bkm/affinity.h"
+#include "bkm/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================== */
+/* Settings and the srun layout                                                              */
+/* ======================================================================================== */
+
+#define BKM_SLURM_MAX_PARAMS 32
+
+/** One runtime setting as a script exports it (strings, "" = unset). */
+typedef struct bkm_slurm_setting {
+    int threads;                  /**< OMP_NUM_THREADS, >= 1 */
+    char kmp_affinity[256];
+    char kmp_blocktime[32];
+    char kmp_hw_subset[64];
+    char omp_places[256];
+    char omp_proc_bind[64];
+    char backend[16];             /**< "" = the workload's default */
+    char params[BKM_SLURM_MAX_PARAMS][128];   /**< "key=value" workload parameters / tunables */
+    int n_params;
+} bkm_slurm_setting_t;
+
+/** Read a stored configuration ({"threads":N,"env":{...},"params":{...},"backend":...}, as the
+ *  tuner stores it) into @p s. BKM_EINVAL naming the member that is missing or unusable. */
+int bkm_slurm_setting_from_config(const char *config_json, bkm_slurm_setting_t *s, bkm_err_t *err);
+/** The setting the seed published for Cori (reference workloads.md, affinity.md §5):
+ *  KMP_AFFINITY=granularity=fine,compact,1,0, KMP_BLOCKTIME=1, 32 threads on "haswell" and 68 on
+ *  "knl". BKM_EINVAL naming @p node for any other node. */
+int bkm_slurm_setting_seed(const char *node, bkm_slurm_setting_t *s, bkm_err_t *err);
+/** Check @p s: every variable through the strict parsers, and no rival variables that would
+ *  cancel each other (KMP_AFFINITY with a type beside OMP_PLACES/OMP_PROC_BIND: libomp applies
+ *  them in environment order and one silently loses). BKM_EINVAL naming them. */
+int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err);
+
+/** srun's CPUs per task and binding for @p ranks_per_node ranks on a node of @p pus logical CPUs
+ *  and @p cores cores, by NERSC's rules (affinity.md §5): -c = pus / R when R divides the cores
+ *  (or, beyond one rank per core, the CPUs), else floor(cores / R) x (pus / cores); --cpu-bind=
+ *  threads when R exceeds the cores, else cores. BKM_EINVAL when R is 0 or above @p pus. */
+typedef struct bkm_slurm_layout {
+    int cpus_per_task;            /**< srun -c */
+    const char *cpu_bind;         /**< "cores" or "threads" (static) */
+    int packed;                   /**< 1: the ranks cover every core of the node */
+    char why[256];                /**< the rule that applied, for the script's comment */
+} bkm_slurm_layout_t;
+int bkm_slurm_layout(int pus, int cores, int ranks_per_node, bkm_slurm_layout_t *l, bkm_err_t *err);
+
+/* ======================================================================================== */
+/* Batch scripts                                                                              */
+/* ======================================================================================== */
+
+/** Where a setting comes from: written into the script's provenance comment. */
+typedef enum {
+    BKM_SLURM_FROM_BEST = 0,      /**< measured: a stored best-known setting */
+    BKM_SLURM_FROM_DEFAULT,       /**< the profile's default setting, not measured */
+    BKM_SLURM_FROM_SEED           /**< published by the seed for Cori, not measured by bkm */
+} bkm_slurm_origin_t;
+
+/** Provenance of a measured setting (BKM_SLURM_FROM_BEST); strings may be NULL (unknown). */
+typedef struct bkm_slurm_provenance {
+    const char *sweep;            /**< sweep uuid */
+    double median_ms, ci_lo_ms, ci_hi_ms;
+    double default_median_ms, speedup;
+    int significant;
+    const char *host;             /**< host the sweep ran on */
+    const char *measured_at;      /**< when the best-known setting was stored */
+    const char *git_revision;     /**< bkm revision of the sweep */
+    const char *db;               /**< database it was read from */
+} bkm_slurm_provenance_t;
+
+/** A batch job. Strings are checked (bkm_slurm_job_check): Slurm option values may not hold
+ *  blanks, quotes or shell metacharacters; none may hold a newline. */
+typedef struct bkm_slurm_job {
+    const char *node;             /**< profile name ("knl") */
+    const char *constraint;       /**< -C; NULL or "" = none */
+    int pus, cores;               /**< the node's logical CPUs and cores (for srun -c) */
+    const char *workload;
+    int nodes;                    /**< -N, >= 1 */
+    int ranks_per_node;           /**< >= 1 */
+    const char *account;          /**< -A; NULL = none */
+    const char *qos;              /**< -q; NULL = none */
+    const char *time;             /**< -t, a Slurm time (MM, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]) */
+    const char *job_name;         /**< -J */
+    const char *output;           /**< -o; NULL = "<job_name>-%j.out" */
+    const char *mpi;              /**< srun --mpi=TYPE ("pmi2" for MPICH); NULL or "" = omitted */
+    const char *command;          /**< the user's program instead of `tune run`; NULL = tune run */
+    const char *tune;             /**< path of the tune executable the job runs */
+    const char *generated_by;     /**< "tune sbatch ..." (the command line), for the comment */
+    const char *generated_at;     /**< ISO-8601 UTC */
+    const char *generator_revision; /**< bkm revision writing the script */
+    const char *generator_host;
+    bkm_slurm_setting_t setting;
+    bkm_slurm_origin_t origin;
+    bkm_slurm_provenance_t prov;
+} bkm_slurm_job_t;
+
+/** Defaults: 1 node, 1 rank per node, -t 00:30:00, -q regular, --mpi=pmi2. */
+void bkm_slurm_job_defaults(bkm_slurm_job_t *job);
+/** Check every field of @p job (values, Slurm time syntax, the setting, the layout). */
+int bkm_slurm_job_check(const bkm_slurm_job_t *job, bkm_err_t *err);
+/** Append the batch script of @p job to @p out: `#!/bin/bash`, the provenance comment, the
+ *  #SBATCH lines, the exported setting (in the order libomp applies, bkm_aff_env_export), the
+ *  planned world size, and one srun line (-n, -c, --cpu-bind, --mpi) whose every rank prints
+ *  "bkm rank R of N on HOST: <the settings it sees>" before it runs `tune run` (which prints the
+ *  result line: median time, GFLOP/s) or the user's command. */
+int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t *err);
+
+/** A sweep spread over a job array of @p shards shards plus a merge job. */
+typedef struct bkm_slurm_array {
+    int shards;                   /**< K >= 1 */
+    const char *sweep_args;       /**< the sweep's options, shell-quoted, without --db/--shard */
+    const char *db;               /**< the merged database (a path on shared storage) */
+    const char *shard_dir;        /**< where finished shards are copied (shared storage) */
+    const char *group;            /**< the shards' common sweep group (a random token made when the
+                                       script is written: resubmitting the same script resumes into
+                                       the same sweep, another script never collides) */
+} bkm_slurm_array_t;
+/** The array job's script: shard $SLURM_ARRAY_TASK_ID of K runs `tune sweep ... --shard I/K
+ *  --shard-group GROUP` into a node-local SQLite file ($TMPDIR or /tmp, never the
+ *  shared file system), then copies the closed file to SHARD_DIR/shard-I-of-K.sqlite. */
+int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
+                                 bkm_err_t *err);
+/** The job that runs the whole sweep on one node (`tune --sbatch FILE`): `tune sweep ...` into a
+ *  node-local SQLite file, then `tune merge DB` of it and `tune best`; @p a's shards and shard_dir
+ *  are not used. */
+int bkm_slurm_sweep_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
+                                 bkm_err_t *err);
+/** The merge job's script (run with --dependency=afterok:ARRAYID, or by hand): names every shard
+ *  file that is missing (exit 4 after merging the others), else `tune merge`s them into DB and
+ *  re-runs the unsplit sweep on DB, which finds every search trial stored and only confirms and
+ *  derives the best-known setting. */
+int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
+                                 bkm_err_t *err);
+
+/* ======================================================================================== */
+/* Submission                                                                                 */
+/* ======================================================================================== */
+
+/** The environment for `sbatch`: @p environ without the SBATCH_* and SLURM_* variables that would
+ *  silently change a submission (SLURM_CONF, which only names the cluster's configuration, is
+ *  kept). *out is a NULL-terminated array of pointers into @p envp (bkm_free the array);
+ *  *n_cleared (may be NULL) counts what was removed. */
+int bkm_slurm_submit_env(char *const *envp, char ***out, int *n_cleared, bkm_err_t *err);
+/** Find @p prog ("sbatch") in the colon-separated @p path into @p found. BKM_EDEP saying which
+ *  Debian package to install when it is nowhere. */
+int bkm_slurm_find_program(const char *prog, const char *path, char *found, size_t n, bkm_err_t *err);
+
+typedef struct bkm_slurm_submit {
+    const char *sbatch;           /**< absolute path of sbatch (bkm_slurm_find_program) */
+    char *const *envp;            /**< from bkm_slurm_submit_env */
+    const char *script;           /**< path of the script */
+    const char *dependency;       /**< --dependency value, or NULL */
+    int test_only;                /**< sbatch --test-only */
+} bkm_slurm_submit_t;
+/** Run sbatch (--parsable) on the script. On success *job_id is the job's id (0 under
+ *  --test-only) and @p msg gets sbatch's output. When sbatch refuses, BKM_EDEP with Slurm's own
+ *  message verbatim in @p err (and in @p msg). */
+int bkm_slurm_submit_run(const bkm_slurm_submit_t *s, long long *job_id, bkm_buf_t *msg, bkm_err_t *err);
+
+/* ======================================================================================== */
+/* Lint                                                                                       */
+/* ======================================================================================== */
+
+typedef enum { BKM_SLURM_NOTE = 0, BKM_SLURM_WARNING = 1, BKM_SLURM_ERROR = 2 } bkm_slurm_sev_t;
+
+typedef struct bkm_slurm_finding {
+    int line;                     /**< 1-based; 0 = the whole script */
+    bkm_slurm_sev_t sev;
+    char code[32];                /**< "unknown-variable", "bad-value", "cancelling", "threads",
+                                       "cpu-bind", "node" */
+    char msg[512];
+} bkm_slurm_finding_t;
+
+/** A lint report: the findings and what the script sets. */
+typedef struct bkm_slurm_lint {
+    bkm_slurm_finding_t *f;
+    size_t n, cap;
+    int errors, warnings;
+    char node[32];                /**< the node checked against ("" = none known) */
+    char constraint[128];         /**< #SBATCH -C */
+    int threads;                  /**< OMP_NUM_THREADS (first level), 0 = unset */
+    int srun_c;                   /**< srun -c / --cpus-per-task (or #SBATCH -c), 0 = none */
+    int ranks_per_node;           /**< 0 = unknown */
+    char *plan_text;              /**< the planner's explanation on that node, or NULL */
+    char *plan_json;              /**< the same as JSON, or NULL */
+} bkm_slurm_lint_t;
+void bkm_slurm_lint_free(bkm_slurm_lint_t *r);
+
+/** Lint the script @p text: OpenMP/KMP variables no runtime reads (edit distance against the
+ *  variables libomp 14 and libgomp read), values the strict parsers reject, settings that cancel
+ *  each other, thread counts that do not fit the node or srun -c, srun without --cpu-bind where
+ *  NERSC's rules need it; then the planner's explanation of the placement on the node. @p node
+ *  (NULL: from -C, knl or haswell) names a profile (bkm_profile_resolve). BKM_OK whatever was
+ *  found (r->errors counts the errors); BKM_EINVAL when @p node is unknown. */
+int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, bkm_err_t *err);
+/** The report as JSON: {"node","constraint","threads","srun_c","errors","warnings",
+ *  "findings":[{"line","severity","code","message"}],"placement": plan JSON or null}. */
+int bkm_slurm_lint_to_json(const bkm_slurm_lint_t *r, const char *script, bkm_buf_t *out);
+/** The closest variable name libomp or libgomp reads within edit distance 2 of @p name, or NULL
+ *  when @p name is one of them or none is that close. */
+const char *bkm_slurm_var_suggest(const char *name, int *known);
+/** Optimal-string-alignment (Damerau) edit distance between @p a and @p b. */
+int bkm_slurm_edit_distance(const char *a, const char *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BKM_SLURM_H */

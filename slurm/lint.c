@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: MIT */
+/* `tune lint`: what a batch script (or any shell script) really asks of the OpenMP runtime and of
+ * srun, checked against the variables libomp 14 and libgomp read, the strict parsers, the node of
+ * its -C constraint and NERSC's srun rules; then the placement it produces, explained. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bkm/slurm.h"
+
+/* Every variable LLVM libomp 14 (kmp_settings.cpp) or GNU libgomp (env.c) reads. */
+static const char *const known_vars[] = {
+    /* OpenMP standard (both runtimes) */
+    "OMP_AFFINITY_FORMAT", "OMP_ALLOCATOR", "OMP_CANCELLATION", "OMP_DEBUG", "OMP_DEFAULT_DEVICE",
+    "OMP_DISPLAY_AFFINITY", "OMP_DISPLAY_ENV", "OMP_DYNAMIC", "OMP_MAX_ACTIVE_LEVELS", "OMP_MAX_TASK_PRIORITY",
+    "OMP_NESTED", "OMP_NUM_TEAMS", "OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND", "OMP_SCHEDULE",
+    "OMP_STACKSIZE", "OMP_TARGET_OFFLOAD", "OMP_TEAMS_THREAD_LIMIT", "OMP_THREAD_LIMIT", "OMP_TOOL",
+    "OMP_TOOL_LIBRARIES", "OMP_TOOL_VERBOSE_INIT", "OMP_WAIT_POLICY",
+    /* libgomp */
+    "GOMP_CPU_AFFINITY", "GOMP_DEBUG", "GOMP_STACKSIZE", "GOMP_SPINCOUNT", "GOMP_RTEMS_THREAD_POOLS",
+    /* libomp */
+    "KMP_ADAPTIVE_LOCK_PROPS", "KMP_AFFINITY", "KMP_ALIGN_ALLOC", "KMP_ALL_THREADS", "KMP_ALL_THREADPRIVATE",
+    "KMP_ATOMIC_MODE", "KMP_BLOCKTIME", "KMP_CONSISTENCY_CHECK", "KMP_CPUINFO_FILE", "KMP_DETERMINISTIC_REDUCTION",
+    "KMP_DEVICE_THREAD_LIMIT", "KMP_DISP_NUM_BUFFERS", "KMP_DUPLICATE_LIB_OK", "KMP_DYNAMIC_MODE",
+    "KMP_ENABLE_TASK_THROTTLING", "KMP_FORCE_MONOTONIC_DYNAMIC_SCHEDULE", "KMP_FORCE_REDUCTION",
+    "KMP_FORKJOIN_BARRIER", "KMP_FORKJOIN_BARRIER_PATTERN", "KMP_FORKJOIN_FRAMES", "KMP_FORKJOIN_FRAMES_MODE",
+    "KMP_GTID_MODE", "KMP_HANDLE_SIGNALS", "KMP_HIDDEN_HELPER_AFFINITY", "KMP_HOT_TEAMS_MAX_LEVEL",
+    "KMP_HOT_TEAMS_MODE", "KMP_HW_SUBSET", "KMP_INIT_AT_FORK", "KMP_ITT_PREPARE_DELAY", "KMP_LIBRARY",
+    "KMP_LOCK_KIND", "KMP_MALLOC_POOL_INCR", "KMP_MONITOR_STACKSIZE", "KMP_MWAIT_HINTS", "KMP_NESTING_MODE",
+    "KMP_NUM_LOCKS_IN_BLOCK", "KMP_PLACE_THREADS", "KMP_PLAIN_BARRIER", "KMP_PLAIN_BARRIER_PATTERN",
+    "KMP_REDUCTION_BARRIER", "KMP_REDUCTION_BARRIER_PATTERN", "KMP_SCHEDULE", "KMP_SETTINGS",
+    "KMP_SPIN_BACKOFF_PARAMS", "KMP_STACKOFFSET", "KMP_STACKPAD", "KMP_STACKSIZE", "KMP_STORAGE_MAP",
+    "KMP_TASKING", "KMP_TASKLOOP_MIN_TASKS", "KMP_TASK_STEALING_CONSTRAINT", "KMP_TEAMS_THREAD_LIMIT",
+    "KMP_TOPOLOGY_METHOD", "KMP_USER_LEVEL_MWAIT", "KMP_USE_YIELD", "KMP_VERSION", "KMP_WARNINGS",
+    "LIBOMP_NUM_HIDDEN_HELPER_THREADS", "LIBOMP_USE_HIDDEN_HELPER_TASK", NULL,
+};
+
+int bkm_slurm_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    int d[64][64];
+    if (la > 62 || lb > 62)
+        return 99;
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1], v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+const char *bkm_slurm_var_suggest(const char *name, int *known)
+{
+    const char *best = NULL;
+    int bd = 3;
+    *known = 0;
+    for (int i = 0; known_vars[i]; i++) {
+        int dist;
+        if (strcmp(name, known_vars[i]) == 0) {
+            *known = 1;
+            return NULL;
+        }
+        if ((dist = bkm_slurm_edit_distance(name, known_vars[i])) < bd)
+            bd = dist, best = known_vars[i];
+    }
+    return best;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void add(bkm_slurm_lint_t *r, int line, bkm_slurm_sev_t sev, const char *code, const char *fmt, ...)
+    BKM_PRINTF(5, 6);
+static void add(bkm_slurm_lint_t *r, int line, bkm_slurm_sev_t sev, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    bkm_slurm_finding_t *f;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        bkm_slurm_finding_t *nf = bkm_realloc(r->f, cap * sizeof *nf);
+        if (nf == NULL)
+            return;
+        r->f = nf, r->cap = cap;
+    }
+    f = &r->f[r->n++];
+    f->line = line;
+    f->sev = sev;
+    snprintf(f->code, sizeof f->code, "%s", code);
+    va_start(ap, fmt);
+    vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+    va_end(ap);
+    r->errors += sev == BKM_SLURM_ERROR;
+    r->warnings += sev == BKM_SLURM_WARNING;
+}
+
+void bkm_slurm_lint_free(bkm_slurm_lint_t *r)
+{
+    if (r == NULL)
+        return;
+    bkm_free(r->f);
+    bkm_free(r->plan_text);
+    bkm_free(r->plan_json);
+    memset(r, 0, sizeof *r);
+}
+
+/* Shell words of one logical line: quotes removed, $ / ` noted (the value is then dynamic). */
+#define MAXW 64
+typedef struct words {
+    char w[MAXW][256];
+    int dyn[MAXW];
+    int n;
+} words_t;
+
+static void split(const char *s, words_t *ws)
+{
+    ws->n = 0;
+    while (*s && ws->n < MAXW) {
+        char *o = ws->w[ws->n];
+        size_t k = 0;
+        int dyn = 0;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!*s || *s == '#')
+            break;
+        if (strchr(";&|", *s)) {   /* a command separator is a word of its own */
+            o[0] = *s, o[1] = '\0';
+            while (*s && strchr(";&|", *s))
+                s++;
+            ws->dyn[ws->n++] = 0;
+            continue;
+        }
+        while (*s && *s != ' ' && *s != '\t' && !strchr(";&|", *s)) {
+            if (*s == '\'') {
+                for (s++; *s && *s != '\''; s++)
+                    if (k < 255)
+                        o[k++] = *s;
+                if (*s)
+                    s++;
+            } else if (*s == '"') {
+                for (s++; *s && *s != '"'; s++) {
+                    if (*s == '\\' && s[1])
+                        s++;
+                    else if (*s == '$' || *s == '`')
+                        dyn = 1;
+                    if (k < 255)
+                        o[k++] = *s;
+                }
+                if (*s)
+                    s++;
+            } else {
+                if (*s == '\\' && s[1])
+                    s++;
+                else if (*s == '$' || *s == '`')
+                    dyn = 1;
+                if (k < 255)
+                    o[k++] = *s;
+                s++;
+            }
+        }
+        o[k] = '\0';
+        ws->dyn[ws->n++] = dyn;
+    }
+}
+
+static int is_name(const char *s, size_t n)
+{
+    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+            return 0;
+    return 1;
+}
+
+/* The variables the script sets (the last assignment of each counts) */
+#define MAXV 128
+typedef struct var {
+    char name[64];
+    char value[256];
+    int line, dyn;
+} var_t;
+
+typedef struct state {
+    var_t v[MAXV];
+    int n;
+    int sb_nodes, sb_ntasks, sb_tpn, sb_c;   /* #SBATCH -N, -n, --ntasks-per-node, -c */
+    int srun_line, srun_n, srun_N, srun_tpn, srun_c, srun_bind;
+    char srun_bind_val[64];
+} state_t;
+
+static var_t *var_find(state_t *st, const char *name)
+{
+    for (int i = 0; i < st->n; i++)
+        if (strcmp(st->v[i].name, name) == 0)
+            return &st->v[i];
+    return NULL;
+}
+
+static void var_check_name(bkm_slurm_lint_t *r, const char *name, int line)
+{
+    int known;
+    const char *sug = bkm_slurm_var_suggest(name, &known);
+    int prefixed = strncmp(name, "OMP_", 4) == 0 || strncmp(name, "KMP_", 4) == 0 || strncmp(name, "GOMP_", 5) == 0;
+    if (known)
+        return;
+    if (sug && (prefixed || bkm_slurm_edit_distance(name, sug) <= 1 || strlen(name) >= 8))
+        add(r, line, BKM_SLURM_ERROR, "unknown-variable",
+            "%s is read by no OpenMP runtime (libomp, libgomp): did you mean %s? As written it silently does nothing",
+            name, sug);
+    else if (prefixed)
+        add(r, line, BKM_SLURM_WARNING, "unknown-variable", "%s is read by neither libomp 14 nor libgomp", name);
+}
+
+static void var_set(bkm_slurm_lint_t *r, state_t *st, const char *name, size_t nlen, const char *value, int dyn,
+                    int line)
+{
+    char nm[64];
+    var_t *v;
+    snprintf(nm, sizeof nm, "%.*s", (int)(nlen < 63 ? nlen : 63), name);
+    var_check_name(r, nm, line);
+    if ((v = var_find(st, nm)) == NULL) {
+        if (st->n >= MAXV)
+            return;
+        v = &st->v[st->n++];
+        snprintf(v->name, sizeof v->name, "%s", nm);
+    }
+    snprintf(v->value, sizeof v->value, "%s", value);
+    v->line = line;
+    v->dyn = dyn;
+}
+
+static void var_unset(state_t *st, const char *name)
+{
+    var_t *v = var_find(st, name);
+    if (v)
+        *v = st->v[--st->n];
+}
+
+static int num_arg(const char *s, int *out)
+{
+    long long v;
+    if (bkm_parse_int(s, 1, 1000000, &v) < 0)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* option value: "--name=V", "--name V", "-xV", "-x V"; returns the value and advances *i */
+static const char *opt_val(const words_t *ws, int *i, const char *sh, const char *lg)
+{
+    const char *w = ws->w[*i];
+    size_t ll = lg ? strlen(lg) : 0;
+    if (lg && strncmp(w, lg, ll) == 0 && w[ll] == '=')
+        return w + ll + 1;
+    if ((lg && strcmp(w, lg) == 0) || (sh && strcmp(w, sh) == 0))
+        return *i + 1 < ws->n ? ws->w[++*i] : "";
+    if (sh && strncmp(w, sh, 2) == 0 && w[2])
+        return w + 2;
+    return NULL;
+}
+
+static void sbatch_line(bkm_slurm_lint_t *r, state_t *st, const char *rest, int line)
+{
+    words_t ws;
+    split(rest, &ws);
+    for (int i = 0; i < ws.n; i++) {
+        const char *v;
+        if ((v = opt_val(&ws, &i, "-C", "--constraint")) != NULL)
+            snprintf(r->constraint, sizeof r->constraint, "%s", v);
+        else if ((v = opt_val(&ws, &i, "-N", "--nodes")) != NULL)
+            num_arg(v, &st->sb_nodes);
+        else if ((v = opt_val(&ws, &i, "-n", "--ntasks")) != NULL)
+            num_arg(v, &st->sb_ntasks);
+        else if ((v = opt_val(&ws, &i, NULL, "--ntasks-per-node")) != NULL)
+            num_arg(v, &st->sb_tpn);
+        else if ((v = opt_val(&ws, &i, "-c", "--cpus-per-task")) != NULL)
+            num_arg(v, &st->sb_c);
+    }
+    (void)line;
+}
+
+static void srun_words(state_t *st, const words_t *ws, int i, int line)
+{
+    st->srun_line = line;
+    for (i++; i < ws->n && ws->w[i][0] == '-'; i++) {
+        const char *v;
+        int k = i;
+        if ((v = opt_val(ws, &k, NULL, "--cpu-bind")) != NULL || (v = opt_val(ws, &k, NULL, "--cpu_bind")) != NULL) {
+            st->srun_bind = 1;
+            snprintf(st->srun_bind_val, sizeof st->srun_bind_val, "%s", v);
+        } else if ((v = opt_val(ws, &k, "-n", "--ntasks")) != NULL) {
+            num_arg(v, &st->srun_n);
+        } else if ((v = opt_val(ws, &k, "-N", "--nodes")) != NULL) {
+            num_arg(v, &st->srun_N);
+        } else if ((v = opt_val(ws, &k, NULL, "--ntasks-per-node")) != NULL) {
+            num_arg(v, &st->srun_tpn);
+        } else if ((v = opt_val(ws, &k, "-c", "--cpus-per-task")) != NULL) {
+            num_arg(v, &st->srun_c);
+        } else if (ws->w[i][1] != '-' && strlen(ws->w[i]) == 2 && strchr("ABJpqtwxmoeDdkLuS", ws->w[i][1]) &&
+                   i + 1 < ws->n) {
+            k = i + 1;   /* another short option with a value: skip the value */
+        }
+        i = k;
+    }
+}
+
+/* One logical line of shell: assignments, export/setenv/unset, srun. */
+static void shell_line(bkm_slurm_lint_t *r, state_t *st, const char *text, int line)
+{
+    words_t ws;
+    int i = 0, cmd = 1;
+    split(text, &ws);
+    while (i < ws.n) {
+        const char *w = ws.w[i];
+        const char *eq = strchr(w, '=');
+        if (strchr(";&|", w[0]) && w[1] == '\0') {
+            cmd = 1, i++;
+            continue;
+        }
+        if (cmd && eq && is_name(w, (size_t)(eq - w))) {   /* NAME=VALUE before a command */
+            var_set(r, st, w, (size_t)(eq - w), eq + 1, ws.dyn[i], line);
+            i++;
+            continue;
+        }
+        if (cmd && (strcmp(w, "export") == 0 || strcmp(w, "declare") == 0 || strcmp(w, "typeset") == 0 ||
+                    strcmp(w, "readonly") == 0 || strcmp(w, "local") == 0)) {
+            for (i++; i < ws.n && !(strchr(";&|", ws.w[i][0]) && ws.w[i][1] == '\0'); i++) {
+                const char *a = ws.w[i], *e = strchr(a, '=');
+                if (a[0] == '-')
+                    continue;
+                if (e && is_name(a, (size_t)(e - a)))
+                    var_set(r, st, a, (size_t)(e - a), e + 1, ws.dyn[i], line);
+                else if (is_name(a, strlen(a)))
+                    var_check_name(r, a, line);
+            }
+            continue;
+        }
+        if (cmd && strcmp(w, "setenv") == 0 && i + 1 < ws.n) {   /* csh */
+            const char *val = i + 2 < ws.n ? ws.w[i + 2] : "";
+            if (is_name(ws.w[i + 1], strlen(ws.w[i + 1])))
+                var_set(r, st, ws.w[i + 1], strlen(ws.w[i + 1]), val, i + 2 < ws.n && ws.dyn[i + 2], line);
+            i += 3;
+            continue;
+        }
+        if (cmd && (strcmp(w, "unset") == 0 || strcmp(w, "unsetenv") == 0)) {
+            for (i++; i < ws.n && !(strchr(";&|", ws.w[i][0]) && ws.w[i][1] == '\0'); i++)
+                var_unset(st, ws.w[i]);
+            continue;
+        }
+        if (cmd && (strcmp(w, "time") == 0 || strcmp(w, "exec") == 0 || strcmp(w, "command") == 0 ||
+                    strcmp(w, "then") == 0 || strcmp(w, "do") == 0 || strcmp(w, "else") == 0)) {
+            i++;
+            continue;
+        }
+        if (cmd && strcmp(w, "srun") == 0)
+            srun_words(st, &ws, i, line);
+        cmd = 0;
+        i++;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void check_values(bkm_slurm_lint_t *r, state_t *st)
+{
+    for (int i = 0; i < st->n; i++) {
+        var_t *v = &st->v[i];
+        bkm_err_t e = {0};
+        int rc = BKM_OK, ms;
+        if (v->dyn) {
+            if (strstr(v->name, "MP_") || strncmp(v->name, "GOMP_", 5) == 0)
+                add(r, v->line, BKM_SLURM_NOTE, "dynamic", "%s='%s' depends on the shell at run time: not checked",
+                    v->name, v->value);
+            continue;
+        }
+        if (strcmp(v->name, "KMP_AFFINITY") == 0) {
+            bkm_aff_kmp_t k;
+            rc = bkm_aff_kmp_parse(v->value, &k, &e);
+        } else if (strcmp(v->name, "KMP_BLOCKTIME") == 0) {
+            rc = bkm_aff_blocktime_parse(v->value, &ms, &e);
+        } else if (strcmp(v->name, "KMP_HW_SUBSET") == 0 || strcmp(v->name, "KMP_PLACE_THREADS") == 0) {
+            bkm_aff_hw_subset_t h;
+            rc = bkm_aff_hw_subset_parse(v->value, &h, &e);
+        } else if (strcmp(v->name, "OMP_PLACES") == 0) {
+            bkm_aff_places_t p;
+            rc = bkm_aff_places_parse(v->value, &p, &e);
+        } else if (strcmp(v->name, "OMP_PROC_BIND") == 0) {
+            bkm_aff_proc_bind_t p;
+            rc = bkm_aff_proc_bind_parse(v->value, &p, &e);
+        } else if (strcmp(v->name, "GOMP_CPU_AFFINITY") == 0) {
+            char pl[BKM_AFF_PROCLIST_MAX];
+            rc = bkm_aff_gomp_parse(v->value, pl, sizeof pl, &e);
+        } else if (strcmp(v->name, "OMP_WAIT_POLICY") == 0) {
+            if (strcasecmp(v->value, "active") != 0 && strcasecmp(v->value, "passive") != 0)
+                rc = bkm_err_set(&e, BKM_EINVAL, "'%s' is neither active nor passive", v->value);
+        } else if (strcmp(v->name, "OMP_NUM_THREADS") == 0) {
+            char buf[256], *save = NULL, *tok;
+            int first = 1;
+            snprintf(buf, sizeof buf, "%s", v->value);
+            for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                int n;
+                if (!num_arg(tok, &n)) {
+                    rc = bkm_err_set(&e, BKM_EINVAL, "'%s' is not a positive thread count", tok);
+                    break;
+                }
+                if (first)
+                    r->threads = n, first = 0;
+            }
+            if (first && rc == BKM_OK)
+                rc = bkm_err_set(&e, BKM_EINVAL, "empty");
+        }
+        if (rc < 0) {
+            add(r, v->line, BKM_SLURM_ERROR, "bad-value", "%s='%s': %s", v->name, v->value, e.msg);
+            v->dyn = 1;   /* not planned with */
+        }
+    }
+}
+
+static const char *val_of(state_t *st, const char *name)
+{
+    var_t *v = var_find(st, name);
+    return v && !v->dyn ? v->value : NULL;
+}
+
+static int line_of(state_t *st, const char *name)
+{
+    var_t *v = var_find(st, name);
+    return v ? v->line : 0;
+}
+
+static void env_from(state_t *st, bkm_aff_env_t *env)
+{
+    memset(env, 0, sizeof *env);
+    env->kmp_affinity = val_of(st, "KMP_AFFINITY");
+    env->kmp_hw_subset = val_of(st, "KMP_HW_SUBSET");
+    env->kmp_place_threads = val_of(st, "KMP_PLACE_THREADS");
+    env->kmp_blocktime = val_of(st, "KMP_BLOCKTIME");
+    env->omp_places = val_of(st, "OMP_PLACES");
+    env->omp_proc_bind = val_of(st, "OMP_PROC_BIND");
+    env->gomp_cpu_affinity = val_of(st, "GOMP_CPU_AFFINITY");
+    env->omp_wait_policy = val_of(st, "OMP_WAIT_POLICY");
+}
+
+static void check_cancelling(bkm_slurm_lint_t *r, state_t *st, const bkm_aff_env_t *env)
+{
+    bkm_aff_setting_t s;
+    bkm_aff_kmp_t k;
+    if (env->kmp_affinity && (env->omp_proc_bind || env->omp_places) &&
+        bkm_aff_kmp_parse(env->kmp_affinity, &k, NULL) == BKM_OK && k.type != BKM_AFF_TYPE_UNSET) {
+        const char *o = env->omp_proc_bind ? "OMP_PROC_BIND" : "OMP_PLACES";
+        add(r, line_of(st, o), BKM_SLURM_ERROR, "cancelling",
+            "KMP_AFFINITY (line %d) and %s (line %d) cancel each other: libomp 14 applies them in the order they "
+            "appear in the environment, which the shell does not promise, and the last one wins (KMP_AFFINITY's "
+            "type over OMP_PROC_BIND); keep one of the two",
+            line_of(st, "KMP_AFFINITY"), o, line_of(st, o));
+        return;
+    }
+    if (bkm_aff_setting_resolve(env, &s, NULL) == BKM_OK)
+        for (int i = 0; i < s.n_ignored; i++)
+            add(r, line_of(st, s.ignored[i]), BKM_SLURM_ERROR, "cancelling",
+                "%s is ignored: another placement variable the script sets takes precedence over it", s.ignored[i]);
+}
+
+/* The node: --node, else the -C constraint (knl, haswell). */
+static int node_pick(bkm_slurm_lint_t *r, const char *node, bkm_node_profile_t *prof, bkm_err_t *err)
+{
+    const char *name = node;
+    if (name == NULL) {
+        if (strstr(r->constraint, "knl"))
+            name = "knl";
+        else if (strstr(r->constraint, "haswell"))
+            name = "haswell";
+        else
+            return 0;
+    }
+    if (bkm_profile_resolve(name, prof, err) < 0)
+        return BKM_EINVAL;
+    snprintf(r->node, sizeof r->node, "%s", prof->name);
+    return 1;
+}
+
+static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo)
+{
+    bkm_topo_summary_t s;
+    int nodes, tpn = 0, c, pus_per_core;
+    bkm_topo_summary(topo, &s);
+    pus_per_core = s.cores > 0 ? s.pus / s.cores : 1;
+    nodes = st->srun_N ? st->srun_N : st->sb_nodes ? st->sb_nodes : 1;
+    if (st->srun_tpn)
+        tpn = st->srun_tpn;
+    else if (st->srun_n)
+        tpn = (st->srun_n + nodes - 1) / nodes;
+    else if (st->sb_tpn)
+        tpn = st->sb_tpn;
+    else if (st->sb_ntasks)
+        tpn = (st->sb_ntasks + nodes - 1) / nodes;
+    r->ranks_per_node = tpn;
+    c = st->srun_c ? st->srun_c : st->sb_c;
+    r->srun_c = c;
+    if (r->threads > s.pus)
+        add(r, line_of(st, "OMP_NUM_THREADS"), BKM_SLURM_ERROR, "threads",
+            "OMP_NUM_THREADS=%d exceeds the %d logical CPUs of a %s node", r->threads, s.pus, r->node);
+    if (c && r->threads > c)
+        add(r, line_of(st, "OMP_NUM_THREADS"), BKM_SLURM_ERROR, "threads",
+            "OMP_NUM_THREADS=%d does not fit the %d CPUs srun -c gives each rank (line %d): threads share CPUs",
+            r->threads, c, st->srun_line);
+    if (tpn && c && tpn * c > s.pus)
+        add(r, st->srun_line, BKM_SLURM_ERROR, "threads",
+            "%d ranks per node x -c %d = %d CPUs exceed the %d of a %s node", tpn, c, tpn * c, s.pus, r->node);
+    if (st->srun_line && tpn) {
+        bkm_slurm_layout_t l;
+        if (bkm_slurm_layout(s.pus, s.cores, tpn, &l, NULL) == BKM_OK) {
+            int cores_used = c ? tpn * (c / pus_per_core > 0 ? c / pus_per_core : 1) : s.cores;
+            int need = tpn > s.cores || cores_used < s.cores;
+            if (!c && tpn > 1)
+                add(r, st->srun_line, BKM_SLURM_WARNING, "cpus-per-task",
+                    "srun without -c: %d ranks per node get Slurm's default CPUs; NERSC's rule for %s: -c %d (%s)",
+                    tpn, r->node, l.cpus_per_task, l.why);
+            else if (c && c != l.cpus_per_task)
+                add(r, st->srun_line, BKM_SLURM_NOTE, "cpus-per-task",
+                    "srun -c %d; NERSC's rule for %d ranks per node of %s gives -c %d (%s)", c, tpn, r->node,
+                    l.cpus_per_task, l.why);
+            if (need && !st->srun_bind)
+                add(r, st->srun_line, BKM_SLURM_ERROR, "cpu-bind",
+                    "srun without --cpu-bind: %s, so NERSC's rules need --cpu-bind=%s (else ranks float over "
+                    "the node)",
+                    tpn > s.cores ? "more ranks than cores" : "the node is not fully packed", l.cpu_bind);
+        }
+    }
+}
+
+static void explain(bkm_slurm_lint_t *r, const bkm_node_profile_t *prof, bkm_topo_t *topo, const bkm_aff_env_t *env)
+{
+    bkm_aff_plan_t *plan = NULL;
+    bkm_aff_plan_opts_t po;
+    bkm_topo_summary_t s;
+    bkm_err_t e = {0};
+    bkm_buf_t b;
+    bkm_json_w_t w;
+    int threads, per_core;
+    bkm_topo_summary(topo, &s);
+    per_core = s.cores > 0 ? s.pus / s.cores : 1;
+    /* the first rank's CPUs when ranks share the node: whole cores from the first (srun -c) */
+    if (r->srun_c && r->ranks_per_node > 1 && r->srun_c < s.pus) {
+        bkm_cpuset_t m;
+        int n_pus, ncores = r->srun_c / per_core > 0 ? r->srun_c / per_core : 1;
+        const bkm_topo_pu_t *pu = bkm_topo_pus(topo, &n_pus);
+        bkm_cpuset_zero(&m);
+        for (int i = 0; i < n_pus; i++)
+            if (pu[i].core < ncores)
+                bkm_cpuset_set(&m, pu[i].os);
+        bkm_topo_restrict(topo, &m, NULL);
+    }
+    bkm_topo_summary(topo, &s);
+    threads = r->threads ? r->threads : r->srun_c ? r->srun_c : s.allowed_pus;
+    memset(&po, 0, sizeof po);
+    po.mic = strcmp(prof->name, "knl") == 0;
+    if (bkm_aff_plan_create_ex(topo, env, threads, &po, &plan, &e) < 0) {
+        add(r, 0, BKM_SLURM_ERROR, "placement", "the planner refuses this setting on %s with %d threads: %s", r->node,
+            threads, e.msg);
+        return;
+    }
+    bkm_buf_init(&b);
+    bkm_buf_printf(&b, "placement of rank 0 on %s (%d allowed CPUs, %d threads%s):\n", r->node, s.allowed_pus,
+                   threads, r->threads ? "" : ", OMP_NUM_THREADS unset: one per allowed CPU");
+    bkm_aff_plan_explain(plan, topo, &b, NULL);
+    r->plan_text = bkm_buf_take(&b);
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    bkm_aff_plan_to_json(plan, topo, &w, NULL);
+    r->plan_json = bkm_buf_take(&b);
+    for (int i = 0; i < bkm_aff_plan_n_warnings(plan); i++)
+        add(r, 0, BKM_SLURM_WARNING, "placement", "%s", bkm_aff_plan_warning(plan, i));
+    bkm_aff_plan_free(plan);
+}
+
+int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, bkm_err_t *err)
+{
+    state_t *st = bkm_calloc(1, sizeof *st);
+    bkm_buf_t logical;
+    bkm_node_profile_t prof;
+    bkm_topo_t *topo = NULL;
+    bkm_aff_env_t env;
+    int line = 0, start = 0, rc = BKM_OK, have_node;
+    const char *p = text;
+    memset(r, 0, sizeof *r);
+    if (st == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "lint: out of memory");
+    bkm_buf_init(&logical);
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        line++;
+        if (n > 0 && p[n - 1] == '\r')
+            n--;
+        if (logical.len == 0)
+            start = line;
+        if (logical.len == 0 && strncmp(p, "#SBATCH", 7) == 0) {
+            char tmp[1024];
+            snprintf(tmp, sizeof tmp, "%.*s", (int)(n - 7 < sizeof tmp ? n - 7 : sizeof tmp - 1), p + 7);
+            sbatch_line(r, st, tmp, line);
+        } else if (n > 0 && p[n - 1] == '\\') {
+            bkm_buf_append(&logical, p, n - 1);
+            bkm_buf_puts(&logical, " ");
+        } else {
+            bkm_buf_append(&logical, p, n);
+            shell_line(r, st, bkm_buf_str(&logical), start);
+            bkm_buf_free(&logical);
+            bkm_buf_init(&logical);
+        }
+        p = nl ? nl + 1 : p + n;
+    }
+    if (logical.len)
+        shell_line(r, st, bkm_buf_str(&logical), start);
+    bkm_buf_free(&logical);
+
+    check_values(r, st);
+    env_from(st, &env);
+    check_cancelling(r, st, &env);
+    if ((have_node = node_pick(r, node, &prof, err)) < 0) {
+        rc = have_node;
+        goto out;
+    }
+    if (!have_node) {
+        add(r, 0, BKM_SLURM_NOTE, "node",
+            "no node to check against: no -C knl/haswell constraint and no --node; thread counts and the placement "
+            "are not checked");
+        goto out;
+    }
+    if ((rc = bkm_topo_open_profile(&topo, &prof, err)) < 0)
+        goto out;
+    check_node(r, st, topo);
+    explain(r, &prof, topo, &env);
+out:
+    bkm_topo_close(topo);
+    bkm_free(st);
+    if (rc < 0)
+        bkm_slurm_lint_free(r);
+    return rc;
+}
+
+int bkm_slurm_lint_to_json(const bkm_slurm_lint_t *r, const char *script, bkm_buf_t *out)
+{
+    static const char *const sev[] = {"note", "warning", "error"};
+    bkm_json_w_t w;
+    bkm_json_w_init(&w, out, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "script"), bkm_json_str(&w, script);
+    bkm_json_key(&w, "node"), bkm_json_str(&w, r->node[0] ? r->node : NULL);
+    bkm_json_key(&w, "constraint"), bkm_json_str(&w, r->constraint[0] ? r->constraint : NULL);
+    bkm_json_key(&w, "threads"), bkm_json_int(&w, r->threads);
+    bkm_json_key(&w, "srun_c"), bkm_json_int(&w, r->srun_c);
+    bkm_json_key(&w, "ranks_per_node"), bkm_json_int(&w, r->ranks_per_node);
+    bkm_json_key(&w, "errors"), bkm_json_int(&w, r->errors);
+    bkm_json_key(&w, "warnings"), bkm_json_int(&w, r->warnings);
+    bkm_json_key(&w, "findings");
+    bkm_json_arr_begin(&w);
+    for (size_t i = 0; i < r->n; i++) {
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "line"), bkm_json_int(&w, r->f[i].line);
+        bkm_json_key(&w, "severity"), bkm_json_str(&w, sev[r->f[i].sev]);
+        bkm_json_key(&w, "code"), bkm_json_str(&w, r->f[i].code);
+        bkm_json_key(&w, "message"), bkm_json_str(&w, r->f[i].msg);
+        bkm_json_obj_end(&w);
+    }
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "placement");
+    if (r->plan_json)
+        bkm_json_raw(&w, r->plan_json);
+    else
+        bkm_json_null(&w);
+    bkm_json_key(&w, "explanation"), bkm_json_str(&w, r->plan_text);
+    bkm_json_obj_end(&w);
+    return out->oom ? BKM_ENOMEM : BKM_OK;
+}

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: MIT
+# A real Slurm on localhost for the tests (sourced; ../shared/reference/slurm-local.md): a private
+# munged, slurmctld and one slurmd ("nid00001", the host's real CPUs, features of the caller's
+# choice) under one private folder, on free ports, with SLURM_CONF exported. Skips (exit 77, with
+# the reason) when the packages are missing, the tests do not run as root, or the daemons do not
+# come up. On exit it cancels the jobs, shuts Slurm down and stops only the processes it started
+# (by their pid files, and any left with its marker in /proc/PID/environ); it never kills by name.
+#
+#   . tests/slurm/slurm_local.sh
+#   slurm_local_start "knl,quad,cache"     # sets BKM_SLURM_DIR, SLURM_CONF
+#   slurm_local_wait_job ID 120            # until the job ends; prints its state
+#   (the EXIT trap stops everything)
+
+slurm_local_skip() {
+  echo "SKIP: $*" >&2
+  exit 77
+}
+
+slurm_local_stop() {
+  local d=${BKM_SLURM_DIR:-} p f
+  [ -n "$d" ] && [ -d "$d" ] || return 0
+  if [ -f "$d/slurm.conf" ]; then
+    SLURM_CONF=$d/slurm.conf timeout 5 scancel --full -u root >/dev/null 2>&1 || true
+    SLURM_CONF=$d/slurm.conf timeout 5 scontrol shutdown >/dev/null 2>&1 || true
+  fi
+  for f in "$d"/run/*.pid; do
+    [ -f "$f" ] || continue
+    p=$(cat "$f" 2>/dev/null) || continue
+    [ -n "$p" ] && slurm_local_ours "$p" && kill "$p" 2>/dev/null || true
+  done
+  # job steps (slurmstepd) and anything else started with the marker
+  for p in $(slurm_local_marked); do kill "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    [ -z "$(slurm_local_marked)" ] && break
+    sleep 0.1
+  done
+  for p in $(slurm_local_marked); do kill -9 "$p" 2>/dev/null || true; done
+  if [ "${SLURM_LOCAL_KEEP:-0}" != 1 ]; then rm -rf "$d"; fi
+}
+
+# 0 when pid $1 runs (not a zombie) with our marker in its environment
+slurm_local_ours() {
+  local st
+  st=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] || return 1
+  { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | grep -qx "SLURM_LOCAL_DAEMON_OF=$BKM_SLURM_DIR"
+}
+
+slurm_local_marked() {
+  local p
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [ "$p" = $$ ] && continue
+    slurm_local_ours "$p" && echo "$p"
+  done
+}
+
+slurm_local_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# slurm_local_start FEATURES: the cluster up with one idle node, or exit 77 saying why.
+slurm_local_start() {
+  local features=${1:-knl,quad,cache} host d ctld_port slurmd_port cpus mem i
+  for c in slurmctld slurmd munged mungekey sbatch scontrol sinfo srun python3; do
+    command -v "$c" >/dev/null 2>&1 || [ -x "/usr/sbin/$c" ] ||
+      slurm_local_skip "'$c' is not installed (Debian: slurmctld slurmd slurm-client munge; scripts/setup.sh with BKM_SETUP_TEST_PKGS=1 installs them)"
+  done
+  export PATH="$PATH:/usr/sbin"
+  [ "$(id -u)" = 0 ] || slurm_local_skip "a private slurmctld/slurmd needs root (the tests run as uid $(id -u))"
+  host=$(hostname -s)
+  d=$(mktemp -d "${TMPDIR:-/tmp}/bkm-slurm.XXXXXX")
+  export BKM_SLURM_DIR=$d
+  trap slurm_local_stop EXIT
+  chmod 711 "$d"
+  mkdir -p "$d/munge" "$d/state" "$d/spool" "$d/log" "$d/run"
+  chmod 711 "$d/munge"
+  ctld_port=$(slurm_local_free_port)
+  slurmd_port=$(slurm_local_free_port)
+  [ "$ctld_port" != "$slurmd_port" ] || slurmd_port=$(slurm_local_free_port)
+  cpus=$(nproc)
+  mem=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
+  mungekey --create --keyfile="$d/munge/munge.key" >/dev/null 2>&1 || slurm_local_skip "mungekey --create failed"
+  chmod 400 "$d/munge/munge.key"
+  cat >"$d/slurm.conf" <<EOF
+ClusterName=bkmtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$d/munge/munge.socket
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool/%n
+SlurmctldPidFile=$d/run/slurmctld.pid
+SlurmdPidFile=$d/run/slurmd-%n.pid
+SlurmctldLogFile=$d/log/slurmctld.log
+SlurmdLogFile=$d/log/slurmd-%n.log
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+SlurmdParameters=config_overrides
+EnforcePartLimits=ALL
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$d/log/jobcomp.txt
+MinJobAge=3600
+SchedulerParameters=sched_interval=1
+ReturnToService=2
+NodeName=nid00001 NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$mem Features=$features State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+EOF
+  export SLURM_CONF=$d/slurm.conf
+  env SLURM_LOCAL_DAEMON_OF="$d" munged --socket="$d/munge/munge.socket" --key-file="$d/munge/munge.key" \
+    --pid-file="$d/run/munged.pid" --log-file="$d/log/munged.log" --seed-file="$d/munge/seed" \
+    --origin=127.0.0.1 >/dev/null 2>&1 || slurm_local_skip "munged did not start: $(tail -3 "$d/log/munged.log" 2>/dev/null)"
+  env SLURM_LOCAL_DAEMON_OF="$d" slurmctld -f "$SLURM_CONF" -c >/dev/null 2>&1 ||
+    slurm_local_skip "slurmctld did not start: $(tail -3 "$d/log/slurmctld.log" 2>/dev/null)"
+  for i in $(seq 300); do
+    scontrol ping 2>/dev/null | grep -q UP && break
+    sleep 0.1
+  done
+  scontrol ping 2>/dev/null | grep -q UP ||
+    slurm_local_skip "slurmctld is not up after 30 s: $(tail -3 "$d/log/slurmctld.log" 2>/dev/null | tr '\n' ' ')"
+  env SLURM_LOCAL_DAEMON_OF="$d" slurmd -f "$SLURM_CONF" -N nid00001 >/dev/null 2>&1 ||
+    slurm_local_skip "slurmd did not start: $(tail -3 "$d/log/slurmd-nid00001.log" 2>/dev/null)"
+  for i in $(seq 300); do
+    case $(sinfo -h -n nid00001 -o %T 2>/dev/null) in idle*) break ;; esac
+    sleep 0.1
+  done
+  case $(sinfo -h -n nid00001 -o %T 2>/dev/null) in
+    idle*) ;;
+    *) slurm_local_skip "the node is not idle after 30 s ($(sinfo -h -o %T 2>&1)): $(tail -3 "$d/log/slurmd-nid00001.log" 2>/dev/null | tr '\n' ' ')" ;;
+  esac
+  echo "slurm_local: cluster up in $d (slurmctld port $ctld_port, slurmd port $slurmd_port, features $features)" >&2
+}
+
+# slurm_local_features FEATURES: change the node's features live
+slurm_local_features() {
+  scontrol update NodeName=nid00001 AvailableFeatures="$1" ActiveFeatures="$1"
+}
+
+# slurm_local_wait_job ID TIMEOUT_S: poll until the job is finished; prints its JobState
+slurm_local_wait_job() {
+  local id=$1 t=${2:-120} st i
+  for i in $(seq $((t * 5))); do
+    st=$(scontrol show job -o "$id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    case $st in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
+        echo "$st"
+        return 0
+        ;;
+    esac
+    sleep 0.2
+  done
+  echo "TIMEOUT_WAITING($st)"
+  return 1
+}

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of slurm/: NERSC's srun layout, edit distance against the runtimes' variables,
+ * settings, golden batch scripts, the job array and merge job, submission environment, lint. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/slurm.h"
+
+static char *slurp(const char *rel)
+{
+    char path[1024];
+    char *data = NULL;
+    size_t len;
+    snprintf(path, sizeof path, "%s/tests/slurm/data/%s", BKM_SOURCE_DIR, rel);
+    ck_assert_msg(bkm_file_read_regular(path, "test data", 1 << 20, &data, &len, NULL) == BKM_OK, "read %s", path);
+    return data;
+}
+
+START_TEST(layout_follows_nersc_rules)
+{
+    bkm_slurm_layout_t l;
+    /* Haswell: 64 CPUs, 32 cores */
+    ck_assert_int_eq(bkm_slurm_layout(64, 32, 1, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 64);
+    ck_assert_str_eq(l.cpu_bind, "cores");
+    ck_assert_int_eq(l.packed, 1);
+    ck_assert_int_eq(bkm_slurm_layout(64, 32, 12, &l, NULL), BKM_OK);   /* 12 does not divide 64: 4 */
+    ck_assert_int_eq(l.cpus_per_task, 4);
+    ck_assert_int_eq(l.packed, 0);
+    ck_assert_int_eq(bkm_slurm_layout(64, 32, 16, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 4);
+    ck_assert_int_eq(bkm_slurm_layout(64, 32, 64, &l, NULL), BKM_OK);   /* more ranks than cores */
+    ck_assert_int_eq(l.cpus_per_task, 1);
+    ck_assert_str_eq(l.cpu_bind, "threads");
+    /* KNL: 272 CPUs, 68 cores */
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 1, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 272);
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 4, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 68);
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 8, &l, NULL), BKM_OK);   /* 64 of 68 cores */
+    ck_assert_int_eq(l.cpus_per_task, 32);
+    ck_assert_int_eq(l.packed, 0);
+    ck_assert_str_eq(l.cpu_bind, "cores");
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 68, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 4);
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 136, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 2);
+    ck_assert_str_eq(l.cpu_bind, "threads");
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 0, &l, NULL), BKM_EINVAL);
+    ck_assert_int_eq(bkm_slurm_layout(272, 68, 273, &l, NULL), BKM_EINVAL);
+    ck_assert_int_eq(bkm_slurm_layout(10, 4, 1, &l, NULL), BKM_EINVAL);
+}
+END_TEST
+
+START_TEST(edit_distance_finds_near_misses)
+{
+    int known;
+    ck_assert_int_eq(bkm_slurm_edit_distance("KMP_BLOCKTIM", "KMP_BLOCKTIME"), 1);
+    ck_assert_int_eq(bkm_slurm_edit_distance("OPM_NUM_THREADS", "OMP_NUM_THREADS"), 1);   /* transposition */
+    ck_assert_int_eq(bkm_slurm_edit_distance("abc", "abc"), 0);
+    ck_assert_str_eq(bkm_slurm_var_suggest("KMP_BLOCKTIM", &known), "KMP_BLOCKTIME");
+    ck_assert_int_eq(known, 0);
+    ck_assert_str_eq(bkm_slurm_var_suggest("OMP_NUM_THREAD", &known), "OMP_NUM_THREADS");
+    ck_assert_str_eq(bkm_slurm_var_suggest("KMP_AFINITY", &known), "KMP_AFFINITY");
+    ck_assert_ptr_null(bkm_slurm_var_suggest("OMP_PLACES", &known));
+    ck_assert_int_eq(known, 1);
+    ck_assert_ptr_null(bkm_slurm_var_suggest("GOMP_CPU_AFFINITY", &known));
+    ck_assert_int_eq(known, 1);
+    ck_assert_ptr_null(bkm_slurm_var_suggest("HOME", &known));
+    ck_assert_int_eq(known, 0);
+}
+END_TEST
+
+START_TEST(settings_checked_and_seeded)
+{
+    bkm_slurm_setting_t s;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_slurm_setting_seed("knl", &s, NULL), BKM_OK);
+    ck_assert_int_eq(s.threads, 68);
+    ck_assert_str_eq(s.kmp_affinity, "granularity=fine,compact,1,0");
+    ck_assert_str_eq(s.kmp_blocktime, "1");
+    ck_assert_int_eq(bkm_slurm_setting_seed("haswell", &s, NULL), BKM_OK);
+    ck_assert_int_eq(s.threads, 32);
+    ck_assert_int_eq(bkm_slurm_setting_seed("auto", &s, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'auto'"));
+    ck_assert_int_eq(bkm_slurm_setting_check(&s, NULL), BKM_EINVAL);   /* seed of auto left zero threads */
+
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":4,\"env\":{\"OMP_PLACES\":\"cores\","
+                                                   "\"OMP_PROC_BIND\":\"spread\"},\"params\":{\"batch\":\"16\"},"
+                                                   "\"backend\":\"native\"}",
+                                                   &s, NULL),
+                     BKM_OK);
+    ck_assert_int_eq(s.threads, 4);
+    ck_assert_str_eq(s.omp_places, "cores");
+    ck_assert_str_eq(s.omp_proc_bind, "spread");
+    ck_assert_int_eq(s.n_params, 1);
+    ck_assert_str_eq(s.params[0], "batch=16");
+    ck_assert_str_eq(s.backend, "native");
+    ck_assert_int_eq(bkm_slurm_setting_check(&s, NULL), BKM_OK);
+    /* rivals that cancel each other are refused */
+    snprintf(s.kmp_affinity, sizeof s.kmp_affinity, "compact");
+    ck_assert_int_eq(bkm_slurm_setting_check(&s, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "cancel"));
+    /* strict parsers */
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":2,\"env\":{\"KMP_BLOCKTIME\":\"1ms\"}}", &s, NULL),
+                     BKM_OK);
+    ck_assert_int_eq(bkm_slurm_setting_check(&s, NULL), BKM_EINVAL);
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":2,\"env\":{\"LD_PRELOAD\":\"x\"}}", &s, &err),
+                     BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "LD_PRELOAD"));
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"env\":{}}", &s, NULL), BKM_EINVAL);
+    ck_assert_int_eq(bkm_slurm_setting_from_config("[1]", &s, NULL), BKM_EINVAL);
+}
+END_TEST
+
+static void job_fixed(bkm_slurm_job_t *job)
+{
+    bkm_slurm_job_defaults(job);
+    job->node = "knl";
+    job->constraint = "knl,quad,cache";
+    job->pus = 272;
+    job->cores = 68;
+    job->workload = "alexnet";
+    job->account = "m1234";
+    job->job_name = "bkm-alexnet";
+    job->tune = "/opt/bkm/bin/tune";
+    job->generated_by = "tune sbatch --node knl --workload alexnet";
+    job->generated_at = "2026-12-01T12:00:00Z";
+    job->generator_revision = "abc1234";
+    job->generator_host = "login01";
+}
+
+/* BKM_GOLDEN_UPDATE=1 rewrites the golden file (review the diff before committing it). */
+static void golden(const char *name, const char *got)
+{
+    char *want;
+    if (getenv("BKM_GOLDEN_UPDATE")) {
+        char path[1024];
+        FILE *f;
+        snprintf(path, sizeof path, "%s/tests/slurm/data/%s", BKM_SOURCE_DIR, name);
+        ck_assert_ptr_nonnull(f = fopen(path, "w"));
+        fputs(got, f);
+        fclose(f);
+    }
+    want = slurp(name);
+    ck_assert_msg(strcmp(want, got) == 0, "%s differs; got:\n%s", name, got);
+    bkm_free(want);
+}
+
+START_TEST(script_golden_best_knl)
+{
+    bkm_slurm_job_t job;
+    bkm_buf_t b;
+    job_fixed(&job);
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":68,\"env\":{\"KMP_AFFINITY\":"
+                                                   "\"granularity=fine,compact,1,0\",\"KMP_BLOCKTIME\":\"0\"},"
+                                                   "\"params\":{\"batch\":\"16\"}}",
+                                                   &job.setting, NULL),
+                     BKM_OK);
+    job.prov.sweep = "8c1f0e2a";
+    job.prov.median_ms = 812.5, job.prov.ci_lo_ms = 805.1, job.prov.ci_hi_ms = 820.9;
+    job.prov.default_median_ms = 1020.0, job.prov.speedup = 1.255, job.prov.significant = 1;
+    job.prov.host = "nid00042";
+    job.prov.measured_at = "2026-11-30T08:00:00Z";
+    job.prov.git_revision = "abc1234";
+    job.prov.db = "/global/cscratch1/bkm.sqlite";
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_OK);
+    golden("golden_knl_best.sbatch", bkm_buf_str(&b));
+    bkm_buf_free(&b);
+}
+END_TEST
+
+START_TEST(script_golden_places_ranks)
+{
+    bkm_slurm_job_t job;
+    bkm_buf_t b;
+    job_fixed(&job);
+    job.origin = BKM_SLURM_FROM_DEFAULT;
+    job.ranks_per_node = 8;   /* 64 of 68 cores: -c 32, --cpu-bind=cores needed */
+    job.nodes = 2;
+    job.qos = "debug";
+    job.time = "00:10:00";
+    job.command = "./train.py --epochs 1";
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":8,\"env\":{\"OMP_PLACES\":\"cores\","
+                                                   "\"OMP_PROC_BIND\":\"spread\"}}",
+                                                   &job.setting, NULL),
+                     BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_OK);
+    golden("golden_knl_places.sbatch", bkm_buf_str(&b));
+    ck_assert_ptr_null(strstr(bkm_buf_str(&b), "export KMP_AFFINITY"));
+    bkm_buf_free(&b);
+}
+END_TEST
+
+START_TEST(job_values_checked)
+{
+    bkm_slurm_job_t job;
+    bkm_buf_t b;
+    bkm_err_t err = {0};
+    job_fixed(&job);
+    bkm_slurm_setting_seed("knl", &job.setting, NULL);
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_OK);
+    job.time = "1:2:3:4";
+    ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1:2:3:4"));
+    job.time = "2-12:00";
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_OK);
+    job.account = "m1234; rm -rf /";
+    ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--account"));
+    job.account = NULL;
+    job.command = "a\nb";
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_EINVAL);
+    job.command = NULL;
+    job.ranks_per_node = 4;   /* 68 threads in -c 68: fits */
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_OK);
+    job.ranks_per_node = 8;   /* 68 threads in -c 32: does not */
+    ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "68 threads"));
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_EINVAL);
+    ck_assert_int_eq((int)b.len, 0);   /* nothing written */
+    bkm_buf_free(&b);
+}
+END_TEST
+
+START_TEST(array_and_merge_scripts)
+{
+    bkm_slurm_job_t job;
+    bkm_slurm_array_t a = {2, "--node knl --workload alexnet --strategy grid", "/scratch/u/bkm.sqlite",
+                           "/scratch/u/bkm.sqlite.shards", "0123456789abcdef"};
+    bkm_buf_t b;
+    const char *s;
+    job_fixed(&job);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_array_script_write(&job, &a, &b, NULL), BKM_OK);
+    s = bkm_buf_str(&b);
+    ck_assert_ptr_nonnull(strstr(s, "#SBATCH --array=0-1\n"));
+    ck_assert_ptr_nonnull(strstr(s, "#SBATCH -C knl,quad,cache\n"));
+    ck_assert_ptr_nonnull(strstr(s, "--shard \"$I/$K\" --shard-group \"${BKM_SHARD_GROUP:-0123456789abcdef}\""));
+    ck_assert_ptr_nonnull(strstr(s, "LOCAL=${TMPDIR:-/tmp}/"));   /* node-local SQLite */
+    ck_assert_ptr_nonnull(strstr(s, "SHARDS='/scratch/u/bkm.sqlite.shards'"));
+    bkm_buf_free(&b);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_OK);
+    s = bkm_buf_str(&b);
+    ck_assert_ptr_nonnull(strstr(s, "missing"));
+    ck_assert_ptr_nonnull(strstr(s, "exit 4"));
+    ck_assert_ptr_nonnull(strstr(s, "merge \"$LOCAL\" \"${have[@]}\""));
+    ck_assert_ptr_nonnull(strstr(s, "sweep --node knl --workload alexnet --strategy grid --db \"$LOCAL\""));
+    ck_assert_ptr_null(strstr(s, "--array"));
+    bkm_buf_free(&b);
+    bkm_buf_init(&b);
+    a.group = NULL;
+    ck_assert_int_eq(bkm_slurm_array_script_write(&job, &a, &b, NULL), BKM_EINVAL);
+    a.group = "x y";
+    ck_assert_int_eq(bkm_slurm_array_script_write(&job, &a, &b, NULL), BKM_EINVAL);
+    a.group = "g";
+    a.db = "/it's";
+    ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_EINVAL);
+    bkm_buf_free(&b);
+}
+END_TEST
+
+START_TEST(submit_env_clears_slurm_variables)
+{
+    char *env[] = {"PATH=/usr/bin", "SBATCH_PARTITION=x", "SLURM_JOB_ID=5", "SLURM_CONF=/etc/slurm/slurm.conf",
+                   "SBATCH_ACCOUNT=y", "SLURMX=keep", NULL};
+    char **out = NULL, found[256];
+    int n = -1;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_slurm_submit_env(env, &out, &n, NULL), BKM_OK);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(out[0], "PATH=/usr/bin");
+    ck_assert_str_eq(out[1], "SLURM_CONF=/etc/slurm/slurm.conf");
+    ck_assert_str_eq(out[2], "SLURMX=keep");
+    ck_assert_ptr_null(out[3]);
+    bkm_free(out);
+    ck_assert_int_eq(bkm_slurm_find_program("sbatch", "/nonexistent:/also-not", found, sizeof found, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "slurm-client"));
+    ck_assert_int_eq(bkm_slurm_find_program("sh", "/nonexistent:/bin", found, sizeof found, NULL), BKM_OK);
+    ck_assert_str_eq(found, "/bin/sh");
+}
+END_TEST
+
+static const bkm_slurm_finding_t *finding(const bkm_slurm_lint_t *r, const char *code, int line)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->f[i].code, code) == 0 && (line < 0 || r->f[i].line == line))
+            return &r->f[i];
+    return NULL;
+}
+
+START_TEST(lint_seed_scripts)
+{
+    bkm_slurm_lint_t r;
+    char *text = slurp("seed_haswell.sbatch");
+    const bkm_slurm_finding_t *f;
+    ck_assert_int_eq(bkm_slurm_lint_run(text, NULL, &r, NULL), BKM_OK);
+    ck_assert_str_eq(r.node, "haswell");
+    ck_assert_int_eq(r.threads, 32);
+    f = finding(&r, "unknown-variable", 13);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->sev, BKM_SLURM_ERROR);
+    ck_assert_ptr_nonnull(strstr(f->msg, "KMP_BLOCKTIM "));
+    ck_assert_ptr_nonnull(strstr(f->msg, "KMP_BLOCKTIME"));
+    ck_assert_int_eq(r.errors, 1);
+    ck_assert_ptr_nonnull(r.plan_text);
+    ck_assert_ptr_nonnull(strstr(r.plan_text, "blocktime:      200 ms"));   /* the typo's effect */
+    bkm_slurm_lint_free(&r);
+    bkm_free(text);
+
+    text = slurp("seed_knl.sbatch");
+    ck_assert_int_eq(bkm_slurm_lint_run(text, NULL, &r, NULL), BKM_OK);
+    ck_assert_str_eq(r.node, "knl");
+    ck_assert_str_eq(r.constraint, "knl,quad,cache");
+    ck_assert_int_eq(r.errors, 0);
+    ck_assert_int_eq(r.srun_c, 272);
+    ck_assert_ptr_nonnull(strstr(r.plan_text, "blocktime:      1 ms"));
+    ck_assert_ptr_nonnull(r.plan_json);
+    bkm_slurm_lint_free(&r);
+    bkm_free(text);
+}
+END_TEST
+
+START_TEST(lint_finds_each_kind)
+{
+    bkm_slurm_lint_t r;
+    bkm_err_t err = {0};
+    const char *cancel = "#!/bin/bash\n#SBATCH -C knl\nexport OMP_PROC_BIND=spread\nexport KMP_AFFINITY=compact\n"
+                         "export OMP_NUM_THREADS=68\nsrun -n 1 -c 272 --cpu-bind=cores ./a.out\n";
+    const char *bad = "#SBATCH --constraint=haswell\nexport KMP_AFFINITY='granularity=fine,compactt'\n"
+                      "OMP_NUM_THREAD=4 ./a.out\nsetenv OPM_NUM_THREADS 8\n";
+    const char *threads = "#!/bin/bash\n#SBATCH -N 1 -C knl,quad,cache\nexport OMP_NUM_THREADS=64\n"
+                          "srun -n 8 \\\n  -c 32 ./a.out\n";
+    const char *big = "#SBATCH -C knl\nexport OMP_NUM_THREADS=300\n";
+    const char *dyn = "#SBATCH -C knl\nexport KMP_AFFINITY=$AFF\nexport OMP_NUM_THREADS=4\n";
+    ck_assert_int_eq(bkm_slurm_lint_run(cancel, NULL, &r, NULL), BKM_OK);
+    ck_assert_ptr_nonnull(finding(&r, "cancelling", 3));
+    bkm_slurm_lint_free(&r);
+
+    ck_assert_int_eq(bkm_slurm_lint_run(bad, NULL, &r, NULL), BKM_OK);
+    ck_assert_str_eq(r.node, "haswell");
+    ck_assert_ptr_nonnull(finding(&r, "bad-value", 2));
+    ck_assert_ptr_nonnull(strstr(finding(&r, "bad-value", 2)->msg, "compactt"));
+    ck_assert_ptr_nonnull(finding(&r, "unknown-variable", 3));   /* prefix assignment */
+    ck_assert_ptr_nonnull(finding(&r, "unknown-variable", 4));   /* csh setenv, transposed */
+    ck_assert_ptr_nonnull(strstr(finding(&r, "unknown-variable", 4)->msg, "OMP_NUM_THREADS"));
+    bkm_slurm_lint_free(&r);
+
+    ck_assert_int_eq(bkm_slurm_lint_run(threads, NULL, &r, NULL), BKM_OK);
+    ck_assert_int_eq(r.ranks_per_node, 8);
+    ck_assert_int_eq(r.srun_c, 32);
+    ck_assert_ptr_nonnull(finding(&r, "threads", 3));            /* 64 threads in -c 32 */
+    ck_assert_ptr_nonnull(finding(&r, "cpu-bind", 4));           /* 64 of 68 cores, no --cpu-bind */
+    ck_assert_ptr_nonnull(r.plan_text);                          /* rank 0's 8 cores */
+    ck_assert_ptr_nonnull(strstr(r.plan_text, "32 allowed CPUs"));
+    bkm_slurm_lint_free(&r);
+
+    ck_assert_int_eq(bkm_slurm_lint_run(big, NULL, &r, NULL), BKM_OK);
+    ck_assert_ptr_nonnull(finding(&r, "threads", 2));
+    bkm_slurm_lint_free(&r);
+
+    ck_assert_int_eq(bkm_slurm_lint_run(dyn, NULL, &r, NULL), BKM_OK);
+    ck_assert_int_eq(r.errors, 0);
+    ck_assert_ptr_nonnull(finding(&r, "dynamic", 2));
+    bkm_slurm_lint_free(&r);
+
+    ck_assert_int_eq(bkm_slurm_lint_run("echo hi\n", NULL, &r, NULL), BKM_OK);   /* no node: a note */
+    ck_assert_int_eq(r.errors, 0);
+    ck_assert_ptr_nonnull(finding(&r, "node", 0));
+    ck_assert_ptr_null(r.plan_text);
+    bkm_slurm_lint_free(&r);
+
+    ck_assert_int_eq(bkm_slurm_lint_run("echo hi\n", "no-such-node", &r, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no-such-node"));
+}
+END_TEST
+
+START_TEST(lint_json)
+{
+    bkm_slurm_lint_t r;
+    bkm_buf_t b;
+    bkm_json_t *j = NULL;
+    char *text = slurp("seed_haswell.sbatch");
+    ck_assert_int_eq(bkm_slurm_lint_run(text, NULL, &r, NULL), BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_lint_to_json(&r, "seed_haswell.sbatch", &b), BKM_OK);
+    ck_assert_int_eq(bkm_json_parse(bkm_buf_str(&b), &j, NULL), BKM_OK);
+    ck_assert_double_eq(bkm_json_get_num(j, "errors", -1), 1);
+    ck_assert_str_eq(bkm_json_get_str(j, "node"), "haswell");
+    ck_assert_ptr_nonnull(bkm_json_get(j, "placement"));
+    ck_assert_int_eq(bkm_json_get(j, "placement")->type, BKM_JSON_OBJ);
+    ck_assert_double_eq(bkm_json_get_num(bkm_json_at(bkm_json_get(j, "findings"), 0), "line", -1), 13);
+    bkm_json_free(j);
+    bkm_buf_free(&b);
+    bkm_slurm_lint_free(&r);
+    bkm_free(text);
+}
+END_TEST
+
+static Suite *slurm_suite(void)
+{
+    Suite *s = suite_create("slurm");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, layout_follows_nersc_rules);
+    tcase_add_test(tc, edit_distance_finds_near_misses);
+    tcase_add_test(tc, settings_checked_and_seeded);
+    tcase_add_test(tc, script_golden_best_knl);
+    tcase_add_test(tc, script_golden_places_ranks);
+    tcase_add_test(tc, job_values_checked);
+    tcase_add_test(tc, array_and_merge_scripts);
+    tcase_add_test(tc, submit_env_clears_slurm_variables);
+    tcase_add_test(tc, lint_seed_scripts);
+    tcase_add_test(tc, lint_finds_each_kind);
+    tcase_add_test(tc, lint_json);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(slurm_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
