@@ -114,6 +114,34 @@ void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb)
 }
 
 /* Round a float count up to 16 (64 bytes), so every tensor in the flat arrays is 64-byte aligned. */
+void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = mb, d->c = 1, d->h = 28, d->w = 28;
+    bkm_net_desc_add(d, BKM_NET_CONV, "conv1", 10, 5, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool1", 0, 2, 2, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV, "conv2", 20, 5, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_DROPOUT, "drop2d", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool2", 0, 2, 2, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu2", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 50, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu3", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_DROPOUT, "drop", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 10, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "nll", 0, 0, 0, 0);
+}
+
+void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = mb, d->c = 1, d->h = 28, d->w = 28;
+    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 256, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 10, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "nll", 0, 0, 0, 0);
+}
+
 static size_t align16(size_t n)
 {
     return (n + 15u) & ~(size_t)15u;
@@ -365,6 +393,26 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
 out:
     bkm_net_exec_destroy(ex);
     return rc;
+}
+
+int bkm_net_exec_forward(bkm_net_exec_t *ex, const float **logits, bkm_err_t *err)
+{
+    bkm_net_step_t st;
+    int rc;
+    if (ex->eng == BKM_NET_ONEDNN)
+        return bkm_err_set(err, BKM_ENOTSUP, "net: forward-only evaluation runs on the native and ref engines");
+    ex->fwd_only = 1;
+    ex->logits = NULL;
+    rc = ex->ops->step(ex, &st, err);
+    ex->fwd_only = 0;
+    *logits = ex->logits;
+    return rc;
+}
+
+void bkm_net_exec_set_grad_hook(bkm_net_exec_t *ex, bkm_net_grad_hook_fn fn, void *ctx)
+{
+    ex->grad_hook = fn;
+    ex->grad_ctx = ctx;
 }
 
 const bkm_net_t *bkm_net_exec_net(const bkm_net_exec_t *ex)

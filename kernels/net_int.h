@@ -29,6 +29,10 @@ struct bkm_net_exec {
     double ms[BKM_NET_MAX_LAYERS][BKM_NET_NDIR];   /* sums since the last reset */
     double last[BKM_NET_MAX_LAYERS][BKM_NET_NDIR]; /* the last step */
     char impl[512];
+    int fwd_only;                 /* bkm_net_exec_forward: the step stops after the forward layers */
+    const float *logits;          /* set by an engine's forward-only step: the loss layer's input */
+    bkm_net_grad_hook_fn grad_hook; /* called once a parameter layer's gradients are final */
+    void *grad_ctx;
 };
 
 /* A zeroed buffer of @p n floats (64-byte aligned, freed with bkm_free), first touched by the

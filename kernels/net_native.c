@@ -201,6 +201,10 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             return bkm_err_prefix(err, "net layer %d (%s)", i, net->d.layer[i].name);
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
     }
+    if (ex->fwd_only) { /* bkm_net_exec_forward: evaluation stops before the loss */
+        ex->logits = c->l[loss_i].in;
+        return BKM_OK;
+    }
     t1 = t = bkm_now_ns();
     if (bkm__net_xent(net, c->l[loss_i].in, ex->labels, c->dlogits, &loss) < 0) {
         if ((rc = bkm_kern_softmax_xent_fwd(mb, net->classes, c->l[loss_i].in, ex->labels, c->prob, &loss, err)) < 0)
@@ -254,6 +258,8 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         }
         if (rc < 0)
             return bkm_err_prefix(err, "net layer %d (%s) backward", i, net->d.layer[i].name);
+        if (li->n_wei && ex->grad_hook)
+            ex->grad_hook(ex->grad_ctx, i);
         if (!li->n_wei || li->need_bwd_d) /* a first parameter layer has no bwd-data */
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }

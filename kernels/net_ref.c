@@ -154,6 +154,10 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         }
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
     }
+    if (ex->fwd_only) { /* bkm_net_exec_forward: evaluation stops before the loss */
+        ex->logits = r->act[loss_i];
+        return BKM_OK;
+    }
     t1 = t = bkm_now_ns();
     if (bkm__net_xent(net, r->act[loss_i], ex->labels, r->grad[loss_i], &loss) < 0) {
         if ((rc = bkm_kern_softmax_xent_ref_fwd(mb, nc, r->act[loss_i], ex->labels, r->prob, &loss, err)) < 0)
@@ -217,6 +221,8 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             memcpy(gin, g, r->n[i] * sizeof(float));
             break;
         }
+        if (li->n_wei && ex->grad_hook)
+            ex->grad_hook(ex->grad_ctx, i);
         if (!li->n_wei || li->need_bwd_d) /* a first parameter layer has no bwd-data */
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }

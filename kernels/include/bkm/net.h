@@ -77,6 +77,14 @@ void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb);
  *  conv3d 1->64->64 (3^3), max pool 2, conv3d 64->128->128, max pool 2, FC 6400->512->512, loss
  *  over the batch dimension; no activations, no update step (lr 0). The seed's batch is 4. */
 void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
+/** The seed CNN of the MPI MNIST recipe (workloads.md §7) at batch @p mb, 1x28x28 input: conv 1->10
+ *  k5, max pool 2, ReLU, conv 10->20 k5, dropout2d, max pool 2, ReLU, FC 320->50, ReLU, dropout,
+ *  FC 50->10, log-softmax + NLL (the loss layer: softmax cross-entropy is the same function);
+ *  21,840 parameters; lr 0 (the caller updates the parameters). */
+void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb);
+/** MLP 784-256-10 with ReLU at batch @p mb, 1x28x28 input, ending in the loss layer; 203,530
+ *  parameters; lr 0 (the caller updates the parameters). */
+void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb);
 
 /** Directions of a layer, for FLOPs and timing. */
 typedef enum { BKM_NET_FWD = 0, BKM_NET_BWD_D, BKM_NET_BWD_W, BKM_NET_UPD, BKM_NET_NDIR } bkm_net_dir_t;
@@ -150,6 +158,17 @@ const float *bkm_net_exec_grads(const bkm_net_exec_t *ex, size_t *n);
 int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err);
 /** TIMED: one training step. Never allocates. */
 int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err);
+/** Forward only (no loss, no backward, no update) of the current input with the current
+ *  parameters, for evaluation; *logits = the mb x classes scores entering the loss, user layout,
+ *  valid until the next call. Native and reference engines; BKM_ENOTSUP on oneDNN. */
+int bkm_net_exec_forward(bkm_net_exec_t *ex, const float **logits, bkm_err_t *err);
+/** Called by a step as soon as layer @p layer's parameter gradients are final in the flat gradient
+ *  array (backward order, parameter layers only), so that a caller can start reducing them while
+ *  backward continues (data-parallel training); @p ctx is the caller's. */
+typedef void (*bkm_net_grad_hook_fn)(void *ctx, int layer);
+/** Install (or with NULL remove) the gradient hook. Native and reference engines call it; the
+ *  oneDNN engine does not (its gradients reach the flat array only at finish). */
+void bkm_net_exec_set_grad_hook(bkm_net_exec_t *ex, bkm_net_grad_hook_fn fn, void *ctx);
 /** Untimed: parameters and gradients back into the flat user-layout arrays. */
 int bkm_net_exec_finish(bkm_net_exec_t *ex, bkm_err_t *err);
 /** Per-layer timing on (1) or off (0, the default): when on, every step adds each layer's time per
