@@ -649,6 +649,32 @@ static void tr_free(tr_t *t)
     bkm_free(t->step_loss);
 }
 
+int bkm_train_mpi_init(int *rank, int *size, bkm_err_t *err)
+{
+    int provided = 0, mrc, inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited && (mrc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided)) != MPI_SUCCESS)
+        return mpi_fail(mrc, "MPI_Init_thread", err);
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_FUNNELED)
+        return bkm_err_set(err, BKM_EDEP, "fmnist-sgd: MPI provides thread level %d, FUNNELED (%d) is needed",
+                           provided, MPI_THREAD_FUNNELED);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (rank)
+        MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    if (size)
+        MPI_Comm_size(MPI_COMM_WORLD, size);
+    return BKM_OK;
+}
+
+void bkm_train_mpi_finalize(void)
+{
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin)
+        MPI_Finalize();
+}
+
 int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn log, void *log_ctx, bkm_buf_t *json,
                   int *rank, bkm_err_t *err)
 {

@@ -176,6 +176,22 @@ typedef void (*bkm_train_log_fn)(void *ctx, const char *line);
  *  parameters that differ between ranks at the end of an epoch. */
 int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn log, void *log_ctx, bkm_buf_t *json,
                   int *rank, bkm_err_t *err);
+/** For programs that make several runs in one process (benchmarks): initialise MPI
+ *  (MPI_THREAD_FUNNELED, checked) so that bkm_train_run neither initialises nor finalises it, and
+ *  finalise it at the end. *rank and *size (may be NULL) of MPI_COMM_WORLD. BKM_EDEP on an MPI error. */
+int bkm_train_mpi_init(int *rank, int *size, bkm_err_t *err);
+void bkm_train_mpi_finalize(void);
+
+/** Ring allreduce against MPI_Allreduce on @p n floats, interleaved in the same run: @p reps rounds,
+ *  each timing one MPI_Allreduce and one ring allreduce (a barrier before each; the time of an
+ *  operation is the slowest rank's). Every rank calls it (MPI initialised); results on every rank. */
+typedef struct bkm_allreduce_bench {
+    double mpi_ms[3], ring_ms[3];  /**< min, median, max over the rounds */
+    double mpi_gbs, ring_gbs;      /**< algorithm bandwidth (bytes / median time), GB/s */
+    double ratio;                  /**< ring / MPI_Allreduce bandwidth (medians) */
+    int exact;                     /**< 1: the two results were equal (integer-valued data) */
+} bkm_allreduce_bench_t;
+int bkm_allreduce_bench(size_t n, int reps, bkm_allreduce_bench_t *out, bkm_err_t *err);
 
 #ifdef __cplusplus
 }
