@@ -54,7 +54,7 @@ static const bkm_cli_cmd_spec_t train_cmd = {
              "communication seconds (rank 0; every rank with verbose_ranks=1).",
     BKM_CLI_TABLE(train_table),
     .more = "Parameters (--param key=value):\n"
-            "  epochs=10 batch=128 lr=auto momentum=auto model=cnn|mlp dropout=0\n"
+            "  epochs=10 batch=128 lr=auto momentum=auto model=cnn|mlp dropout=auto (cnn 0.5, mlp 0)\n"
             "  allreduce=mpi|flat|ring|overlap bucket_kb=32 reduce=mean|sum\n"
             "  data=/usr/share/datasets/fashion-mnist trace=0|1 verbose_ranks=0|1 seed=1234\n"
             "  backend=native|onednn bcast=start|epoch train_limit=0 test_limit=0\n"

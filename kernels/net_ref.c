@@ -148,8 +148,10 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         case BKM_NET_RELU:
             bkm_kern_relu_ref_fwd(r->n[i], r->act[i], r->act[i + 1]);
             break;
-        default: /* dropout, eval mode */
+        default: /* dropout: the identity in eval mode */
             memcpy(r->act[i + 1], r->act[i], r->n[i] * sizeof(float));
+            if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
+                bkm__net_dropout(ex, i, r->act[i + 1]);
             break;
         }
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
@@ -219,6 +221,8 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             break;
         default:
             memcpy(gin, g, r->n[i] * sizeof(float));
+            if (net->d.layer[i].drop > 0.0f)
+                bkm__net_dropout(ex, i, gin);
             break;
         }
         if (li->n_wei && ex->grad_hook)

@@ -39,7 +39,8 @@ static const bkm_train_param_t tr_params[] = {
     {"lr", "auto", "learning rate; auto = 0.01 (cnn, the seed's) or 0.05 (mlp)"},
     {"momentum", "auto", "SGD momentum in [0, 1); auto = 0.5 (cnn, the seed's) or 0.9 (mlp)"},
     {"model", "cnn", "cnn (the seed's LeNet-like network, 21,840 parameters) or mlp (784-256-10, 203,530)"},
-    {"dropout", "0", "dropout probability of the cnn; only 0 (off): training-mode dropout is not implemented yet"},
+    {"dropout", "auto", "probability of the cnn's two dropouts (Dropout2d after conv2, dropout after fc1) in "
+                        "[0, 1); auto = 0.5 (the seed's) for cnn, 0 for mlp; 0 turns them off"},
     {"allreduce", "flat", "mpi (MPI_Allreduce per tensor) | flat (one fused buffer) | ring (own ring: reduce-scatter "
                           "+ allgather) | overlap (buckets started with MPI_Iallreduce during backward)"},
     {"bucket_kb", "32", "overlap: bucket size in KiB (1..1048576)"},
@@ -137,7 +138,7 @@ static int tr_parse(const bkm_wl_config_t *cfg, tr_cfg_t *c, bkm_err_t *err)
     if ((rc = tr_choice(cfg, "model", models, 2, &c->mlp, err)) < 0 ||
         (rc = tr_num(cfg, "lr", 0.0, 1e3, c->mlp ? 0.05 : 0.01, &c->lr, err)) < 0 ||
         (rc = tr_num(cfg, "momentum", 0.0, 1.0, c->mlp ? 0.9 : 0.5, &c->momentum, err)) < 0 ||
-        (rc = tr_num(cfg, "dropout", 0.0, 1.0, 0.0, &c->dropout, err)) < 0 ||
+        (rc = tr_num(cfg, "dropout", 0.0, 1.0, c->mlp ? 0.0 : 0.5, &c->dropout, err)) < 0 ||
         (rc = tr_choice(cfg, "allreduce", ar_names, 4, &c->algo, err)) < 0 ||
         (rc = tr_choice(cfg, "reduce", reds, 2, &c->reduce_sum, err)) < 0 ||
         (rc = tr_choice(cfg, "trace", bools, 2, &c->trace, err)) < 0 ||
@@ -152,9 +153,13 @@ static int tr_parse(const bkm_wl_config_t *cfg, tr_cfg_t *c, bkm_err_t *err)
     c->bucket_kb = (int)v;
     if (c->lr <= 0.0)
         return bkm_err_set(err, BKM_EINVAL, "fmnist-sgd: parameter lr=%s must be positive", tr_val(cfg, "lr"));
-    if (c->dropout != 0.0)
+    if (c->dropout != 0.0 && c->mlp)
+        return bkm_err_set(err, BKM_EINVAL, "fmnist-sgd: parameter dropout=%s: model=mlp has no dropout layer",
+                           tr_val(cfg, "dropout"));
+    if (c->dropout != 0.0 && c->onednn)
         return bkm_err_set(err, BKM_EINVAL,
-                           "fmnist-sgd: parameter dropout=%s: training-mode dropout is not implemented (only 0)",
+                           "fmnist-sgd: parameter dropout=%s with backend=onednn: training-mode dropout runs on the "
+                           "native engine only (dropout=0 turns it off)",
                            tr_val(cfg, "dropout"));
     if (c->onednn && c->algo == AR_OVERLAP)
         return bkm_err_set(err, BKM_EINVAL,
@@ -399,7 +404,7 @@ static int tr_setup(tr_t *t, bkm_err_t *err)
     if (t->c.mlp)
         bkm_net_desc_mnist_mlp(&d, t->local_b);
     else
-        bkm_net_desc_mnist_cnn(&d, t->local_b);
+        bkm_net_desc_mnist_cnn(&d, t->local_b, (float)t->c.dropout);
     if ((rc = bkm_net_init(&t->net, &d, err)) < 0 ||
         (rc = bkm_net_exec_create(&t->ex, &t->net, t->c.onednn ? BKM_NET_ONEDNN : BKM_NET_NATIVE, NULL, err)) < 0)
         return rc;
@@ -407,7 +412,7 @@ static int tr_setup(tr_t *t, bkm_err_t *err)
     if (t->c.mlp)
         bkm_net_desc_mnist_mlp(&d, t->ev_b);
     else
-        bkm_net_desc_mnist_cnn(&d, t->ev_b);
+        bkm_net_desc_mnist_cnn(&d, t->ev_b, (float)t->c.dropout);
     {
         bkm_net_t evn;
         if ((rc = bkm_net_init(&evn, &d, err)) < 0 || (rc = bkm_net_exec_create(&t->ev, &evn, BKM_NET_NATIVE, NULL, err)) < 0)
@@ -508,6 +513,9 @@ static int tr_step(tr_t *t, int e, int64_t b, double *loss_sum, double *comp, do
         tr_image(t, &t->m.train_x, s, in + j * px);
         lab[j] = t->m.train_y.data[s];
     }
+    /* dropout masks from the step and the position in the global batch: the same whichever rank */
+    bkm_net_exec_set_dropout(t->ex, bkm__wl_hash((uint64_t)t->c.seed, 77, (uint64_t)((int64_t)e * t->steps + b)),
+                             b * t->c.batch + (int64_t)t->rank * t->local_b);
     t->hook_s = 0.0;
     t->n_req = 0;
     t->hook_err = 0;
@@ -542,9 +550,9 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
     int64_t total = t->steps * t->c.epochs;
     double *meds = NULL;
     int rc = BKM_OK, mrc;
-    tr_say(t, 0, "fmnist-sgd: model %s (%lld parameters), %d rank%s x %d thread%s, batch %d (%d per rank), "
+    tr_say(t, 0, "fmnist-sgd: model %s (%lld parameters, dropout %g), %d rank%s x %d thread%s, batch %d (%d per rank), "
                  "allreduce %s, reduce %s, lr %g, momentum %g, %lld steps/epoch, data %s (%lld train, %lld test)",
-           t->c.mlp ? "mlp" : "cnn", (long long)t->net.n_trainable, t->size, t->size == 1 ? "" : "s", t->threads,
+           t->c.mlp ? "mlp" : "cnn", (long long)t->net.n_trainable, t->c.dropout, t->size, t->size == 1 ? "" : "s", t->threads,
            t->threads == 1 ? "" : "s", t->c.batch, t->local_b, ar_names[t->c.algo], t->c.reduce_sum ? "sum" : "mean",
            t->c.lr, t->c.momentum, (long long)t->steps, t->c.data, (long long)t->n_train, (long long)t->n_test);
     bkm_json_key(w, "epochs");
@@ -726,6 +734,8 @@ int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn lo
             snprintf(v, sizeof v, "%g", t.c.lr), s = v;
         else if (strcmp(tr_params[i].name, "momentum") == 0)
             snprintf(v, sizeof v, "%g", t.c.momentum), s = v;
+        else if (strcmp(tr_params[i].name, "dropout") == 0)
+            snprintf(v, sizeof v, "%g", t.c.dropout), s = v;
         bkm_json_key(&w, tr_params[i].name);
         bkm_json_str(&w, s);
     }

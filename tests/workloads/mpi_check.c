@@ -84,7 +84,7 @@ static bkm_net_exec_t *cnn(int64_t mb, int64_t from)
     bkm_err_t err = {0};
     size_t np;
     bkm_net_step_t st;
-    bkm_net_desc_mnist_cnn(&d, mb);
+    bkm_net_desc_mnist_cnn(&d, mb, 0.0f);
     if (bkm_net_init(&net, &d, &err) < 0 || bkm_net_exec_create(&ex, &net, BKM_NET_NATIVE, NULL, &err) < 0) {
         fprintf(stderr, "rank %d: %s\n", rank, err.msg);
         return NULL;

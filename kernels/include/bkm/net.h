@@ -30,14 +30,19 @@ typedef enum {
     BKM_NET_CONV = 1, /**< 2-D convolution + bias, square kernel k, stride s, padding p, no groups */
     BKM_NET_RELU,     /**< ReLU */
     BKM_NET_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
-    BKM_NET_DROPOUT,  /**< eval mode: the identity on every engine */
+    BKM_NET_DROPOUT,  /**< element dropout with probability drop (bkm_net_layer_t.drop): in a training step each
+                           element is zeroed or scaled by 1/(1-p), the mask drawn from the key and global
+                           sample index bkm_net_exec_set_dropout gives; drop = 0 (eval mode) and forward-only
+                           evaluation: the identity. drop > 0 runs on the native and reference engines */
     BKM_NET_FC,       /**< fully connected + bias, flattens its input (C,H,W order) */
     BKM_NET_LOSS,     /**< softmax + mean cross-entropy over the classes; last layer, after an FC */
     BKM_NET_CONV3D,   /**< 3-D convolution + bias (NCDHW, OIDHW), cubic kernel k, stride s, padding p */
     BKM_NET_MAXPOOL3D,/**< 3-D max pooling, cubic window k, stride s, padding p */
-    BKM_NET_LOSS_BATCH/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
+    BKM_NET_LOSS_BATCH,/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
                            each sample's label (berkely.py's log_softmax(dim=0) quirk, workloads.md §5);
                            last layer, after an FC */
+    BKM_NET_DROPOUT2D /**< dropout of whole channels (PyTorch Dropout2d); like BKM_NET_DROPOUT, the identity
+                           when its probability drop is 0 and in forward-only evaluation */
 } bkm_net_kind_t;
 
 /** Name of a kind ("conv", "relu", "maxpool", "dropout", "fc", "loss"). */
@@ -51,6 +56,7 @@ typedef struct bkm_net_layer {
     int64_t out;        /**< CONV / CONV3D: output channels; FC: output features; 0 otherwise */
     int64_t k, s, p;    /**< CONV / MAXPOOL (2-D and 3-D) window, stride, padding; 0 otherwise */
     char name[16];      /**< "conv1", "fc6", ... */
+    float drop;         /**< DROPOUT / DROPOUT2D: probability of zeroing, in [0, 1); 0 otherwise */
 } bkm_net_layer_t;
 
 #define BKM_NET_MAX_LAYERS 32
@@ -80,8 +86,9 @@ void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
 /** The seed CNN of the MPI MNIST recipe (workloads.md §7) at batch @p mb, 1x28x28 input: conv 1->10
  *  k5, max pool 2, ReLU, conv 10->20 k5, dropout2d, max pool 2, ReLU, FC 320->50, ReLU, dropout,
  *  FC 50->10, log-softmax + NLL (the loss layer: softmax cross-entropy is the same function);
- *  21,840 parameters; lr 0 (the caller updates the parameters). */
-void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb);
+ *  21,840 parameters; both dropouts with probability @p dropout (the seed's is 0.5; 0 = off); lr 0
+ *  (the caller updates the parameters). */
+void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb, float dropout);
 /** MLP 784-256-10 with ReLU at batch @p mb, 1x28x28 input, ending in the loss layer; 203,530
  *  parameters; lr 0 (the caller updates the parameters). */
 void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb);
@@ -169,6 +176,11 @@ typedef void (*bkm_net_grad_hook_fn)(void *ctx, int layer);
 /** Install (or with NULL remove) the gradient hook. Native and reference engines call it; the
  *  oneDNN engine does not (its gradients reach the flat array only at finish). */
 void bkm_net_exec_set_grad_hook(bkm_net_exec_t *ex, bkm_net_grad_hook_fn fn, void *ctx);
+/** The dropout masks of the following training steps: element (or channel) j of local sample n is
+ *  kept unless a hash of (@p key, layer, (@p first_sample + n, j)) falls below drop, so that a sample
+ *  gets the same mask whichever rank's slice of a global batch holds it. Set it before each step
+ *  with a new key (the default key 0 and first sample 0 repeat the same masks). */
+void bkm_net_exec_set_dropout(bkm_net_exec_t *ex, uint64_t key, int64_t first_sample);
 /** Untimed: parameters and gradients back into the flat user-layout arrays. */
 int bkm_net_exec_finish(bkm_net_exec_t *ex, bkm_err_t *err);
 /** Per-layer timing on (1) or off (0, the default): when on, every step adds each layer's time per

@@ -154,8 +154,7 @@ int bkm_mnist_load(const char *dir, bkm_mnist_t *m, bkm_err_t *err);
 void bkm_mnist_free(bkm_mnist_t *m);
 
 /** `fmnist-sgd`: synchronous data-parallel SGD over MPI (workloads.md §7). Parameters (key=value,
- *  the same as `--param`): epochs, batch (global), lr, momentum, model (cnn|mlp), dropout (0 only:
- *  training-mode dropout is not implemented), allreduce (mpi|flat|ring|overlap), bucket_kb, reduce
+ *  the same as `--param`): epochs, batch (global), lr, momentum, model (cnn|mlp), dropout, allreduce (mpi|flat|ring|overlap), bucket_kb, reduce
  *  (mean|sum), data, trace, verbose_ranks, seed, backend (native|onednn), bcast (start|epoch),
  *  train_limit, test_limit. bkm_train_params lists them with defaults and help. */
 typedef struct bkm_train_param {
