@@ -73,6 +73,7 @@ COMMANDS = {
     "merge": {"opts": [], "flags": [], "merge": True},
     "version": {"opts": [], "flags": []},
     "worker": {"opts": ["--spec", "--parent"], "flags": []},
+    "train": {"opts": ["--workload", "--threads", "--param"], "flags": ["--json"], "always": ["--dry-run"]},
 }
 
 # Values that are meaningful for some option (so parsing gets past the first check) ...
