@@ -85,6 +85,23 @@ print("ok: mpi/flat/ring/overlap agree; 2-rank MLP epoch on 6400 images: accurac
       ", ".join(f'{a} {d["epochs"][0]["test_accuracy"]:.3f}' for a, d in r.items()))
 PY
 
+# reduce=sum (the seed's) at lr/2 equals reduce=mean at lr on 2 ranks (sum = 2 x mean exactly);
+# bcast=epoch (the seed's) changes nothing when the ranks agree
+small=(--threads 1 --param model=mlp --param epochs=2 --param train_limit=1280 --param test_limit=500
+       --param trace=1 --json)
+run -n 2 "$BKM_TUNE" train "${small[@]}" --param lr=0.05 > "$tmp/mean.json" 2> "$tmp/mean.err" || fail "reduce=mean"
+run -n 2 "$BKM_TUNE" train "${small[@]}" --param lr=0.025 --param reduce=sum > "$tmp/sum.json" 2> "$tmp/sum.err" ||
+  fail "reduce=sum"
+run -n 2 "$BKM_TUNE" train "${small[@]}" --param lr=0.05 --param bcast=epoch > "$tmp/bce.json" 2> "$tmp/bce.err" ||
+  fail "bcast=epoch"
+python3 - "$tmp" << 'PY' || fail "reduce=sum / bcast=epoch"
+import json, sys
+m, s, b = (json.load(open(f"{sys.argv[1]}/{n}.json"))["step_losses"] for n in ("mean", "sum", "bce"))
+assert len(m) == 20 and m == s, "reduce=sum at lr/2 differs from reduce=mean at lr"
+assert m == b, "bcast=epoch changed the losses"
+print("ok: reduce=sum at lr/2 = reduce=mean at lr; bcast=epoch = bcast=start (20 steps, 2 epochs)")
+PY
+
 # text output: rank 0 only, or every rank prefixed with verbose_ranks=1
 run -n 2 "$BKM_TUNE" train --threads 1 --param model=mlp --param epochs=1 --param train_limit=1280 \
   --param test_limit=500 --param verbose_ranks=1 > "$tmp/v.out" 2> "$tmp/v.err" || fail "verbose_ranks"
