@@ -19,7 +19,9 @@
  * Errors that every rank can see (configuration, data files, setup) are agreed by an allreduce so
  * that every rank returns the error; a rank that dies is handled by the launcher (MPICH's hydra ends
  * the job when a rank exits without MPI_Finalize). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <omp.h>
@@ -644,6 +646,88 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
     return rc;
 }
 
+/* The CPUs this rank's OpenMP threads may run on (the union of each thread's own mask). */
+static void tr_rank_cpus(bkm_cpuset_t *out)
+{
+    bkm_cpuset_zero(out);
+#pragma omp parallel
+    {
+        cpu_set_t cs;
+        bkm_cpuset_t mine;
+        bkm_cpuset_zero(&mine);
+        if (sched_getaffinity(0, sizeof cs, &cs) == 0)
+            for (int c = 0; c < CPU_SETSIZE && c < BKM_CPUSET_MAX; c++)
+                if (CPU_ISSET(c, &cs))
+                    bkm_cpuset_set(&mine, c);
+#pragma omp critical
+        bkm_cpuset_or(out, &mine);
+    }
+}
+
+/* Every rank's host and CPUs (gathered on rank 0) into the JSON and one text line; whether two
+ * ranks on one host may run on the same CPU. */
+static int tr_binding(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
+{
+    bkm_cpuset_t mine, *all = NULL;
+    char host[MPI_MAX_PROCESSOR_NAME] = "", *hosts = NULL;
+    int len = 0, share = 0, mrc, rc = BKM_OK;
+    bkm_buf_t line, cpus;
+    tr_rank_cpus(&mine);
+    MPI_Get_processor_name(host, &len);
+    if (t->rank == 0) {
+        all = bkm_calloc((size_t)t->size, sizeof *all);
+        hosts = bkm_calloc((size_t)t->size, MPI_MAX_PROCESSOR_NAME);
+        if (!all || !hosts)
+            rc = bkm_err_set(err, BKM_ENOMEM, "fmnist-sgd: out of memory");
+    }
+    /* every rank takes part in the gathers (rank 0's allocation failure is reported after) */
+    mrc = MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, all ? (int)sizeof mine : 0, MPI_BYTE, 0, t->comm);
+    if (mrc == MPI_SUCCESS)
+        mrc = MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, hosts ? MPI_MAX_PROCESSOR_NAME : 0, MPI_CHAR,
+                         0, t->comm);
+    if (mrc != MPI_SUCCESS)
+        rc = mpi_fail(mrc, "MPI_Gather (binding)", err);
+    if (rc < 0 || t->rank != 0)
+        goto out;
+    bkm_buf_init(&line);
+    bkm_buf_init(&cpus);
+    bkm_json_key(w, "rank_binding");
+    bkm_json_arr_begin(w);
+    for (int r = 0; r < t->size; r++) {
+        bkm_cpuset_t x;
+        for (int q = 0; q < r; q++) {
+            x = all[r];
+            bkm_cpuset_and(&x, &all[q]);
+            if (strcmp(hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME, hosts + (size_t)q * MPI_MAX_PROCESSOR_NAME) == 0 &&
+                !bkm_cpuset_is_empty(&x))
+                share = 1;
+        }
+        bkm_buf_free(&cpus);
+        bkm_buf_init(&cpus);
+        bkm_cpuset_format(&all[r], &cpus);
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "rank");
+        bkm_json_int(w, r);
+        bkm_json_key(w, "host");
+        bkm_json_str(w, hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+        bkm_json_key(w, "cpus");
+        bkm_json_str(w, bkm_buf_str(&cpus));
+        bkm_json_obj_end(w);
+        bkm_buf_printf(&line, "%s rank %d {%s}", r ? "," : "", r, bkm_buf_str(&cpus));
+    }
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "ranks_share_cpus");
+    bkm_json_bool(w, share);
+    tr_say(t, 0, "binding:%s%s", bkm_buf_str(&line),
+           share ? " (ranks on one host share CPUs: bind them apart, e.g. mpiexec -bind-to core)" : "");
+    bkm_buf_free(&line);
+    bkm_buf_free(&cpus);
+out:
+    bkm_free(all);
+    bkm_free(hosts);
+    return rc;
+}
+
 static void tr_free(tr_t *t)
 {
     bkm_net_exec_destroy(t->ex);
@@ -746,7 +830,8 @@ int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn lo
     bkm_json_int(&w, t.steps);
     bkm_json_key(&w, "impl");
     bkm_json_str(&w, bkm_net_exec_impl(t.ex));
-    rc = tr_train(&t, &w, err);
+    if ((rc = tr_binding(&t, &w, err)) == BKM_OK)
+        rc = tr_train(&t, &w, err);
     /* a mismatch or an MPI error seen by one rank only: the others must not wait forever */
     if (rc == BKM_EVERIFY || rc == BKM_OK)
         rc = tr_agree(&t, rc, err);

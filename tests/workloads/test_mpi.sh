@@ -7,6 +7,7 @@
 #    with dropout 50);
 #  - the four allreduce algorithms give the same losses at P=2;
 #  - a 2-rank epoch on a subset beats chance (0.10) by a wide margin;
+#  - every rank's CPUs reported, not shared when hydra binds them (-bind-to core);
 #  - a bad data file: exit 2 on every rank, naming the file, no hang;
 #  - a rank killed during training: the job ends with an error within seconds.
 set -u
@@ -110,6 +111,20 @@ grep -q '^\[0/2\] epoch 1/1: loss' "$tmp/v.out" || fail "no [0/2] line"
 run -n 2 "$BKM_TUNE" train --threads 1 --param model=mlp --param epochs=1 --param train_limit=1280 \
   --param test_limit=500 > "$tmp/q.out" 2> "$tmp/q.err" || fail "quiet"
 [ "$(grep -c '^epoch 1/1' "$tmp/q.out")" = 1 ] || fail "rank 0 only expected: $(cat "$tmp/q.out")"
+
+# binding of every rank: reported; bound one core each by hydra, they do not share CPUs
+if [ "$(nproc)" -ge 2 ]; then
+  run -n 2 -bind-to core "$BKM_TUNE" train --threads 1 --param model=mlp --param epochs=1 --param train_limit=1280 \
+    --param test_limit=500 --json > "$tmp/bind.json" 2> "$tmp/bind.err" || fail "-bind-to core"
+  python3 - "$tmp/bind.json" << 'PY' || fail "rank binding"
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = d["rank_binding"]
+assert [x["rank"] for x in b] == [0, 1] and all(x["cpus"] and x["host"] for x in b), b
+assert d["ranks_share_cpus"] is False, b
+print("ok: rank binding", ", ".join(f'{x["rank"]}:{{{x["cpus"]}}}' for x in b))
+PY
+fi
 
 # bad data: a truncated label file, on every rank, no hang
 mkdir "$tmp/bad"
