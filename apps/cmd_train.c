@@ -51,7 +51,8 @@ static const bkm_cli_cmd_spec_t train_cmd = {
              "them, which multiplies the learning rate by P: reduce=sum reproduces it), SGD with\n"
              "momentum, and at the end of every epoch a check that every rank holds rank 0's\n"
              "parameters. Prints per epoch: loss, test accuracy, samples/s, compute and\n"
-             "communication seconds (rank 0; every rank with verbose_ranks=1).",
+             "communication seconds (rank 0; every rank with verbose_ranks=1), and first the\n"
+            "CPUs of every rank (ranks sharing CPUs are pointed out).",
     BKM_CLI_TABLE(train_table),
     .more = "Parameters (--param key=value):\n"
             "  epochs=10 batch=128 lr=auto momentum=auto model=cnn|mlp dropout=auto (cnn 0.5, mlp 0)\n"
@@ -61,7 +62,7 @@ static const bkm_cli_cmd_spec_t train_cmd = {
             "A last partial batch of an epoch is dropped (60000 / 128: 468 steps).\n\n"
             "Examples:\n"
             "  tune train --param epochs=1                          # one rank, no launcher\n"
-            "  mpiexec -n 2 tune train --threads 1 --param allreduce=ring\n"
+            "  mpiexec -n 2 -bind-to core tune train --threads 1 --param allreduce=ring\n"
             "  mpiexec -n 2 tune train --param model=mlp --param trace=1 --json\n\n"
             "Exit codes: 0 done; 1 the ranks' parameters differ; 2 a bad parameter or data file\n"
             "(named; on every rank); 3 an MPI error. A rank that dies ends the job (the launcher\n"
