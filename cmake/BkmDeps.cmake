@@ -47,6 +47,12 @@ find_package(MPI COMPONENTS C QUIET)
 if(NOT MPI_C_FOUND)
   message(FATAL_ERROR "MPI (MPICH) not found: apt-get install mpich libmpich-dev")
 endif()
+find_program(BKM_MPIEXEC NAMES mpiexec.hydra mpiexec HINTS ${MPIEXEC_EXECUTABLE})
+
+find_package(ZLIB QUIET)
+if(NOT ZLIB_FOUND)
+  message(FATAL_ERROR "zlib not found (IDX data files): apt-get install zlib1g-dev")
+endif()
 
 find_library(BKM_LIBOMP NAMES omp.so.5 libomp.so.5 omp
              HINTS /usr/lib/llvm-14/lib /usr/lib/x86_64-linux-gnu)

@@ -23,6 +23,7 @@ const char *bkm_net_kind_name(bkm_net_kind_t kind)
     case BKM_NET_LOSS_BATCH: return "loss_batch";
     case BKM_NET_LSTM: return "lstm";
     case BKM_NET_LOSS_L1: return "loss_l1";
+    case BKM_NET_DROPOUT2D: return "dropout2d";
     }
     return "?";
 }
@@ -129,6 +130,34 @@ void bkm_net_desc_lstm_seed(bkm_net_desc_t *d, int64_t n, int64_t t, int64_t i, 
     d->inference = inference != 0;
     bkm_net_desc_add(d, BKM_NET_LSTM, "lstm", h, layers, 0, 0);
     bkm_net_desc_add(d, BKM_NET_LOSS_L1, "l1_loss", 0, 0, 0, 0);
+}
+
+void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb, float dropout)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = mb, d->c = 1, d->h = 28, d->w = 28;
+    bkm_net_desc_add(d, BKM_NET_CONV, "conv1", 10, 5, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool1", 0, 2, 2, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV, "conv2", 20, 5, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_DROPOUT2D, "drop2d", 0, 0, 0, 0)->drop = dropout;
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool2", 0, 2, 2, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu2", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 50, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu3", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_DROPOUT, "drop", 0, 0, 0, 0)->drop = dropout;
+    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 10, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "nll", 0, 0, 0, 0);
+}
+
+void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = mb, d->c = 1, d->h = 28, d->w = 28;
+    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 256, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 10, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "nll", 0, 0, 0, 0);
 }
 
 /* Round a float count up to 16 (64 bytes), so every tensor in the flat arrays is 64-byte aligned. */
@@ -272,7 +301,12 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
             net->classes = c;
             break;
         case BKM_NET_RELU:
+            break;
         case BKM_NET_DROPOUT:
+        case BKM_NET_DROPOUT2D:
+            if (!(l->drop >= 0.0f && l->drop < 1.0f))
+                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): dropout probability %g outside [0, 1)", i,
+                                   l->name, (double)l->drop);
             break;
         default:
             return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): unknown kind %d", i, l->name, (int)l->kind);
@@ -428,6 +462,12 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
         return bkm_err_set(err, BKM_ENOMEM, "net: out of memory");
     ex->net = *net;
     ex->eng = eng;
+    for (int i = 0; eng == BKM_NET_ONEDNN && i < net->d.n_layers; i++)
+        if (net->d.layer[i].drop > 0.0f) {
+            rc = bkm_err_set(err, BKM_ENOTSUP, "net layer %d (%s): dropout in training mode (p %g) runs on the native "
+                             "and ref engines", i, net->d.layer[i].name, (double)net->d.layer[i].drop);
+            goto out;
+        }
     switch (eng) {
     case BKM_NET_NATIVE: ex->ops = &bkm__net_native_ops; break;
     case BKM_NET_ONEDNN: ex->ops = &bkm__net_onednn_ops; break;
@@ -473,6 +513,64 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
 out:
     bkm_net_exec_destroy(ex);
     return rc;
+}
+
+/* Uniform [0, 1) from (key, stream, i): splitmix64 finaliser. */
+static double net_unit(uint64_t key, uint64_t stream, uint64_t i)
+{
+    uint64_t z = key * 0x9e3779b97f4a7c15ULL ^ (stream + 1) * 0xd1b54a32d192ed03ULL;
+    z += i * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+int bkm_net_exec_forward(bkm_net_exec_t *ex, const float **logits, bkm_err_t *err)
+{
+    bkm_net_step_t st;
+    int rc;
+    if (ex->eng == BKM_NET_ONEDNN)
+        return bkm_err_set(err, BKM_ENOTSUP, "net: forward-only evaluation runs on the native and ref engines");
+    ex->fwd_only = 1;
+    ex->logits = NULL;
+    rc = ex->ops->step(ex, &st, err);
+    ex->fwd_only = 0;
+    *logits = ex->logits;
+    return rc;
+}
+
+void bkm_net_exec_set_dropout(bkm_net_exec_t *ex, uint64_t key, int64_t first_sample)
+{
+    ex->drop_key = key;
+    ex->drop_first = first_sample;
+}
+
+void bkm__net_dropout(const bkm_net_exec_t *ex, int layer, float *x)
+{
+    const bkm_net_layer_info_t *li = &ex->net.li[layer];
+    const double p = ex->net.d.layer[layer].drop;
+    const float scale = (float)(1.0 / (1.0 - p));
+    const int64_t c = li->in.c, sp = li->in.d * li->in.h * li->in.w, mb = ex->net.d.mb;
+    const int per_channel = ex->net.d.layer[layer].kind == BKM_NET_DROPOUT2D;
+#pragma omp parallel for schedule(static)
+    for (int64_t nc = 0; nc < mb * c; nc++) {
+        float *v = x + nc * sp;
+        uint64_t unit = (uint64_t)(ex->drop_first * c + nc); /* global (sample, channel) */
+        if (per_channel) {
+            float m = net_unit(ex->drop_key, (uint64_t)layer, unit) < p ? 0.0f : scale;
+            for (int64_t j = 0; j < sp; j++)
+                v[j] *= m;
+        } else
+            for (int64_t j = 0; j < sp; j++)
+                v[j] *= net_unit(ex->drop_key, (uint64_t)layer, unit * (uint64_t)sp + (uint64_t)j) < p ? 0.0f : scale;
+    }
+}
+
+void bkm_net_exec_set_grad_hook(bkm_net_exec_t *ex, bkm_net_grad_hook_fn fn, void *ctx)
+{
+    ex->grad_hook = fn;
+    ex->grad_ctx = ctx;
 }
 
 const bkm_net_t *bkm_net_exec_net(const bkm_net_exec_t *ex)

@@ -33,7 +33,18 @@ struct bkm_net_exec {
     size_t n_state[BKM_NET_MAX_LAYERS];
     float *target;                /* the L1 loss's target (as many floats as its input) */
     size_t n_target;
+    int fwd_only;                 /* bkm_net_exec_forward: the step stops after the forward layers */
+    const float *logits;          /* set by an engine's forward-only step: the loss layer's input */
+    bkm_net_grad_hook_fn grad_hook; /* called once a parameter layer's gradients are final */
+    void *grad_ctx;
+    uint64_t drop_key;            /* bkm_net_exec_set_dropout */
+    int64_t drop_first;
 };
+
+/* Dropout layer @p layer (p > 0) of a training step on @p x, in place: each element times its mask
+ * (0 or 1/(1-p)). The same call applies it to the activations in forward and to the gradient in
+ * backward (the mask is recomputed from the hash: no storage). */
+void bkm__net_dropout(const bkm_net_exec_t *ex, int layer, float *x);
 
 /* A zeroed buffer of @p n floats (64-byte aligned, freed with bkm_free), first touched by the
  * calling thread's OpenMP team with the static schedule of the compute over the flat array, so

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The native engine of the network executor: this suite's kernels (conv2d, FC over SGEMM, max
  * pooling, ReLU, softmax cross-entropy, SGD) over any checked table. Activations are NCHW /
- * [mb][features]; ReLU works in place, dropout (eval mode) is the identity. */
+ * [mb][features]; ReLU and dropout work in place (dropout: the identity when p = 0 or in evaluation). */
 #include <stdio.h>
 #include <string.h>
 
@@ -122,7 +122,7 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
         if (!(l->argmax = bkm_calloc(l->n_out, sizeof(int32_t))))
             return bkm_err_set(err, BKM_ENOMEM, "cannot allocate %zu pooling indices", l->n_out);
         break;
-    default: /* ReLU in place; dropout is the identity in eval mode; the loss reads its input */
+    default: /* ReLU and dropout in place; the loss reads its input */
         l->y = l->in;
         return BKM_OK;
     }
@@ -194,12 +194,21 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         case BKM_NET_RELU:
             bkm_kern_relu_fwd(l->n_in, l->in, l->in);
             break;
+        case BKM_NET_DROPOUT:
+        case BKM_NET_DROPOUT2D: /* in place; the identity in eval mode */
+            if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
+                bkm__net_dropout(ex, i, l->in);
+            break;
         default:
             break;
         }
         if (rc < 0)
             return bkm_err_prefix(err, "net layer %d (%s)", i, net->d.layer[i].name);
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
+    }
+    if (ex->fwd_only) { /* bkm_net_exec_forward: evaluation stops before the loss */
+        ex->logits = c->l[loss_i].in;
+        return BKM_OK;
     }
     t1 = t = bkm_now_ns();
     if (bkm__net_xent(net, c->l[loss_i].in, ex->labels, c->dlogits, &loss) < 0) {
@@ -249,11 +258,18 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         case BKM_NET_RELU:
             bkm_kern_relu_bwd(l->n_in, l->y, g, g);
             break;
+        case BKM_NET_DROPOUT:
+        case BKM_NET_DROPOUT2D:
+            if (net->d.layer[i].drop > 0.0f)
+                bkm__net_dropout(ex, i, g);
+            break;
         default:
             break;
         }
         if (rc < 0)
             return bkm_err_prefix(err, "net layer %d (%s) backward", i, net->d.layer[i].name);
+        if (li->n_wei && ex->grad_hook)
+            ex->grad_hook(ex->grad_ctx, i);
         if (!li->n_wei || li->need_bwd_d) /* a first parameter layer has no bwd-data */
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }

@@ -148,11 +148,17 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         case BKM_NET_RELU:
             bkm_kern_relu_ref_fwd(r->n[i], r->act[i], r->act[i + 1]);
             break;
-        default: /* dropout, eval mode */
+        default: /* dropout: the identity in eval mode */
             memcpy(r->act[i + 1], r->act[i], r->n[i] * sizeof(float));
+            if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
+                bkm__net_dropout(ex, i, r->act[i + 1]);
             break;
         }
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
+    }
+    if (ex->fwd_only) { /* bkm_net_exec_forward: evaluation stops before the loss */
+        ex->logits = r->act[loss_i];
+        return BKM_OK;
     }
     t1 = t = bkm_now_ns();
     if (bkm__net_xent(net, r->act[loss_i], ex->labels, r->grad[loss_i], &loss) < 0) {
@@ -215,8 +221,12 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             break;
         default:
             memcpy(gin, g, r->n[i] * sizeof(float));
+            if (net->d.layer[i].drop > 0.0f)
+                bkm__net_dropout(ex, i, gin);
             break;
         }
+        if (li->n_wei && ex->grad_hook)
+            ex->grad_hook(ex->grad_ctx, i);
         if (!li->n_wei || li->need_bwd_d) /* a first parameter layer has no bwd-data */
             bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
     }

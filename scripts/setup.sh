@@ -10,7 +10,7 @@ build=${1:-"$top/build"}
 shift || true
 
 pkgs=(build-essential cmake pkg-config clang libomp-dev libclang-rt-14-dev libdnnl-dev libpapi-dev papi-tools
-      libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist python3)
+      libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3)
 if [ "${BKM_SETUP_TEST_PKGS:-0}" = 1 ]; then
   pkgs+=(slurmctld slurmd slurm-client munge)   # tests/slurm: a real Slurm on localhost; chromium joins when its tests exist
 fi

@@ -78,6 +78,7 @@ COMMANDS = {
                "flags": ["--default", "--seed-bkm"]},
     "lint": {"opts": ["--node"], "flags": ["--json"], "positional": True},
     "worker": {"opts": ["--spec", "--parent"], "flags": []},
+    "train": {"opts": ["--workload", "--threads", "--param"], "flags": ["--json"], "always": ["--dry-run"]},
 }
 
 # Values that are meaningful for some option (so parsing gets past the first check) ...

@@ -4,6 +4,7 @@
  * executor over the same table (loss, updated parameters, gradients), plus per-layer timing. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,7 +187,7 @@ START_TEST(table_rejects_bad_input)
     d.layer[1].kind = BKM_NET_MAXPOOL; /* a 2-D layer on a 3-D tensor */
     refused(&d, "needs a 2-D (NCHW) input");
     small3d(&d);
-    d.layer[4] = (bkm_net_layer_t){BKM_NET_CONV3D, 2, 1, 1, 0, "c5"}; /* conv after the FC flattened */
+    d.layer[4] = (bkm_net_layer_t){BKM_NET_CONV3D, 2, 1, 1, 0, "c5", 0.0f}; /* conv after the FC flattened */
     refused(&d, "flat features");
     small3d(&d);
     d.d = -2;
@@ -376,6 +377,259 @@ START_TEST(per_layer_times)
 }
 END_TEST
 
+/* The MPI recipe's tables (workloads.md §7): parameter counts, and native and oneDNN against the
+ * reference (lr 0: gradients only, the caller updates). */
+START_TEST(mnist_tables)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_err_t err = {0};
+    bkm_net_desc_mnist_cnn(&d, 4, 0.0f);
+    ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(net.n_trainable, 21840);
+    ck_assert_int_eq(net.classes, 10);
+    ck_assert_int_eq(net.li[7].in.c * net.li[7].in.h * net.li[7].in.w, 320); /* fc1 takes 20x4x4 */
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+    bkm_net_desc_mnist_mlp(&d, 3);
+    ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(net.n_trainable, 203530);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    agree_with_reference(&d, BKM_NET_ONEDNN);
+}
+END_TEST
+
+/* mean log-softmax NLL of logits[mb][nc], double */
+static double nll(const float *z, const int32_t *lab, int64_t mb, int64_t nc)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < mb; i++) {
+        double mx = z[i * nc], e = 0.0;
+        for (int64_t j = 1; j < nc; j++)
+            mx = fmax(mx, z[i * nc + j]);
+        for (int64_t j = 0; j < nc; j++)
+            e += exp(z[i * nc + j] - mx);
+        s += mx + log(e) - z[i * nc + lab[i]];
+    }
+    return s / (double)mb;
+}
+
+/* Forward-only evaluation: the native logits equal the reference's, and the step's loss is the
+ * NLL of their log-softmax; oneDNN refuses. */
+START_TEST(forward_only_logits)
+{
+    bkm_net_desc_t d;
+    bkm_err_t err = {0};
+    bkm_net_step_t st;
+    const float *zn = NULL, *zr = NULL;
+    for (int model = 0; model < 2; model++) {
+        if (model)
+            bkm_net_desc_mnist_mlp(&d, 5);
+        else
+            bkm_net_desc_mnist_cnn(&d, 5, 0.0f);
+        bkm_net_exec_t *ex = make_exec(&d, BKM_NET_NATIVE), *ref = make_exec(&d, BKM_NET_REF);
+        ck_assert_msg(bkm_net_exec_forward(ex, &zn, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_msg(bkm_net_exec_forward(ref, &zr, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_ptr_nonnull(zn);
+        ck_assert_ptr_nonnull(zr);
+        ck_assert_msg(rel_diff(zn, zr, 50) < 1e-5, "logits differ: %g", rel_diff(zn, zr, 50));
+        double want = nll(zr, bkm_net_exec_labels(ref, NULL), 5, 10);
+        ck_assert_int_eq(bkm_net_exec_step(ref, &st, &err), BKM_OK);
+        ck_assert_msg(fabs(st.loss - want) < 1e-5 * fabs(want), "loss %.8f vs NLL of the logits %.8f", st.loss, want);
+        bkm_net_exec_destroy(ex);
+        bkm_net_exec_destroy(ref);
+    }
+    bkm_net_exec_t *od = make_exec(&d, BKM_NET_ONEDNN);
+    ck_assert_int_eq(bkm_net_exec_forward(od, &zn, &err), BKM_ENOTSUP);
+    bkm_net_exec_destroy(od);
+}
+END_TEST
+
+typedef struct hook_rec {
+    bkm_net_exec_t *ex;
+    int n, layer[8];
+    float *snap;   /* the flat gradients as they were at each call of the layer */
+    size_t np;
+} hook_rec_t;
+
+static void record_hook(void *ctx, int layer)
+{
+    hook_rec_t *h = ctx;
+    const float *g = bkm_net_exec_grads(h->ex, NULL);
+    const bkm_net_t *net = bkm_net_exec_net(h->ex);
+    const bkm_net_layer_info_t *li = &net->li[layer];
+    ck_assert_int_lt(h->n, 8);
+    h->layer[h->n++] = layer;
+    memcpy(h->snap + li->wei_off, g + li->wei_off, (size_t)li->n_wei * sizeof(float));
+    memcpy(h->snap + li->bias_off, g + li->bias_off, (size_t)li->n_bias * sizeof(float));
+}
+
+/* The gradient hook fires once per parameter layer, in backward order, when that layer's gradients
+ * are final (what it sees equals the gradients after the step). */
+START_TEST(grad_hook_order)
+{
+    bkm_net_desc_t d;
+    bkm_err_t err = {0};
+    bkm_net_step_t st;
+    bkm_net_desc_mnist_cnn(&d, 3, 0.0f);
+    bkm_net_exec_t *ex = make_exec(&d, (bkm_net_engine_t)_i);
+    hook_rec_t h = {ex, 0, {0}, NULL, 0};
+    const float *g = bkm_net_exec_grads(ex, &h.np);
+    h.snap = calloc(h.np, sizeof(float));
+    bkm_net_exec_set_grad_hook(ex, record_hook, &h);
+    ck_assert_int_eq(bkm_net_exec_step(ex, &st, &err), BKM_OK);
+    ck_assert_int_eq(h.n, 4);
+    ck_assert_int_eq(h.layer[0], 10); /* fc2 */
+    ck_assert_int_eq(h.layer[1], 7);  /* fc1 */
+    ck_assert_int_eq(h.layer[2], 3);  /* conv2 */
+    ck_assert_int_eq(h.layer[3], 0);  /* conv1 */
+    ck_assert_msg(rel_diff(h.snap, g, h.np) == 0.0, "gradients changed after the hook");
+    bkm_net_exec_set_grad_hook(ex, NULL, NULL);
+    h.n = 0;
+    ck_assert_int_eq(bkm_net_exec_step(ex, &st, &err), BKM_OK);
+    ck_assert_int_eq(h.n, 0);
+    free(h.snap);
+    bkm_net_exec_destroy(ex);
+}
+END_TEST
+
+/* Central differences of the reference executor's loss against its gradients, for a sample of the
+ * parameters of each of the two tables (every parameter tensor visited). */
+START_TEST(mnist_gradcheck)
+{
+    bkm_net_desc_t d;
+    bkm_err_t err = {0};
+    bkm_net_step_t st;
+    for (int model = 0; model < 3; model++) {
+        if (model == 1)
+            bkm_net_desc_mnist_mlp(&d, 2);
+        else /* model 2: with the seed's dropout (fixed masks: a deterministic function) */
+            bkm_net_desc_mnist_cnn(&d, 2, model == 2 ? 0.5f : 0.0f);
+        bkm_net_exec_t *ex = make_exec(&d, BKM_NET_REF);
+        const bkm_net_t *net = bkm_net_exec_net(ex);
+        size_t np;
+        float *p = bkm_net_exec_params(ex, &np);
+        float *g = malloc(np * sizeof(float));
+        int bad = 0, checked = 0;
+        char first[200] = "";
+        for (size_t i = 0; i < np; i++) /* smaller weights and a small step: no pooling winner or ReLU crosses over */
+            p[i] *= 0.3f;
+        ck_assert_int_eq(bkm_net_exec_step(ex, &st, &err), BKM_OK);
+        memcpy(g, bkm_net_exec_grads(ex, NULL), np * sizeof(float));
+        for (int i = 0; i < net->d.n_layers; i++) {
+            const bkm_net_layer_info_t *li = &net->li[i];
+            for (int k = 0; li->n_wei && k < 24; k++) {
+                size_t off = k % 2 ? li->bias_off + (size_t)(k * 7) % (size_t)li->n_bias
+                                   : li->wei_off + (size_t)(k * 7919) % (size_t)li->n_wei;
+                const float keep = p[off], h = 1e-4f;
+                double lp, lm, num;
+                p[off] = keep + h;
+                ck_assert_int_eq(bkm_net_exec_step(ex, &st, &err), BKM_OK);
+                lp = st.loss;
+                p[off] = keep - h;
+                ck_assert_int_eq(bkm_net_exec_step(ex, &st, &err), BKM_OK);
+                lm = st.loss;
+                p[off] = keep;
+                num = (lp - lm) / ((double)(keep + h) - (double)(keep - h));
+                checked++;
+                if (fabs(num - g[off]) > 1e-2 * fmax(fabs(num), fabs(g[off])) + 2e-4 && bad++ == 0)
+                    snprintf(first, sizeof first, "%s[%zu]: analytic %.6g numeric %.6g", net->d.layer[i].name, off,
+                             g[off], num);
+            }
+        }
+        ck_assert_msg(bad <= 1, "model %d: %d of %d gradients disagree; first %s", model, bad, checked, first);
+        free(g);
+        bkm_net_exec_destroy(ex);
+    }
+}
+END_TEST
+
+/* fc 8 -> dropout(p) -> fc 3 -> loss over a batch of @p mb */
+static void drop_mlp(bkm_net_desc_t *d, int64_t mb, float p)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = mb, d->c = 2, d->h = 3, d->w = 2;
+    bkm_net_desc_add(d, BKM_NET_FC, "fa", 8, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_DROPOUT, "dr", 0, 0, 0, 0)->drop = p;
+    bkm_net_desc_add(d, BKM_NET_FC, "fb", 3, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
+}
+
+/* Training-mode dropout: native = reference (CNN, p 0.5); the masks depend on the key and the
+ * global sample index only (a batch of 4 = two batches of 2 starting at samples 0 and 2), change
+ * with the key, drop about p of the channels; forward-only evaluation ignores them; oneDNN refuses. */
+START_TEST(dropout_training)
+{
+    bkm_net_desc_t d;
+    bkm_net_t net;
+    bkm_err_t err = {0};
+    bkm_net_step_t s4, s2a, s2b, sk;
+    bkm_net_exec_t *ex = NULL;
+    bkm_net_desc_mnist_cnn(&d, 4, 0.5f);
+    agree_with_reference(&d, BKM_NET_NATIVE);
+    ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
+    ck_assert_int_eq(bkm_net_exec_create(&ex, &net, BKM_NET_ONEDNN, NULL, &err), BKM_ENOTSUP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "drop2d"));
+    d.layer[4].drop = 1.0f;
+    refused(&d, "dropout probability 1 outside [0, 1)");
+
+    for (int eng = BKM_NET_NATIVE; eng <= BKM_NET_REF; eng += BKM_NET_REF - BKM_NET_NATIVE) {
+        drop_mlp(&d, 4, 0.5f);
+        bkm_net_exec_t *e4 = make_exec(&d, (bkm_net_engine_t)eng);
+        drop_mlp(&d, 2, 0.5f);
+        bkm_net_exec_t *a = make_exec(&d, (bkm_net_engine_t)eng), *b = make_exec(&d, (bkm_net_engine_t)eng);
+        memcpy(bkm_net_exec_input(a, NULL), bkm_net_exec_input(e4, NULL), 12 * sizeof(float));
+        memcpy(bkm_net_exec_input(b, NULL), bkm_net_exec_input(e4, NULL) + 24, 12 * sizeof(float));
+        memcpy(bkm_net_exec_input(a, NULL) + 12, bkm_net_exec_input(e4, NULL) + 12, 12 * sizeof(float));
+        memcpy(bkm_net_exec_input(b, NULL) + 12, bkm_net_exec_input(e4, NULL) + 36, 12 * sizeof(float));
+        for (int k = 0; k < 2; k++) {
+            bkm_net_exec_labels(a, NULL)[k] = bkm_net_exec_labels(e4, NULL)[k];
+            bkm_net_exec_labels(b, NULL)[k] = bkm_net_exec_labels(e4, NULL)[k + 2];
+        }
+        bkm_net_exec_set_dropout(e4, 99, 0);
+        bkm_net_exec_set_dropout(a, 99, 0);
+        bkm_net_exec_set_dropout(b, 99, 2);
+        ck_assert_int_eq(bkm_net_exec_step(e4, &s4, &err), BKM_OK);
+        ck_assert_int_eq(bkm_net_exec_step(a, &s2a, &err), BKM_OK);
+        ck_assert_int_eq(bkm_net_exec_step(b, &s2b, &err), BKM_OK);
+        ck_assert_msg(fabs(s4.loss - 0.5 * (s2a.loss + s2b.loss)) < 1e-6 * fabs(s4.loss),
+                      "batch of 4 %.8f vs two of 2 %.8f", s4.loss, 0.5 * (s2a.loss + s2b.loss));
+        bkm_net_exec_set_dropout(e4, 100, 0);
+        ck_assert_int_eq(bkm_net_exec_step(e4, &sk, &err), BKM_OK);
+        ck_assert_msg(sk.loss != s4.loss, "another key, the same masks");
+        bkm_net_exec_destroy(e4);
+        bkm_net_exec_destroy(a);
+        bkm_net_exec_destroy(b);
+    }
+    /* about half the channels of the CNN's Dropout2d are zeroed: the gradient of conv2's bias is 0
+     * exactly for a channel dropped in every sample; with 1 sample, about half the 20 channels */
+    {
+        int zero = 0, trials = 0;
+        bkm_net_desc_mnist_cnn(&d, 1, 0.5f);
+        bkm_net_exec_t *c = make_exec(&d, BKM_NET_NATIVE);
+        const bkm_net_t *n = bkm_net_exec_net(c);
+        for (uint64_t key = 1; key <= 10; key++) {
+            bkm_net_exec_set_dropout(c, key, 0);
+            ck_assert_int_eq(bkm_net_exec_step(c, &sk, &err), BKM_OK);
+            const float *gb = bkm_net_exec_grads(c, NULL) + n->li[3].bias_off;
+            for (int j = 0; j < 20; j++, trials++)
+                zero += gb[j] == 0.0f;
+        }
+        ck_assert_msg(zero > trials / 4 && zero < 3 * trials / 4, "%d of %d channels dropped at p 0.5", zero, trials);
+        /* evaluation ignores dropout: forward twice with different keys, the same logits */
+        const float *z;
+        float z1[10];
+        bkm_net_exec_set_dropout(c, 5, 0);
+        ck_assert_int_eq(bkm_net_exec_forward(c, &z, &err), BKM_OK);
+        memcpy(z1, z, sizeof z1);
+        bkm_net_exec_set_dropout(c, 6, 0);
+        ck_assert_int_eq(bkm_net_exec_forward(c, &z, &err), BKM_OK);
+        ck_assert_int_eq(memcmp(z1, z, sizeof z1), 0);
+        bkm_net_exec_destroy(c);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("net");
@@ -389,6 +643,12 @@ int main(void)
     tcase_add_test(tc, onednn_matches_reference);
     tcase_add_loop_test(tc, bad_label_is_named, BKM_NET_NATIVE, BKM_NET_REF + 1);
     tcase_add_loop_test(tc, per_layer_times, BKM_NET_NATIVE, BKM_NET_REF + 1);
+    tcase_add_test(tc, mnist_tables);
+    tcase_add_test(tc, forward_only_logits);
+    tcase_add_loop_test(tc, grad_hook_order, BKM_NET_NATIVE, BKM_NET_NATIVE + 1);
+    tcase_add_loop_test(tc, grad_hook_order, BKM_NET_REF, BKM_NET_REF + 1);
+    tcase_add_test(tc, mnist_gradcheck);
+    tcase_add_test(tc, dropout_training);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

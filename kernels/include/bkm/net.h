@@ -34,7 +34,10 @@ typedef enum {
     BKM_NET_CONV = 1, /**< 2-D convolution + bias, square kernel k, stride s, padding p, no groups */
     BKM_NET_RELU,     /**< ReLU */
     BKM_NET_MAXPOOL,  /**< max pooling, square window k, stride s, padding p */
-    BKM_NET_DROPOUT,  /**< eval mode: the identity on every engine */
+    BKM_NET_DROPOUT,  /**< element dropout with probability drop (bkm_net_layer_t.drop): in a training step each
+                           element is zeroed or scaled by 1/(1-p), the mask drawn from the key and global
+                           sample index bkm_net_exec_set_dropout gives; drop = 0 (eval mode) and forward-only
+                           evaluation: the identity. drop > 0 runs on the native and reference engines */
     BKM_NET_FC,       /**< fully connected + bias, flattens its input (C,H,W order) */
     BKM_NET_LOSS,     /**< softmax + mean cross-entropy over the classes; last layer, after an FC */
     BKM_NET_CONV3D,   /**< 3-D convolution + bias (NCDHW, OIDHW), cubic kernel k, stride s, padding p */
@@ -45,8 +48,10 @@ typedef enum {
     BKM_NET_LSTM,     /**< a stack of k unidirectional LSTM layers (bkm_kern_lstm_*), hidden size out, on a
                            sequence; its parameters are the kernel's flat array (Wx, Wh, b per layer in
                            turn, n_bias 0); initial states from bkm_net_exec_state (zero by default) */
-    BKM_NET_LOSS_L1   /**< mean |y - target| over every element of its input, the target from
+    BKM_NET_LOSS_L1,  /**< mean |y - target| over every element of its input, the target from
                            bkm_net_exec_target (xhzhao LSTM.py's L1Loss, workloads.md §6); last layer */
+    BKM_NET_DROPOUT2D /**< dropout of whole channels (PyTorch Dropout2d); like BKM_NET_DROPOUT, the identity
+                           when its probability drop is 0 and in forward-only evaluation */
 } bkm_net_kind_t;
 
 /** Name of a kind ("conv", "relu", "maxpool", "dropout", "fc", "loss"). */
@@ -60,6 +65,7 @@ typedef struct bkm_net_layer {
     int64_t out;        /**< CONV / CONV3D: output channels; FC: output features; 0 otherwise */
     int64_t k, s, p;    /**< CONV / MAXPOOL (2-D and 3-D) window, stride, padding; 0 otherwise */
     char name[16];      /**< "conv1", "fc6", ... */
+    float drop;         /**< DROPOUT / DROPOUT2D: probability of zeroing, in [0, 1); 0 otherwise */
 } bkm_net_layer_t;
 
 #define BKM_NET_MAX_LAYERS 32
@@ -92,6 +98,15 @@ void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb);
  *  conv3d 1->64->64 (3^3), max pool 2, conv3d 64->128->128, max pool 2, FC 6400->512->512, loss
  *  over the batch dimension; no activations, no update step (lr 0). The seed's batch is 4. */
 void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
+/** The seed CNN of the MPI MNIST recipe (workloads.md §7) at batch @p mb, 1x28x28 input: conv 1->10
+ *  k5, max pool 2, ReLU, conv 10->20 k5, dropout2d, max pool 2, ReLU, FC 320->50, ReLU, dropout,
+ *  FC 50->10, log-softmax + NLL (the loss layer: softmax cross-entropy is the same function);
+ *  21,840 parameters; both dropouts with probability @p dropout (the seed's is 0.5; 0 = off); lr 0
+ *  (the caller updates the parameters). */
+void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb, float dropout);
+/** MLP 784-256-10 with ReLU at batch @p mb, 1x28x28 input, ending in the loss layer; 203,530
+ *  parameters; lr 0 (the caller updates the parameters). */
+void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb);
 
 /** The seed's LSTM benchmark (workloads.md §6, xhzhao LSTM.py): a sequence input of @p t steps x
  *  @p n sentences x @p i features, one LSTM stack of @p layers layers with hidden size @p h, the L1
@@ -180,6 +195,22 @@ float *bkm_net_exec_target(bkm_net_exec_t *ex, size_t *n);
 int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err);
 /** TIMED: one training step. Never allocates. */
 int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err);
+/** Forward only (no loss, no backward, no update) of the current input with the current
+ *  parameters, for evaluation; *logits = the mb x classes scores entering the loss, user layout,
+ *  valid until the next call. Native and reference engines; BKM_ENOTSUP on oneDNN. */
+int bkm_net_exec_forward(bkm_net_exec_t *ex, const float **logits, bkm_err_t *err);
+/** Called by a step as soon as layer @p layer's parameter gradients are final in the flat gradient
+ *  array (backward order, parameter layers only), so that a caller can start reducing them while
+ *  backward continues (data-parallel training); @p ctx is the caller's. */
+typedef void (*bkm_net_grad_hook_fn)(void *ctx, int layer);
+/** Install (or with NULL remove) the gradient hook. Native and reference engines call it; the
+ *  oneDNN engine does not (its gradients reach the flat array only at finish). */
+void bkm_net_exec_set_grad_hook(bkm_net_exec_t *ex, bkm_net_grad_hook_fn fn, void *ctx);
+/** The dropout masks of the following training steps: element (or channel) j of local sample n is
+ *  kept unless a hash of (@p key, layer, (@p first_sample + n, j)) falls below drop, so that a sample
+ *  gets the same mask whichever rank's slice of a global batch holds it. Set it before each step
+ *  with a new key (the default key 0 and first sample 0 repeat the same masks). */
+void bkm_net_exec_set_dropout(bkm_net_exec_t *ex, uint64_t key, int64_t first_sample);
 /** Untimed: parameters and gradients back into the flat user-layout arrays. */
 int bkm_net_exec_finish(bkm_net_exec_t *ex, bkm_err_t *err);
 /** Per-layer timing on (1) or off (0, the default): when on, every step adds each layer's time per

@@ -124,6 +124,74 @@ void bkm_wl_params_json(const bkm_wl_t *wl, bkm_buf_t *out);
 const char *bkm_wl_name(const bkm_wl_t *wl);
 void bkm_wl_destroy(bkm_wl_t *wl);
 
+/* ---------------------------------------------------------------------------------------- */
+/* IDX files (MNIST, Fashion-MNIST) and the synchronous-SGD training run `fmnist-sgd`. */
+
+#define BKM_IDX_MAX_DIMS 4
+/** An IDX file of unsigned bytes: dims[0] items (images or labels) of dims[1] x ... bytes. */
+typedef struct bkm_idx {
+    int ndims;
+    uint32_t dims[BKM_IDX_MAX_DIMS];
+    unsigned char *data;   /**< n bytes, owned (bkm_idx_free) */
+    size_t n;
+} bkm_idx_t;
+/** Read the IDX file @p path (gzip-compressed or plain; a regular file) with @p ndims dimensions of
+ *  unsigned bytes; with @p classes > 0 every byte must be below it (labels). BKM_EINVAL naming the
+ *  file and the broken rule: bad magic number, a zero dimension, truncated data, trailing data,
+ *  a label out of range, damaged gzip data; BKM_ENOMEM. */
+int bkm_idx_load(const char *path, int ndims, int64_t classes, bkm_idx_t *out, bkm_err_t *err);
+void bkm_idx_free(bkm_idx_t *f);
+
+/** A labelled image set (MNIST layout: train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz],
+ *  t10k-... for the test set) read from one folder. */
+typedef struct bkm_mnist {
+    bkm_idx_t train_x, train_y, test_x, test_y;
+    int64_t n_train, n_test, h, w;
+} bkm_mnist_t;
+/** Read the four files from @p dir (each NAME.gz, else NAME), 10 classes; the image and label
+ *  counts of a set must agree and both sets have the same image size. BKM_EINVAL naming the file. */
+int bkm_mnist_load(const char *dir, bkm_mnist_t *m, bkm_err_t *err);
+void bkm_mnist_free(bkm_mnist_t *m);
+
+/** `fmnist-sgd`: synchronous data-parallel SGD over MPI (workloads.md §7). Parameters (key=value,
+ *  the same as `--param`): epochs, batch (global), lr, momentum, model (cnn|mlp), dropout, allreduce (mpi|flat|ring|overlap), bucket_kb, reduce
+ *  (mean|sum), data, trace, verbose_ranks, seed, backend (native|onednn), bcast (start|epoch),
+ *  train_limit, test_limit. bkm_train_params lists them with defaults and help. */
+typedef struct bkm_train_param {
+    const char *name, *def, *help;
+} bkm_train_param_t;
+const bkm_train_param_t *bkm_train_params(size_t *n);
+/** Check @p cfg without running (no MPI): unknown key, bad number, value outside its range -> BKM_EINVAL
+ *  naming key and value. */
+int bkm_train_config_check(const bkm_wl_config_t *cfg, bkm_err_t *err);
+/** A line of text for the user (rank 0's unless verbose_ranks=1, then prefixed "[rank/size]"). */
+typedef void (*bkm_train_log_fn)(void *ctx, const char *line);
+/** Run the training: MPI initialised here (MPI_THREAD_FUNNELED, checked) when it is not yet, and
+ *  finalised on return if it was. Every rank calls it. @p json receives rank 0's result
+ *  ({"workload", "ranks", "threads", "params", "epochs": [{epoch, loss, test_accuracy, samples_per_s,
+ *  comm_s, compute_s}], "step_losses" with trace=1, "step_ms": {median, max}}); other ranks leave it
+ *  empty. *rank (may be NULL) = this process's rank. Errors (same on every rank where the ranks can
+ *  agree): BKM_EINVAL bad configuration or data file (named); BKM_EDEP an MPI error; BKM_EVERIFY
+ *  parameters that differ between ranks at the end of an epoch. */
+int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn log, void *log_ctx, bkm_buf_t *json,
+                  int *rank, bkm_err_t *err);
+/** For programs that make several runs in one process (benchmarks): initialise MPI
+ *  (MPI_THREAD_FUNNELED, checked) so that bkm_train_run neither initialises nor finalises it, and
+ *  finalise it at the end. *rank and *size (may be NULL) of MPI_COMM_WORLD. BKM_EDEP on an MPI error. */
+int bkm_train_mpi_init(int *rank, int *size, bkm_err_t *err);
+void bkm_train_mpi_finalize(void);
+
+/** Ring allreduce against MPI_Allreduce on @p n floats, interleaved in the same run: @p reps rounds,
+ *  each timing one MPI_Allreduce and one ring allreduce (a barrier before each; the time of an
+ *  operation is the slowest rank's). Every rank calls it (MPI initialised); results on every rank. */
+typedef struct bkm_allreduce_bench {
+    double mpi_ms[3], ring_ms[3];  /**< min, median, max over the rounds */
+    double mpi_gbs, ring_gbs;      /**< algorithm bandwidth (bytes / median time), GB/s */
+    double ratio;                  /**< ring / MPI_Allreduce bandwidth (medians) */
+    int exact;                     /**< 1: the two results were equal (integer-valued data) */
+} bkm_allreduce_bench_t;
+int bkm_allreduce_bench(size_t n, int reps, bkm_allreduce_bench_t *out, bkm_err_t *err);
+
 #ifdef __cplusplus
 }
 #endif
