@@ -189,6 +189,17 @@ END_TEST
 /* In a child whose address space and data are limited to 1 GiB: a 3 GiB gemm (m=n=k=16384),
  * which fits this node's memory, must be refused by the check and by create, naming the sizes.
  * Exit 0 when it is, else the number of the step that accepted it (its message on stderr). */
+#if defined(__SANITIZE_ADDRESS__)
+#define BKM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BKM_TEST_ASAN 1
+#endif
+#endif
+#ifndef BKM_TEST_ASAN
+#define BKM_TEST_ASAN 0
+#endif
+
 static int too_large_child(void)
 {
     struct rlimit lim = {(rlim_t)1 << 30, (rlim_t)1 << 30};
@@ -232,7 +243,13 @@ START_TEST(too_large_for_this_node_is_bad_input)
         ck_assert_int_eq(bkm_wl_create(&wl, "gemm", &cfg, 1, &err), BKM_EINVAL);
         ck_assert_ptr_null(wl);
     }
-    /* on every machine: a process limited to 1 GiB refuses 3 GiB */
+    /* on every machine: a process limited to 1 GiB refuses 3 GiB. Not under AddressSanitizer: its
+     * allocator maps new regions for every malloc, and RLIMIT_AS / RLIMIT_DATA below its reservations
+     * make it die with "Failed to mmap" before bkm's check runs (the release build tests it). */
+#if BKM_TEST_ASAN
+    fprintf(stderr, "too_large_for_this_node_is_bad_input: the 1 GiB rlimit half is not run under ASan\n");
+    return;
+#endif
     pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0)
