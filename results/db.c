@@ -72,6 +72,12 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "DROP TABLE sweep;"
     "ALTER TABLE sweep_v3 RENAME TO sweep;"
     "CREATE INDEX sweep_by_key ON sweep(key, id);",
+    /* 3 -> 4: the per-layer times of a trial (a network workload run with layers=1), and the
+     * runs of the regression gate (`tune regress`), shown as history by `tune report`. */
+    "ALTER TABLE trial ADD COLUMN layers_json TEXT;"
+    "CREATE TABLE gate_run(id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, mode TEXT NOT NULL,"
+    "  hostname TEXT, fingerprint TEXT, git_revision TEXT, reference TEXT, threshold REAL, alpha REAL,"
+    "  regressions INTEGER NOT NULL, verdict TEXT NOT NULL, results_json TEXT NOT NULL);",
 };
 
 /* ---------------------------------------------------------------------------------------- */

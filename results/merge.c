@@ -9,7 +9,7 @@
 #define TRIAL_COLS                                                                                             \
     "config_key, config_json, status, error, stderr_tail, exit_info, started_at, finished_at, n_samples, "     \
     "median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops, check_json, binding_json, effective_json, impl, " \
-    "role, round"
+    "role, round, layers_json"
 
 /* Run a prepared statement with up to two int64 parameters to completion; adds the number of
  * changed rows to *changes when given. */

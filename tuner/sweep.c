@@ -173,7 +173,7 @@ static int spec_add_base_env(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_con
  * check, and the binding evidence (planned vs actual mask of every thread, the worker's
  * "binding" member as it is). */
 typedef struct trial_texts {
-    bkm_buf_t env, check, bind;
+    bkm_buf_t env, check, bind, layers;
     char exit_info[48];
 } trial_texts_t;
 
@@ -182,6 +182,7 @@ static void trial_texts_free(trial_texts_t *x)
     bkm_buf_free(&x->env);
     bkm_buf_free(&x->check);
     bkm_buf_free(&x->bind);
+    bkm_buf_free(&x->layers);
 }
 
 static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spec,
@@ -203,6 +204,10 @@ static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spe
     if (res->doc != NULL && bkm_json_get(res->doc, "binding") != NULL) {
         bkm_json_w_init(&w, &x->bind, 0);
         bkm_json_write_tree(&w, bkm_json_get(res->doc, "binding"));
+    }
+    if (res->doc != NULL && bkm_json_get(res->doc, "layers") != NULL) { /* a network with layers=1 */
+        bkm_json_w_init(&w, &x->layers, 0);
+        bkm_json_write_tree(&w, bkm_json_get(res->doc, "layers"));
     }
     if (res->signal)
         snprintf(x->exit_info, sizeof x->exit_info, "signal %d (%s)", res->signal, res->signal_name);
@@ -231,6 +236,7 @@ static void trial_row_fill(bkm_db_trial_t *t, const sweep_state_t *st, const cha
     t->check_json = res->check_kind[0] ? bkm_buf_str(&x->check) : NULL;
     t->binding_json = res->doc != NULL && bkm_json_get(res->doc, "binding") != NULL ? bkm_buf_str(&x->bind) : NULL;
     t->impl = res->impl[0] ? res->impl : NULL;
+    t->layers_json = res->doc != NULL && bkm_json_get(res->doc, "layers") != NULL ? bkm_buf_str(&x->layers) : NULL;
     t->counters = res->counters;
     t->n_counters = res->counters ? (size_t)res->n_counters : 0;
 }
@@ -277,6 +283,7 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_buf_init(&x.env);
     bkm_buf_init(&x.check);
     bkm_buf_init(&x.bind);
+    bkm_buf_init(&x.layers);
     *value = NAN;
     if (prec)
         prec[0] = prec[1] = NAN;
@@ -401,7 +408,7 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     info.node = st->node;
     info.workload = cfg->workload;
     info.strategy = strategy;
-    info.label = cfg->aa ? "A/A" : NULL;
+    info.label = cfg->label ? cfg->label : cfg->aa ? "A/A" : NULL;
     info.git_revision = cfg->git_revision;
     info.host_id = cfg->host_id;
     if ((rc = bkm_db_sweep_open(st->db, &info, cfg->fresh, &st->sweep_id, &res->resumed, err)) < 0)

@@ -669,6 +669,9 @@ typedef struct bkm_tune_sweep_cfg {
     int inject_at;                     /**< 1-based trial number of this run; 0 = none */
 #endif
     const char *command;               /**< the command line, stored with the sweep */
+    const char *label;                 /**< the user's label (`--label`), stored with the sweep
+                                            (a resumed sweep takes the new one); NULL = none
+                                            ("A/A" for an A/A run) */
     int64_t host_id;                   /**< bkm_db_host_upsert id of this host; 0 = none */
     const char *git_revision;
     const bkm_tune_runner_t *runner;
