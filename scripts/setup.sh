@@ -12,7 +12,7 @@ shift || true
 pkgs=(build-essential cmake pkg-config clang libomp-dev libclang-rt-14-dev libdnnl-dev libpapi-dev papi-tools
       libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist python3)
 if [ "${BKM_SETUP_TEST_PKGS:-0}" = 1 ]; then
-  pkgs+=()   # Slurm (slurmctld slurmd slurm-client munge) and chromium join when their tests exist
+  pkgs+=(chromium)   # the report test (tests/reports); Slurm (slurmctld slurmd slurm-client munge) joins when its tests exist
 fi
 
 missing=()

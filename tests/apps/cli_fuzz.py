@@ -72,6 +72,12 @@ COMMANDS = {
     "export": {"opts": ["--format", "--db", "--sweep", "--node", "--workload"], "flags": []},
     "merge": {"opts": [], "flags": [], "merge": True},
     "version": {"opts": [], "flags": []},
+    "report": {"opts": ["--db", "--output", "-o", "--sweep", "--node", "--workload", "--peak", "--title"],
+               "flags": []},
+    # kept cheap: one workload, 3 processes a side (a --record or an A/B run measures for real)
+    "regress": {"opts": ["--output", "--baseline", "--against", "--junit", "--threads", "--param", "--threshold",
+                         "--alpha", "--seed", "--db"],
+                "flags": ["--record", "--json"], "always": ["--workloads", "gemm", "--processes", "3"]},
     "worker": {"opts": ["--spec", "--parent"], "flags": []},
 }
 
@@ -103,6 +109,11 @@ GOOD = {
     "--confirm-top": ["0", "3"],
     "--counters": ["none", "perf::TASK-CLOCK"],
     "--format": ["csv", "json"],
+    "--peak": ["auto", "none"],
+    "--threshold": ["0.1", "0.5"],
+    "--alpha": ["0.01", "0.2"],
+    "--output": ["r.html", "base.json"],
+    "-o": ["r.html", "base.json"],
     "--sweep": ["1", "2"],
     "--require": ["1", "45"],
     "--iters": ["5", "1"],
