@@ -63,8 +63,9 @@ static const bkm_cli_opt_t regress_table[] = {
     {.name = "junit", .kind = BKM_CLI_STR, .metavar = "OUT", .off = offsetof(regress_opts_t, junit),
      .help = "also write the comparison as JUnit XML to OUT", .example = "junit.xml"},
     {.name = "threads", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(regress_opts_t, threads), .lo = 1,
-     .hi = BKM_CPUSET_MAX, .help = "threads of this build's workload processes (default: the baseline's,\n"
-                                   "else every allowed PU); a check keeps the baseline's calibration"},
+     .hi = BKM_CPUSET_MAX, .help = "threads of the workload processes (default: the baseline's, else 1:\n"
+                                   "on a shared machine a multi-threaded process's time depends on\n"
+                                   "whether its threads get stacked on one PU); the calibration is 1"},
     {.name = "param", .kind = BKM_CLI_CALL, .metavar = "KEY=VALUE", .call = opt_param, .flags = BKM_CLI_REPEAT,
      .help = "set a parameter of every workload of the suite that has it (this build's\n"
              "side only), e.g. --param kc=4", .example = "kc=64"},
@@ -76,7 +77,9 @@ static const bkm_cli_opt_t regress_table[] = {
      .hi = BKM_TUNE_REPLICATES_MAX, .help = "worker processes per workload and side (default 8; a check uses the\n"
                                            "baseline's count)"},
     {.name = "workloads", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(regress_opts_t, workloads),
-     .help = "only these workloads of the suite (gemm,conv2d,conv3d,lstm,alexnet)", .example = "gemm"},
+     .help = "these workloads of the suite (default gemm,conv2d,conv3d,lstm; alexnet,\n"
+             "55 ms a step, only when named: its fastest sample follows the machine's load)",
+     .example = "gemm"},
     {.name = "seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(regress_opts_t, seed), .lo = 0, .hi = 9.2e18,
      .help = "seed of the measurement order (default 1)"},
     BKM_CLI_DB_OPT(regress_opts_t, db),
@@ -90,12 +93,12 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
     .usage = "tune regress --record -o FILE [--threads N] [--param K=V ...] [--processes N] [--workloads LIST]\n"
              "       tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--json]\n"
              "       tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
-    .about = "A fixed suite (SGEMM 256^3, conv2d alexnet:conv4 batch 1, a small conv3d layer, an LSTM\n"
-             "8,10,64,64, the AlexNet training step at batch 1) runs in several fresh worker processes per\n"
-             "workload; each process gives one value (the median of its samples): the unit of evidence.\n"
-             "--record pairs every workload process with a calibration process (SGEMM 256^3, same threads)\n"
-             "run right before or after it, in alternation, and stores value = workload / calibration (the\n"
-             "fastest sample of each process: a neighbour only ever adds time), with\n"
+    .about = "A fixed suite (SGEMM 256^3, a conv2d and a conv3d layer, an LSTM 8,10,64,64: iterations of\n"
+             "0.1-0.3 ms; the AlexNet training step only when named in --workloads) runs in several fresh\n"
+             "worker processes per workload (1 thread unless --threads; nothing bound); each process gives one value, the\n"
+             "fastest of its samples (a neighbour only ever adds time): the unit of evidence.\n"
+             "--record pairs every workload process with a calibration process (SGEMM 256^3, 1 thread)\n"
+             "run right before or after it, in alternation, and stores value = workload / calibration, with\n"
              "the host, its topology and the git revision. --baseline re-runs the suite the same way and\n"
              "compares; --against runs another build's workers and this build's interleaved in the same run\n"
              "(needs no baseline: what CI uses). A workload regressed when BOTH the Mann-Whitney test on the\n"
@@ -231,12 +234,10 @@ int bkm_cli_regress(int argc, char **argv)
     runner.environ = environ;
     ref = runner;
     ref.worker_path = o.against;
-    /* every process of the suite binds one thread per PU: unbound, the scheduler may stack a
-     * process's threads on one PU for its whole life when the machine is busy (a 2-3x slower
-     * process), which no statistic over its samples can undo */
+    /* the suite runs the default setting (nothing bound): bound threads on a busy machine wait
+     * for a neighbour's time slice at every barrier (a 0.1 ms GEMM measured at 5 ms), while
+     * unbound ones move to whichever PU is free */
     bkm_tune_trial_spec_defaults(&base);
-    if ((ret = bkm_tune_trial_spec_setenv(&base, "KMP_AFFINITY", "granularity=fine,compact", &err)) < 0)
-        goto fail;
     if ((ret = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (fix_open = 1, ret = bkm_cli_topo_fix_spec(&fix, &base, &err)) < 0)
         goto fail;
     memset(&cfg, 0, sizeof cfg);

@@ -438,8 +438,8 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
 /* A fixed suite (small configurations of every workload) measured in several fresh worker
  * processes per workload; one value per process. Two ways to compare:
  *  - against a recorded baseline file: each workload process is paired with a calibration
- *    process (SGEMM 256^3 with the recording's thread count; a check keeps the baseline's
- *    calibration whatever its own --threads and --param say) run right before
+ *    process (SGEMM 256^3 on one thread; a check keeps the baseline's calibration whatever its
+ *    own --threads and --param say) run right before
  *    or after it (alternating, ABBA), and its value is its minimum / the calibration's minimum, so
  *    a machine that is uniformly slower or busier than when the baseline was recorded cancels;
  *  - A/B against another build (`--against TUNE`): the reference build's workers and this
@@ -492,8 +492,14 @@ typedef struct bkm_tune_regress_cfg {
     const bkm_tune_runner_t *runner;    /**< this build's workers */
     const bkm_tune_runner_t *reference; /**< A/B: the reference build's workers; NULL otherwise */
     const bkm_tune_trial_spec_t *base;  /**< its env (libomp topology correction) goes to every process; may be NULL */
-    int pus;                            /**< PUs of this host: threads of the calibration and the default */
-    int threads;                        /**< 0 = the suite's (the baseline's, else pus) */
+    int pus;                            /**< PUs of this host (at least 1) */
+    int threads;                        /**< threads of the workload processes; 0 = the baseline's,
+                                             else 1: on a shared machine a multi-threaded process's
+                                             time depends on whether the scheduler stacks its
+                                             threads on one PU (an LSTM step of 2 threads measured
+                                             0.16, 0.26 or 1.34 ms by process; of 1 thread
+                                             0.215-0.219 ms), so the default suite is single-threaded
+                                             and threads are checked by recording with --threads N */
     const char *const *params;          /**< "key=value" overrides, applied to every workload that has key */
     size_t n_params;
     const char *workloads;              /**< comma-separated subset, NULL = all */
