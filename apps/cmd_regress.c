@@ -95,7 +95,8 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
              "       tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
     .about = "A fixed suite (SGEMM 256^3, a conv2d and a conv3d layer, an LSTM 8,10,64,64: iterations of\n"
              "0.1-0.3 ms; the AlexNet training step only when named in --workloads) runs in several fresh\n"
-             "worker processes per workload (1 thread unless --threads; nothing bound); each process gives one value, the\n"
+             "worker processes per workload (1 thread unless --threads; more are bound one per PU); each\n"
+             "process gives one value, the\n"
              "fastest of its samples (a neighbour only ever adds time): the unit of evidence.\n"
              "--record pairs every workload process with a calibration process (SGEMM 256^3, 1 thread)\n"
              "run right before or after it, in alternation, and stores value = workload / calibration, with\n"
@@ -197,6 +198,12 @@ int bkm_cli_regress(int argc, char **argv)
     }
     if (o.record && o.output == NULL) {
         fprintf(stderr, "tune regress: --record needs -o FILE\n");
+        ret = 2;
+        goto done;
+    }
+    if (o.record && (o.junit || o.json)) {
+        fprintf(stderr, "tune regress: --%s is for a check (--baseline or --against), not --record\n",
+                o.junit ? "junit" : "json");
         ret = 2;
         goto done;
     }

@@ -23,6 +23,10 @@ echo "# $(date -u +%FT%TZ) $($tune version | head -2 | tr '\n' ' ') $($tune topo
 echo "# out: $out"
 t0=$(date +%s)
 for b in base:"" base2:"--threads 2"; do
+  if [ -s "$out/${b%%:*}.json" ]; then  # OUT of an earlier run: its baselines are kept
+    echo "# ${b%%:*}.json (${b#*:}) kept from an earlier run of $out"
+    continue
+  fi
   t=$(date +%s)
   # shellcheck disable=SC2086
   "$tune" regress --record -o "$out/${b%%:*}.json" ${b#*:} 2> "$out/${b%%:*}.err" ||

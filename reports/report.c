@@ -648,7 +648,7 @@ static void sec_blocktime(bkm_buf_t *out, model_t *m)
             continue;
         any = 1;
         group_title(out, g);
-        P("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"620\" height=\"%d\" role=\"img\">\n", nb * 26 + 10);
+        P("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"%d\" role=\"img\">\n", nb * 26 + 10);
         for (int k = 0; k < nb; k++) {
             double wd = isfinite(best[k]) ? 380.0 * best[k] / hi : 0;
             P("<text x=\"4\" y=\"%d\" class=\"small\">KMP_BLOCKTIME=", k * 26 + 20), E(bt[k]), P("</text>");

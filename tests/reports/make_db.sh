@@ -4,10 +4,13 @@
 # (threads x affinity x blocktime, confirmation round: best-known setting with evidence, box
 # plots, counters, binding) labelled with hostile HTML, one trial of it crashed on purpose
 # (tune_testhooks --inject), a one-configuration conv3d network sweep with per-layer times, and
-# one gate run (tune regress on gemm only). Usage: make_db.sh DB TMPDIR
+# one gate run (tune regress on gemm only). Usage: make_db.sh [DB [TMPDIR]] (default DB:
+# $BKM_REPORT_DB, the report_db fixture of CTest; TMPDIR: DB's folder)
 set -u
-db=$1
-tmp=$2
+db=${1:-${BKM_REPORT_DB:?give DB or set BKM_REPORT_DB}}
+tmp=${2:-$(dirname "$db")}
+mkdir -p "$tmp"
+rm -f "$db" "$db-wal" "$db-shm"
 T=${BKM_TUNE:?BKM_TUNE must point at tune}
 TH=${BKM_TUNE_TESTHOOKS:?BKM_TUNE_TESTHOOKS must point at tune_testhooks}
 label='<script>alert(1)</script> & "quotes" '"'"'x'"'"

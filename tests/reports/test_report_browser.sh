@@ -13,7 +13,9 @@ fi
 command -v python3 > /dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-bash "$here/make_db.sh" "$tmp/r.sqlite" "$tmp" || { echo "FAIL: could not make the database"; exit 1; }
+src=${BKM_REPORT_DB:?BKM_REPORT_DB must name the database made by make_db.sh}
+[ -s "$src" ] || { echo "FAIL: the fixture database $src is missing (the report_db_setup test failed?)"; exit 1; }
+cp "$src" "$tmp/r.sqlite" || exit 1
 "$T" report --db "$tmp/r.sqlite" -o "$tmp/report.html" 2> "$tmp/err.txt" ||
   { echo "FAIL: tune report: $(cat "$tmp/err.txt")"; exit 1; }
 exec python3 "$here/browser_check.py" "$chromium" "$tmp/report.html" "$tmp"

@@ -9,7 +9,10 @@ T=${BKM_TUNE:?BKM_TUNE must point at tune}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-bash "$here/make_db.sh" "$tmp/r.sqlite" "$tmp" || fail "could not make the database"
+# the database of the report_db fixture (make_db.sh, run once for both report tests)
+src=${BKM_REPORT_DB:?BKM_REPORT_DB must name the database made by make_db.sh}
+[ -s "$src" ] || fail "the fixture database $src is missing (the report_db_setup test failed?)"
+cp "$src" "$tmp/r.sqlite" || fail "cannot copy $src"
 cd "$tmp"
 "$T" report --db r.sqlite > out.txt 2> err.txt || fail "report: exit $? ($(cat err.txt))"
 f=reports/index.html
