@@ -91,13 +91,13 @@ static const bkm_cli_opt_t regress_table[] = {
 static const bkm_cli_cmd_spec_t regress_cmd = {
     .name = "regress",
     .usage = "tune regress --record -o FILE [--threads N] [--param K=V ...] [--processes N] [--workloads LIST]\n"
-             "       tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--json]\n"
-             "       tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
+             "tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--json]\n"
+             "tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
     .about = "A fixed suite (SGEMM 256^3, a conv2d and a conv3d layer, an LSTM 8,10,64,64: iterations of\n"
              "0.1-0.3 ms; the AlexNet training step only when named in --workloads) runs in several fresh\n"
              "worker processes per workload (1 thread unless --threads; more are bound one per PU); each\n"
-             "process gives one value, the\n"
-             "fastest of its samples (a neighbour only ever adds time): the unit of evidence.\n"
+             "process gives one value, the fastest of its samples (a neighbour only ever adds time):\n"
+             "the unit of evidence.\n"
              "--record pairs every workload process with a calibration process (SGEMM 256^3, 1 thread)\n"
              "run right before or after it, in alternation, and stores value = workload / calibration, with\n"
              "the host, its topology and the git revision. --baseline re-runs the suite the same way and\n"

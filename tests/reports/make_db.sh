@@ -14,7 +14,8 @@ rm -f "$db" "$db-wal" "$db-shm"
 T=${BKM_TUNE:?BKM_TUNE must point at tune}
 TH=${BKM_TUNE_TESTHOOKS:?BKM_TUNE_TESTHOOKS must point at tune_testhooks}
 label='<script>alert(1)</script> & "quotes" '"'"'x'"'"
-"$TH" --node auto --workload gemm --param m=32 --param n=32 --param k=32 --min-time 0.01 --confirm-top 2 \
+# (under -DBKM_SANITIZE=ON, ASan must let the SIGSEGV kill the worker, as in test_sweep_faults)
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:handle_segv=0" "$TH" --node auto --workload gemm --param m=32 --param n=32 --param k=32 --min-time 0.01 --confirm-top 2 \
   --label "$label" --db "$db" --inject segv@3 > "$tmp/sweep1.out" 2>&1
 rc=$?
 [ $rc -eq 4 ] || { echo "make_db: gemm sweep exit $rc (expected 4: one crash)"; cat "$tmp/sweep1.out"; exit 1; }
