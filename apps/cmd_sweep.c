@@ -185,6 +185,10 @@ static const bkm_cli_opt_t sweep_table[] = {
      .help = "A/A run: no search; the default is confirmed against --confirm-top\n"
              "copies of itself through the same code; exit 1 if a (false) claim\n"
              "would have been made; nothing is stored as best-known"},
+    {.name = "label", .kind = BKM_CLI_STR, .metavar = "TEXT", .off = offsetof(opts_t, sw.label),
+     .help = "a label stored with the sweep and shown by `tune report` (any text;\n"
+             "re-running with another label relabels the resumed sweep)",
+     .example = "first try"},
     {.name = "counters", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_counters,
      .help = "PAPI events per trial, comma-separated; 'none' disables (default:\n"
              "cycles, instructions, cache misses, FP ops and the perf:: software\n"

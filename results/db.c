@@ -77,6 +77,12 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "ALTER TABLE trial ADD COLUMN noise_json TEXT;"
     "ALTER TABLE trial ADD COLUMN noise_share REAL;"
     "ALTER TABLE trial ADD COLUMN disturbed INTEGER CHECK(disturbed IN (0, 1));",
+    /* 4 -> 5: the per-layer times of a trial (a network workload run with layers=1), and the
+     * runs of the regression gate (`tune regress`), shown as history by `tune report`. */
+    "ALTER TABLE trial ADD COLUMN layers_json TEXT;"
+    "CREATE TABLE gate_run(id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, mode TEXT NOT NULL,"
+    "  hostname TEXT, fingerprint TEXT, git_revision TEXT, reference TEXT, threshold REAL, alpha REAL,"
+    "  regressions INTEGER NOT NULL, verdict TEXT NOT NULL, results_json TEXT NOT NULL);",
 };
 
 /* ---------------------------------------------------------------------------------------- */

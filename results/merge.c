@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Merging one bkm database into another (array jobs write one file each), with provenance. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -10,9 +11,9 @@
     "config_key, config_json, status, error, stderr_tail, exit_info, started_at, finished_at, n_samples, "     \
     "median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops, check_json, binding_json, effective_json, impl, " \
     "role, round"
-/* Columns of later migrations, and what a source of an older schema (read as it is) gives. */
-#define TRIAL_COLS_NOISE ", noise_json, noise_share, disturbed"
-#define TRIAL_COLS_NOISE_NONE ", NULL, NULL, NULL"
+/* Columns added by later migrations: a source of an older schema (read as it is) gives NULL for
+ * those it lacks. */
+static const char *const trial_cols_later[] = {"noise_json", "noise_share", "disturbed", "layers_json"};
 
 /* Run a prepared statement with up to two int64 parameters to completion; adds the number of
  * changed rows to *changes when given. */
@@ -32,21 +33,33 @@ static int run2(bkm_db_t *db, sqlite3_stmt *st, int64_t a, int64_t b, int64_t *c
     return BKM_OK;
 }
 
+/* The statement that copies one source trial (?1) into destination sweep ?2, with NULL for the
+ * later columns the source's schema lacks. */
+static int trial_copy_sql(bkm_db_t *db, char *sql, size_t cap, bkm_err_t *err)
+{
+    char dst[256] = "", src[256] = "";
+    size_t i, nd = 0, ns = 0;
+    for (i = 0; i < sizeof trial_cols_later / sizeof trial_cols_later[0]; i++) {
+        const char *c = trial_cols_later[i];
+        nd += (size_t)snprintf(dst + nd, sizeof dst - nd, ", %s", c);
+        ns += (size_t)snprintf(src + ns, sizeof src - ns, ", %s", bkm__db_has_column(db, "src", "trial", c) ? c : "NULL");
+    }
+    if (nd >= sizeof dst || ns >= sizeof src ||
+        (size_t)snprintf(sql, cap, "INSERT INTO main.trial(sweep_id, " TRIAL_COLS "%s) SELECT ?2, " TRIAL_COLS
+                         "%s FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
+                         dst, src) >= cap)
+        return bkm_err_set(err, BKM_EINVAL, "merge: trial copy statement too long");
+    return BKM_OK;
+}
+
 /* Copy the trials of source sweep @p src_id into destination sweep @p dst_id. */
 static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_merge_stats_t *st, bkm_err_t *err)
 {
     sqlite3_stmt *list = NULL, *ins = NULL, *smp = NULL, *cnt = NULL;
+    char sql[2048];
     int ret, rc;
     if ((ret = bkm__db_prepare(db, "SELECT id FROM src.trial WHERE sweep_id = ?1 ORDER BY id", &list, err)) < 0 ||
-        (ret = bkm__db_prepare(db,
-                               bkm__db_has_column(db, "src", "trial", "noise_json")
-                                   ? "INSERT INTO main.trial(sweep_id, " TRIAL_COLS TRIAL_COLS_NOISE ") SELECT ?2, "
-                                     TRIAL_COLS TRIAL_COLS_NOISE " FROM src.trial WHERE id = ?1 ON CONFLICT(sweep_id, "
-                                     "role, round, config_key) DO NOTHING"
-                                   : "INSERT INTO main.trial(sweep_id, " TRIAL_COLS TRIAL_COLS_NOISE ") SELECT ?2, "
-                                     TRIAL_COLS TRIAL_COLS_NOISE_NONE " FROM src.trial WHERE id = ?1 ON "
-                                     "CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
-                               &ins, err)) < 0 ||
+        (ret = trial_copy_sql(db, sql, sizeof sql, err)) < 0 || (ret = bkm__db_prepare(db, sql, &ins, err)) < 0 ||
         (ret = bkm__db_prepare(db,
                                "INSERT INTO main.sample(trial_id, idx, ms) SELECT ?2, idx, ms FROM src.sample "
                                "WHERE trial_id = ?1",

@@ -176,10 +176,11 @@ int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64
             st = NULL;
             if (resumed)
                 *resumed = 1;
-            if ((ret = bkm__db_prepare(db, "UPDATE sweep SET status = 'running', finished_at = NULL WHERE id = ?1",
-                                       &st, err)) < 0)
+            if ((ret = bkm__db_prepare(db, "UPDATE sweep SET status = 'running', finished_at = NULL, "
+                                       "label = coalesce(?2, label) WHERE id = ?1", &st, err)) < 0)
                 goto out;
             sqlite3_bind_int64(st, 1, *sweep_id);
+            bkm__bind_text(st, 2, info->label);
             if ((rc = sqlite3_step(st)) != SQLITE_DONE)
                 ret = bkm__db_err(db, rc, "resume sweep", err);
             goto out;
@@ -367,10 +368,10 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
     ret = bkm__db_prepare(db,
                           "INSERT INTO trial(sweep_id, config_key, config_json, status, error, stderr_tail, exit_info, "
                           "started_at, finished_at, n_samples, median_ms, min_ms, mad_ms, ci_lo_ms, ci_hi_ms, gflops, "
-                          "check_json, binding_json, effective_json, impl, role, round, noise_json, noise_share, disturbed) "
-                          "VALUES(?1, ?2, ?2, ?3, ?4, ?5, "
+                          "check_json, binding_json, effective_json, impl, role, round, noise_json, noise_share, disturbed, "
+                          "layers_json) VALUES(?1, ?2, ?2, ?3, ?4, ?5, "
                           "?6, coalesce(?7, " NOW_SQL "), coalesce(?8, " NOW_SQL "), ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                          "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24) ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
+                          "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25) ON CONFLICT(sweep_id, role, round, config_key) DO NOTHING",
                           &st, err);
     if (ret < 0)
         goto out;
@@ -401,6 +402,7 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
         sqlite3_bind_int(st, 24, t->disturbed);
     else
         sqlite3_bind_null(st, 24);
+    bkm__bind_text(st, 25, t->layers_json);
     rc = sqlite3_step(st);
     if (rc != SQLITE_DONE) {
         ret = bkm__db_err(db, rc, "store trial", err);

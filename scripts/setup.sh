@@ -12,7 +12,7 @@ shift || true
 pkgs=(build-essential cmake pkg-config clang libomp-dev libclang-rt-14-dev libdnnl-dev libpapi-dev papi-tools
       libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3)
 if [ "${BKM_SETUP_TEST_PKGS:-0}" = 1 ]; then
-  pkgs+=(slurmctld slurmd slurm-client munge)   # tests/slurm: a real Slurm on localhost; chromium joins when its tests exist
+  pkgs+=(slurmctld slurmd slurm-client munge chromium)   # tests/slurm: a real Slurm on localhost; tests/reports: headless Chromium
 fi
 
 missing=()

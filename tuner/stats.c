@@ -340,6 +340,32 @@ static int claim_ratio(const double *base, size_t nb, const double *cand, size_t
     return BKM_OK;
 }
 
+int bkm_tune_stats_holm(const double *p, size_t m, double *adj, bkm_err_t *err)
+{
+    size_t *rank;
+    double running = 0.0;
+    if (m == 0)
+        return BKM_OK;
+    if ((rank = malloc(m * sizeof *rank)) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "holm: out of memory");
+    for (size_t i = 0; i < m; i++)
+        rank[i] = i;
+    /* the i-th smallest of m p-values is multiplied by m - i (i from 0), and the adjusted values
+     * are made monotone, so a hypothesis is rejected only if every smaller p is too */
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i; j > 0 && p[rank[j]] < p[rank[j - 1]]; j--) {
+            size_t tmp = rank[j];
+            rank[j] = rank[j - 1];
+            rank[j - 1] = tmp;
+        }
+    for (size_t i = 0; i < m; i++) {
+        running = fmax(running, fmin(1.0, (double)(m - i) * p[rank[i]]));
+        adj[rank[i]] = running;
+    }
+    free(rank);
+    return BKM_OK;
+}
+
 #define CLAIM_REASON(t, ...) snprintf((t)->reason, sizeof (t)->reason, __VA_ARGS__)
 
 int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *cand, const size_t *nc, size_t k,
@@ -347,7 +373,7 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
 {
     bkm_tune_claim_rule_t def;
     size_t *rank = NULL, m = 0;
-    double *scratch = NULL, running = 0.0;
+    double *scratch = NULL;
     int ret = BKM_OK;
     if (rule == NULL) {
         bkm_tune_claim_rule_defaults(&def);
@@ -396,18 +422,22 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
         }
         rank[m++] = c;
     }
-    /* Holm: the i-th smallest of m p-values is multiplied by m - i (i from 0), and the adjusted
-     * values are made monotone, so a candidate is claimed only if every smaller p is too. */
-    for (size_t i = 1; i < m; i++)
-        for (size_t j = i; j > 0 && out[rank[j]].mwu.p < out[rank[j - 1]].mwu.p; j--) {
-            size_t tmp = rank[j];
-            rank[j] = rank[j - 1];
-            rank[j - 1] = tmp;
+    /* Holm over the m candidates tested */
+    {
+        double *p = malloc((m ? m : 1) * sizeof *p), *adj = malloc((m ? m : 1) * sizeof *adj);
+        if (p == NULL || adj == NULL) {
+            free(p), free(adj);
+            ret = bkm_err_set(err, BKM_ENOMEM, "claim: out of memory");
+            goto out;
         }
-    for (size_t i = 0; i < m; i++) {
-        double adj = fmin(1.0, (double)(m - i) * out[rank[i]].mwu.p);
-        running = fmax(running, adj);
-        out[rank[i]].p_holm = running;
+        for (size_t i = 0; i < m; i++)
+            p[i] = out[rank[i]].mwu.p;
+        ret = bkm_tune_stats_holm(p, m, adj, err);
+        for (size_t i = 0; ret == BKM_OK && i < m; i++)
+            out[rank[i]].p_holm = adj[i];
+        free(p), free(adj);
+        if (ret < 0)
+            goto out;
     }
     for (size_t c = 0; c < k; c++) {
         bkm_tune_claim_test_t *t = &out[c];

@@ -189,7 +189,7 @@ static int spec_add_base_env(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_con
  * check, and the binding evidence (planned vs actual mask of every thread, the worker's
  * "binding" member as it is). */
 typedef struct trial_texts {
-    bkm_buf_t env, check, bind, noise;
+    bkm_buf_t env, check, bind, noise, layers;
     char exit_info[48];
 } trial_texts_t;
 
@@ -199,6 +199,7 @@ static void trial_texts_free(trial_texts_t *x)
     bkm_buf_free(&x->check);
     bkm_buf_free(&x->bind);
     bkm_buf_free(&x->noise);
+    bkm_buf_free(&x->layers);
 }
 
 static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spec,
@@ -224,6 +225,10 @@ static void trial_texts_write(trial_texts_t *x, const bkm_tune_trial_spec_t *spe
     if (res->doc != NULL && bkm_json_get(res->doc, "noise") != NULL) {
         bkm_json_w_init(&w, &x->noise, 0);
         bkm_json_write_tree(&w, bkm_json_get(res->doc, "noise"));
+    }
+    if (res->doc != NULL && bkm_json_get(res->doc, "layers") != NULL) { /* a network with layers=1 */
+        bkm_json_w_init(&w, &x->layers, 0);
+        bkm_json_write_tree(&w, bkm_json_get(res->doc, "layers"));
     }
     if (res->signal)
         snprintf(x->exit_info, sizeof x->exit_info, "signal %d (%s)", res->signal, res->signal_name);
@@ -252,6 +257,7 @@ static void trial_row_fill(bkm_db_trial_t *t, const sweep_state_t *st, const cha
     t->check_json = res->check_kind[0] ? bkm_buf_str(&x->check) : NULL;
     t->binding_json = res->doc != NULL && bkm_json_get(res->doc, "binding") != NULL ? bkm_buf_str(&x->bind) : NULL;
     t->impl = res->impl[0] ? res->impl : NULL;
+    t->layers_json = res->doc != NULL && bkm_json_get(res->doc, "layers") != NULL ? bkm_buf_str(&x->layers) : NULL;
     t->counters = res->counters;
     t->n_counters = res->counters ? (size_t)res->n_counters : 0;
     t->noise_json = x->noise.len > 0 ? bkm_buf_str(&x->noise) : NULL;
@@ -302,6 +308,7 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
     bkm_buf_init(&x.check);
     bkm_buf_init(&x.bind);
     bkm_buf_init(&x.noise);
+    bkm_buf_init(&x.layers);
     *value = NAN;
     if (disturbed)
         *disturbed = -1;
@@ -440,7 +447,7 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     info.node = st->node;
     info.workload = cfg->workload;
     info.strategy = strategy;
-    info.label = cfg->aa ? "A/A" : NULL;
+    info.label = cfg->label ? cfg->label : cfg->aa ? "A/A" : NULL;
     info.git_revision = cfg->git_revision;
     info.host_id = cfg->host_id;
     if ((rc = bkm_db_sweep_open(st->db, &info, cfg->fresh, &st->sweep_id, &res->resumed, err)) < 0)

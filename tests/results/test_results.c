@@ -282,7 +282,7 @@ START_TEST(migrates_version_2)
     }
     ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
     ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
-    ck_assert_int_eq(v, BKM_DB_SCHEMA_VERSION);
+    ck_assert_int_eq(v, BKM_DB_SCHEMA_VERSION); /* and on to the latest */
     /* the rebuilt sweep table kept its row, id and columns; nothing cascaded */
     ck_assert_int_eq(bkm_db_trials_query(db, NULL, &l, &err), BKM_OK);
     ck_assert_uint_eq(l.n, 1);
@@ -1078,6 +1078,66 @@ START_TEST(fs_classify_table)
 }
 END_TEST
 
+/* Schema 4: a trial's per-layer times and the gate's runs come back in the report document, the
+ * sweep's label too, and a resumed sweep takes a new label. */
+START_TEST(report_document_and_gate_runs)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_buf_t out;
+    bkm_json_t *doc = NULL;
+    bkm_db_trial_t t;
+    bkm_db_filter_t f = {0};
+    double ms[1] = {1.5};
+    bkm_db_sweep_t s = {.key = "kl", .node = "knl", .workload = "alexnet", .label = "<b>first</b>"};
+    bkm_db_gate_run_t g = {.mode = "baseline", .hostname = "h", .fingerprint = "1p/1n/2c/2t/avx512",
+                           .git_revision = "abc", .reference = "base.json", .threshold = 0.1, .alpha = 0.01,
+                           .regressions = 1, .verdict = "regression",
+                           .results_json = "[{\"workload\":\"gemm\",\"ratio\":1.5,\"regression\":true}]"};
+    int64_t id = 0;
+    const bkm_json_t *x;
+    ck_assert_msg(bkm_db_open(&db, pth("r.sqlite"), BKM_DB_CREATE, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_db_sweep_open(db, &s, 0, &id, NULL, &err) == BKM_OK, "%s", err.msg);
+    s.label = "second";
+    ck_assert_msg(bkm_db_sweep_open(db, &s, 0, &id, NULL, &err) == BKM_OK, "%s", err.msg);
+    bkm_db_trial_init(&t);
+    t.sweep_id = id;
+    t.config_json = "{\"threads\":2}";
+    t.samples_ms = ms;
+    t.n_samples = 1;
+    t.median_ms = 1.5;
+    t.layers_json = "[{\"layer\":\"conv1\",\"direction\":\"fwd\",\"ms\":0.5}]";
+    ck_assert_msg(bkm_db_trial_insert(db, &t, NULL, NULL, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_db_gate_store(db, &g, &err) == BKM_OK, "%s", err.msg);
+    g.results_json = NULL;
+    ck_assert_int_eq(bkm_db_gate_store(db, &g, &err), BKM_EINVAL);
+    bkm_buf_init(&out);
+    f.workload = "alexnet";
+    ck_assert_msg(bkm_db_report_json(db, &f, &out, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_json_parse(bkm_buf_str(&out), &doc, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq((int)bkm_json_get_num(doc, "schema", 0), BKM_DB_SCHEMA_VERSION);
+    x = bkm_json_at(bkm_json_get(doc, "sweeps"), 0);
+    ck_assert_str_eq(bkm_json_get_str(x, "label"), "second");
+    x = bkm_json_at(bkm_json_get(doc, "trials"), 0);
+    ck_assert_str_eq(bkm_json_get_str(bkm_json_at(bkm_json_get(x, "layers"), 0), "layer"), "conv1");
+    ck_assert_int_eq((int)bkm_json_get_num(bkm_json_get(x, "config"), "threads", 0), 2);
+    x = bkm_json_at(bkm_json_get(doc, "gates"), 0);
+    ck_assert_str_eq(bkm_json_get_str(x, "verdict"), "regression");
+    ck_assert(bkm_json_get(bkm_json_at(bkm_json_get(x, "results"), 0), "regression")->boolean);
+    ck_assert_ptr_null(bkm_json_at(bkm_json_get(doc, "gates"), 1));
+    bkm_json_free(doc);
+    doc = NULL;
+    /* another workload: no sweep, no trial; the gate history is the database's */
+    bkm_buf_free(&out);
+    bkm_buf_init(&out);
+    f.workload = "gemm";
+    ck_assert_msg(bkm_db_report_json(db, &f, &out, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&out), "\"sweeps\":[],\"trials\":[]"));
+    bkm_buf_free(&out);
+    bkm_db_close(db);
+}
+END_TEST
+
 static Suite *results_suite(void)
 {
     Suite *s = suite_create("results");
@@ -1095,6 +1155,7 @@ static Suite *results_suite(void)
     tcase_add_test(tc, merge_is_idempotent);
     tcase_add_test(tc, export_parses_back);
     tcase_add_test(tc, best_store_and_get);
+    tcase_add_test(tc, report_document_and_gate_runs);
     tcase_add_test(tc, readonly_open_writes_nothing);
     tcase_add_test(tc, readonly_open_reads_a_leftover_wal);
     tcase_add_test(tc, readonly_open_holds_off_checkpoints);

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /** Current schema version (PRAGMA user_version). Older databases are migrated on open. */
-#define BKM_DB_SCHEMA_VERSION 4
+#define BKM_DB_SCHEMA_VERSION 5
 /** Oldest schema a read-only open reads as it is (version 3 only widened the sweep status
  *  CHECK to 'interrupted'); an older one must be migrated by a read-write open first. */
 #define BKM_DB_SCHEMA_READ_MIN 2
@@ -180,6 +180,7 @@ typedef struct bkm_db_trial {
     const char *binding_json;    /**< binding verification, JSON; may be NULL */
     const char *effective_json;  /**< effective settings (env the worker saw), JSON; may be NULL */
     const char *impl;            /**< implementation that ran (e.g. oneDNN impl name); may be NULL */
+    const char *layers_json;     /**< per-layer times (JSON array of the worker's "layers"); may be NULL */
     const bkm_counter_t *counters;  /**< unavailable ones are stored as NULL with their reason */
     size_t n_counters;
     const char *noise_json;      /**< the worker's noise evidence (OS sources), JSON; may be NULL */
@@ -270,6 +271,34 @@ typedef struct bkm_db_merge_stats {
  *  bkm_db_open reads with BKM_DB_READONLY: it stays byte-identical, and a leftover -wal is read,
  *  never checkpointed into it. BKM_EINVAL naming both paths when @p in_path is @p db's file. */
 int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bkm_err_t *err);
+
+/* ---------------------------------------------------------------------------------------- */
+/** Everything `tune report` shows, as one JSON object appended to @p out, for the trials
+ *  matching @p f (NULL = all; with a sweep id, that sweep only):
+ *  {"schema": N, "sweeps": [{id, uuid, label, node, workload, strategy, git_revision, command,
+ *  started_at, finished_at, status, host: {hostname, cpu_model, fingerprint, topology}}],
+ *  "trials": [{id, sweep, config, status, role, round, error, stderr_tail, exit_info, n_samples,
+ *  median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, binding, effective, check, layers,
+ *  counters: [{name, value, unavailable}]}], "best": [{node, workload, sweep, config, median_ms,
+ *  ci95, default_median_ms, speedup, significant, evidence, created_at}], "gates": [{id,
+ *  created_at, mode, hostname, fingerprint, git_revision, reference, threshold, alpha,
+ *  regressions, verdict, results}]}. Stored JSON texts (config, topology, binding, ...) are
+ *  embedded as JSON when they parse, else as strings; null for unknown numbers. Works read-only
+ *  on schema BKM_DB_SCHEMA_READ_MIN and later (older schemas have no layers or gates). */
+int bkm_db_report_json(bkm_db_t *db, const bkm_db_filter_t *f, bkm_buf_t *out, bkm_err_t *err);
+
+/** One run of the regression gate, as stored for the report's history. */
+typedef struct bkm_db_gate_run {
+    const char *mode;          /**< "baseline" (against a recorded file) or "ab" (against a build) */
+    const char *hostname, *fingerprint, *git_revision;
+    const char *reference;     /**< the baseline file or the reference build */
+    double threshold, alpha;
+    int regressions;           /**< workloads found slower */
+    const char *verdict;       /**< "pass", "regression" */
+    const char *results_json;  /**< JSON array of per-workload results; required */
+} bkm_db_gate_run_t;
+/** Store a gate run (created now). */
+int bkm_db_gate_store(bkm_db_t *db, const bkm_db_gate_run_t *g, bkm_err_t *err);
 
 /** Export formats. */
 typedef enum { BKM_DB_EXPORT_CSV = 0, BKM_DB_EXPORT_JSON = 1 } bkm_db_export_fmt_t;

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* Units of bkm::reports: escaping, and rendering of documents built here (empty, hostile,
+ * degenerate) — every section present, nothing from the document emitted as markup. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/reports.h"
+
+static char *esc(const char *s)
+{
+    bkm_buf_t b;
+    bkm_buf_init(&b);
+    bkm_rep_escape(&b, s);
+    bkm_buf_puts(&b, ""); /* "" for an empty result */
+    return bkm_buf_take(&b);
+}
+
+START_TEST(escape_html_specials_and_bad_bytes)
+{
+    char *s = esc("<script>alert('x')</script> & \"q\"");
+    ck_assert_str_eq(s, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
+    free(s);
+    /* invalid UTF-8 (a lone continuation byte, an overlong '<', a surrogate) becomes U+FFFD, never '<' */
+    s = esc("a\x80" "b\xc0\xbc" "c\xed\xa0\x80" "d");
+    ck_assert_str_eq(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "d");
+    free(s);
+    /* valid multi-byte text passes; control characters other than tab/newline are dropped */
+    s = esc("caf\xc3\xa9 \xe2\x82\xac\x01\x1b[31m\tx\n");
+    ck_assert_str_eq(s, "caf\xc3\xa9 \xe2\x82\xac[31m\tx\n");
+    free(s);
+    s = esc(NULL);
+    ck_assert_str_eq(s, "");
+    free(s);
+}
+END_TEST
+
+static char *render(const char *doc, int *rc)
+{
+    bkm_buf_t out;
+    bkm_err_t err = {0};
+    bkm_rep_cfg_t cfg;
+    bkm_rep_cfg_defaults(&cfg);
+    cfg.title = "<b>t</b>";
+    bkm_buf_init(&out);
+    *rc = bkm_rep_html_render(doc, &cfg, &out, &err);
+    if (*rc < 0) {
+        bkm_buf_free(&out);
+        return NULL;
+    }
+    return bkm_buf_take(&out);
+}
+
+static void all_sections(const char *html)
+{
+    char want[64];
+    for (int i = 0; bkm_rep_sections[i]; i++) {
+        snprintf(want, sizeof want, "data-bkm-section=\"%s\"", bkm_rep_sections[i]);
+        ck_assert_msg(strstr(html, want) != NULL, "section %s missing", bkm_rep_sections[i]);
+    }
+}
+
+START_TEST(empty_document_has_every_section)
+{
+    int rc;
+    char *h = render("{\"schema\":4,\"sweeps\":[],\"trials\":[],\"best\":[],\"gates\":[]}", &rc);
+    ck_assert_int_eq(rc, BKM_OK);
+    all_sections(h);
+    ck_assert_ptr_nonnull(strstr(h, "&lt;b&gt;t&lt;/b&gt;")); /* the title, escaped */
+    ck_assert_ptr_null(strstr(h, "<script"));
+    free(h);
+}
+END_TEST
+
+/* Every string field of every object holds markup: none of it may reach the page as markup. */
+static const char hostile_doc[] =
+    "{\"schema\":4,\"sweeps\":[{\"id\":1,\"uuid\":\"<script>u</script>\",\"label\":\"<script>alert(1)</script>\","
+    "\"node\":\"<i>n</i>\",\"workload\":\"<img src=x onerror=alert(2)>\",\"strategy\":\"s\",\"git_revision\":"
+    "\"<svg onload=alert(3)>\",\"command\":\"c\",\"started_at\":\"<b>\",\"finished_at\":null,\"status\":\"done\","
+    "\"host\":{\"hostname\":\"<script>h</script>\",\"cpu_model\":\"<style>*{}</style>\",\"fingerprint\":\"f\","
+    "\"topology\":{\"cpu_model\":\"<x>\",\"isa\":\"<y>\",\"packages\":1,\"cores\":1,\"pus\":1,\"cores_list\":"
+    "[{\"core\":0,\"pkg\":0,\"pus\":[0]}]}}}],"
+    "\"trials\":[{\"id\":1,\"sweep\":1,\"config\":{\"threads\":1,\"env\":{\"KMP_AFFINITY\":\"<script>k</script>\"},"
+    "\"params\":{\"m\":\"<script>p</script>\"},\"default\":true},\"status\":\"ok\",\"role\":\"search\",\"round\":0,"
+    "\"median_ms\":1.5,\"gflops\":2,\"binding\":{\"bound\":true,\"runtimes\":\"<script>r</script>\",\"threads\":"
+    "[{\"thread\":0,\"tid\":1,\"cpu\":0,\"planned\":\"<script>\",\"actual\":\"0\",\"match\":true}]},"
+    "\"layers\":[{\"layer\":\"<script>l</script>\",\"kind\":\"conv\",\"direction\":\"fwd\",\"ms\":1,\"gflops\":1}],"
+    "\"counters\":[{\"name\":\"<script>c</script>\",\"value\":null,\"unavailable\":\"<script>why</script>\"}]},"
+    "{\"id\":2,\"sweep\":1,\"config\":{\"threads\":2,\"env\":{},\"params\":{}},\"status\":\"crashed\","
+    "\"error\":\"<script>e</script>\",\"stderr_tail\":\"</pre><script>t</script>\",\"exit_info\":\"<x>\","
+    "\"median_ms\":null,\"counters\":[]}],"
+    "\"best\":[],\"gates\":[{\"id\":1,\"created_at\":\"<script>\",\"mode\":\"<script>\",\"hostname\":\"h\","
+    "\"git_revision\":\"<script>\",\"reference\":\"<script>\",\"threshold\":0.1,\"regressions\":0,"
+    "\"verdict\":\"<script>v</script>\",\"results\":[{\"workload\":\"<script>w</script>\",\"ratio\":1}]}]}";
+
+START_TEST(hostile_strings_stay_text)
+{
+    int rc;
+    char *h = render(hostile_doc, &rc);
+    ck_assert_int_eq(rc, BKM_OK);
+    all_sections(h);
+    ck_assert_msg(strstr(h, "<script") == NULL, "a <script> reached the page");
+    ck_assert_ptr_null(strstr(h, "<img"));
+    ck_assert_ptr_null(strstr(h, "<svg onload"));
+    ck_assert_ptr_null(strstr(h, "<style>*"));
+    ck_assert_ptr_nonnull(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    ck_assert_ptr_nonnull(strstr(h, "&lt;/pre&gt;&lt;script&gt;t&lt;/script&gt;")); /* the stderr tail */
+    ck_assert_ptr_nonnull(strstr(h, "unavailable: &lt;script&gt;why&lt;/script&gt;"));
+    free(h);
+}
+END_TEST
+
+START_TEST(malformed_documents_refused)
+{
+    int rc;
+    ck_assert_ptr_null(render("not json", &rc));
+    ck_assert_int_eq(rc, BKM_EINVAL);
+    ck_assert_ptr_null(render("{\"sweeps\":[]}", &rc));
+    ck_assert_int_eq(rc, BKM_EINVAL);
+    ck_assert_ptr_null(render("{\"sweeps\":{},\"trials\":[],\"best\":[],\"gates\":[]}", &rc));
+    ck_assert_int_eq(rc, BKM_EINVAL);
+}
+END_TEST
+
+/* Odd but valid content: trials of an unknown sweep, configs without env or threads, NaN-free
+ * nulls everywhere, a topology without cores: rendered, nothing crashes. */
+START_TEST(degenerate_documents_render)
+{
+    int rc;
+    char *h = render("{\"sweeps\":[{\"id\":1,\"node\":\"n\",\"workload\":\"w\",\"host\":{\"topology\":{}}}],"
+                     "\"trials\":[{\"sweep\":9,\"config\":{}},{\"sweep\":1,\"config\":{}},{\"sweep\":1,\"config\":7},"
+                     "{\"sweep\":1,\"config\":{\"threads\":-3},\"status\":\"ok\",\"median_ms\":0}],"
+                     "\"best\":[{\"node\":\"n\",\"workload\":\"w\",\"evidence\":\"text\"}],\"gates\":[{}]}",
+                     &rc);
+    ck_assert_int_eq(rc, BKM_OK);
+    all_sections(h);
+    free(h);
+}
+END_TEST
+
+static Suite *reports_suite(void)
+{
+    Suite *s = suite_create("reports");
+    TCase *tc = tcase_create("html");
+    tcase_add_test(tc, escape_html_specials_and_bad_bytes);
+    tcase_add_test(tc, empty_document_has_every_section);
+    tcase_add_test(tc, hostile_strings_stay_text);
+    tcase_add_test(tc, malformed_documents_refused);
+    tcase_add_test(tc, degenerate_documents_render);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(reports_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

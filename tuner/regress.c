@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: MIT */
+/* The regression gate (`tune regress`): a fixed suite of small workload configurations measured
+ * in fresh worker processes, one value per process, compared with a recorded baseline (values
+ * normalised by an interleaved calibration process) or with another build measured interleaved
+ * in the same run. The statistics are the claims' (stats.c): Mann-Whitney on process values,
+ * Hodges-Lehmann ratio with its exact rank interval, Holm over the workloads. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bkm/tuner.h"
+#include "bkm/workloads.h"
+
+/* The suite: small configurations of every workload, each iteration well under a millisecond,
+ * so that among its samples a process has some that no neighbour interrupted (on a busy machine
+ * a scheduler slice is a few ms: an iteration longer than that is never uncontended, and its
+ * fastest sample tracks the neighbours' load instead of the code). AlexNet's training step (55 ms
+ * at batch 1, and seconds to build its 61 M parameters) cannot be made that small: it is in the
+ * suite only when named (--workloads ...,alexnet), with the noise that brings. */
+static const struct suite_entry {
+    const char *name;
+    const char *params[4];
+    int warmup, min_samples, in_default;
+    double min_time_s;
+} suite[] = {
+    {"gemm", {"m=256", "n=256", "k=256"}, 20, 20, 1, 0.1},
+    {"conv2d", {"shape=mb1ic32ih14oc32kh3ph1"}, 20, 20, 1, 0.1},
+    {"conv3d", {"shape=mb1ic4id12ih12iw12oc8kd3"}, 20, 20, 1, 0.1},
+    {"lstm", {"shape=8,10,64,64"}, 20, 20, 1, 0.1},
+    {"alexnet", {"batch=1"}, 2, 5, 0, 0.2},
+};
+#define SUITE_N (sizeof suite / sizeof suite[0])
+
+/* The calibration process: SGEMM 256^3 on every PU, whatever --threads and --param say. */
+static const char *const calib_params[] = {"m=256", "n=256", "k=256"};
+
+static void spec_base(bkm_tune_trial_spec_t *s, const bkm_tune_regress_cfg_t *cfg)
+{
+    bkm_tune_trial_spec_defaults(s);
+    if (cfg->base)
+        for (int i = 0; i < cfg->base->n_env; i++)
+            s->env[s->n_env++] = cfg->base->env[i];
+    snprintf(s->counters, sizeof s->counters, "none");
+    s->max_samples = 400; /* the fastest of many short samples: see the suite */
+    s->target_ci_rel = 0; /* no early stop on a tight interval: min_time decides */
+    s->max_time_s = 2.0;
+    s->timeout_s = 300;
+}
+
+static void params_label(bkm_tune_regress_wl_t *w)
+{
+    size_t o = 0;
+    w->params[0] = '\0';
+    for (int i = 0; i < w->spec.n_params && o < sizeof w->params; i++)
+        o += (size_t)snprintf(w->params + o, sizeof w->params - o, "%s%s=%s", i ? " " : "", w->spec.params[i].key,
+                              w->spec.params[i].value);
+}
+
+static int has_param(const char *wl, const char *key, size_t key_len)
+{
+    bkm_wl_param_t p[BKM_WL_MAX_PARAMS];
+    size_t n = 0;
+    if (bkm_wl_params(wl, p, &n, NULL) < 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strlen(p[i].name) == key_len && strncmp(p[i].name, key, key_len) == 0)
+            return 1;
+    return 0;
+}
+
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+static int doubles_of(const bkm_json_t *arr, double **out, size_t *n, const char *what, bkm_err_t *err)
+{
+    size_t k = 0;
+    *out = NULL;
+    *n = 0;
+    if (arr == NULL || arr->type != BKM_JSON_ARR)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: %s is not an array", what);
+    if ((*out = malloc((arr->n_children ? arr->n_children : 1) * sizeof **out)) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "baseline: out of memory");
+    for (const bkm_json_t *x = arr->child; x; x = x->next) {
+        if (x->type != BKM_JSON_NUM || !isfinite(x->num) || x->num <= 0)
+            return bkm_err_set(err, BKM_EINVAL, "baseline: %s holds a value that is not a positive number", what);
+        (*out)[k++] = x->num;
+    }
+    *n = k;
+    return BKM_OK;
+}
+
+/* A spec stored in a baseline; its environment is replaced by this run's (the libomp topology
+ * correction names a file of the recording run). */
+static int spec_from_tree(const bkm_json_t *tree, const bkm_tune_regress_cfg_t *cfg, bkm_tune_trial_spec_t *spec,
+                          bkm_err_t *err)
+{
+    bkm_buf_t b;
+    bkm_json_w_t w;
+    int ret;
+    if (tree == NULL || tree->type != BKM_JSON_OBJ)
+        return bkm_err_set(err, BKM_EINVAL, "not a trial spec object");
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    bkm_json_write_tree(&w, tree);
+    ret = b.oom ? bkm_err_set(err, BKM_ENOMEM, "out of memory") : bkm_tune_trial_spec_from_json(bkm_buf_str(&b), spec, err);
+    bkm_buf_free(&b);
+    if (ret < 0)
+        return ret;
+    spec->n_env = 0;
+    if (cfg->base)
+        for (int i = 0; i < cfg->base->n_env; i++)
+            spec->env[spec->n_env++] = cfg->base->env[i];
+    return bkm_tune_trial_spec_validate(spec, err);
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* The suite of the baseline document: workloads, their specs and reference values. */
+static int plan_from_baseline(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, const bkm_json_t *doc,
+                              bkm_err_t *err)
+{
+    const bkm_json_t *wls = bkm_json_get(doc, "workloads"), *host = bkm_json_get(doc, "host");
+    const char *fmt = bkm_json_get_str(doc, "format");
+    int ret;
+    if (fmt == NULL || strcmp(fmt, BKM_TUNE_REGRESS_FORMAT) != 0)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: not a bkm regression baseline (format is not \"%s\")",
+                           BKM_TUNE_REGRESS_FORMAT);
+    if (bkm_json_get_num(doc, "version", 0) != 1)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: version %g is not 1", bkm_json_get_num(doc, "version", 0));
+    if (wls == NULL || wls->type != BKM_JSON_ARR || wls->n_children == 0)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: no workloads");
+    copy_str(r->ref_revision, sizeof r->ref_revision, bkm_json_get_str(doc, "git_revision"));
+    copy_str(r->ref_created, sizeof r->ref_created, bkm_json_get_str(doc, "created_at"));
+    copy_str(r->ref_host, sizeof r->ref_host, host ? bkm_json_get_str(host, "hostname") : NULL);
+    copy_str(r->ref_cpu, sizeof r->ref_cpu, host ? bkm_json_get_str(host, "cpu_model") : NULL);
+    copy_str(r->ref_fingerprint, sizeof r->ref_fingerprint, host ? bkm_json_get_str(host, "fingerprint") : NULL);
+    r->processes = (int)bkm_json_get_num(doc, "processes", BKM_TUNE_REGRESS_PROCESSES);
+    if (r->processes < 3 || r->processes > BKM_TUNE_REPLICATES_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: processes %d outside 3..%d", r->processes,
+                           BKM_TUNE_REPLICATES_MAX);
+    if ((ret = spec_from_tree(bkm_json_get(doc, "calibration"), cfg, &r->calib, err)) < 0)
+        return bkm_err_prefix(err, "baseline: calibration");
+    for (const bkm_json_t *w = wls->child; w; w = w->next) {
+        bkm_tune_regress_wl_t *x;
+        const char *name = bkm_json_get_str(w, "workload");
+        if (name == NULL || bkm_json_get(w, "spec") == NULL)
+            return bkm_err_set(err, BKM_EINVAL, "baseline: a workload without name or spec");
+        if (cfg->workloads && !in_list(cfg->workloads, name))
+            continue;
+        if (r->n_wl == BKM_TUNE_REGRESS_MAX_WL)
+            return bkm_err_set(err, BKM_EINVAL, "baseline: more than %d workloads", BKM_TUNE_REGRESS_MAX_WL);
+        x = &r->wl[r->n_wl++];
+        copy_str(x->name, sizeof x->name, name);
+        if ((ret = spec_from_tree(bkm_json_get(w, "spec"), cfg, &x->spec, err)) < 0)
+            return bkm_err_prefix(err, "baseline: workload %s", name);
+        if (strcmp(x->spec.workload, name) != 0)
+            return bkm_err_set(err, BKM_EINVAL, "baseline: workload %s has the spec of %s", name, x->spec.workload);
+        x->ref_threads = x->spec.threads;
+        if ((ret = doubles_of(bkm_json_get(w, "values"), &x->ref_values, &x->n_ref, "values", err)) < 0)
+            return ret;
+    }
+    return BKM_OK;
+}
+
+int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, const char *baseline_json,
+                          bkm_err_t *err)
+{
+    bkm_json_t *doc = NULL;
+    int ret = BKM_OK;
+    memset(r, 0, sizeof *r);
+    r->ab = cfg->reference != NULL;
+    r->processes = cfg->processes > 0 ? cfg->processes : BKM_TUNE_REGRESS_PROCESSES;
+    if (cfg->pus < 1)
+        return bkm_err_set(err, BKM_EINVAL, "regress: the host has no PU");
+    if (cfg->workloads)
+        for (const char *p = cfg->workloads; *p;) {
+            const char *e = strchr(p, ',');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            int known = 0;
+            for (size_t i = 0; i < SUITE_N; i++)
+                known |= strlen(suite[i].name) == l && strncmp(suite[i].name, p, l) == 0;
+            if (!known)
+                return bkm_err_set(err, BKM_EINVAL, "--workloads: '%.*s' is not in the suite (gemm, conv2d, conv3d, "
+                                   "lstm, alexnet)", (int)l, p);
+            p = e ? e + 1 : p + l;
+        }
+    if (baseline_json) {
+        if ((ret = bkm_json_parse(baseline_json, &doc, err)) < 0) {
+            bkm_err_prefix(err, "baseline");
+            goto out;
+        }
+        if ((ret = plan_from_baseline(r, cfg, doc, err)) < 0)
+            goto out;
+        if (cfg->processes > 0)
+            r->processes = cfg->processes;
+    } else {
+        spec_base(&r->calib, cfg);
+        snprintf(r->calib.workload, sizeof r->calib.workload, "gemm");
+        /* one thread: a single thread's fastest sample is steady on a busy machine (a check
+         * keeps the baseline's calibration whatever its own --threads) */
+        r->calib.threads = 1;
+        r->calib.min_time_s = 0.1;
+        r->calib.min_samples = 20;
+        for (size_t i = 0; i < 3; i++)
+            if ((ret = bkm_tune_trial_spec_param(&r->calib, calib_params[i], err)) < 0)
+                goto out;
+        for (size_t i = 0; i < SUITE_N; i++) {
+            bkm_tune_regress_wl_t *x;
+            if (cfg->workloads ? !in_list(cfg->workloads, suite[i].name) : !suite[i].in_default)
+                continue;
+            x = &r->wl[r->n_wl++];
+            copy_str(x->name, sizeof x->name, suite[i].name);
+            spec_base(&x->spec, cfg);
+            snprintf(x->spec.workload, sizeof x->spec.workload, "%s", suite[i].name);
+            x->spec.threads = 1; /* see bkm_tune_regress_cfg_t.threads */
+            x->spec.warmup = suite[i].warmup;
+            x->spec.min_samples = suite[i].min_samples;
+            x->spec.min_time_s = suite[i].min_time_s;
+            for (size_t k = 0; k < 4 && suite[i].params[k]; k++)
+                if ((ret = bkm_tune_trial_spec_param(&x->spec, suite[i].params[k], err)) < 0)
+                    goto out;
+            x->ref_threads = x->spec.threads;
+        }
+    }
+    /* --threads and --param change this build's side only: the reference stays as recorded */
+    for (size_t i = 0; i < r->n_wl; i++)
+        if (cfg->threads > 0)
+            r->wl[i].spec.threads = cfg->threads;
+    for (size_t k = 0; k < cfg->n_params; k++) {
+        const char *eq = strchr(cfg->params[k], '=');
+        int used = 0;
+        if (eq == NULL || eq == cfg->params[k]) {
+            ret = bkm_err_set(err, BKM_EINVAL, "--param '%s': expected key=value", cfg->params[k]);
+            goto out;
+        }
+        for (size_t i = 0; i < r->n_wl; i++)
+            if (has_param(r->wl[i].name, cfg->params[k], (size_t)(eq - cfg->params[k]))) {
+                if ((ret = bkm_tune_trial_spec_param(&r->wl[i].spec, cfg->params[k], err)) < 0)
+                    goto out;
+                used = 1;
+            }
+        if (!used) {
+            ret = bkm_err_set(err, BKM_EINVAL, "--param '%s': no workload of the suite has the parameter '%.*s'",
+                              cfg->params[k], (int)(eq - cfg->params[k]), cfg->params[k]);
+            goto out;
+        }
+    }
+    /* more than one thread: bound one per PU (compact). Unbound, a busy machine's scheduler may
+     * stack a process's threads on one PU for its whole life (an LSTM step of 2 threads: fastest
+     * sample 0.27 to 7.6 ms by process); bound, each thread runs whenever its PU is free and the
+     * fastest of many samples finds the moments both were (0.16-0.26 ms). One thread is left
+     * unbound, free to move to whichever PU is idle. */
+    for (size_t i = 0; i < r->n_wl && ret == BKM_OK; i++) {
+        bkm_tune_trial_spec_t *sp = &r->wl[i].spec;
+        int k = bkm_kv_find(sp->env, sp->n_env, "KMP_AFFINITY", strlen("KMP_AFFINITY"));
+        if (k >= 0) {
+            memmove(&sp->env[k], &sp->env[k + 1], (size_t)(sp->n_env - k - 1) * sizeof sp->env[0]);
+            sp->n_env--;
+        }
+        if (sp->threads > 1)
+            ret = bkm_tune_trial_spec_setenv(sp, "KMP_AFFINITY", "granularity=fine,compact", err);
+        params_label(&r->wl[i]);
+    }
+    if (ret < 0)
+        goto out;
+    if (r->n_wl == 0)
+        ret = bkm_err_set(err, BKM_EINVAL, "regress: no workload selected");
+out:
+    bkm_json_free(doc);
+    return ret;
+}
+
+/* Run one process of @p spec; *ms = its fastest sample, NaN when it failed (wl->error names
+ * why). The gate uses each process's minimum, not its median: on a shared machine another
+ * tenant only ever adds time to a sample, so the fastest sample of a process is the part of its
+ * timing that belongs to the code (the median moves with the neighbours' load). */
+static int run_one(const bkm_tune_runner_t *runner, const bkm_tune_trial_spec_t *spec, bkm_tune_regress_wl_t *w,
+                   double *ms, bkm_err_t *err)
+{
+    bkm_tune_trial_result_t res;
+    int ret;
+    memset(&res, 0, sizeof res);
+    *ms = NAN;
+    if ((ret = bkm_tune_trial_run(runner, spec, &res, err)) < 0) {
+        bkm_tune_trial_result_free(&res);
+        return ret;
+    }
+    if (res.status == BKM_TRIAL_OK && isfinite(res.min_ms) && res.min_ms > 0)
+        *ms = res.min_ms;
+    else {
+        w->failed++;
+        if (w->error[0] == '\0')
+            snprintf(w->error, sizeof w->error, "%s%s: %s (%s)", runner->worker_path ? runner->worker_path : "",
+                     spec == &w->spec ? "" : " (calibration)", bkm_trial_status_name(res.status), res.message);
+    }
+    bkm_tune_trial_result_free(&res);
+    return BKM_OK;
+}
+
+static void progress(const bkm_tune_regress_cfg_t *cfg, const char *fmt, const char *a, size_t i, size_t n)
+{
+    char line[256];
+    if (cfg->progress == NULL)
+        return;
+    snprintf(line, sizeof line, fmt, a, i, n);
+    cfg->progress(cfg->progress_ud, line);
+}
+
+int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err)
+{
+    size_t R = (size_t)r->processes, *order = NULL;
+    int ret = BKM_OK;
+    if ((order = malloc(2 * R * sizeof *order)) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
+    for (size_t i = 0; i < r->n_wl && ret == BKM_OK; i++) {
+        bkm_tune_regress_wl_t *w = &r->wl[i];
+        free(w->values), free(w->wl_ms), free(w->cal_ms);
+        w->values = malloc(R * sizeof *w->values);
+        w->wl_ms = malloc(R * sizeof *w->wl_ms);
+        w->cal_ms = malloc(R * sizeof *w->cal_ms);
+        w->n = 0;
+        if (r->ab) {
+            free(w->ref_values);
+            w->ref_values = malloc(R * sizeof *w->ref_values);
+            w->n_ref = 0;
+        }
+        if (!w->values || !w->wl_ms || !w->cal_ms || (r->ab && !w->ref_values)) {
+            ret = bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
+            break;
+        }
+        /* two arms, R rounds, in the claims' drift-cancelling order: A/B: 0 = reference build,
+         * 1 = this build; baseline: 0 = calibration, 1 = the workload, one pair per round
+         * (rounds are consecutive pairs of the order, so each round's two processes run back
+         * to back and which one comes first alternates) */
+        if ((ret = bkm_tune_claim_order(2, R, cfg->seed + i, order, err)) < 0)
+            break;
+        for (size_t k = 0; k < 2 * R && ret == BKM_OK; k += 2) {
+            double ms[2] = {NAN, NAN};
+            for (size_t h = 0; h < 2 && ret == BKM_OK; h++) {
+                size_t arm = order[k + h];
+                const bkm_tune_runner_t *rn = r->ab && arm == 0 ? cfg->reference : cfg->runner;
+                if (cfg->stop && *cfg->stop) {
+                    ret = bkm_err_set(err, BKM_EFAIL, "regress: stopped by a signal");
+                    break;
+                }
+                progress(cfg, "%s: process %zu of %zu", w->name, k + h + 1, 2 * R);
+                ret = run_one(rn, !r->ab && arm == 0 ? &r->calib : &w->spec, w, &ms[arm], err);
+            }
+            if (ret < 0)
+                break;
+            if (r->ab) {
+                if (isfinite(ms[0]))
+                    w->ref_values[w->n_ref++] = ms[0];
+                if (isfinite(ms[1]))
+                    w->values[w->n++] = ms[1];
+            } else if (isfinite(ms[0]) && isfinite(ms[1])) {
+                w->wl_ms[w->n] = ms[1];
+                w->cal_ms[w->n] = ms[0];
+                w->values[w->n++] = ms[1] / ms[0];
+            }
+        }
+    }
+    free(order);
+    return ret;
+}
+
+int bkm_tune_regress_compare(bkm_tune_regress_t *r, double threshold, double alpha, bkm_err_t *err)
+{
+    double p[BKM_TUNE_REGRESS_MAX_WL], adj[BKM_TUNE_REGRESS_MAX_WL];
+    size_t idx[BKM_TUNE_REGRESS_MAX_WL], m = 0;
+    bkm_tune_claim_rule_t rule;
+    int ret;
+    r->threshold = threshold;
+    r->alpha = alpha;
+    r->regressions = 0;
+    bkm_tune_claim_rule_defaults(&rule);
+    rule.min_n = 3;
+    for (size_t i = 0; i < r->n_wl; i++) {
+        bkm_tune_regress_wl_t *w = &r->wl[i];
+        bkm_tune_claim_test_t t;
+        const double *cand = w->ref_values;
+        w->tested = 0;
+        w->regression = 0;
+        w->ratio = w->ratio_lo = w->ratio_hi = w->p = w->p_holm = NAN;
+        if (w->n < 3 || w->n_ref < 3) {
+            snprintf(w->verdict, sizeof w->verdict, "not compared: %zu and %zu process values (need 3 per side)%s%s",
+                     w->n, w->n_ref, w->error[0] ? "; " : "", w->error);
+            continue;
+        }
+        /* the claim's test with this build as the "default" and the reference as the candidate:
+         * its ratio default / candidate is current / reference, > 1 when this build is slower */
+        if ((ret = bkm_tune_claim_decide(w->values, w->n, &cand, &w->n_ref, 1, &rule, &t, err)) < 0)
+            return bkm_err_prefix(err, "workload %s", w->name);
+        w->tested = 1;
+        w->ratio = t.ratio;
+        w->ratio_lo = t.ratio_lo;
+        w->ratio_hi = t.ratio_hi;
+        w->p = t.mwu.p;
+        p[m] = t.mwu.p;
+        idx[m++] = i;
+    }
+    if ((ret = bkm_tune_stats_holm(p, m, adj, err)) < 0)
+        return ret;
+    for (size_t j = 0; j < m; j++) {
+        bkm_tune_regress_wl_t *w = &r->wl[idx[j]];
+        w->p_holm = adj[j];
+        if (!(w->ratio > 1.0 + threshold))
+            snprintf(w->verdict, sizeof w->verdict, "ok: %.3fx is within %.0f%%%s", w->ratio, 100 * threshold,
+                     w->ratio < 1.0 / (1.0 + threshold) && w->p_holm < alpha ? " (faster)" : "");
+        else if (!(w->p_holm < alpha))
+            snprintf(w->verdict, sizeof w->verdict, "ok: %.3fx but not significant (Holm p %.3g >= %.3g)", w->ratio,
+                     w->p_holm, alpha);
+        else {
+            w->regression = 1;
+            r->regressions++;
+            snprintf(w->verdict, sizeof w->verdict, "REGRESSION: %.3fx slower [%.3f, %.3f], Holm p %.3g", w->ratio,
+                     w->ratio_lo, w->ratio_hi, w->p_holm);
+        }
+    }
+    return BKM_OK;
+}
+
+static void doubles_json(bkm_json_w_t *w, const double *v, size_t n)
+{
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < n; i++)
+        bkm_json_double(w, v ? v[i] : NAN);
+    bkm_json_arr_end(w);
+}
+
+void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *host_json, const char *revision,
+                                    const char *when, bkm_buf_t *out)
+{
+    bkm_json_w_t w;
+    bkm_json_w_init(&w, out, 1);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "format"), bkm_json_str(&w, BKM_TUNE_REGRESS_FORMAT);
+    bkm_json_key(&w, "version"), bkm_json_int(&w, 1);
+    bkm_json_key(&w, "created_at"), bkm_json_str(&w, when);
+    bkm_json_key(&w, "git_revision"), bkm_json_str(&w, revision);
+    bkm_json_key(&w, "host"), bkm_json_raw(&w, host_json);
+    bkm_json_key(&w, "unit"), bkm_json_str(&w, "per worker process: its fastest sample / the fastest sample of "
+                                               "the calibration process run next to it");
+    bkm_json_key(&w, "processes"), bkm_json_int(&w, r->processes);
+    bkm_json_key(&w, "calibration"), bkm_tune_trial_spec_to_json(&r->calib, &w);
+    bkm_json_key(&w, "workloads");
+    bkm_json_arr_begin(&w);
+    for (size_t i = 0; i < r->n_wl; i++) {
+        const bkm_tune_regress_wl_t *x = &r->wl[i];
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "workload"), bkm_json_str(&w, x->name);
+        bkm_json_key(&w, "spec"), bkm_tune_trial_spec_to_json(&x->spec, &w);
+        bkm_json_key(&w, "values"), doubles_json(&w, x->values, x->n);
+        bkm_json_key(&w, "workload_ms"), doubles_json(&w, x->wl_ms, x->n);
+        bkm_json_key(&w, "calibration_ms"), doubles_json(&w, x->cal_ms, x->n);
+        bkm_json_key(&w, "failed"), bkm_json_int(&w, (int64_t)x->failed);
+        bkm_json_obj_end(&w);
+    }
+    bkm_json_arr_end(&w);
+    bkm_json_obj_end(&w);
+}
+
+static double med(const double *v, size_t n)
+{
+    double *x;
+    double m;
+    if (n == 0 || (x = malloc(n * sizeof *x)) == NULL)
+        return NAN;
+    memcpy(x, v, n * sizeof *x);
+    m = bkm_tune_stats_median(x, n);
+    free(x);
+    return m;
+}
+
+void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w)
+{
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < r->n_wl; i++) {
+        const bkm_tune_regress_wl_t *x = &r->wl[i];
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "workload"), bkm_json_str(w, x->name);
+        bkm_json_key(w, "params"), bkm_json_str(w, x->params);
+        bkm_json_key(w, "threads"), bkm_json_int(w, x->spec.threads);
+        bkm_json_key(w, "ref_threads"), bkm_json_int(w, x->ref_threads);
+        bkm_json_key(w, "n"), bkm_json_int(w, (int64_t)x->n);
+        bkm_json_key(w, "n_ref"), bkm_json_int(w, (int64_t)x->n_ref);
+        bkm_json_key(w, "values"), doubles_json(w, x->values, x->n);
+        bkm_json_key(w, "ref_values"), doubles_json(w, x->ref_values, x->n_ref);
+        bkm_json_key(w, "median"), bkm_json_double(w, med(x->values, x->n));
+        bkm_json_key(w, "ref_median"), bkm_json_double(w, med(x->ref_values, x->n_ref));
+        bkm_json_key(w, "ratio"), bkm_json_double(w, x->ratio);
+        bkm_json_key(w, "ratio_ci95");
+        bkm_json_arr_begin(w), bkm_json_double(w, x->ratio_lo), bkm_json_double(w, x->ratio_hi), bkm_json_arr_end(w);
+        bkm_json_key(w, "p"), bkm_json_double(w, x->p);
+        bkm_json_key(w, "p_holm"), bkm_json_double(w, x->p_holm);
+        bkm_json_key(w, "regression"), bkm_json_bool(w, x->regression);
+        bkm_json_key(w, "failed"), bkm_json_int(w, (int64_t)x->failed);
+        bkm_json_key(w, "verdict"), bkm_json_str(w, x->verdict);
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+}
+
+void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out)
+{
+    bkm_buf_printf(out, "%-8s %-7s %4s %4s %11s %11s %8s %17s %9s  %s\n", "workload", "threads", "n", "ref", "median",
+                   "ref median", "ratio", "95% interval", "Holm p", "verdict");
+    for (size_t i = 0; i < r->n_wl; i++) {
+        const bkm_tune_regress_wl_t *x = &r->wl[i];
+        char thr[16];
+        snprintf(thr, sizeof thr, "%d/%d", x->spec.threads, x->ref_threads);
+        bkm_buf_printf(out, "%-8s %-7s %4zu %4zu %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g  %s\n", x->name, thr, x->n,
+                       x->n_ref, med(x->values, x->n), med(x->ref_values, x->n_ref), x->ratio, x->ratio_lo, x->ratio_hi,
+                       x->p_holm, x->verdict);
+    }
+    bkm_buf_printf(out, "(%s; values: %s; a regression needs Holm-adjusted Mann-Whitney p < %g over %zu workloads AND "
+                        "ratio > %.2f)\n",
+                   r->ab ? "A/B: the reference build and this one interleaved in this run"
+                         : "against the baseline file",
+                   r->ab ? "fastest sample of each process (ms)"
+                         : "fastest sample of each process / that of its calibration process",
+                   r->alpha, r->n_wl,
+                   1 + r->threshold);
+}
+
+/* XML text: & < > " ' escaped; control characters dropped (XML 1.0 forbids them). */
+static void xml_esc(bkm_buf_t *out, const char *s)
+{
+    for (; s && *s; s++)
+        switch (*s) {
+        case '&': bkm_buf_puts(out, "&amp;"); break;
+        case '<': bkm_buf_puts(out, "&lt;"); break;
+        case '>': bkm_buf_puts(out, "&gt;"); break;
+        case '"': bkm_buf_puts(out, "&quot;"); break;
+        case '\'': bkm_buf_puts(out, "&apos;"); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
+                bkm_buf_append(out, s, 1);
+        }
+}
+
+void bkm_tune_regress_junit(const bkm_tune_regress_t *r, bkm_buf_t *out)
+{
+    size_t errors = 0;
+    for (size_t i = 0; i < r->n_wl; i++)
+        errors += !r->wl[i].tested;
+    bkm_buf_printf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"bkm.regress\" "
+                        "tests=\"%zu\" failures=\"%d\" errors=\"%zu\">\n",
+                   r->n_wl, r->regressions, errors);
+    for (size_t i = 0; i < r->n_wl; i++) {
+        const bkm_tune_regress_wl_t *x = &r->wl[i];
+        bkm_buf_puts(out, "<testcase classname=\"bkm.regress\" name=\"");
+        xml_esc(out, x->name);
+        bkm_buf_puts(out, " ");
+        xml_esc(out, x->params);
+        bkm_buf_puts(out, "\">");
+        if (x->regression || !x->tested) {
+            bkm_buf_printf(out, "<%s message=\"", x->regression ? "failure" : "error");
+            xml_esc(out, x->verdict);
+            bkm_buf_printf(out, "\">ratio current/reference %.4f, 95%% interval [%.4f, %.4f], Mann-Whitney p %.3g, Holm "
+                                "%.3g, %zu vs %zu processes</%s>",
+                           x->ratio, x->ratio_lo, x->ratio_hi, x->p, x->p_holm, x->n, x->n_ref,
+                           x->regression ? "failure" : "error");
+        }
+        bkm_buf_puts(out, "<system-out>");
+        xml_esc(out, x->verdict);
+        bkm_buf_puts(out, "</system-out></testcase>\n");
+    }
+    bkm_buf_puts(out, "</testsuite>\n</testsuites>\n");
+}
+
+void bkm_tune_regress_free(bkm_tune_regress_t *r)
+{
+    for (size_t i = 0; i < r->n_wl; i++) {
+        free(r->wl[i].values);
+        free(r->wl[i].ref_values);
+        free(r->wl[i].wl_ms);
+        free(r->wl[i].cal_ms);
+        r->wl[i].values = r->wl[i].ref_values = r->wl[i].wl_ms = r->wl[i].cal_ms = NULL;
+    }
+    r->n_wl = 0;
+}
