@@ -69,33 +69,23 @@ void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t 
     }
 }
 
-/* bwd_w B panel of 32 K columns over kb depth steps, by hardware gathers: b[p * 32 + jj] =
- * tk[jj][p] >= 0 ? base[jj][tk[jj][p]] : 0 for jj < m, 0 for jj >= m. Eight columns per gather:
- * first their table entries (one int64 each), then the elements they name. */
-void bkm__conv2d_fast_gather_avx512(int64_t kb, int64_t m, const int64_t *const *tk, const float *const *base,
-                                    float *b)
+/* bwd_w B packing by window rows: for t in [0, seg), lanes [0, len) of o + t * nr get the input
+ * elements in[t * sw + l] whose column ix + t * sw + l lies in [0, iw), zeros elsewhere (in == NULL:
+ * zeros only). One masked load and one masked store per pixel; masked-off lanes are not read. */
+void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
+                                  float *o, int64_t nr)
 {
-    __m512i tp[EDGE_NR / 8], bp[EDGE_NR / 8];
-    __mmask8 live[EDGE_NR / 8];
-    const __m512i step = _mm512_set1_epi64((long long)sizeof(int64_t)), none = _mm512_set1_epi64(-1);
-    for (int q = 0; q < EDGE_NR / 8; q++) {
-        long long tpa[8], bpa[8];
-        for (int l = 0; l < 8; l++) {
-            const int64_t jj = q * 8 + l;
-            tpa[l] = jj < m ? (long long)(uintptr_t)tk[jj] : 0;
-            bpa[l] = jj < m ? (long long)(uintptr_t)base[jj] : 0;
-        }
-        live[q] = m >= q * 8 + 8 ? (__mmask8)0xff : m <= q * 8 ? (__mmask8)0 : (__mmask8)((1u << (m - q * 8)) - 1);
-        tp[q] = _mm512_loadu_si512(tpa);
-        bp[q] = _mm512_loadu_si512(bpa);
+    const __mmask16 all = (__mmask16)((1u << len) - 1u);
+    if (in == NULL) {
+        for (int64_t t = 0; t < seg; t++)
+            _mm512_mask_storeu_ps(o + t * nr, all, _mm512_setzero_ps());
+        return;
     }
-    for (int64_t p = 0; p < kb; p++) {
-        for (int q = 0; q < EDGE_NR / 8; q++) {
-            const __m512i idx = _mm512_mask_i64gather_epi64(none, live[q], tp[q], NULL, 1);
-            const __mmask8 ok = _mm512_mask_cmpge_epi64_mask(live[q], idx, _mm512_setzero_si512());
-            const __m512i addr = _mm512_add_epi64(bp[q], _mm512_slli_epi64(idx, 2));
-            _mm256_storeu_ps(b + p * EDGE_NR + q * 8, _mm512_mask_i64gather_ps(_mm256_setzero_ps(), ok, addr, NULL, 1));
-            tp[q] = _mm512_add_epi64(tp[q], step);
-        }
+    for (int64_t t = 0; t < seg; t++) {
+        const int64_t x = ix + t * sw, lo = x < 0 ? -x : 0, hi = iw - x < len ? iw - x : len;
+        __mmask16 m = all;
+        if (lo > 0 || hi < len)
+            m = hi <= lo ? (__mmask16)0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+        _mm512_mask_storeu_ps(o + t * nr, all, _mm512_maskz_loadu_ps(m, in + t * sw));
     }
 }

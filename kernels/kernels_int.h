@@ -152,11 +152,11 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
 #define BKM_CONV2D_FAST_EDGE_M 4
 void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
                                   int64_t ldc, float beta);
-/* AVX-512 bwd_w B panel (32 K columns x kb depth) by gathers: b[p * 32 + jj] = tk[jj][p] >= 0 ?
- * base[jj][tk[jj][p]] : 0 for jj < m (<= 32), 0 for jj >= m. */
-void bkm__conv2d_fast_gather_avx512(int64_t kb, int64_t m, const int64_t *const *tk, const float *const *base,
-                                    float *b);
 /* "native:im2col_packed.<isa>_<mr>x<nr>" into buf. */
+/* bwd_w B packing by window rows (conv2d_fast_avx512.c), 1 <= len <= 16: o[t * nr + l] = in[t * sw + l]
+ * where 0 <= ix + t * sw + l < iw, else 0, for t < seg, l < len (in == NULL: all zeros). */
+void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
+                                  float *o, int64_t nr);
 void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
 
 /* ======================================================================================== */
