@@ -698,6 +698,13 @@ static void pack_a_bwd_w(const bkm_conv2d_fast_t *f, const float *diff_dst, int6
         while (j < kb) {
             const int64_t len = min64(f->pq - p, kb - j);
             const float *x = diff_dst + (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
+            if (f->edge) {
+                bkm__pack_tr_avx512(x, f->pq, m, len, a + j * mr, mr);
+                j += len;
+                p = 0;
+                n++;
+                continue;
+            }
             for (int64_t t = 0; t < len; t++) {
                 float *w = a + (j + t) * mr;
                 for (int64_t ii = 0; ii < m; ii++)

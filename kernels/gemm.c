@@ -289,6 +289,8 @@ static void gemm_pack_b(const gemm_job_t *job, float *restrict dst, int64_t pc, 
                 for (int64_t j = nn; j < nr; j++)
                     d[p * nr + j] = 0.0f;
             }
+        } else if (job->u->isa == BKM_ISA_AVX512 && nr <= 32) {
+            bkm__pack_tr_avx512(job->b + j0 * job->ldb + pc, job->ldb, nn, kb, d, nr);
         } else {
             for (int64_t j = 0; j < nn; j++) {
                 const float *s = job->b + (j0 + j) * job->ldb + pc;
@@ -316,6 +318,8 @@ static void gemm_pack_a(const gemm_job_t *job, float *restrict dst, int64_t ic, 
                 for (int64_t i = mm; i < mr; i++)
                     d[p * mr + i] = 0.0f;
             }
+        } else if (job->u->isa == BKM_ISA_AVX512 && mr <= 32) {
+            bkm__pack_tr_avx512(job->a + (ic + i0) * job->lda + pc, job->lda, mm, kb, d, mr);
         } else {
             /* k outer, rows inner: the packed panel is written sequentially (strided stores into a
              * buffer that is not in L1 cost more than the MR strided read streams). */
