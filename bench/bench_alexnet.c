@@ -15,7 +15,7 @@
 
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
-#include "bench_layers.h"
+#include "bench_common.h"
 
 enum { B_ONEDNN, B_NATIVE, B_COUNT };
 static const char *const backend_name[B_COUNT] = {"onednn", "native"};
@@ -234,6 +234,8 @@ int main(int argc, char **argv)
 
     if (parse_args(argc, argv, &cfg) < 0)
         return 2;
+    /* the native kernels' default blocking follows this host's caches (before any parallel region) */
+    bkm_bench_host_caches(&cfg.extra.cache_l1d, &cfg.extra.cache_l2, &cfg.extra.cache_l3);
     memset(res, 0, sizeof res);
     nt = omp_get_max_threads();
     /* the peak is a ceiling: measured before and after the steps, the larger one counts (a busy

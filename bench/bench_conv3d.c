@@ -16,7 +16,7 @@
 
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
-#include "bench_layers.h"
+#include "bench_common.h"
 
 enum { B_ONEDNN, B_NATIVE, B_COUNT };
 static const char *const backend_name[B_COUNT] = {"onednn", "native"};
@@ -209,6 +209,8 @@ int main(int argc, char **argv)
     int nt, rc = 0;
     if (parse_args(argc, argv, &c) < 0)
         return 2;
+    /* the native kernels' default blocking follows this host's caches (before any parallel region) */
+    bkm_bench_host_caches(&c.extra.cache_l1d, &c.extra.cache_l2, &c.extra.cache_l3);
     nt = omp_get_max_threads();
     peak = bkm_kern_peak_gflops(BKM_ISA_AUTO, nt);
     if (c.reps > 0 && (rc = bench_v2c(c.reps, nt)) != 0)

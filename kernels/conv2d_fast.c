@@ -35,7 +35,7 @@
 #ifndef FAST_TR_MAX_OCG
 #define FAST_TR_MAX_OCG 256 /* ... up to this many output channels per group */
 #endif
-#define FAST_BLOCK_BYTES (1u << 20) /* default B block / column tile: half of a 2 MiB L2 */
+#define FAST_BLOCK_BYTES (1u << 20) /* B block / column tile when the L2 size is unknown (half of 2 MiB) */
 
 /* A run of batch columns [j, j + len) inside one NR-column panel whose tap reads consecutive
  * input elements, sw apart, from off on (off < 0: padding, zeros). */
@@ -80,11 +80,11 @@ static const bkm_gemm_ukr_desc_t *fast_ukr_for(bkm_isa_t isa)
     }
 }
 
-/* Columns per block so that @p rows x block floats fit FAST_BLOCK_BYTES (at least one panel),
+/* Columns per block so that @p rows x block floats fit @p bytes (half of L2, at least one panel),
  * no more than the columns there are. @p user > 0 overrides the budget. */
-static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have)
+static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have, size_t bytes)
 {
-    int64_t n = user > 0 ? round_up(user, nr) : (int64_t)(FAST_BLOCK_BYTES / sizeof(float)) / rows / nr * nr;
+    int64_t n = user > 0 ? round_up(user, nr) : (int64_t)(bytes / sizeof(float)) / rows / nr * nr;
     if (n < nr)
         n = nr;
     return min64(n, round_up(have, nr));
@@ -138,6 +138,8 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
                        int32_t ptile, int nt, int flip, bkm_err_t *err)
 {
     const bkm_gemm_ukr_desc_t *u = cfg != NULL ? fast_ukr_for(cfg->isa) : NULL;
+    /* blocks of half the L2 the topology reported (cfg->l2_bytes), else FAST_BLOCK_BYTES */
+    const size_t block = cfg != NULL && cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes / 2 : FAST_BLOCK_BYTES;
     bkm_conv2d_fast_t *f = NULL;
     int rc = BKM_OK;
 
@@ -163,9 +165,9 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->ncols = d->mb * f->pq;
     f->mf = round_up(f->ocg, f->mr);
     f->md = round_up(f->kdim, f->mr);
-    f->ncf = block_cols(min64(f->kc, f->kdim), nc, f->nr, f->ncols);
-    f->ncd = block_cols(f->md, ptile, f->nr, f->ncols);
-    f->ncw = block_cols(min64(f->kc, f->ncols), nc, f->nr, f->kdim);
+    f->ncf = block_cols(min64(f->kc, f->kdim), nc, f->nr, f->ncols, block);
+    f->ncd = block_cols(f->md, ptile, f->nr, f->ncols, block);
+    f->ncw = block_cols(min64(f->kc, f->ncols), nc, f->nr, f->kdim, block);
     f->wp_floats = (size_t)(d->g * (f->mf * f->kdim > f->md * f->ocg ? f->mf * f->kdim : f->md * f->ocg));
     f->bp_floats = (size_t)round_up(min64(f->kc, f->kdim) * f->ncf, 16);
     if ((size_t)(min64(f->kc, f->ocg) * f->ncd) > f->bp_floats)

@@ -186,6 +186,8 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
     for (size_t i = 0; i < n_pd; i++)
         if ((rc = bkm_kern_gemm_cfg_set(cfg, pd[i].name, v[i], err)) < 0)
             return rc;
+    if (params != NULL)
+        cfg->l2_bytes = params->cache.l2;
     return bkm_kern_gemm_cfg_check(cfg, err);
 }
 
@@ -268,6 +270,7 @@ typedef struct gemm_job {
     float *c;
     int64_t lda, ldb, ldc;
     int64_t mc, kc, nc;
+    size_t l2_bytes; /* per-core L2 (cfg, or the default) */
     float *bpack, *apack;
     size_t b_floats, a_floats;
     int nt_jc;
@@ -376,15 +379,21 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
     const int64_t n_pan = (job->n + nr - 1) / nr, m_pan = (job->m + mr - 1) / mr;
     const int64_t n_lo = min64(job->n, n_pan * g / nt_jc * nr), n_hi = min64(job->n, n_pan * (g + 1) / nt_jc * nr);
     const int64_t m_lo = min64(job->m, m_pan * r / nt_ic * mr), m_hi = min64(job->m, m_pan * (r + 1) / nt_ic * mr);
+    /* A thread with a single IC block (few rows: FC layers, the batch) uses each packed B block
+     * once, right after packing it: a block that fits half of L2 is consumed from L2 instead of
+     * round-tripping through L3. Every thread computes the same nc. */
+    const int64_t rows = (m_pan + nt_ic - 1) / nt_ic * mr;
+    const int64_t nc_l2 = (int64_t)(job->l2_bytes / 2 / sizeof(float)) / (job->kc < job->k ? job->kc : job->k) / nr * nr;
+    const int64_t nc = rows <= job->mc && nc_l2 >= nr && nc_l2 < job->nc ? nc_l2 : job->nc;
     /* Same count for every group, so that all threads meet the same barriers. */
-    const int64_t n_iters = (((n_pan + nt_jc - 1) / nt_jc) * nr + job->nc - 1) / job->nc;
+    const int64_t n_iters = (((n_pan + nt_jc - 1) / nt_jc) * nr + nc - 1) / nc;
     const int64_t k_iters = (job->k + job->kc - 1) / job->kc;
     float *bp = job->bpack + (size_t)g * job->b_floats;
     float *ap = job->apack + (size_t)tid * job->a_floats;
 
     for (int64_t jt = 0; jt < n_iters; jt++) {
-        int64_t jc = n_lo + jt * job->nc;
-        int64_t nb = min64(job->nc, n_hi - jc);
+        int64_t jc = n_lo + jt * nc;
+        int64_t nb = min64(nc, n_hi - jc);
         for (int64_t pt = 0; pt < k_iters; pt++) {
             int64_t pc = pt * job->kc;
             int64_t kb = min64(job->kc, job->k - pc);
@@ -483,6 +492,7 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     job.mc = cfg->mc;
     job.kc = cfg->kc;
     job.nc = cfg->nc;
+    job.l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
     job.b_floats = gemm_b_floats(cfg);
     job.a_floats = gemm_a_floats(cfg);
     job.bpack = (float *)ws;

@@ -274,6 +274,7 @@ int bkm_kern_fc_create(bkm_kern_fc_t **out, const bkm_fc_desc_t *d, const bkm_ke
      * (each packs its own B block and runs all the rows). */
     if (v[3] == 0 && d->mb <= FC_JC_MAX_MB)
         fc->cfg.nt_jc = fc->cfg.nt;
+    fc->cfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
     if ((rc = bkm_kern_gemm_cfg_check(&fc->cfg, err)) < 0)
         goto out;
     ws_bytes = bkm_kern_gemm_workspace_bytes(&fc->cfg);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The per-layer table of bench_alexnet and bench_conv3d (see bench_layers.h). */
-#include "bench_layers.h"
+/* Helpers of the benchmarks (see bench_common.h). */
+#include "bench_common.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "bkm/affinity.h"
 #include "bkm/common.h"
 
 enum { L_NATIVE, L_ONEDNN, L_COUNT };
@@ -53,4 +54,14 @@ void bkm_bench_print_layers(const bkm_wl_t *native, const bkm_wl_t *onednn)
 out:
     for (int b = 0; b < L_COUNT; b++)
         bkm_json_free(j[b]);
+}
+
+void bkm_bench_host_caches(int64_t *l1d, int64_t *l2, int64_t *l3)
+{
+    bkm_topo_t *topo = NULL;
+    bkm_err_t err = {0};
+    if (bkm_topo_open_host(&topo, &err) < 0)
+        topo = NULL; /* the kernels then use their built-in defaults */
+    bkm_topo_cache_sizes(topo, l1d, l2, l3);
+    bkm_topo_close(topo);
 }
