@@ -39,10 +39,7 @@
 
 /* A run of batch columns [j, j + len) inside one NR-column panel whose tap reads consecutive
  * input elements, sw apart, from off on (off < 0: padding, zeros). */
-typedef struct {
-    int64_t off;
-    int32_t q, jj, len; /* panel, first column in it, length */
-} fast_run_t;
+typedef bkm__fast_run_t fast_run_t; /* kernels_int.h: off, panel q, first column jj in it, len */
 
 struct bkm_conv2d_fast {
     bkm_conv2d_desc_t d;
@@ -416,6 +413,10 @@ static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast
         const fast_run_t *r = runs + tap * f->runw;
         const float *base = srcg + (k / khw) * plane;
         float *row = bp + kk * nr;
+        if (f->edge) {
+            bkm__conv2d_fast_pack_row_avx512(r, n_runs[tap], base, sw, kb, nr, row);
+            continue;
+        }
         for (int32_t i = 0; i < n_runs[tap]; i++) {
             float *w = row + r[i].q * kb * nr + r[i].jj;
             if (r[i].off < 0) {

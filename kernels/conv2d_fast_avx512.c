@@ -89,3 +89,45 @@ void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int
         _mm512_mask_storeu_ps(o + t * nr, all, _mm512_maskz_loadu_ps(m, in + t * sw));
     }
 }
+
+/* x[0], x[sw], ..., x[(n - 1) * sw] (n <= 16) into lanes 0..n-1 (others zero or junk-free):
+ * strides 1, 2 and 4 from vector loads and lane permutes, others by a gather. Only the elements
+ * named are read (masked loads, masked gathers). idx: lane * sw. */
+static inline __m512 strided16(const float *x, int64_t sw, int64_t n, __m512i idx)
+{
+    const int64_t last = (n - 1) * sw; /* last element read */
+    const __mmask16 mo = (__mmask16)((1u << n) - 1u);
+    /* lanes of input vector i (elements 16 i .. 16 i + 15) up to the last element read */
+#define LOADV(i)                                                                                                    \
+    _mm512_maskz_loadu_ps(last >= 16 * (i) + 15   ? (__mmask16)0xffffu                                          \
+                          : last < 16 * (i)       ? (__mmask16)0u                                               \
+                                                  : (__mmask16)((1u << (last - 16 * (i) + 1)) - 1u),            \
+                          x + 16 * (i))
+    if (sw == 1)
+        return _mm512_maskz_loadu_ps(mo, x);
+    if (sw == 2)
+        return _mm512_permutex2var_ps(LOADV(0), idx, LOADV(1));
+    if (sw == 4) {
+        const __m512 a = _mm512_permutex2var_ps(LOADV(0), idx, LOADV(1)); /* lanes 0..7 */
+        const __m512 b = _mm512_permutex2var_ps(LOADV(2), idx, LOADV(3));
+        return _mm512_shuffle_f32x4(a, b, 0x44);
+    }
+#undef LOADV
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mo, idx, x, 4);
+}
+
+void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, const float *base, int64_t sw,
+                                      int64_t kb, int64_t nr, float *row)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw)); /* 0, sw, 2 sw, ... */
+    for (int32_t i = 0; i < n_runs; i++) {
+        float *w = row + r[i].q * kb * nr + r[i].jj;
+        const float *x = base + r[i].off;
+        for (int64_t t = 0; t < r[i].len; t += 16) {
+            const int64_t n = r[i].len - t < 16 ? r[i].len - t : 16;
+            const __mmask16 mo = (__mmask16)((1u << n) - 1u);
+            _mm512_mask_storeu_ps(w + t, mo, r[i].off < 0 ? _mm512_setzero_ps() : strided16(x + t * sw, sw, n, idx));
+        }
+    }
+}

@@ -166,6 +166,15 @@ void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t 
  * where 0 <= ix + t * sw + l < iw, else 0, for t < seg, l < len (in == NULL: all zeros). */
 void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
                                   float *o, int64_t nr);
+/* A copy run of the fwd im2col packing (conv2d_fast.c): batch columns [jj, jj + len) of NR-column
+ * panel q read consecutive input elements, sw apart, from off on (off < 0: padding, zeros). */
+typedef struct bkm__fast_run {
+    int64_t off;
+    int32_t q, jj, len;
+} bkm__fast_run_t;
+/* One packed im2col row (conv2d_fast_avx512.c): every run into row + q * kb * nr + jj. */
+void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, const float *base, int64_t sw,
+                                      int64_t kb, int64_t nr, float *row);
 void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
 
 /* ======================================================================================== */
