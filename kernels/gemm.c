@@ -231,12 +231,48 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* Resolved JC split: 0 means auto (all threads share one packed B and split the IC loop). */
+/* Resolved explicit JC split (an invalid or auto value: 1). */
 static int gemm_nt_jc(int32_t nt, int32_t nt_jc)
 {
     if (nt_jc <= 0 || nt_jc > nt || nt % nt_jc != 0)
         return 1;
     return nt_jc;
+}
+
+/* Packed-B buffers the workspace holds: the explicit split, or for auto the largest divisor of nt
+ * up to GEMM_AUTO_JC_MAX (each JC group packs its own B block). */
+#define GEMM_AUTO_JC_MAX 4
+static int gemm_ws_jc(int32_t nt, int32_t nt_jc)
+{
+    int d = 1;
+    if (nt_jc > 0)
+        return gemm_nt_jc(nt, nt_jc);
+    for (int c = 1; c <= GEMM_AUTO_JC_MAX && c <= nt; c++)
+        if (nt % c == 0)
+            d = c;
+    return d;
+}
+
+/* Auto JC split for nth threads: the divisor d (<= max_d) that makes each thread's block of C
+ * closest to square, m x n / d per JC group split into nth / d row blocks; ties go to the larger d
+ * (fewer threads share a packed B: fewer barriers, which cost most on a shared machine). */
+static int gemm_auto_jc(int nth, int max_d, int64_t m, int64_t n)
+{
+    int best = 1;
+    double best_cost = -1.0;
+    for (int d = 1; d <= max_d && d <= nth; d++) {
+        double w, h, cost;
+        if (nth % d != 0)
+            continue;
+        w = (double)n / d;
+        h = (double)m * d / nth;
+        cost = w > h ? w / h : h / w;
+        if (best_cost < 0.0 || cost <= best_cost) {
+            best = d;
+            best_cost = cost;
+        }
+    }
+    return best;
 }
 
 /* Floats of one packed-B buffer and one packed-A buffer, each rounded to 64 bytes. */
@@ -256,7 +292,7 @@ size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg)
     if (cfg == NULL || cfg->mr < 1 || cfg->nr < 1 || cfg->mc < 1 || cfg->kc < 1 || cfg->nc < 1)
         return 0;
     nt = cfg->nt < 1 ? 1 : cfg->nt;
-    nt_jc = gemm_nt_jc(nt, cfg->nt_jc);
+    nt_jc = gemm_ws_jc(nt, cfg->nt_jc);
     return ((size_t)nt_jc * gemm_b_floats(cfg) + (size_t)nt * gemm_a_floats(cfg)) * sizeof(float);
 }
 
@@ -402,7 +438,7 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
                 int64_t np = (nb + nr - 1) / nr;
                 gemm_pack_b(job, bp, pc, kb, jc, nb, np * r / nt_ic, np * (r + 1) / nt_ic);
             }
-            if (nth > 1) {
+            if (nt_ic > 1) { /* the threads of a JC group share its packed B */
 #pragma omp barrier
             }
             if (nb > 0) {
@@ -412,7 +448,7 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
                     gemm_macro(job, ap, bp, ic, mb, jc, nb, kb, beta);
                 }
             }
-            if (nth > 1) {
+            if (nt_ic > 1) { /* the threads of a JC group share its packed B */
 #pragma omp barrier
             }
         }
@@ -496,7 +532,7 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     job.b_floats = gemm_b_floats(cfg);
     job.a_floats = gemm_a_floats(cfg);
     job.bpack = (float *)ws;
-    job.apack = job.bpack + (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * job.b_floats;
+    job.apack = job.bpack + (size_t)gemm_ws_jc(cfg->nt, cfg->nt_jc) * job.b_floats;
 
     if (cfg->nt == 1) {
         job.nt_jc = 1;
@@ -508,7 +544,10 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
         /* The runtime may give fewer threads than asked (nesting, thread limit): split over the
          * team we got. Every thread computes the same split. The workspace is still large enough. */
         int nth = omp_get_num_threads();
-        job.nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+        if (cfg->nt_jc <= 0)
+            job.nt_jc = gemm_auto_jc(nth, gemm_ws_jc(cfg->nt, 0), m, n);
+        else
+            job.nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
         gemm_thread(&job, omp_get_thread_num(), nth);
     }
     return BKM_OK;

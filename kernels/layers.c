@@ -176,7 +176,6 @@ struct bkm_kern_fc {
 #define FC_SMALL_MB 8
 #endif
 #define FC_SMALL_COLS 128
-#define FC_JC_MAX_MB 256 /* batches up to this split the GEMM columns among the threads */
 
 static float dot_lanes(const float *x, const float *w, int64_t n)
 {
@@ -269,11 +268,6 @@ int bkm_kern_fc_create(bkm_kern_fc_t **out, const bkm_fc_desc_t *d, const bkm_ke
     for (size_t i = 0; i < n_pd; i++)
         if ((rc = bkm_kern_gemm_cfg_set(&fc->cfg, pd[i].name, v[i], err)) < 0)
             goto out;
-    /* A batch of a few row panels (AlexNet: 64 = 4.6 panels of 14) split among the threads
-     * leaves each a partial panel: unless nt_jc was given, the threads split the columns instead
-     * (each packs its own B block and runs all the rows). */
-    if (v[3] == 0 && d->mb <= FC_JC_MAX_MB)
-        fc->cfg.nt_jc = fc->cfg.nt;
     fc->cfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
     if ((rc = bkm_kern_gemm_cfg_check(&fc->cfg, err)) < 0)
         goto out;
