@@ -307,6 +307,7 @@ static const char *const fast_shapes[] = {
     "mb3ic140ih5iw6oc5kh2kw3ph0pw1",
     "mb3ic3ih123oc20kh11sh4ph2", /* conv1-like: short K, bwd_w reduction cut into 4 parts */
     "mb4ic2ih24oc9kh3ph1",       /* K = 18, 4 parts */
+    "mb2ic6ih9oc22kh3ph1",       /* 14 + 8 rows: the widest AVX-512 edge panel */
 };
 #define N_FAST_SHAPES (sizeof(fast_shapes) / sizeof(fast_shapes[0]))
 
