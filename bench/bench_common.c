@@ -26,7 +26,7 @@ void bkm_bench_print_layers(const bkm_wl_t *native, const bkm_wl_t *onednn)
     }
     if (!(rows = j[L_NATIVE] ? j[L_NATIVE] : j[L_ONEDNN]))
         goto out;
-    printf("\nper layer and direction, ms per step after the first (nat/dnn: oneDNN ms / native ms)\n"
+    printf("\nper layer and direction, ms per step (iteration) after the first (nat/dnn: oneDNN ms / native ms)\n"
            "%-14s %-6s %10s %10s %8s\n",
            "layer", "dir", "native", "onednn", "nat/dnn");
     for (size_t i = 0; i < rows->n_children; i++) {
