@@ -522,6 +522,19 @@ const bkm_topo_cache_t *bkm_topo_caches(const bkm_topo_t *topo, int *n_caches)
     return topo ? topo->cache : NULL;
 }
 
+void bkm_topo_cache_sizes(const bkm_topo_t *topo, int64_t *l1d, int64_t *l2, int64_t *l3)
+{
+    int64_t *out[4] = {NULL, l1d, l2, l3};
+    for (int lv = 1; lv <= 3; lv++)
+        if (out[lv])
+            *out[lv] = 0;
+    for (int i = 0; topo && i < topo->n_cache; i++) {
+        const bkm_topo_cache_t *c = &topo->cache[i];
+        if (c->level >= 1 && c->level <= 3 && c->type != 'i' && out[c->level])
+            *out[c->level] = (int64_t)c->size_bytes;
+    }
+}
+
 const bkm_topo_numa_t *bkm_topo_numas(const bkm_topo_t *topo, int *n_numa)
 {
     if (n_numa)

@@ -15,12 +15,13 @@
 
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
+#include "bench_common.h"
 
 enum { B_ONEDNN, B_NATIVE, B_COUNT };
 static const char *const backend_name[B_COUNT] = {"onednn", "native"};
 
 typedef struct bench_cfg {
-    long long batch, warmup, steps;
+    long long batch, warmup, steps, layers;
     int use[B_COUNT];
     int json;
     bkm_wl_config_t extra;   /* --param for the native backend */
@@ -50,6 +51,8 @@ static void usage(FILE *f)
             "  --steps N      timed steps per backend (default 10, as the seed; >= 1)\n"
             "  --backend B    onednn, native or both (default both)\n"
             "  --param K=V    native conv2d tunable (algo, ptile, mc, kc, nc, nt_jc, isa)\n"
+            "  --layers N     1 (default): also the per-layer, per-direction table of both backends\n"
+            "                 (ms per step, every step after the first, oneDNN ms / native ms); 0: totals only\n"
             "  --json         one JSON object per backend instead of the table\n"
             "  --help         this text\n\n"
             "example:\n"
@@ -72,6 +75,7 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg)
     cfg->batch = 64;
     cfg->warmup = 10;
     cfg->steps = 10;
+    cfg->layers = 1;
     cfg->use[B_ONEDNN] = cfg->use[B_NATIVE] = 1;
     bkm_wl_config_init(&cfg->extra);
     for (int i = 1; i < argc; i++) {
@@ -90,6 +94,9 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg)
                 return -1;
         } else if (!strcmp(a, "--steps")) {
             if (parse_count(a, v, 1, 1000, &cfg->steps) < 0)
+                return -1;
+        } else if (!strcmp(a, "--layers")) {
+            if (parse_count(a, v, 0, 1, &cfg->layers) < 0)
                 return -1;
         } else if (!strcmp(a, "--backend")) {
             if (!v || (strcmp(v, "both") && strcmp(v, "onednn") && strcmp(v, "native"))) {
@@ -130,6 +137,9 @@ static int create(const bench_cfg_t *cfg, int b, bkm_wl_t **wl, bkm_err_t *err)
     if ((rc = bkm_wl_config_add(&c, kv, err)) < 0)
         return rc;
     snprintf(kv, sizeof kv, "batch=%lld", cfg->batch);
+    if ((rc = bkm_wl_config_add(&c, kv, err)) < 0)
+        return rc;
+    snprintf(kv, sizeof kv, "layers=%lld", cfg->layers);
     if ((rc = bkm_wl_config_add(&c, kv, err)) < 0)
         return rc;
     return bkm_wl_create(wl, "alexnet", &c, 1, err);
@@ -224,6 +234,8 @@ int main(int argc, char **argv)
 
     if (parse_args(argc, argv, &cfg) < 0)
         return 2;
+    /* the native kernels' default blocking follows this host's caches (before any parallel region) */
+    bkm_bench_host_caches(&cfg.extra.cache_l1d, &cfg.extra.cache_l2, &cfg.extra.cache_l3);
     memset(res, 0, sizeof res);
     nt = omp_get_max_threads();
     /* the peak is a ceiling: measured before and after the steps, the larger one counts (a busy
@@ -268,6 +280,8 @@ int main(int argc, char **argv)
         print_json(&cfg, res, flops, peak, nt);
     else
         print_table(&cfg, res, flops, peak, nt);
+    if (!cfg.json && cfg.layers)
+        bkm_bench_print_layers(wl[B_NATIVE], wl[B_ONEDNN]);
 out:
     for (int b = 0; b < B_COUNT; b++)
         bkm_wl_destroy(wl[b]);

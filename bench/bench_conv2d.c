@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bkm/kernels.h"
+#include "bench_common.h"
 
 #define MAX_LAYERS 16
 
@@ -138,6 +139,8 @@ int main(int argc, char **argv)
 
     if (parse_args(argc, argv, &cfg) != 0)
         return 2;
+    /* the native kernels' default blocking follows this host's caches (before any parallel region) */
+    bkm_bench_host_caches(&cfg.params.cache.l1d, &cfg.params.cache.l2, &cfg.params.cache.l3);
     if (!cfg.json)
         printf("threads %d, batch %lld, %d samples (median), interleaved native/onednn\n"
                "%-14s %-6s %10s %10s %7s  %s | %s\n",

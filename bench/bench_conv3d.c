@@ -17,6 +17,7 @@
 
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
+#include "bench_common.h"
 
 enum { B_ONEDNN, B_NATIVE, B_COUNT };
 static const char *const backend_name[B_COUNT] = {"onednn", "native"};
@@ -278,44 +279,6 @@ static int create(const cfg_t *c, int b, bkm_wl_t **wl, bkm_err_t *err)
     return bkm_wl_create(wl, "conv3d", &k, 1, err);
 }
 
-/* The per-layer tables of both backends (same network, same row order) side by side. */
-static void print_layers(bkm_wl_t *const wl[B_COUNT])
-{
-    bkm_json_t *j[B_COUNT] = {NULL, NULL};
-    bkm_err_t err = {0};
-    const bkm_json_t *rows;
-    for (int b = 0; b < B_COUNT; b++) {
-        bkm_buf_t buf;
-        bkm_buf_init(&buf);
-        if (wl[b] && bkm_wl_layers_json(wl[b], &buf) == 1 && !buf.oom && buf.data)
-            (void)bkm_json_parse(buf.data, &j[b], &err);
-        bkm_buf_free(&buf);
-    }
-    if (!(rows = j[B_NATIVE] ? j[B_NATIVE] : j[B_ONEDNN]))
-        goto out;
-    printf("\nper layer and direction, ms per iteration after the first (nat/dnn: oneDNN ms / native ms)\n%-14s %-6s %10s %10s %8s\n", "layer", "dir", "native",
-           "onednn", "nat/dnn");
-    for (size_t i = 0; i < rows->n_children; i++) {
-        const bkm_json_t *r = bkm_json_at(rows, i), *o = NULL;
-        const char *name = bkm_json_get_str(r, "layer"), *dir = bkm_json_get_str(r, "direction");
-        double ms[B_COUNT] = {0.0, 0.0};
-        for (int b = 0; b < B_COUNT; b++)
-            for (size_t k = 0; j[b] && name && dir && k < j[b]->n_children; k++) {
-                o = bkm_json_at(j[b], k);
-                const char *n2 = bkm_json_get_str(o, "layer"), *d2 = bkm_json_get_str(o, "direction");
-                if (n2 && d2 && !strcmp(n2, name) && !strcmp(d2, dir))
-                    ms[b] = bkm_json_get_num(o, "ms", 0.0);
-            }
-        char ratio[32] = "-";
-        if (ms[B_NATIVE] > 0.0 && ms[B_ONEDNN] > 0.0)
-            snprintf(ratio, sizeof ratio, "%.2f", ms[B_ONEDNN] / ms[B_NATIVE]);
-        printf("%-14s %-6s %10.2f %10.2f %8s\n", name ? name : "?", dir ? dir : "?", ms[B_NATIVE], ms[B_ONEDNN], ratio);
-    }
-out:
-    for (int b = 0; b < B_COUNT; b++)
-        bkm_json_free(j[b]);
-}
-
 int main(int argc, char **argv)
 {
     cfg_t c;
@@ -326,6 +289,8 @@ int main(int argc, char **argv)
     int nt, rc = 0;
     if (parse_args(argc, argv, &c) < 0)
         return 2;
+    /* the native kernels' default blocking follows this host's caches (before any parallel region) */
+    bkm_bench_host_caches(&c.extra.cache_l1d, &c.extra.cache_l2, &c.extra.cache_l3);
     nt = omp_get_max_threads();
     peak = bkm_kern_peak_gflops(BKM_ISA_AUTO, nt);
     if (c.reps > 0 && (rc = bench_v2c(c.reps, nt)) != 0)
@@ -375,7 +340,7 @@ int main(int argc, char **argv)
         if (wl[b])
             printf("impl %s: %s\n", backend_name[b], bkm_wl_impl(wl[b]));
     if (c.layers)
-        print_layers(wl);
+        bkm_bench_print_layers(wl[B_NATIVE], wl[B_ONEDNN]);
     /* the seed's line (berkely.py) */
     for (int b = 0; b < B_COUNT; b++)
         if (wl[b])

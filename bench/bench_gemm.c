@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "bkm/kernels.h"
+#include "bench_common.h"
 
 #define MAX_SIZES 8
 
@@ -310,6 +311,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_gemm: %s\n", err.msg);
         return bkm_status_exit_code(rc);
     }
+    /* the default blocking the tunables leave open follows this host's L2 (before any parallel region) */
+    bkm_bench_host_caches(NULL, &g.l2_bytes, NULL);
     omp_set_num_threads(cfg.threads); /* oneDNN uses omp_get_max_threads() */
     peak = bkm_kern_peak_gflops(g.isa, cfg.threads);
     /* The calibration runs on the wall clock; against CPU-time figures its % would mislead. */

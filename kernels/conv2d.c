@@ -26,7 +26,7 @@ static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"nt_jc", 0, 4096, 0, 1, "algo 2: ways the GEMM column loop is split (divides the threads); 0 = auto"},
 };
 
-#define COL_TILE_BYTES (3u << 19) /* default column tile: 1.5 MiB, three quarters of a 2 MiB L2 */
+#define COL_TILE_BYTES (3u << 19) /* column tile when the L2 size is unknown: 1.5 MiB (3/4 of 2 MiB) */
 
 struct bkm_kern_conv2d {
     bkm_conv2d_desc_t d;
@@ -84,6 +84,7 @@ static int conv2d_gemm_cfg(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *param
     if (v[P_NC] > 0)
         cv->gcfg.nc = v[P_NC];
     cv->gcfg.nt_jc = cv->algo == ALGO_GEMM ? v[P_NT_JC] : 0;
+    cv->gcfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
     return bkm_kern_gemm_cfg_check(&cv->gcfg, err);
 }
 
@@ -159,7 +160,8 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
     } else {
         /* Fewest tiles whose column buffer fits the budget, then equal tiles (no thin edge tile,
          * whose GEMM would repack all the weights for a few columns). */
-        const int64_t fit = (int64_t)(COL_TILE_BYTES / sizeof(float)) / cv->kdim;
+        const size_t tile = params->cache.l2 > 0 ? (size_t)params->cache.l2 / 4 * 3 : COL_TILE_BYTES;
+        const int64_t fit = (int64_t)(tile / sizeof(float)) / cv->kdim;
         const int64_t n_tiles = fit < 1 ? cv->pq : (cv->pq + fit - 1) / fit;
         cv->ptile = (cv->pq + n_tiles - 1) / n_tiles;
         cv->ptile = (cv->ptile + 15) / 16 * 16;

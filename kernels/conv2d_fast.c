@@ -16,9 +16,11 @@
  *          = W[g]^T (K x ocg) * diff_dst (ocg x cols), then col2im; W^T is packed once per call;
  *          threads split the images (the col2im of one image touches overlapping input pixels).
  *   bwd_w: diff_wei[g] (ocg x K) = diff_dst (ocg x cols) * im2col(src)^T (cols x K), the batch
- *          folded into the GEMM depth; B panels gathered through per-tap offset tables (AVX-512:
- *          hardware gathers); threads split the K columns, so each diff_wei element has one
- *          owner and one fixed summation order (no reduction, the same bits for any threads).
+ *          folded into the GEMM depth; B panels packed by window rows (for a tap row (c, r) the
+ *          K columns s of one pixel read consecutive input elements: one masked copy per pixel);
+ *          threads split (reduction part, K panel) items, where the parts are a fixed cut of the
+ *          batch columns chosen from the shape (bww_parts: several only for a short K, as conv1),
+ *          summed in a fixed order at the end, so the bits do not depend on the thread count.
  * Results do not depend on the thread count in any direction. Every buffer is allocated in
  * bkm__conv2d_fast_create; the directions never allocate. */
 #include "kernels_int.h"
@@ -33,14 +35,11 @@
 #ifndef FAST_TR_MAX_OCG
 #define FAST_TR_MAX_OCG 256 /* ... up to this many output channels per group */
 #endif
-#define FAST_BLOCK_BYTES (1u << 20) /* default B block / column tile: half of a 2 MiB L2 */
+#define FAST_BLOCK_BYTES (1u << 20) /* B block / column tile when the L2 size is unknown (half of 2 MiB) */
 
 /* A run of batch columns [j, j + len) inside one NR-column panel whose tap reads consecutive
  * input elements, sw apart, from off on (off < 0: padding, zeros). */
-typedef struct {
-    int64_t off;
-    int32_t q, jj, len; /* panel, first column in it, length */
-} fast_run_t;
+typedef bkm__fast_run_t fast_run_t; /* kernels_int.h: off, panel q, first column jj in it, len */
 
 struct bkm_conv2d_fast {
     bkm_conv2d_desc_t d;
@@ -54,13 +53,13 @@ struct bkm_conv2d_fast {
     int64_t icg, ocg, kdim, pq, ncols; /* ncols = mb * pq */
     int64_t mf, md;                    /* rows padded to mr: ocg (fwd, bwd_w), kdim (bwd_d) */
     int64_t ncf, ncd, ncw;             /* column block: fwd pixels, bwd_d pixels, bwd_w K columns */
-    int64_t tabw;                      /* columns of one tap's offset table (build_tab) */
+    int64_t bww_parts;                 /* bwd_w: fixed parts of the batch-column reduction */
     int64_t runw;                      /* runs per tap at most (build_runs) */
-    size_t wp_floats, bp_floats, aux_floats, tab_len, runs_len;
+    size_t wp_floats, bp_floats, aux_floats, runs_len, wei_floats;
     float *wp;                         /* packed weights (fwd: W, bwd_d: W^T), shared */
     float *bp;                         /* per thread: packed B block */
     float *aux;                        /* per thread: bwd_d column tile / bwd_w packed A block */
-    int64_t *tab;                      /* per thread: bwd_w im2col offset tables, (kh * kw + 3) * tabw */
+    float *wpart;                      /* bwd_w: partial diff_wei of parts 1 .. bww_parts - 1 */
     fast_run_t *runs;                  /* per thread: fwd copy runs, kh * kw * runw */
     int32_t *nruns;                    /* per thread: runs per tap, kh * kw */
 };
@@ -78,11 +77,11 @@ static const bkm_gemm_ukr_desc_t *fast_ukr_for(bkm_isa_t isa)
     }
 }
 
-/* Columns per block so that @p rows x block floats fit FAST_BLOCK_BYTES (at least one panel),
+/* Columns per block so that @p rows x block floats fit @p bytes (half of L2, at least one panel),
  * no more than the columns there are. @p user > 0 overrides the budget. */
-static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have)
+static int64_t block_cols(int64_t rows, int64_t user, int64_t nr, int64_t have, size_t bytes)
 {
-    int64_t n = user > 0 ? round_up(user, nr) : (int64_t)(FAST_BLOCK_BYTES / sizeof(float)) / rows / nr * nr;
+    int64_t n = user > 0 ? round_up(user, nr) : (int64_t)(bytes / sizeof(float)) / rows / nr * nr;
     if (n < nr)
         n = nr;
     return min64(n, round_up(have, nr));
@@ -106,11 +105,29 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
     bkm_free(f->wp);
     bkm_free(f->bp);
     bkm_free(f->aux);
-    bkm_free(f->tab);
+    bkm_free(f->wpart);
     bkm_free(f->runs);
     bkm_free(f->nruns);
     bkm__conv2d_fast_destroy(f->tr);
     bkm_free(f);
+}
+
+/* bwd_w reduction parts, from the shape only (so the bits do not depend on the thread count):
+ * with a short K (conv1: 3 x 11 x 11 = 363) every thread packing all of diff_dst for its K
+ * columns costs as much as a sizeable part of the GEMM, so the batch columns are cut into parts
+ * (threads take (part, K panel) items in order, each part is packed by few threads) summed at the
+ * end in a fixed order; each part keeps at least BWW_PART_MIN_COLS columns. */
+#ifndef BWW_PART_K
+#define BWW_PART_K 1024 /* K below which the reduction is split */
+#endif
+#define BWW_PARTS_MAX 4
+#define BWW_PART_MIN_COLS 512
+static int64_t bww_parts(const bkm_conv2d_fast_t *f)
+{
+    int64_t s = f->kdim >= BWW_PART_K ? 1 : f->kdim * 2 >= BWW_PART_K ? 2 : BWW_PARTS_MAX;
+    while (s > 1 && f->ncols / s < BWW_PART_MIN_COLS)
+        s /= 2;
+    return s;
 }
 
 /* flip: create the bwd_d-as-fwd object of a stride-1 problem (descriptor already transposed). */
@@ -118,6 +135,8 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
                        int32_t ptile, int nt, int flip, bkm_err_t *err)
 {
     const bkm_gemm_ukr_desc_t *u = cfg != NULL ? fast_ukr_for(cfg->isa) : NULL;
+    /* blocks of half the L2 the topology reported (cfg->l2_bytes), else FAST_BLOCK_BYTES */
+    const size_t block = cfg != NULL && cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes / 2 : FAST_BLOCK_BYTES;
     bkm_conv2d_fast_t *f = NULL;
     int rc = BKM_OK;
 
@@ -143,9 +162,9 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->ncols = d->mb * f->pq;
     f->mf = round_up(f->ocg, f->mr);
     f->md = round_up(f->kdim, f->mr);
-    f->ncf = block_cols(min64(f->kc, f->kdim), nc, f->nr, f->ncols);
-    f->ncd = block_cols(f->md, ptile, f->nr, f->ncols);
-    f->ncw = block_cols(min64(f->kc, f->ncols), nc, f->nr, f->kdim);
+    f->ncf = block_cols(min64(f->kc, f->kdim), nc, f->nr, f->ncols, block);
+    f->ncd = block_cols(f->md, ptile, f->nr, f->ncols, block);
+    f->ncw = block_cols(min64(f->kc, f->ncols), nc, f->nr, f->kdim, block);
     f->wp_floats = (size_t)(d->g * (f->mf * f->kdim > f->md * f->ocg ? f->mf * f->kdim : f->md * f->ocg));
     f->bp_floats = (size_t)round_up(min64(f->kc, f->kdim) * f->ncf, 16);
     if ((size_t)(min64(f->kc, f->ocg) * f->ncd) > f->bp_floats)
@@ -155,9 +174,10 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->aux_floats = (size_t)round_up(f->md * f->ncd > f->mf * min64(f->kc, f->ncols) ? f->md * f->ncd
                                                                                     : f->mf * min64(f->kc, f->ncols),
                                      16);
-    f->tabw = min64(f->kc, f->ncols); /* bwd_w depth block */
-    f->tab_len = (size_t)round_up((d->kh * d->kw + 3) * f->tabw, 8); /* + 3 per-column rows */
-    f->tab = bkm_aligned_alloc(64, (size_t)f->nt * f->tab_len * sizeof(int64_t));
+    f->bww_parts = bww_parts(f);
+    f->wei_floats = (size_t)(d->oc * f->kdim);
+    if (f->bww_parts > 1)
+        f->wpart = bkm_aligned_alloc(64, (size_t)(f->bww_parts - 1) * f->wei_floats * sizeof(float));
     f->runw = f->ncf; /* runs partition the columns, each at least one long */
     f->runs_len = (size_t)(d->kh * d->kw * f->runw);
     f->runs = bkm_aligned_alloc(64, (size_t)f->nt * f->runs_len * sizeof(fast_run_t));
@@ -165,7 +185,7 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->wp = bkm_aligned_alloc(64, f->wp_floats * sizeof(float));
     f->bp = bkm_aligned_alloc(64, (size_t)f->nt * f->bp_floats * sizeof(float));
     f->aux = bkm_aligned_alloc(64, (size_t)f->nt * f->aux_floats * sizeof(float));
-    if (f->wp == NULL || f->bp == NULL || f->aux == NULL || f->tab == NULL || f->runs == NULL || f->nruns == NULL) {
+    if (f->wp == NULL || f->bp == NULL || f->aux == NULL || (f->bww_parts > 1 && f->wpart == NULL) || f->runs == NULL || f->nruns == NULL) {
         rc = bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: cannot allocate the workspace (%d threads x %zu floats)",
                          f->nt, f->bp_floats + f->aux_floats);
         goto out;
@@ -176,11 +196,13 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
         const int t = omp_get_thread_num();
         memset(f->bp + (size_t)t * f->bp_floats, 0, f->bp_floats * sizeof(float));
         memset(f->aux + (size_t)t * f->aux_floats, 0, f->aux_floats * sizeof(float));
-        memset(f->tab + (size_t)t * f->tab_len, 0, f->tab_len * sizeof(int64_t));
         memset(f->runs + (size_t)t * f->runs_len, 0, f->runs_len * sizeof(fast_run_t));
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < (int64_t)f->wp_floats; i += 4096)
             memset(f->wp + i, 0, (size_t)min64(4096, (int64_t)f->wp_floats - i) * sizeof(float));
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < (f->bww_parts - 1) * (int64_t)f->wei_floats; i += 4096)
+            memset(f->wpart + i, 0, (size_t)min64(4096, (f->bww_parts - 1) * (int64_t)f->wei_floats - i) * sizeof(float));
     }
     f->flip = flip;
     if (!flip && use_transposed(d, f->icg, f->ocg, f->mr)) {
@@ -229,37 +251,6 @@ static void valid_range(const bkm_conv2d_desc_t *d, int64_t ox, int64_t len, int
     b -= ox;
     *t0 = a < 0 ? 0 : (a > len ? len : a);
     *t1 = b < *t0 ? *t0 : (b > len ? len : b);
-}
-
-/* Offsets of the input element read by tap (r, s) for each batch column j in [col0, col0 + nb),
- * relative to channel 0 of the group in image 0 (+ channel * ih * iw gives the element), or -1
- * where the tap reads padding: tab[(r * kw + s) * f->tabw + j]. */
-static void build_tab(const bkm_conv2d_fast_t *f, int64_t col0, int64_t nb, int64_t *tab)
-{
-    const bkm_conv2d_desc_t *d = &f->d;
-    const int64_t img = d->ic * d->ih * d->iw, khw = d->kh * d->kw;
-    int64_t *iy0 = tab + khw * f->tabw, *ix0 = iy0 + f->tabw, *base = ix0 + f->tabw; /* per column */
-    int64_t n = col0 / f->pq, p = col0 % f->pq, oy = p / d->ow, ox = p % d->ow;
-    for (int64_t j = 0; j < nb; j++) {
-        iy0[j] = oy * d->sh - d->ph;
-        ix0[j] = ox * d->sw - d->pw;
-        base[j] = n * img;
-        if (++ox == d->ow) {
-            ox = 0;
-            if (++oy == d->oh) {
-                oy = 0;
-                n++;
-            }
-        }
-    }
-    for (int64_t r = 0; r < d->kh; r++)
-        for (int64_t s = 0; s < d->kw; s++) {
-            int64_t *t = tab + (r * d->kw + s) * f->tabw;
-            for (int64_t j = 0; j < nb; j++) {
-                const int64_t iy = iy0[j] + r, ix = ix0[j] + s;
-                t[j] = iy >= 0 && iy < d->ih && ix >= 0 && ix < d->iw ? base[j] + iy * d->iw + ix : -1;
-            }
-        }
 }
 
 /* Row of channel ch (absolute) of an NCHW output-shaped tensor for batch columns [col0, col0 + nb). */
@@ -422,6 +413,10 @@ static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast
         const fast_run_t *r = runs + tap * f->runw;
         const float *base = srcg + (k / khw) * plane;
         float *row = bp + kk * nr;
+        if (f->edge) {
+            bkm__conv2d_fast_pack_row_avx512(r, n_runs[tap], base, sw, kb, nr, row);
+            continue;
+        }
         for (int32_t i = 0; i < n_runs[tap]; i++) {
             float *w = row + r[i].q * kb * nr + r[i].jj;
             if (r[i].off < 0) {
@@ -441,40 +436,78 @@ static void pack_b_fwd(const bkm_conv2d_fast_t *f, const float *srcg, const fast
     pad_panel(f, bp, kb, nb);
 }
 
-/* bwd_w: im2col transposed. Depth = batch columns [0, kb) of the table, NR K-columns per panel
- * for K columns [k0, k0 + nk) (panel q at bp + q * kb * nr, depth p at + p * nr); columns past nk
- * are zero. */
-static void pack_b_bwd_w(const bkm_conv2d_fast_t *f, const float *srcg, const int64_t *tab, int64_t k0, int64_t nk,
-                         int64_t kb, float *bp)
+/* bwd_w, by window rows: for a fixed tap row (c, r), the K columns (c, r, s0..s1) of one output
+ * pixel read s1 - s0 consecutive input elements (whatever the stride), so a piece of a panel row
+ * is a short copy, clipped at the padding. Writes lanes [lane, lane + len) of the rows [0, kb) of
+ * the panel at dst (row p at dst + p * nr) for batch columns [pc, pc + kb). */
+static void pack_piece_bwd_w(const bkm_conv2d_fast_t *f, const float *chan, int64_t r, int64_t s0, int64_t len,
+                             int64_t pc, int64_t kb, float *dst)
 {
-    const int64_t plane = f->d.ih * f->d.iw, khw = f->d.kh * f->d.kw, nr = f->nr;
-    const int64_t *tk[BKM_GEMM_NR_MAX];
-    const float *base[BKM_GEMM_NR_MAX];
-    for (int64_t q0 = 0; q0 < nk; q0 += nr) {
-        const int64_t m = min64(nr, nk - q0);
-        float *b = bp + (q0 / nr) * kb * nr;
-        for (int64_t jj = 0; jj < m; jj++) {
-            const int64_t k = k0 + q0 + jj;
-            tk[jj] = tab + (k % khw) * f->tabw;
-            base[jj] = srcg + (k / khw) * plane;
-        }
-        if (f->edge) {
-            bkm__conv2d_fast_gather_avx512(kb, m, tk, base, b);
-            continue;
-        }
-        /* Depth in chunks of 16: within a chunk, one K column at a time (its table and source
-         * stay in registers), the stores stay inside 16 panel rows. */
-        for (int64_t p0 = 0; p0 < kb; p0 += 16) {
-            const int64_t pe = min64(kb, p0 + 16);
-            for (int64_t jj = 0; jj < m; jj++) {
-                const int64_t *t = tk[jj];
-                const float *x = base[jj];
-                for (int64_t p = p0; p < pe; p++)
-                    b[p * nr + jj] = t[p] >= 0 ? x[t[p]] : 0.0f;
+    const bkm_conv2d_desc_t *d = &f->d;
+    const int64_t img = d->ic * d->ih * d->iw, nr = f->nr;
+    int64_t j = 0, n = pc / f->pq, p = pc % f->pq, oy = p / d->ow, ox = p % d->ow;
+    /* output columns [xa, xb) read the whole piece inside the row (no clipping) */
+    const int64_t xa = d->pw - s0 <= 0 ? 0 : (d->pw - s0 + d->sw - 1) / d->sw;
+    const int64_t xb_num = d->iw + d->pw - s0 - len;
+    const int64_t xb = xb_num < 0 ? 0 : min64(d->ow, xb_num / d->sw + 1);
+    while (j < kb) {
+        const int64_t seg = min64(d->ow - ox, kb - j), iy = oy * d->sh - d->ph + r;
+        float *w = dst + j * nr;
+        if (f->edge && len <= 16) {
+            const int64_t ix = ox * d->sw - d->pw + s0;
+            const float *in = iy < 0 || iy >= d->ih ? NULL : chan + n * img + iy * d->iw + ix;
+            bkm__conv2d_fast_rows_avx512(seg, len, in, d->sw, ix, d->iw, w, nr);
+        } else if (iy < 0 || iy >= d->ih) {
+            for (int64_t t = 0; t < seg; t++)
+                for (int64_t l = 0; l < len; l++)
+                    w[t * nr + l] = 0.0f;
+        } else {
+            const float *row = chan + n * img + iy * d->iw - d->pw + s0;
+            for (int64_t t = 0; t < seg; t++) {
+                const int64_t x = ox + t;
+                const float *in = row + x * d->sw;
+                float *o = w + t * nr;
+                if (x >= xa && x < xb) {
+                    for (int64_t l = 0; l < len; l++)
+                        o[l] = in[l];
+                } else {
+                    const int64_t ix = x * d->sw - d->pw + s0;
+                    for (int64_t l = 0; l < len; l++)
+                        o[l] = ix + l >= 0 && ix + l < d->iw ? in[l] : 0.0f;
+                }
             }
-            for (int64_t p = p0; p < pe && m < nr; p++)
-                for (int64_t jj = m; jj < nr; jj++)
-                    b[p * nr + jj] = 0.0f;
+        }
+        j += seg;
+        ox += seg;
+        if (ox == d->ow) {
+            ox = 0;
+            if (++oy == d->oh) {
+                oy = 0;
+                n++;
+            }
+        }
+    }
+}
+
+/* bwd_w B block (im2col transposed) for K columns [k0, k0 + nk) and batch columns [pc, pc + kb):
+ * panel q at bp + q * kb * nr, depth p at + p * nr; lanes past nk are zero. */
+static void pack_b_bwd_w_rows(const bkm_conv2d_fast_t *f, const float *srcg, int64_t pc, int64_t kb, int64_t k0,
+                              int64_t nk, float *bp)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    const int64_t nr = f->nr, kw = d->kw, plane = d->ih * d->iw, rem = nk % nr;
+    const int64_t cr0 = k0 / kw, cr1 = (k0 + nk - 1) / kw + 1;
+    if (rem != 0)
+        for (int64_t p = 0; p < kb; p++)
+            memset(bp + (nk / nr) * kb * nr + p * nr + rem, 0, (size_t)(nr - rem) * sizeof(float));
+    for (int64_t cr = cr0; cr < cr1; cr++) {
+        const int64_t c = cr / d->kh, r = cr % d->kh, base = cr * kw;
+        const int64_t sb = min64(kw, k0 + nk - base);
+        int64_t s = k0 - base > 0 ? k0 - base : 0;
+        while (s < sb) { /* pieces split at panel boundaries */
+            const int64_t kk = base + s - k0, lane = kk % nr, e = min64(sb, s + nr - lane);
+            pack_piece_bwd_w(f, srcg + c * plane, r, s, e - s, pc, kb, bp + (kk / nr) * kb * nr + lane);
+            s = e;
         }
     }
 }
@@ -624,8 +657,10 @@ void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, cons
             memset(diff_src + (size_t)n0 * src_img, 0, (size_t)(n1 - n0) * src_img * sizeof(float));
         pack_weights_bwd_data(f, wei);
         for (int64_t g = 0; g < f->d.g; g++)
-            for (int64_t jc = n0 * f->pq; jc < n1 * f->pq; jc += f->ncd) {
-                const int64_t nb = min64(f->ncd, n1 * f->pq - jc);
+            /* Tiles on a global grid of ncd columns, clipped to this thread's images: the tiles of
+             * an image (so the order of the col2im sums) do not depend on the thread count. */
+            for (int64_t jt = n0 * f->pq / f->ncd * f->ncd; jt < n1 * f->pq; jt += f->ncd) {
+                const int64_t jc = jt > n0 * f->pq ? jt : n0 * f->pq, nb = min64(jt + f->ncd, n1 * f->pq) - jc;
                 for (int64_t pc = 0; pc < f->ocg; pc += f->kc) {
                     const int64_t kb = min64(f->kc, f->ocg - pc);
                     const float *ag = f->wp + g * f->md * f->ocg + pc * f->md;
@@ -666,6 +701,13 @@ static void pack_a_bwd_w(const bkm_conv2d_fast_t *f, const float *diff_dst, int6
         while (j < kb) {
             const int64_t len = min64(f->pq - p, kb - j);
             const float *x = diff_dst + (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
+            if (f->edge) {
+                bkm__pack_tr_avx512(x, f->pq, m, len, a + j * mr, mr);
+                j += len;
+                p = 0;
+                n++;
+                continue;
+            }
             for (int64_t t = 0; t < len; t++) {
                 float *w = a + (j + t) * mr;
                 for (int64_t ii = 0; ii < m; ii++)
@@ -696,34 +738,57 @@ static void bwd_w_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, c
             c[i * f->kdim + j] = tile[i * f->nr + j] + (first ? 0.0f : c[i * f->kdim + j]);
 }
 
+/* Part @p part (batch columns [c0, c1)) of diff_wei for K columns [j0, j1) into out. */
+static void bwd_w_part(const bkm_conv2d_fast_t *f, const float *src, const float *diff_dst, int64_t c0, int64_t c1,
+                       int64_t j0, int64_t j1, float *bp, float *ap, float *out)
+{
+    /* Depth blocks outside the column blocks: A is packed once per depth block; out (these
+     * columns) is revisited once per depth block. */
+    for (int64_t g = 0; g < f->d.g && j0 < j1; g++)
+        for (int64_t pc = c0; pc < c1; pc += f->kc) {
+            const int64_t kb = min64(f->kc, c1 - pc);
+            pack_a_bwd_w(f, diff_dst, g, pc, kb, ap);
+            for (int64_t jc = j0; jc < j1; jc += f->ncw) {
+                const int64_t nk = min64(f->ncw, j1 - jc);
+                pack_b_bwd_w_rows(f, src + g * f->icg * f->d.ih * f->d.iw, pc, kb, jc, nk, bp);
+                for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
+                    const int64_t ie = min64(f->mf, ic + f->mc);
+                    for (int64_t jr = 0; jr < nk; jr += f->nr)
+                        for (int64_t ir = ic; ir < ie; ir += f->mr)
+                            bwd_w_tile(f, kb, ap + ir * kb, bp + jr * kb, g, ir, jc + jr, min64(f->nr, nk - jr),
+                                       pc == c0, out);
+                }
+            }
+        }
+}
+
 void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const float *diff_dst, float *diff_wei)
 {
 #pragma omp parallel num_threads(f->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const int64_t npan = (f->kdim + f->nr - 1) / f->nr;
-        const int64_t j0 = npan * t / nth * f->nr, j1 = min64(f->kdim, npan * (t + 1) / nth * f->nr);
+        const int64_t npan = (f->kdim + f->nr - 1) / f->nr, items = f->bww_parts * npan;
+        const int64_t it0 = items * t / nth, it1 = items * (t + 1) / nth;
         float *bp = f->bp + (size_t)t * f->bp_floats, *ap = f->aux + (size_t)t * f->aux_floats;
-        int64_t *tab = f->tab + (size_t)t * f->tab_len;
-        /* Depth blocks outside the column blocks: A and the offset tables are packed once per
-         * depth block; diff_wei (this thread's columns) is revisited once per depth block. */
-        for (int64_t g = 0; g < f->d.g && j0 < j1; g++)
-            for (int64_t pc = 0; pc < f->ncols; pc += f->kc) {
-                const int64_t kb = min64(f->kc, f->ncols - pc);
-                pack_a_bwd_w(f, diff_dst, g, pc, kb, ap);
-                build_tab(f, pc, kb, tab);
-                for (int64_t jc = j0; jc < j1; jc += f->ncw) {
-                    const int64_t nk = min64(f->ncw, j1 - jc);
-                    pack_b_bwd_w(f, src + g * f->icg * f->d.ih * f->d.iw, tab, jc, nk, kb, bp);
-                    for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
-                        const int64_t ie = min64(f->mf, ic + f->mc);
-                        for (int64_t jr = 0; jr < nk; jr += f->nr)
-                            for (int64_t ir = ic; ir < ie; ir += f->mr)
-                                bwd_w_tile(f, kb, ap + ir * kb, bp + jr * kb, g, ir, jc + jr, min64(f->nr, nk - jr),
-                                           pc == 0, diff_wei);
-                    }
-                }
+        /* Items (part, K panel) in part-major order; a thread takes a contiguous range of them. */
+        for (int64_t part = it0 / npan; part < f->bww_parts && part * npan < it1; part++) {
+            const int64_t q0 = (it0 > part * npan ? it0 : part * npan) - part * npan;
+            const int64_t q1 = min64(it1, (part + 1) * npan) - part * npan;
+            float *out = part == 0 ? diff_wei : f->wpart + (size_t)(part - 1) * f->wei_floats;
+            bwd_w_part(f, src, diff_dst, f->ncols * part / f->bww_parts, f->ncols * (part + 1) / f->bww_parts,
+                       q0 * f->nr, min64(f->kdim, q1 * f->nr), bp, ap, out);
+        }
+        if (f->bww_parts > 1) {
+            /* Fixed-order sum of the parts: the same bits for any thread count. */
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < (int64_t)f->wei_floats; i++) {
+                float acc = diff_wei[i];
+                for (int64_t p = 1; p < f->bww_parts; p++)
+                    acc += f->wpart[(size_t)(p - 1) * f->wei_floats + (size_t)i];
+                diff_wei[i] = acc;
             }
+        }
     }
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* AVX-512 edge kernels of the conv2d algo-3 driver (conv2d_fast.c) for 32-column B panels: the
  * last row panel of a GEMM whose row count is not a multiple of MR = 14 (AlexNet: 128 output
- * channels = 9 x 14 + 2) would cost a full 14-row micro-kernel call for m rows. These compute only
- * the m <= 4 live rows, with even and odd k steps in separate accumulators so that the FMA
- * latency is covered with so few rows. Called only after run-time CPUID dispatch. */
+ * channels = 9 x 14 + 2; conv1: 64 = 4 x 14 + 8) would cost a full 14-row micro-kernel call for m
+ * rows. These compute only the m <= 8 live rows; up to 4 rows with even and odd k steps in
+ * separate accumulators so that the FMA latency is covered with so few rows. Called only after
+ * run-time CPUID dispatch. */
 #include "kernels_int.h"
 
 #include <immintrin.h>
@@ -58,6 +59,40 @@ EDGE_KERNEL(2)
 EDGE_KERNEL(3)
 EDGE_KERNEL(4)
 
+/* 5 to 8 rows: two accumulators per row (10 to 16 zmm) already cover the FMA latency. */
+#define EDGE_KERNEL_WIDE(M)                                                                                     \
+    static void edge_rows_##M(int64_t k, const float *restrict a, int64_t lda, const float *restrict b,        \
+                              float *restrict c, int64_t ldc, float beta)                                      \
+    {                                                                                                           \
+        __m512 e0[M], e1[M];                                                                                    \
+        for (int i = 0; i < M; i++) {                                                                           \
+            e0[i] = _mm512_setzero_ps();                                                                        \
+            e1[i] = _mm512_setzero_ps();                                                                        \
+        }                                                                                                       \
+        for (int64_t p = 0; p < k; p++) {                                                                       \
+            const __m512 b0 = _mm512_loadu_ps(b + p * EDGE_NR), b1 = _mm512_loadu_ps(b + p * EDGE_NR + 16);    \
+            for (int i = 0; i < M; i++) {                                                                       \
+                const __m512 x = _mm512_set1_ps(a[p * lda + i]);                                               \
+                e0[i] = _mm512_fmadd_ps(x, b0, e0[i]);                                                          \
+                e1[i] = _mm512_fmadd_ps(x, b1, e1[i]);                                                          \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (int i = 0; i < M; i++) {                                                                           \
+            __m512 r0 = e0[i], r1 = e1[i];                                                                      \
+            if (beta != 0.0f) { /* beta == 0 never reads C (it may hold NaN) */                                \
+                r0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + i * ldc), r0);                  \
+                r1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + i * ldc + 16), r1);             \
+            }                                                                                                   \
+            _mm512_storeu_ps(c + i * ldc, r0);                                                                  \
+            _mm512_storeu_ps(c + i * ldc + 16, r1);                                                             \
+        }                                                                                                       \
+    }
+
+EDGE_KERNEL_WIDE(5)
+EDGE_KERNEL_WIDE(6)
+EDGE_KERNEL_WIDE(7)
+EDGE_KERNEL_WIDE(8)
+
 void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
                                   int64_t ldc, float beta)
 {
@@ -65,37 +100,73 @@ void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t 
     case 1: edge_rows_1(k, a, lda, b, c, ldc, beta); break;
     case 2: edge_rows_2(k, a, lda, b, c, ldc, beta); break;
     case 3: edge_rows_3(k, a, lda, b, c, ldc, beta); break;
-    default: edge_rows_4(k, a, lda, b, c, ldc, beta); break;
+    case 4: edge_rows_4(k, a, lda, b, c, ldc, beta); break;
+    case 5: edge_rows_5(k, a, lda, b, c, ldc, beta); break;
+    case 6: edge_rows_6(k, a, lda, b, c, ldc, beta); break;
+    case 7: edge_rows_7(k, a, lda, b, c, ldc, beta); break;
+    default: edge_rows_8(k, a, lda, b, c, ldc, beta); break;
     }
 }
 
-/* bwd_w B panel of 32 K columns over kb depth steps, by hardware gathers: b[p * 32 + jj] =
- * tk[jj][p] >= 0 ? base[jj][tk[jj][p]] : 0 for jj < m, 0 for jj >= m. Eight columns per gather:
- * first their table entries (one int64 each), then the elements they name. */
-void bkm__conv2d_fast_gather_avx512(int64_t kb, int64_t m, const int64_t *const *tk, const float *const *base,
-                                    float *b)
+/* bwd_w B packing by window rows: for t in [0, seg), lanes [0, len) of o + t * nr get the input
+ * elements in[t * sw + l] whose column ix + t * sw + l lies in [0, iw), zeros elsewhere (in == NULL:
+ * zeros only). One masked load and one masked store per pixel; masked-off lanes are not read. */
+void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
+                                  float *o, int64_t nr)
 {
-    __m512i tp[EDGE_NR / 8], bp[EDGE_NR / 8];
-    __mmask8 live[EDGE_NR / 8];
-    const __m512i step = _mm512_set1_epi64((long long)sizeof(int64_t)), none = _mm512_set1_epi64(-1);
-    for (int q = 0; q < EDGE_NR / 8; q++) {
-        long long tpa[8], bpa[8];
-        for (int l = 0; l < 8; l++) {
-            const int64_t jj = q * 8 + l;
-            tpa[l] = jj < m ? (long long)(uintptr_t)tk[jj] : 0;
-            bpa[l] = jj < m ? (long long)(uintptr_t)base[jj] : 0;
-        }
-        live[q] = m >= q * 8 + 8 ? (__mmask8)0xff : m <= q * 8 ? (__mmask8)0 : (__mmask8)((1u << (m - q * 8)) - 1);
-        tp[q] = _mm512_loadu_si512(tpa);
-        bp[q] = _mm512_loadu_si512(bpa);
+    const __mmask16 all = (__mmask16)((1u << len) - 1u);
+    if (in == NULL) {
+        for (int64_t t = 0; t < seg; t++)
+            _mm512_mask_storeu_ps(o + t * nr, all, _mm512_setzero_ps());
+        return;
     }
-    for (int64_t p = 0; p < kb; p++) {
-        for (int q = 0; q < EDGE_NR / 8; q++) {
-            const __m512i idx = _mm512_mask_i64gather_epi64(none, live[q], tp[q], NULL, 1);
-            const __mmask8 ok = _mm512_mask_cmpge_epi64_mask(live[q], idx, _mm512_setzero_si512());
-            const __m512i addr = _mm512_add_epi64(bp[q], _mm512_slli_epi64(idx, 2));
-            _mm256_storeu_ps(b + p * EDGE_NR + q * 8, _mm512_mask_i64gather_ps(_mm256_setzero_ps(), ok, addr, NULL, 1));
-            tp[q] = _mm512_add_epi64(tp[q], step);
+    for (int64_t t = 0; t < seg; t++) {
+        const int64_t x = ix + t * sw, lo = x < 0 ? -x : 0, hi = iw - x < len ? iw - x : len;
+        __mmask16 m = all;
+        if (lo > 0 || hi < len)
+            m = hi <= lo ? (__mmask16)0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+        _mm512_mask_storeu_ps(o + t * nr, all, _mm512_maskz_loadu_ps(m, in + t * sw));
+    }
+}
+
+/* x[0], x[sw], ..., x[(n - 1) * sw] (n <= 16) into lanes 0..n-1 (others zero or junk-free):
+ * strides 1, 2 and 4 from vector loads and lane permutes, others by a gather. Only the elements
+ * named are read (masked loads, masked gathers). idx: lane * sw. */
+static inline __m512 strided16(const float *x, int64_t sw, int64_t n, __m512i idx)
+{
+    const int64_t last = (n - 1) * sw; /* last element read */
+    const __mmask16 mo = (__mmask16)((1u << n) - 1u);
+    /* lanes of input vector i (elements 16 i .. 16 i + 15) up to the last element read */
+#define LOADV(i)                                                                                                    \
+    _mm512_maskz_loadu_ps(last >= 16 * (i) + 15   ? (__mmask16)0xffffu                                          \
+                          : last < 16 * (i)       ? (__mmask16)0u                                               \
+                                                  : (__mmask16)((1u << (last - 16 * (i) + 1)) - 1u),            \
+                          x + 16 * (i))
+    if (sw == 1)
+        return _mm512_maskz_loadu_ps(mo, x);
+    if (sw == 2)
+        return _mm512_permutex2var_ps(LOADV(0), idx, LOADV(1));
+    if (sw == 4) {
+        const __m512 a = _mm512_permutex2var_ps(LOADV(0), idx, LOADV(1)); /* lanes 0..7 */
+        const __m512 b = _mm512_permutex2var_ps(LOADV(2), idx, LOADV(3));
+        return _mm512_shuffle_f32x4(a, b, 0x44);
+    }
+#undef LOADV
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mo, idx, x, 4);
+}
+
+void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, const float *base, int64_t sw,
+                                      int64_t kb, int64_t nr, float *row)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw)); /* 0, sw, 2 sw, ... */
+    for (int32_t i = 0; i < n_runs; i++) {
+        float *w = row + r[i].q * kb * nr + r[i].jj;
+        const float *x = base + r[i].off;
+        for (int64_t t = 0; t < r[i].len; t += 16) {
+            const int64_t n = r[i].len - t < 16 ? r[i].len - t : 16;
+            const __mmask16 mo = (__mmask16)((1u << n) - 1u);
+            _mm512_mask_storeu_ps(w + t, mo, r[i].off < 0 ? _mm512_setzero_ps() : strided16(x + t * sw, sw, n, idx));
         }
     }
 }

@@ -186,6 +186,8 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
     for (size_t i = 0; i < n_pd; i++)
         if ((rc = bkm_kern_gemm_cfg_set(cfg, pd[i].name, v[i], err)) < 0)
             return rc;
+    if (params != NULL)
+        cfg->l2_bytes = params->cache.l2;
     return bkm_kern_gemm_cfg_check(cfg, err);
 }
 
@@ -229,12 +231,48 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* Resolved JC split: 0 means auto (all threads share one packed B and split the IC loop). */
+/* Resolved explicit JC split (an invalid or auto value: 1). */
 static int gemm_nt_jc(int32_t nt, int32_t nt_jc)
 {
     if (nt_jc <= 0 || nt_jc > nt || nt % nt_jc != 0)
         return 1;
     return nt_jc;
+}
+
+/* Packed-B buffers the workspace holds: the explicit split, or for auto the largest divisor of nt
+ * up to GEMM_AUTO_JC_MAX (each JC group packs its own B block). */
+#define GEMM_AUTO_JC_MAX 4
+static int gemm_ws_jc(int32_t nt, int32_t nt_jc)
+{
+    int d = 1;
+    if (nt_jc > 0)
+        return gemm_nt_jc(nt, nt_jc);
+    for (int c = 1; c <= GEMM_AUTO_JC_MAX && c <= nt; c++)
+        if (nt % c == 0)
+            d = c;
+    return d;
+}
+
+/* Auto JC split for nth threads: the divisor d (<= max_d) that makes each thread's block of C
+ * closest to square, m x n / d per JC group split into nth / d row blocks; ties go to the larger d
+ * (fewer threads share a packed B: fewer barriers, which cost most on a shared machine). */
+static int gemm_auto_jc(int nth, int max_d, int64_t m, int64_t n)
+{
+    int best = 1;
+    double best_cost = -1.0;
+    for (int d = 1; d <= max_d && d <= nth; d++) {
+        double w, h, cost;
+        if (nth % d != 0)
+            continue;
+        w = (double)n / d;
+        h = (double)m * d / nth;
+        cost = w > h ? w / h : h / w;
+        if (best_cost < 0.0 || cost <= best_cost) {
+            best = d;
+            best_cost = cost;
+        }
+    }
+    return best;
 }
 
 /* Floats of one packed-B buffer and one packed-A buffer, each rounded to 64 bytes. */
@@ -254,7 +292,7 @@ size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg)
     if (cfg == NULL || cfg->mr < 1 || cfg->nr < 1 || cfg->mc < 1 || cfg->kc < 1 || cfg->nc < 1)
         return 0;
     nt = cfg->nt < 1 ? 1 : cfg->nt;
-    nt_jc = gemm_nt_jc(nt, cfg->nt_jc);
+    nt_jc = gemm_ws_jc(nt, cfg->nt_jc);
     return ((size_t)nt_jc * gemm_b_floats(cfg) + (size_t)nt * gemm_a_floats(cfg)) * sizeof(float);
 }
 
@@ -305,6 +343,7 @@ typedef struct gemm_job {
     float *c;
     int64_t lda, ldb, ldc;
     int64_t mc, kc, nc;
+    size_t l2_bytes; /* per-core L2 (cfg, or the default) */
     float *bpack, *apack;
     size_t b_floats, a_floats;
     int nt_jc;
@@ -326,6 +365,8 @@ static void gemm_pack_b(const gemm_job_t *job, float *restrict dst, int64_t pc, 
                 for (int64_t j = nn; j < nr; j++)
                     d[p * nr + j] = 0.0f;
             }
+        } else if (job->u->isa == BKM_ISA_AVX512 && nr <= 32) {
+            bkm__pack_tr_avx512(job->b + j0 * job->ldb + pc, job->ldb, nn, kb, d, nr);
         } else {
             for (int64_t j = 0; j < nn; j++) {
                 const float *s = job->b + (j0 + j) * job->ldb + pc;
@@ -353,6 +394,8 @@ static void gemm_pack_a(const gemm_job_t *job, float *restrict dst, int64_t ic, 
                 for (int64_t i = mm; i < mr; i++)
                     d[p * mr + i] = 0.0f;
             }
+        } else if (job->u->isa == BKM_ISA_AVX512 && mr <= 32) {
+            bkm__pack_tr_avx512(job->a + (ic + i0) * job->lda + pc, job->lda, mm, kb, d, mr);
         } else {
             /* k outer, rows inner: the packed panel is written sequentially (strided stores into a
              * buffer that is not in L1 cost more than the MR strided read streams). */
@@ -409,15 +452,21 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
     const int64_t n_pan = (job->n + nr - 1) / nr, m_pan = (job->m + mr - 1) / mr;
     const int64_t n_lo = min64(job->n, n_pan * g / nt_jc * nr), n_hi = min64(job->n, n_pan * (g + 1) / nt_jc * nr);
     const int64_t m_lo = min64(job->m, m_pan * r / nt_ic * mr), m_hi = min64(job->m, m_pan * (r + 1) / nt_ic * mr);
+    /* A thread with a single IC block (few rows: FC layers, the batch) uses each packed B block
+     * once, right after packing it: a block that fits half of L2 is consumed from L2 instead of
+     * round-tripping through L3. Every thread computes the same nc. */
+    const int64_t rows = (m_pan + nt_ic - 1) / nt_ic * mr;
+    const int64_t nc_l2 = (int64_t)(job->l2_bytes / 2 / sizeof(float)) / (job->kc < job->k ? job->kc : job->k) / nr * nr;
+    const int64_t nc = rows <= job->mc && nc_l2 >= nr && nc_l2 < job->nc ? nc_l2 : job->nc;
     /* Same count for every group, so that all threads meet the same barriers. */
-    const int64_t n_iters = (((n_pan + nt_jc - 1) / nt_jc) * nr + job->nc - 1) / job->nc;
+    const int64_t n_iters = (((n_pan + nt_jc - 1) / nt_jc) * nr + nc - 1) / nc;
     const int64_t k_iters = (job->k + job->kc - 1) / job->kc;
     float *bp = job->bpack + (size_t)g * job->b_floats;
     float *ap = job->apack + (size_t)tid * job->a_floats;
 
     for (int64_t jt = 0; jt < n_iters; jt++) {
-        int64_t jc = n_lo + jt * job->nc;
-        int64_t nb = min64(job->nc, n_hi - jc);
+        int64_t jc = n_lo + jt * nc;
+        int64_t nb = min64(nc, n_hi - jc);
         for (int64_t pt = 0; pt < k_iters; pt++) {
             int64_t pc = pt * job->kc;
             int64_t kb = min64(job->kc, job->k - pc);
@@ -426,7 +475,7 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
                 int64_t np = (nb + nr - 1) / nr;
                 gemm_pack_b(job, bp, pc, kb, jc, nb, np * r / nt_ic, np * (r + 1) / nt_ic);
             }
-            if (nth > 1) {
+            if (nt_ic > 1) { /* the threads of a JC group share its packed B */
 #pragma omp barrier
             }
             if (nb > 0) {
@@ -436,7 +485,7 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
                     gemm_macro(job, ap, bp, ic, mb, jc, nb, kb, beta);
                 }
             }
-            if (nth > 1) {
+            if (nt_ic > 1) { /* the threads of a JC group share its packed B */
 #pragma omp barrier
             }
         }
@@ -516,10 +565,11 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     job.mc = cfg->mc;
     job.kc = cfg->kc;
     job.nc = cfg->nc;
+    job.l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
     job.b_floats = gemm_b_floats(cfg);
     job.a_floats = gemm_a_floats(cfg);
     job.bpack = (float *)ws;
-    job.apack = job.bpack + (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * job.b_floats;
+    job.apack = job.bpack + (size_t)gemm_ws_jc(cfg->nt, cfg->nt_jc) * job.b_floats;
 
     if (cfg->nt == 1) {
         job.nt_jc = 1;
@@ -531,7 +581,10 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
         /* The runtime may give fewer threads than asked (nesting, thread limit): split over the
          * team we got. Every thread computes the same split. The workspace is still large enough. */
         int nth = omp_get_num_threads();
-        job.nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+        if (cfg->nt_jc <= 0)
+            job.nt_jc = gemm_auto_jc(nth, gemm_ws_jc(cfg->nt, 0), m, n);
+        else
+            job.nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
         gemm_thread(&job, omp_get_thread_num(), nth);
     }
     return BKM_OK;

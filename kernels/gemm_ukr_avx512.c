@@ -63,6 +63,49 @@ static void gemm_ukr_avx512(int64_t k, const float *restrict a, const float *res
     }
 }
 
+/* Transpose 16 x 16 in registers: on return r[j] lane i holds the old r[i] lane j. */
+static inline void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
+    }
+}
+
+void bkm__pack_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t kb, float *d, int64_t w)
+{
+    for (int64_t p0 = 0; p0 < kb; p0 += 16) {
+        const int64_t np = kb - p0 < 16 ? kb - p0 : 16;
+        const __mmask16 mp = (__mmask16)((1u << np) - 1u);
+        for (int64_t i0 = 0; i0 < w; i0 += 16) {
+            const int64_t ni = w - i0 < 16 ? w - i0 : 16, nv = rows - i0 < 0 ? 0 : rows - i0 < ni ? rows - i0 : ni;
+            const __mmask16 mi = (__mmask16)((1u << ni) - 1u);
+            __m512 r[16];
+            for (int64_t i = 0; i < 16; i++)
+                r[i] = i < nv ? _mm512_maskz_loadu_ps(mp, s + (i0 + i) * lds + p0) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int64_t p = 0; p < np; p++)
+                _mm512_mask_storeu_ps(d + (p0 + p) * w + i0, mi, r[p]);
+        }
+    }
+}
+
 const bkm_gemm_ukr_desc_t bkm__gemm_ukr_avx512 = {
     .isa = BKM_ISA_AVX512, .mr = MR, .nr = NR, .mc_def = 84, .kc_def = 512, .nc_def = 3072,
     .fn = gemm_ukr_avx512, .name = "avx512_14x32",

@@ -130,6 +130,15 @@ void bkm__kern_op_conv2d_lens(bkm_kern_op_t *op);
 void bkm__kern_op_free(bkm_kern_op_t *op);
 
 /* ======================================================================================== */
+/* AVX-512 transposing pack (gemm_ukr_avx512.c; call only where AVX-512 was detected), w <= 32:
+ * d[p * w + i] = i < rows ? s[i * lds + p] : 0 for p < kb, i < w (16 x 16 register transposes). */
+void bkm__pack_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t kb, float *d, int64_t w);
+
+/* AVX-512 max pooling of the interior output columns of one row (layers_avx512.c): nc outputs,
+ * the first window's column x0, rows [ya, yb), kw taps per row, stride sw; int32 indices. */
+void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
+                             int64_t nc, float *out, int32_t *am);
+
 /* conv2d algo 3: packed-weights im2col driver (conv2d_fast.c; owner: convfast)               */
 /* ======================================================================================== */
 
@@ -153,14 +162,23 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
 /* AVX-512 edge kernel (conv2d_fast_avx512.c), for 32-column B panels only: C[m x 32] = A * B +
  * beta * C for the first 1 <= m <= BKM_CONV2D_FAST_EDGE_M rows of an A panel with lda floats per
  * k step (a[p * lda + i]); b[p * 32 + j]; row-major C (ldc); beta == 0 never reads C. */
-#define BKM_CONV2D_FAST_EDGE_M 4
+#define BKM_CONV2D_FAST_EDGE_M 8
 void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
                                   int64_t ldc, float beta);
-/* AVX-512 bwd_w B panel (32 K columns x kb depth) by gathers: b[p * 32 + jj] = tk[jj][p] >= 0 ?
- * base[jj][tk[jj][p]] : 0 for jj < m (<= 32), 0 for jj >= m. */
-void bkm__conv2d_fast_gather_avx512(int64_t kb, int64_t m, const int64_t *const *tk, const float *const *base,
-                                    float *b);
 /* "native:im2col_packed.<isa>_<mr>x<nr>" into buf. */
+/* bwd_w B packing by window rows (conv2d_fast_avx512.c), 1 <= len <= 16: o[t * nr + l] = in[t * sw + l]
+ * where 0 <= ix + t * sw + l < iw, else 0, for t < seg, l < len (in == NULL: all zeros). */
+void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
+                                  float *o, int64_t nr);
+/* A copy run of the fwd im2col packing (conv2d_fast.c): batch columns [jj, jj + len) of NR-column
+ * panel q read consecutive input elements, sw apart, from off on (off < 0: padding, zeros). */
+typedef struct bkm__fast_run {
+    int64_t off;
+    int32_t q, jj, len;
+} bkm__fast_run_t;
+/* One packed im2col row (conv2d_fast_avx512.c): every run into row + q * kb * nr + jj. */
+void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, const float *base, int64_t sw,
+                                      int64_t kb, int64_t nr, float *row);
 void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
 
 /* ======================================================================================== */

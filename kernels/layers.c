@@ -42,33 +42,85 @@ int bkm_kern_pool_desc_init(bkm_pool_desc_t *d, int64_t mb, int64_t c, int64_t i
     return BKM_OK;
 }
 
+/* One output row of one plane: taps outer, output columns inner (in chunks of POOL_CHUNK), so the
+ * inner loop is branch-free and vectorises; a later tap replaces the best only when strictly
+ * greater (row-major first maximum, as the reference). Windows that start in the padding or end
+ * past the input (the edge columns) take the clipped scalar loop. */
+#define POOL_CHUNK 64
+static inline void pool_tap(const float *restrict row, int32_t off, int64_t sw, int64_t nc, float *restrict best,
+                            int32_t *restrict bi)
+{
+    for (int64_t j = 0; j < nc; j++) {
+        const float v = row[j * sw];
+        const int gt = v > best[j];
+        best[j] = gt ? v : best[j];
+        bi[j] = gt ? off + (int32_t)(j * sw) : bi[j];
+    }
+}
+
+static void maxpool_row(const bkm_pool_desc_t *d, const float *in, int64_t oy, float *out, int32_t *am, int avx512)
+{
+    const int64_t y0 = oy * d->sh - d->ph;
+    const int64_t ya = y0 < 0 ? 0 : y0, yb = y0 + d->kh > d->ih ? d->ih : y0 + d->kh;
+    /* output columns [xa, xb) have their whole window inside the row */
+    const int64_t xa = d->pw <= 0 ? 0 : (d->pw + d->sw - 1) / d->sw;
+    const int64_t xb_num = d->iw + d->pw - d->kw, xb = xb_num < 0 ? 0 : xb_num / d->sw + 1 < d->ow ? xb_num / d->sw + 1 : d->ow;
+    for (int64_t ox = 0; ox < d->ow; ox++) {
+        if (ox == xa && xa < xb) {
+            ox = xb - 1; /* the interior, below */
+            continue;
+        }
+        const int64_t x0 = ox * d->sw - d->pw;
+        const int64_t xl = x0 < 0 ? 0 : x0, xr = x0 + d->kw > d->iw ? d->iw : x0 + d->kw;
+        float best = -INFINITY;
+        int64_t bi = ya * d->iw + xl;
+        for (int64_t y = ya; y < yb; y++)
+            for (int64_t x = xl; x < xr; x++)
+                if (in[y * d->iw + x] > best) {
+                    best = in[y * d->iw + x];
+                    bi = y * d->iw + x;
+                }
+        out[ox] = in[bi];
+        am[ox] = (int32_t)bi;
+    }
+    if (avx512 && xa < xb) {
+        bkm__maxpool_row_avx512(in, d->iw, ya, yb, d->kw, xa * d->sw - d->pw, d->sw, xb - xa, out + xa, am + xa);
+        return;
+    }
+    for (int64_t c0 = xa; c0 < xb; c0 += POOL_CHUNK) {
+        const int64_t nc = xb - c0 < POOL_CHUNK ? xb - c0 : POOL_CHUNK;
+        float best[POOL_CHUNK];
+        int32_t bi[POOL_CHUNK];
+        for (int64_t j = 0; j < nc; j++) {
+            best[j] = -INFINITY;
+            bi[j] = (int32_t)(ya * d->iw + (c0 + j) * d->sw - d->pw);
+        }
+        for (int64_t y = ya; y < yb; y++)
+            for (int64_t x = 0; x < d->kw; x++) {
+                const int64_t off = y * d->iw + c0 * d->sw - d->pw + x;
+                if (d->sw == 2) /* AlexNet's pools: a constant stride vectorises */
+                    pool_tap(in + off, (int32_t)off, 2, nc, best, bi);
+                else if (d->sw == 1)
+                    pool_tap(in + off, (int32_t)off, 1, nc, best, bi);
+                else
+                    pool_tap(in + off, (int32_t)off, d->sw, nc, best, bi);
+            }
+        for (int64_t j = 0; j < nc; j++) {
+            out[c0 + j] = in[bi[j]];
+            am[c0 + j] = bi[j];
+        }
+    }
+}
+
 void bkm_kern_maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax)
 {
     const int64_t planes = d->mb * d->c, ipl = d->ih * d->iw, opl = d->oh * d->ow;
+    /* the AVX-512 row kernel indexes with int32 lanes: planes must stay below 2^31 elements */
+    const int avx512 = bkm_kern_isa_detect() == BKM_ISA_AVX512 && ipl < (1LL << 31) - 64;
 #pragma omp parallel for schedule(static)
-    for (int64_t pl = 0; pl < planes; pl++) {
-        const float *in = src + pl * ipl;
-        float *out = dst + pl * opl;
-        int32_t *am = argmax + pl * opl;
-        for (int64_t oy = 0; oy < d->oh; oy++) {
-            const int64_t y0 = oy * d->sh - d->ph;
-            const int64_t ya = y0 < 0 ? 0 : y0, yb = y0 + d->kh > d->ih ? d->ih : y0 + d->kh;
-            for (int64_t ox = 0; ox < d->ow; ox++) {
-                const int64_t x0 = ox * d->sw - d->pw;
-                const int64_t xa = x0 < 0 ? 0 : x0, xb = x0 + d->kw > d->iw ? d->iw : x0 + d->kw;
-                float best = -INFINITY;
-                int64_t bi = ya * d->iw + xa;
-                for (int64_t y = ya; y < yb; y++)
-                    for (int64_t x = xa; x < xb; x++)
-                        if (in[y * d->iw + x] > best) {
-                            best = in[y * d->iw + x];
-                            bi = y * d->iw + x;
-                        }
-                out[oy * d->ow + ox] = in[bi];
-                am[oy * d->ow + ox] = (int32_t)bi;
-            }
-        }
-    }
+    for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t oy = 0; oy < d->oh; oy++)
+            maxpool_row(d, src + pl * ipl, oy, dst + pl * opl + oy * d->ow, argmax + pl * opl + oy * d->ow, avx512);
 }
 
 void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src)
@@ -98,9 +150,12 @@ void bkm_kern_relu_fwd(size_t n, const float *src, float *dst)
 
 void bkm_kern_relu_bwd(size_t n, const float *dst, const float *diff_dst, float *diff_src)
 {
+    /* both loads unconditional, so the select vectorises (a conditional load does not) */
 #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++)
-        diff_src[i] = dst[i] > 0.0f ? diff_dst[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        const float g = diff_dst[i];
+        diff_src[i] = dst[i] > 0.0f ? g : 0.0f;
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -231,6 +286,7 @@ int bkm_kern_fc_create(bkm_kern_fc_t **out, const bkm_fc_desc_t *d, const bkm_ke
     for (size_t i = 0; i < n_pd; i++)
         if ((rc = bkm_kern_gemm_cfg_set(&fc->cfg, pd[i].name, v[i], err)) < 0)
             goto out;
+    fc->cfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
     if ((rc = bkm_kern_gemm_cfg_check(&fc->cfg, err)) < 0)
         goto out;
     ws_bytes = bkm_kern_gemm_workspace_bytes(&fc->cfg);

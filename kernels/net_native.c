@@ -86,6 +86,8 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
         /* the conv3d tunables given (v2c, mc, kc, nc); the conv2d ones do not apply */
         bkm_kern_params_init(&ckp);
         ckp.isa = kp ? kp->isa : BKM_ISA_AUTO;
+        if (kp)
+            ckp.cache = kp->cache;
         for (int j = 0; kp && j < kp->n; j++) {
             size_t np;
             const bkm_param_desc_t *pd = bkm_kern_conv3d_params(&np);
@@ -110,6 +112,8 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
         bkm_kern_params_t fkp;
         bkm_kern_params_init(&fkp);
         fkp.isa = kp ? kp->isa : BKM_ISA_AUTO;
+        if (kp)
+            fkp.cache = kp->cache;
         l->fd = (bkm_fc_desc_t){mb, li->in.c * li->in.d * li->in.h * li->in.w, nl->out, 1};
         if ((rc = bkm_kern_fc_create(&l->fc, &l->fd, &fkp, err)) < 0)
             return rc;

@@ -396,6 +396,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     rc = spec_wl_config(spec, &wcfg, err);
     if (rc < 0)
         goto out;
+    bkm_topo_cache_sizes(topo, &wcfg.cache_l1d, &wcfg.cache_l2, &wcfg.cache_l3);
     rc = bkm_wl_create(&wl, spec->workload, &wcfg, spec->seed, err);
     if (rc < 0)
         goto out;

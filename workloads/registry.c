@@ -202,6 +202,11 @@ static int resolve(bkm_wl_t *wl, const bkm_wl_entry_t *e, const bkm_wl_config_t 
     if ((rc = bkm_kern_backend_parse(bkm__wl_val(wl, "backend"), &wl->be, err)) < 0)
         return rc;
     bkm_kern_params_init(&wl->kp);
+    if (cfg) {
+        wl->kp.cache.l1d = cfg->cache_l1d;
+        wl->kp.cache.l2 = cfg->cache_l2;
+        wl->kp.cache.l3 = cfg->cache_l3;
+    }
     for (int j = 0; cfg && j < cfg->n; j++) {
         char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
         size_t i;

@@ -104,6 +104,23 @@ START_TEST(haswell_counts_and_numbering)
             ck_assert_int_eq(c[i].pus_per_cache, 32);
         }
     ck_assert(found_l3);
+    /* The sizes the kernels' blocking takes: one instance of each level, as the table has them. */
+    {
+        int64_t l1d = -1, l2 = -1, l3 = -1;
+        bkm_topo_cache_sizes(t, &l1d, &l2, &l3);
+        for (int i = 0; i < nc; i++) {
+            if (c[i].level == 1 && c[i].type != 'i')
+                ck_assert_int_eq(l1d, (int64_t)c[i].size_bytes);
+            if (c[i].level == 2)
+                ck_assert_int_eq(l2, (int64_t)c[i].size_bytes);
+            if (c[i].level == 3)
+                ck_assert_int_eq(l3, (int64_t)c[i].size_bytes);
+        }
+        ck_assert_int_gt(l3, 0);
+        bkm_topo_cache_sizes(NULL, &l1d, &l2, NULL); /* no topology: zeros (the kernels' defaults) */
+        ck_assert_int_eq(l1d, 0);
+        ck_assert_int_eq(l2, 0);
+    }
     bkm_topo_close(t);
 }
 END_TEST

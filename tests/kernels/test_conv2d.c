@@ -305,6 +305,9 @@ static const char *const fast_shapes[] = {
     "mb2ic140ih6oc8kh3ph1",
     "mb3g2ic280ih5oc6kh3ph1",
     "mb3ic140ih5iw6oc5kh2kw3ph0pw1",
+    "mb3ic3ih123oc20kh11sh4ph2", /* conv1-like: short K, bwd_w reduction cut into 4 parts */
+    "mb4ic2ih24oc9kh3ph1",       /* K = 18, 4 parts */
+    "mb2ic6ih9oc22kh3ph1",       /* 14 + 8 rows: the widest AVX-512 edge panel */
 };
 #define N_FAST_SHAPES (sizeof(fast_shapes) / sizeof(fast_shapes[0]))
 
@@ -368,12 +371,14 @@ END_TEST
  * threads in every direction (each output element has one owner and one summation order). */
 START_TEST(conv_algo_fast_thread_independent)
 {
+    /* the second shape cuts the bwd_w reduction into parts (short K) */
+    static const char *const shapes[] = {"mb5g2ic20ih11oc10kh3ph1", "mb3ic3ih123oc20kh11sh4ph2"};
     bkm_conv2d_desc_t d;
     bkm_kern_params_t p;
     bkm_kern_conv2d_t *cv = NULL;
     bkm_err_t err = {0};
     float *src, *wei, *bias, *dd, *out[3][3];
-    parse_ok("mb5g2ic20ih11oc10kh3ph1", 0, &d);
+    parse_ok(shapes[_i], 0, &d);
     src = rand_buf(n_src(&d), 21);
     wei = rand_buf(n_wei(&d), 22);
     bias = rand_buf((size_t)d.oc, 23);
@@ -631,7 +636,7 @@ static Suite *conv2d_suite(int isa)
     tcase_add_test(tc, conv_bwd_weights_is_reproducible);
     tcase_add_loop_test(tc, conv_algo_fast, 0, N_SHAPES);
     tcase_add_loop_test(tc, conv_algo_fast_small_blocks, 0, N_SHAPES);
-    tcase_add_test(tc, conv_algo_fast_thread_independent);
+    tcase_add_loop_test(tc, conv_algo_fast_thread_independent, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("tunables");
     tcase_add_test(tc, tunables_are_validated);

@@ -78,6 +78,9 @@ void bkm_topo_close(bkm_topo_t *topo);
 const bkm_topo_pu_t *bkm_topo_pus(const bkm_topo_t *topo, int *n_pus);
 /** Caches (one entry per level/type); valid until bkm_topo_close. */
 const bkm_topo_cache_t *bkm_topo_caches(const bkm_topo_t *topo, int *n_caches);
+/** Size in bytes of one instance of the L1 data, L2 and L3 cache (0 where the topology has none);
+ *  any pointer may be NULL. What the kernels' default blocking takes (bkm_wl_config_t). */
+void bkm_topo_cache_sizes(const bkm_topo_t *topo, int64_t *l1d, int64_t *l2, int64_t *l3);
 /** NUMA nodes; valid until bkm_topo_close. */
 const bkm_topo_numa_t *bkm_topo_numas(const bkm_topo_t *topo, int *n_numa);
 

@@ -57,6 +57,7 @@ typedef struct bkm_gemm_cfg {
     int32_t mc, kc, nc;/**< cache blocks (tunables: multiples of mr / 1 / nr) */
     int32_t nt;        /**< threads to use (<= omp_get_max_threads()); 1 = no parallel region */
     int32_t nt_jc;     /**< ways the JC loop is split among nt threads (nt_ic = nt / nt_jc); 0 = auto */
+    int64_t l2_bytes;  /**< per-core L2 for the blocking the tunables leave open; 0 = BKM_KERN_L2_DEFAULT */
 } bkm_gemm_cfg_t;
 
 /** Defaults for @p isa (BKM_ISA_AUTO = detect), nt = omp_get_max_threads(). */
@@ -142,11 +143,20 @@ typedef enum {
     BKM_ARG_DIFF_SRC, BKM_ARG_DIFF_WEI, BKM_ARG_DIFF_BIAS, BKM_ARG_DIFF_DST, BKM_ARG_COUNT
 } bkm_arg_t;
 
+/** Per-core cache sizes in bytes (0 = unknown: the kernels use the BKM_KERN_*_DEFAULT values).
+ *  Kernels never discover the topology: the workload / CLI layer fills this from it (hwloc). */
+typedef struct bkm_kern_cache {
+    int64_t l1d, l2, l3;
+} bkm_kern_cache_t;
+#define BKM_KERN_L1D_DEFAULT (32 * 1024)
+#define BKM_KERN_L2_DEFAULT (1024 * 1024)
+
 /** Key=value tunables of an op (as given by --param), validated against its descriptors. */
 typedef struct bkm_kern_params {
     int n;
     struct { char key[BKM_KV_KEY_MAX]; int32_t value; } kv[32]; /**< keys as bkm_kv_t's */
     bkm_isa_t isa;       /**< BKM_ISA_AUTO unless --param isa=... */
+    bkm_kern_cache_t cache; /**< cache sizes for default blocking (zeros after init: unknown) */
 } bkm_kern_params_t;
 /** Empty parameter set (isa = AUTO). */
 void bkm_kern_params_init(bkm_kern_params_t *p);

@@ -65,6 +65,9 @@ int bkm_wl_params(const char *name, bkm_wl_param_t *out, size_t *n, bkm_err_t *e
 typedef struct bkm_wl_config {
     int n;
     bkm_kv_t kv[BKM_WL_MAX_KV];
+    /** Cache sizes in bytes (one instance of each level; 0 = unknown) for the native kernels'
+     *  default blocking: the caller fills them from the topology (bkm_topo_cache_sizes). */
+    int64_t cache_l1d, cache_l2, cache_l3;
 } bkm_wl_config_t;
 void bkm_wl_config_init(bkm_wl_config_t *cfg);
 /** Add "key=value" (syntax only: checked against a workload at create). BKM_EINVAL naming the text
