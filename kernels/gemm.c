@@ -312,10 +312,13 @@ void bkm_kern_gemm_workspace_touch(const bkm_gemm_cfg_t *cfg, void *ws)
 #pragma omp parallel num_threads(cfg->nt)
     {
         int nth = omp_get_num_threads(), tid = omp_get_thread_num();
-        int nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+        /* B buffers the workspace holds; with the auto split the groups a call uses depend on its
+         * shape, so the team touches them as the widest split would */
+        int nb = gemm_ws_jc(cfg->nt, cfg->nt_jc);
+        int nt_jc = nth == cfg->nt ? nb : gemm_nt_jc(nth, cfg->nt_jc);
         int nt_ic = nth / nt_jc, g = tid / nt_ic, r = tid % nt_ic;
         size_t bf = gemm_b_floats(cfg), af = gemm_a_floats(cfg);
-        float *b = (float *)ws + (size_t)g * bf, *a = (float *)ws + (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * bf;
+        float *b = (float *)ws + (size_t)g * bf, *a = (float *)ws + (size_t)nb * bf;
         if (g < nt_jc)
             memset(b + bf * (size_t)r / (size_t)nt_ic, 0, (bf * (size_t)(r + 1) / (size_t)nt_ic -
                                                             bf * (size_t)r / (size_t)nt_ic) * sizeof(float));
@@ -324,7 +327,7 @@ void bkm_kern_gemm_workspace_touch(const bkm_gemm_cfg_t *cfg, void *ws)
 #pragma omp single
         {
             /* what a smaller team than asked left (threads past nth, groups past nt_jc) */
-            size_t used_b = (size_t)nt_jc * bf, all_b = (size_t)gemm_nt_jc(cfg->nt, cfg->nt_jc) * bf;
+            size_t used_b = (size_t)nt_jc * bf, all_b = (size_t)nb * bf;
             if (all_b > used_b)
                 memset((float *)ws + used_b, 0, (all_b - used_b) * sizeof(float));
             if (cfg->nt > nth)
