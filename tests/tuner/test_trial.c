@@ -56,7 +56,7 @@ static void run_fake_with(const char *mode, double timeout_s, const volatile sig
 {
     char kv[64];
     bkm_tune_trial_spec_t spec;
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -228,7 +228,7 @@ START_TEST(trial_env_is_set)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -249,7 +249,7 @@ START_TEST(trial_env_follows_planner_order)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -385,7 +385,7 @@ START_TEST(missing_worker_is_an_environment_error)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -512,7 +512,7 @@ START_TEST(ignored_sigchld_is_refused)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");

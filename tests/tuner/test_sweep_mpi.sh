@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Ranks x threads as a tuner dimension (issue 12, "The tuner"), with fmnist-sgd under MPICH's
+# mpiexec on this host (2 cores; the MLP on a 20-step run keeps each trial about a second):
+#  - a sweep over --ranks 1,2 --threads 1: every MPI trial runs under mpiexec -n P -bind-to core:1;
+#    a 2-rank trial stores one sample per rank, each rank's CPUs (disjoint) and median step time,
+#    the median and the max over ranks; the sweep ends with a best-known setting stored;
+#  - a rank that kills itself (test build: --inject killrank1@2): the trial is stored as crashed
+#    within seconds, the sweep goes on with the next trial and exits 4 (partial);
+#  - bad input: --ranks beyond the cores, --ranks for another workload, --affinity with fmnist-sgd.
+set -u
+: "${BKM_TUNE:?}" "${BKM_TUNE_TESTHOOKS:?}"
+if ! command -v mpiexec > /dev/null; then
+  echo "SKIP: mpiexec not found (apt-get install mpich)"
+  exit 77
+fi
+data=/usr/share/datasets/fashion-mnist
+if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+  echo "SKIP: $data not installed (apt-get install dataset-fashion-mnist)"
+  exit 77
+fi
+cores=$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')
+if [ "$cores" -lt 2 ]; then
+  echo "SKIP: 2 CPUs needed for 2 ranks on cores of their own (this process may use $cores)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; for f in "$tmp"/*.err; do [ -f "$f" ] && { echo "--- $f"; tail -15 "$f"; }; done; exit 1; }
+short=(--param model=mlp --param train_limit=2560 --param test_limit=200 --strategy grid)
+
+# 1. --ranks 1,2 --threads 1: search, confirmation, best-known setting; per-rank results stored
+timeout -k 5 150 "$BKM_TUNE" sweep --workload fmnist-sgd --ranks 1,2 --threads 1 "${short[@]}" --confirm-top 1 \
+  --db "$tmp/a.sqlite" > "$tmp/a.out" 2> "$tmp/a.err"
+rc=$?
+[ $rc = 0 ] || fail "sweep --ranks 1,2 exited $rc"
+python3 - "$tmp/a.sqlite" << 'PY' || fail "stored results of the ranks sweep"
+import json, sqlite3, statistics, sys
+def cpu_set(text):
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT id, status, config_json, median_ms, binding_json, role FROM trial").fetchall()
+assert rows and all(r[1] == "ok" for r in rows), [(r[0], r[1]) for r in rows]
+two = [r for r in rows if json.loads(r[2])["params"].get("ranks") == "2"]
+one = [r for r in rows if "ranks" not in json.loads(r[2])["params"]]
+assert two and one, "both 1- and 2-rank trials ran"
+for tid, _, cfg, median, bind, role in two:
+    b = json.loads(bind)
+    ranks = b["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1], ranks
+    cpus = [cpu_set(r["cpus"]) for r in ranks]
+    assert cpus[0] and cpus[1] and not (cpus[0] & cpus[1]) and not b["ranks_share_cpus"], ranks
+    per = [r["step_median_ms"] for r in ranks]
+    assert all(p > 0 for p in per), per
+    assert abs(b["median_ms"] - statistics.median(per)) <= 1e-9 * b["median_ms"], (b, per)
+    assert abs(b["max_ms"] - max(per)) <= 1e-12 * max(per), (b, per)
+    assert abs(median - b["median_ms"]) <= 1e-9 * median, (median, b)
+    samples = [s for (s,) in db.execute("SELECT ms FROM sample WHERE trial_id = ? ORDER BY idx", (tid,))]
+    assert len(samples) == 2 and all(abs(s - p) <= 1e-9 * p for s, p in zip(samples, per)), (samples, per)
+for r in one:
+    assert len(json.loads(r[4])["ranks"]) == 1
+best = db.execute("SELECT config_json, median_ms FROM best WHERE workload = 'fmnist-sgd'").fetchall()
+assert len(best) == 1 and best[0][1] > 0, best
+print(f"ok: {len(rows)} trials ({len(two)} with 2 ranks, per-rank results stored); best-known: {best[0][0]}")
+PY
+grep -q "best-known:" "$tmp/a.out" || fail "no best-known line: $(cat "$tmp/a.out")"
+
+# 2. a rank that dies: crashed, recorded, the sweep goes on
+start=$(date +%s)
+timeout -k 5 90 "$BKM_TUNE_TESTHOOKS" sweep --workload fmnist-sgd --ranks 2 --threads 1 "${short[@]}" --confirm-top 0 \
+  --inject killrank1@2 --db "$tmp/b.sqlite" > "$tmp/b.out" 2> "$tmp/b.err"
+rc=$?
+[ $rc = 4 ] || fail "sweep with a killed rank exited $rc, not 4 (partial)"
+python3 - "$tmp/b.sqlite" << 'PY' || fail "the crashed trial"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT status, config_json, error, exit_info FROM trial ORDER BY id").fetchall()
+crashed = [r for r in rows if r[0] == "crashed"]
+assert len(crashed) == 1, rows
+assert json.loads(crashed[0][1])["params"]["ranks"] == "2", crashed
+assert "SIGKILL" in crashed[0][2] and "SIGKILL" in crashed[0][3], crashed
+assert sum(r[0] == "ok" for r in rows) >= 1, rows
+print("ok: killed rank recorded as", crashed[0][2])
+PY
+[ $(( $(date +%s) - start )) -lt 60 ] || fail "the sweep with a killed rank took more than 60 s"
+
+# 3. bad input: exit 2 naming the value, nothing written
+for bad in "--ranks $((cores + 1))" "--ranks 0" "--affinity compact"; do
+  # shellcheck disable=SC2086
+  "$BKM_TUNE" sweep --workload fmnist-sgd $bad --db "$tmp/c.sqlite" > /dev/null 2> "$tmp/c.err"
+  rc=$?
+  [ $rc = 2 ] || fail "$bad: exit $rc, not 2"
+  grep -q -- "${bad%% *}\|${bad##* }" "$tmp/c.err" || fail "$bad: message does not name it: $(cat "$tmp/c.err")"
+done
+"$BKM_TUNE" sweep --workload gemm --ranks 2 --db "$tmp/c.sqlite" > /dev/null 2> "$tmp/c.err"
+[ $? = 2 ] && grep -q "ranks" "$tmp/c.err" || fail "--ranks with gemm: $(cat "$tmp/c.err")"
+[ ! -e "$tmp/c.sqlite" ] || fail "bad input wrote the database"
+echo "ok: bad --ranks / --affinity refused"
