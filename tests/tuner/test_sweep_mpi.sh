@@ -7,6 +7,7 @@
 #    the median and the max over ranks; the sweep ends with a best-known setting stored;
 #  - a rank that kills itself (test build: --inject killrank1@2): the trial is stored as crashed
 #    within seconds, the sweep goes on with the next trial and exits 4 (partial);
+#  - ranks that share CPUs (an mpiexec wrapper that binds nothing): binding-mismatch;
 #  - bad input: --ranks beyond the cores, --ranks for another workload, --affinity with fmnist-sgd.
 set -u
 : "${BKM_TUNE:?}" "${BKM_TUNE_TESTHOOKS:?}"
@@ -88,7 +89,33 @@ print("ok: killed rank recorded as", crashed[0][2])
 PY
 [ $(( $(date +%s) - start )) -lt 60 ] || fail "the sweep with a killed rank took more than 60 s"
 
-# 3. bad input: exit 2 naming the value, nothing written
+# 3. ranks that share CPUs: an mpiexec on PATH that binds nothing (-bind-to none) makes the
+#    2-rank trial a binding mismatch naming every rank's CPUs
+mkdir "$tmp/bin"
+real=$(command -v mpiexec)
+cat > "$tmp/bin/mpiexec" << SH
+#!/usr/bin/env bash
+args=()
+for a in "\$@"; do case "\$a" in core:*) args+=(none) ;; *) args+=("\$a") ;; esac; done
+exec "$real" "\${args[@]}"
+SH
+chmod +x "$tmp/bin/mpiexec"
+PATH="$tmp/bin:$PATH" timeout -k 5 90 "$BKM_TUNE" sweep --workload fmnist-sgd --ranks 2 --threads 1 "${short[@]}" \
+  --confirm-top 0 --db "$tmp/d.sqlite" > "$tmp/d.out" 2> "$tmp/d.err"
+rc=$?
+[ $rc = 4 ] || fail "sweep with unbound ranks exited $rc, not 4"
+python3 - "$tmp/d.sqlite" << 'PY' || fail "the binding mismatch"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT status, config_json, error, binding_json FROM trial ORDER BY id").fetchall()
+bad = [r for r in rows if r[0] == "binding-mismatch"]
+assert len(bad) == 1 and json.loads(bad[0][1])["params"]["ranks"] == "2", rows
+assert "share CPUs" in bad[0][2] and "rank 1" in bad[0][2], bad
+assert json.loads(bad[0][3])["ranks_share_cpus"] is True, bad
+print("ok: shared CPUs refused:", bad[0][2])
+PY
+
+# 4. bad input: exit 2 naming the value, nothing written
 for bad in "--ranks $((cores + 1))" "--ranks 0" "--affinity compact"; do
   # shellcheck disable=SC2086
   "$BKM_TUNE" sweep --workload fmnist-sgd $bad --db "$tmp/c.sqlite" > /dev/null 2> "$tmp/c.err"
