@@ -109,6 +109,43 @@ static int count_open_fds(void)
     return n;
 }
 
+/* MPI trials: ranks travel in the spec's JSON; only the MPI workload takes them, and it needs them;
+ * without a launcher the runner refuses to start (BKM_EDEP), before spawning anything. */
+START_TEST(spec_ranks)
+{
+    bkm_tune_trial_spec_t a, b;
+    bkm_tune_trial_result_t res;
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_err_t err = {0};
+    bkm_buf_t buf;
+    bkm_json_w_t w;
+    bkm_tune_trial_spec_defaults(&a);
+    snprintf(a.workload, sizeof a.workload, "%s", BKM_TUNE_TRAIN_WORKLOAD);
+    ck_assert(bkm_tune_workload_is_mpi(a.workload));
+    ck_assert(!bkm_tune_workload_is_mpi("gemm"));
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_EINVAL);   /* ranks 0 */
+    ck_assert_ptr_nonnull(strstr(err.msg, "ranks"));
+    a.ranks = 2;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_OK);
+    bkm_buf_init(&buf);
+    bkm_json_w_init(&w, &buf, 0);
+    bkm_tune_trial_spec_to_json(&a, &w);
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json(bkm_buf_str(&buf), &b, &err), BKM_OK);
+    ck_assert_int_eq(b.ranks, 2);
+    bkm_buf_free(&buf);
+    a.ranks = BKM_TUNE_RANKS_MAX + 1;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_EINVAL);
+    a.ranks = 2;
+    memset(&res, 0, sizeof res);
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &a, &res, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "mpiexec"));
+    bkm_tune_trial_result_free(&res);
+    snprintf(a.workload, sizeof a.workload, "gemm");
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not an MPI workload"));
+}
+END_TEST
+
 START_TEST(spec_roundtrip_and_validation)
 {
     bkm_tune_trial_spec_t a, b;
@@ -638,6 +675,7 @@ static Suite *trial_suite(void)
     TCase *spec = tcase_create("spec");
     TCase *run = tcase_create("runner");
     tcase_add_test(spec, spec_roundtrip_and_validation);
+    tcase_add_test(spec, spec_ranks);
     tcase_add_test(spec, env_names);
     tcase_add_test(spec, env_check_refuses_another_topology);
     tcase_add_test(spec, measure_follows_the_protocol);
