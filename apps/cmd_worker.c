@@ -125,15 +125,6 @@ int bkm_cli_worker(int argc, char **argv)
     /* The environment is read once, here. */
     bkm_cli_aff_env_read(&env);
     cfg.aff_env = &env;
-    cfg.launcher_rank = -1;
-    {
-        static const char *const rank_vars[] = {"PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
-        for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0] && cfg.launcher_rank < 0; i++) {
-            const char *rv = getenv(rank_vars[i]);
-            if (rv != NULL && bkm_parse_int(rv, 0, INT32_MAX, &v) == BKM_OK)
-                cfg.launcher_rank = (int)v;
-        }
-    }
     nt = getenv("OMP_NUM_THREADS");
     if (nt != NULL && bkm_parse_int(nt, 1, BKM_CPUSET_MAX, &v) == BKM_OK)
         cfg.omp_num_threads = (int)v;

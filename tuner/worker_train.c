@@ -211,12 +211,24 @@ int bkm__tune_worker_train(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm
 
     if ((rc = train_config(spec, &c, err)) < 0)
         return rc;
-#ifdef BKM_TEST_HOOKS
-    if (strcmp(spec->inject, "killrank1") == 0 && cfg->launcher_rank == 1)
-        raise(SIGKILL);   /* a rank that dies: the launcher must end the job, the tuner record a crash */
-#endif
     bkm_buf_init(&tj);
+#ifdef BKM_TEST_HOOKS
+    if (strcmp(spec->inject, "killrank1") == 0) {
+        /* a rank that dies once MPI runs, while rank 0 trains: the launcher must end the job and
+         * the tuner record a crash */
+        if ((rc = bkm_train_mpi_init(&rank, NULL, err)) < 0)
+            goto out;
+        if (rank == 1)
+            raise(SIGKILL);
+        rc = bkm_train_run(&c, spec->threads, NULL, NULL, &tj, &rank, err);
+        bkm_train_mpi_finalize();
+        goto out;
+    }
+#endif
     rc = bkm_train_run(&c, spec->threads, NULL, NULL, &tj, &rank, err);
+#ifdef BKM_TEST_HOOKS
+out:
+#endif
     if (rc == BKM_OK && rank == 0)
         rc = train_result(spec, bkm_buf_str(&tj), out, err);
     bkm_buf_free(&tj);

@@ -376,9 +376,6 @@ typedef struct bkm_tune_worker_cfg {
     const struct bkm_aff_env *aff_env; /**< this process's affinity variables, read by the CLI;
                                             NULL = none set */
     int omp_num_threads;               /**< OMP_NUM_THREADS as read by the CLI, 0 if unset */
-    int launcher_rank;                 /**< MPI trials: this process's rank as the launcher says
-                                            (PMI_RANK, PMIX_RANK or SLURM_PROCID, read by the CLI);
-                                            -1 unknown. Used only by test fault injection. */
 } bkm_tune_worker_cfg_t;
 
 /** Trial defaults of the MPI training workload: a short run instead of the 10 epochs of
@@ -395,7 +392,8 @@ typedef struct bkm_tune_worker_cfg {
  *  per-rank results ({"ranks": [{rank, host, cpus, step_median_ms}], "ranks_share_cpus",
  *  "median_ms", "max_ms"}). Binding verified per rank: ranks on one host must not share CPUs
  *  (P > 1), and each rank must hold at least spec.threads CPUs; otherwise BKM_EVERIFY with the
- *  JSON. Test builds: spec.inject = "killrank1" makes rank 1 SIGKILL itself once MPI runs. */
+ *  JSON. Test builds: spec.inject = "killrank1" makes rank 1 SIGKILL itself once MPI runs
+ *  (rank 0 goes on into the training run). */
 /** The worker's protocol, in this order: topology, plan from the environment (before any
  *  OpenMP call), binding probe with spec.threads threads and comparison with the plan, workload
  *  creation (untimed), warm-up (>= 1 iteration, until two consecutive iterations are within 10%
