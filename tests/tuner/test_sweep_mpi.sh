@@ -8,6 +8,7 @@
 #  - a rank that kills itself (test build: --inject killrank1@2): the trial is stored as crashed
 #    within seconds, the sweep goes on with the next trial and exits 4 (partial);
 #  - ranks that share CPUs (an mpiexec wrapper that binds nothing): binding-mismatch;
+#  - with SLURM_JOB_ID set, srun starts the trials (-n P --cpus-per-task=T --cpu-bind=cores);
 #  - bad input: --ranks beyond the cores, --ranks for another workload, --affinity with fmnist-sgd.
 set -u
 : "${BKM_TUNE:?}" "${BKM_TUNE_TESTHOOKS:?}"
@@ -115,7 +116,30 @@ assert json.loads(bad[0][3])["ranks_share_cpus"] is True, bad
 print("ok: shared CPUs refused:", bad[0][2])
 PY
 
-# 4. bad input: exit 2 naming the value, nothing written
+# 4. inside a Slurm allocation (SLURM_JOB_ID set) the trials start with srun: a stand-in srun on
+#    PATH records its arguments and runs the ranks with hydra, bound as srun's --cpu-bind=cores would
+mkdir "$tmp/sbin"
+cat > "$tmp/sbin/srun" << SH
+#!/usr/bin/env bash
+echo "\$*" | cut -c1-200 >> "$tmp/srun.args"
+n=1 c=1 args=()
+while [ \$# -gt 0 ]; do
+  case "\$1" in -n) n=\$2; shift 2 ;; --cpus-per-task=*) c=\${1#*=}; shift ;; --cpu-bind=*|--export=*) shift ;;
+                *) args+=("\$1"); shift ;; esac
+done
+exec "$real" -n "\$n" -bind-to core:"\$c" "\${args[@]}"
+SH
+chmod +x "$tmp/sbin/srun"
+SLURM_JOB_ID=4242 PATH="$tmp/sbin:$PATH" timeout -k 5 90 "$BKM_TUNE" sweep --workload fmnist-sgd --ranks 2 --threads 1 \
+  "${short[@]}" --confirm-top 0 --db "$tmp/e.sqlite" > "$tmp/e.out" 2> "$tmp/e.err"
+rc=$?
+[ $rc = 0 ] || fail "sweep under SLURM_JOB_ID exited $rc"
+grep -q -- "^-n 2 --cpus-per-task=1 --cpu-bind=cores --export=ALL .*tune worker --spec" "$tmp/srun.args" ||
+  fail "srun arguments: $(cat "$tmp/srun.args")"
+grep -q -- "^-n 1 --cpus-per-task=2 --cpu-bind=cores" "$tmp/srun.args" || fail "the default's srun: $(cat "$tmp/srun.args")"
+echo "ok: srun inside an allocation: $(head -c 60 "$tmp/srun.args")..."
+
+# 5. bad input: exit 2 naming the value, nothing written
 for bad in "--ranks $((cores + 1))" "--ranks 0" "--affinity compact"; do
   # shellcheck disable=SC2086
   "$BKM_TUNE" sweep --workload fmnist-sgd $bad --db "$tmp/c.sqlite" > /dev/null 2> "$tmp/c.err"
