@@ -316,6 +316,29 @@ static int check_value(const char *workload, const char *backend, const char *ke
     return bkm_wl_config_check(workload, &c, err);
 }
 
+/* Start parameter dimension dims[n] from --param @p kv ("key=v1,v2"): its key, checked (form,
+ * length, at most @p max dimensions, not twice, not the backend). */
+static int pdim_begin(param_dim_t *dims, int n, int max, const char *kv, bkm_err_t *err)
+{
+    const char *eq = strchr(kv, '=');
+    param_dim_t *d = &dims[n < max ? n : 0];
+    if (eq == NULL || eq == kv)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
+    if ((size_t)(eq - kv) >= sizeof d->key)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...': the key is longer than %d characters", kv,
+                           BKM_KV_KEY_MAX - 1);
+    if (n >= max)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv, max);
+    memset(d, 0, sizeof *d);
+    memcpy(d->key, kv, (size_t)(eq - kv));
+    for (int k = 0; k < n; k++)
+        if (strcmp(dims[k].key, d->key) == 0)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': parameter '%s' is given twice", kv, d->key);
+    if (strcmp(d->key, "backend") == 0)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s': use --backend to choose the backend", kv);
+    return BKM_OK;
+}
+
 static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *n_dims, bkm_tune_space_t *sp,
                         bkm_err_t *err)
 {
@@ -329,25 +352,11 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
         return rc;
     for (int i = 0; i < o->n_params; i++) {
         const char *kv = o->params[i], *eq = strchr(kv, '=');
-        param_dim_t *d;
+        param_dim_t *d = &dims[*n_dims];
         char vals[BKM_TUNE_SPACE_MAX_VALUES * BKM_KV_VALUE_MAX], *save = NULL, *tok;
         size_t j;
-        if (eq == NULL || eq == kv)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
-        if ((size_t)(eq - kv) >= sizeof d->key)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...': the key is longer than %d characters", kv,
-                               BKM_KV_KEY_MAX - 1);
-        if (*n_dims >= BKM_TUNE_SPACE_MAX_PARAMS)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv,
-                               BKM_TUNE_SPACE_MAX_PARAMS);
-        d = &dims[*n_dims];
-        memset(d, 0, sizeof *d);
-        memcpy(d->key, kv, (size_t)(eq - kv));
-        for (int k = 0; k < *n_dims; k++)
-            if (strcmp(dims[k].key, d->key) == 0)
-                return bkm_err_set(err, BKM_EINVAL, "--param '%s': parameter '%s' is given twice", kv, d->key);
-        if (strcmp(d->key, "backend") == 0)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s': use --backend to choose the backend", kv);
+        if ((rc = pdim_begin(dims, *n_dims, BKM_TUNE_SPACE_MAX_PARAMS, kv, err)) < 0)
+            return rc;
         for (j = 0; j < n_wp; j++)
             if (strcmp(wp[j].name, d->key) == 0)
                 break;
@@ -1262,25 +1271,12 @@ static int train_dims(dims_t *d, const bkm_tune_space_opts_t *o, int cores, bkm_
     for (int i = 0; i < o->n_params; i++) {
         const char *kv = o->params[i], *eq = strchr(kv, '='), *def = NULL;
         char vals[BKM_TUNE_SPACE_MAX_VALUES * BKM_KV_VALUE_MAX], *save = NULL, *tok;
-        param_dim_t *p;
+        param_dim_t *p = &d->pd[d->n_pd];
         int rc;
-        if (eq == NULL || eq == kv)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
-        if (d->n_pd >= BKM_TUNE_SPACE_MAX_PARAMS)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv,
-                               BKM_TUNE_SPACE_MAX_PARAMS - 1);
-        p = &d->pd[d->n_pd];
-        memset(p, 0, sizeof *p);
-        if ((size_t)(eq - kv) >= sizeof p->key)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...': the key is too long", kv);
-        memcpy(p->key, kv, (size_t)(eq - kv));
-        if (strcmp(p->key, "ranks") == 0)
+        if (strncmp(kv, "ranks=", 6) == 0)
             return bkm_err_set(err, BKM_EINVAL, "--param '%s': give the rank counts with --ranks", kv);
-        if (strcmp(p->key, "backend") == 0)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s': use --backend to choose the backend", kv);
-        for (int k = 0; k < d->n_pd; k++)
-            if (strcmp(d->pd[k].key, p->key) == 0)
-                return bkm_err_set(err, BKM_EINVAL, "--param '%s': parameter '%s' is given twice", kv, p->key);
+        if ((rc = pdim_begin(d->pd, d->n_pd, BKM_TUNE_SPACE_MAX_PARAMS, kv, err)) < 0)
+            return rc;
         if (!train_param_def(p->key, &def))
             return train_value_check(p->key, eq + 1, err) < 0
                        ? BKM_EINVAL
