@@ -1038,6 +1038,7 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
             argv[k++] = bind;
             argv[k++] = (char *)"--cpu-bind=cores";
             argv[k++] = (char *)"--export=ALL";
+            argv[k++] = (char *)"--mpi=pmi2";   /* MPICH under srun: else every rank is a world of its own */
         } else {
             snprintf(bind, sizeof bind, "core:%d", spec->threads);
             argv[k++] = (char *)"-bind-to";

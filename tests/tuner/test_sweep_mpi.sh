@@ -4,7 +4,8 @@
 # mpiexec on this host (2 cores; the MLP on a 20-step run keeps each trial about a second):
 #  - a sweep over --ranks 1,2 --threads 1: every MPI trial runs under mpiexec -n P -bind-to core:1;
 #    a 2-rank trial stores one sample per rank, each rank's CPUs (disjoint) and median step time,
-#    the median and the max over ranks; the sweep ends with a best-known setting stored;
+#    the median and the max over ranks; the sweep ends with a best-known setting stored, and
+#    `tune sbatch` turns it into srun -n <its ranks> ... tune train;
 #  - a rank that kills itself (test build: --inject killrank1@2): the trial is stored as crashed
 #    within seconds, the sweep goes on with the next trial and exits 4 (partial);
 #  - ranks that share CPUs (an mpiexec wrapper that binds nothing): binding-mismatch;
@@ -70,6 +71,16 @@ assert len(best) == 1 and best[0][1] > 0, best
 print(f"ok: {len(rows)} trials ({len(two)} with 2 ranks, per-rank results stored); best-known: {best[0][0]}")
 PY
 grep -q "best-known:" "$tmp/a.out" || fail "no best-known line: $(cat "$tmp/a.out")"
+# the batch script of the best-known setting: its ranks become srun's, every rank runs tune train
+"$BKM_TUNE" sbatch --node auto --workload fmnist-sgd --db "$tmp/a.sqlite" -o "$tmp/a.sbatch" > /dev/null 2> "$tmp/s.err" ||
+  fail "tune sbatch of the best-known setting"
+n=$(python3 -c 'import json, sqlite3, sys; print(json.loads(sqlite3.connect(sys.argv[1]).execute("SELECT config_json FROM best").fetchone()[0])["params"].get("ranks", "1"))' "$tmp/a.sqlite")
+grep -q "^srun -n $n --ntasks-per-node=$n -c $((cores / n)) --cpu-bind=cores --mpi=pmi2" "$tmp/a.sbatch" ||
+  fail "sbatch srun line for $n rank(s): $(grep srun "$tmp/a.sbatch")"
+grep -q '"$TUNE" train --workload fmnist-sgd --threads "$OMP_NUM_THREADS" --param model=mlp' "$tmp/a.sbatch" ||
+  fail "sbatch tune line: $(tail -1 "$tmp/a.sbatch")"
+grep -q "ranks=" "$tmp/a.sbatch" && fail "ranks passed as a training parameter: $(tail -1 "$tmp/a.sbatch")"
+echo "ok: tune sbatch runs the best-known setting as $n rank(s) of tune train"
 
 # 2. a rank that dies: crashed, recorded, the sweep goes on
 start=$(date +%s)
@@ -124,7 +135,7 @@ cat > "$tmp/sbin/srun" << SH
 echo "\$*" | cut -c1-200 >> "$tmp/srun.args"
 n=1 c=1 args=()
 while [ \$# -gt 0 ]; do
-  case "\$1" in -n) n=\$2; shift 2 ;; --cpus-per-task=*) c=\${1#*=}; shift ;; --cpu-bind=*|--export=*) shift ;;
+  case "\$1" in -n) n=\$2; shift 2 ;; --cpus-per-task=*) c=\${1#*=}; shift ;; --cpu-bind=*|--export=*|--mpi=*) shift ;;
                 *) args+=("\$1"); shift ;; esac
 done
 exec "$real" -n "\$n" -bind-to core:"\$c" "\${args[@]}"
@@ -134,7 +145,7 @@ SLURM_JOB_ID=4242 PATH="$tmp/sbin:$PATH" timeout -k 5 90 "$BKM_TUNE" sweep --wor
   "${short[@]}" --confirm-top 0 --db "$tmp/e.sqlite" > "$tmp/e.out" 2> "$tmp/e.err"
 rc=$?
 [ $rc = 0 ] || fail "sweep under SLURM_JOB_ID exited $rc"
-grep -q -- "^-n 2 --cpus-per-task=1 --cpu-bind=cores --export=ALL .*tune worker --spec" "$tmp/srun.args" ||
+grep -q -- "^-n 2 --cpus-per-task=1 --cpu-bind=cores --export=ALL --mpi=pmi2 .*tune worker --spec" "$tmp/srun.args" ||
   fail "srun arguments: $(cat "$tmp/srun.args")"
 grep -q -- "^-n 1 --cpus-per-task=2 --cpu-bind=cores" "$tmp/srun.args" || fail "the default's srun: $(cat "$tmp/srun.args")"
 echo "ok: srun inside an allocation: $(head -c 60 "$tmp/srun.args")..."

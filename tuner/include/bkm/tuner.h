@@ -266,7 +266,7 @@ typedef struct bkm_tune_runner {
                                       --spec JSON` (hydra passes the whole environment to every
                                       rank; -bind-to core:T gives rank r the cores rT..rT+T-1);
                                       or, with slurm_job_id, the path of `srun`, started as
-                                      `srun -n P -c T --cpu-bind=cores --export=ALL ...`.
+                                      `srun -n P --cpus-per-task=T --cpu-bind=cores --export=ALL --mpi=pmi2 ...`.
                                       NULL: MPI trials fail to start (BKM_EDEP) */
     const char *slurm_job_id;    /**< non-empty: the tuner runs inside that Slurm allocation and
                                       launcher is srun (the CLI reads SLURM_JOB_ID) */
