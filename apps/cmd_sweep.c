@@ -127,7 +127,8 @@ static int sweep_inject(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_
 
 static const bkm_cli_opt_t sweep_table[] = {
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(opts_t, workload),
-     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them)", .example = "gemm",
+     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them), or the MPI\n"
+             "training run fmnist-sgd (with --ranks)", .example = "gemm",
      .flags = BKM_CLI_REQUIRED},
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
      .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
