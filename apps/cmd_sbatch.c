@@ -253,6 +253,21 @@ int bkm_cli_sbatch(int argc, char **argv)
     job.workload = o.workload;
     job.nodes = o.nodes ? o.nodes : 1;
     job.ranks_per_node = o.rpn ? o.rpn : 1;
+    if (bkm_tune_workload_is_mpi(o.workload)) {
+        /* the MPI training run: its setting's ranks (a parameter of the stored configuration)
+         * become the ranks per node unless --ranks-per-node says otherwise */
+        job.train = 1;
+        for (int i = 0; i < job.setting.n_params; i++)
+            if (strncmp(job.setting.params[i], "ranks=", 6) == 0) {
+                long long p = 1;
+                if (!o.rpn && bkm_parse_int(job.setting.params[i] + 6, 1, BKM_TUNE_RANKS_MAX, &p) == BKM_OK)
+                    job.ranks_per_node = (int)p;
+                memmove(&job.setting.params[i], &job.setting.params[i + 1],
+                        (size_t)(job.setting.n_params - i - 1) * sizeof job.setting.params[0]);
+                job.setting.n_params--;
+                i--;
+            }
+    }
     job.account = o.account;
     if (o.qos)
         job.qos = o.qos;

@@ -64,6 +64,13 @@ static int sweep_threads(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm
     return bkm_cli_parse_int_list(v, o->sp.threads, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_threads, 0, err);
 }
 
+static int sweep_ranks(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    opts_t *o = cfg;
+    (void)opt;
+    return bkm_cli_parse_int_list(v, o->sp.ranks, BKM_TUNE_SPACE_MAX_THREADS, &o->sp.n_ranks, 0, err);
+}
+
 static int sweep_blocktime(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
     opts_t *o = cfg;
@@ -120,12 +127,17 @@ static int sweep_inject(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_
 
 static const bkm_cli_opt_t sweep_table[] = {
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(opts_t, workload),
-     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them)", .example = "gemm",
+     .help = "gemm, conv2d, alexnet, ... (tune run --help lists them), or the MPI\n"
+             "training run fmnist-sgd (with --ranks)", .example = "gemm",
      .flags = BKM_CLI_REQUIRED},
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
      .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
     {.name = "threads", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_threads,
      .help = "thread counts, e.g. 1,2 (default: the profile's; each 1..2048)", .example = "1"},
+    {.name = "ranks", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_ranks,
+     .help = "MPI ranks per trial, e.g. 1,2 (workload fmnist-sgd only; default 1):\n"
+             "started with mpiexec -n P -bind-to core:T (srun inside a Slurm allocation)",
+     .example = "1"},
     {.name = "affinity", .kind = BKM_CLI_CALL, .metavar = "SETTING", .call = sweep_list, .flags = BKM_CLI_REPEAT,
      .help = "a KMP_AFFINITY value ('granularity=fine,compact,1,0'), 'none',\n"
              "'default' (nothing set) or 'OMP_PLACES=cores OMP_PROC_BIND=close'",
@@ -251,7 +263,10 @@ static const bkm_cli_cmd_spec_t sweep_cmd = {
     BKM_CLI_TABLE(sweep_table),
     .more = "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
-            "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n\n"
+            "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n"
+            "  tune --workload fmnist-sgd --ranks 1,2 --threads 1,2 --param allreduce=mpi,ring\n"
+            "       (MPI training: ranks x threads per rank; each trial a short training run\n"
+            "        timed per step; value = median over ranks of each rank's median step time)\n\n"
             "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit, scancel) or SIGHUP stop the running trial at\n"
             "once (its worker's process group is killed; nothing is stored for it), mark the sweep\n"
             "interrupted and exit; the same command resumes it. A second signal exits at once.\n"
@@ -538,7 +553,7 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_aff_topo_fix_t fix = {0};
     bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
     bkm_buf_t cmd, out;
-    char self[PATH_MAX];
+    char self[PATH_MAX], launcher[4096];
     int rc, host_match;
     bar_t bar = {isatty(2), 0};
 
@@ -609,6 +624,17 @@ int bkm_cli_sweep(int argc, char **argv)
     runner.worker_path = self;
     runner.worker_cmd = "worker";
     runner.environ = environ;
+    if (bkm_tune_workload_is_mpi(o.sp.workload)) {
+        /* MPI trials: srun inside a Slurm allocation, else MPICH's mpiexec (hydra), from PATH */
+        const char *path = getenv("PATH"), *job = getenv("SLURM_JOB_ID");
+        runner.slurm_job_id = job && job[0] ? job : NULL;
+        if ((rc = bkm_slurm_find_program(runner.slurm_job_id ? "srun" : "mpiexec", path ? path : "/usr/bin:/bin",
+                                         launcher, sizeof launcher, &err)) < 0) {
+            rc = bkm_err_prefix(&err, "workload %s needs an MPI launcher", o.sp.workload);
+            goto fail;
+        }
+        runner.launcher = launcher;
+    }
     /* libomp must see hwloc's topology, which every worker plans with (issue 8): the correction
      * goes into the base spec, whose variables every trial carries and stores. */
     if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &o.sw.base, &err)) < 0)

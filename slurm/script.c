@@ -364,6 +364,15 @@ static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, 
         bkm_buf_printf(b, "%s\n", job->command);
         return;
     }
+    if (job->train) {   /* the MPI training run: every rank trains (its parameters, no affinity options) */
+        bkm_buf_printf(b, "\"$TUNE\" train --workload %s --threads \"$OMP_NUM_THREADS\"", job->workload);
+        if (s->backend[0])
+            bkm_buf_printf(b, " --param backend=%s", s->backend);
+        for (int i = 0; i < s->n_params; i++)
+            bkm_buf_printf(b, " --param %s", s->params[i]);
+        bkm_buf_puts(b, "\n");
+        return;
+    }
     bkm_buf_printf(b, "\"$TUNE\" run --workload %s --threads \"$OMP_NUM_THREADS\"", job->workload);
     if (s->kmp_affinity[0])
         bkm_buf_puts(b, " --affinity \"$KMP_AFFINITY\"");

@@ -316,6 +316,29 @@ static int check_value(const char *workload, const char *backend, const char *ke
     return bkm_wl_config_check(workload, &c, err);
 }
 
+/* Start parameter dimension dims[n] from --param @p kv ("key=v1,v2"): its key, checked (form,
+ * length, at most @p max dimensions, not twice, not the backend). */
+static int pdim_begin(param_dim_t *dims, int n, int max, const char *kv, bkm_err_t *err)
+{
+    const char *eq = strchr(kv, '=');
+    param_dim_t *d = &dims[n < max ? n : 0];
+    if (eq == NULL || eq == kv)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
+    if ((size_t)(eq - kv) >= sizeof d->key)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...': the key is longer than %d characters", kv,
+                           BKM_KV_KEY_MAX - 1);
+    if (n >= max)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv, max);
+    memset(d, 0, sizeof *d);
+    memcpy(d->key, kv, (size_t)(eq - kv));
+    for (int k = 0; k < n; k++)
+        if (strcmp(dims[k].key, d->key) == 0)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': parameter '%s' is given twice", kv, d->key);
+    if (strcmp(d->key, "backend") == 0)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s': use --backend to choose the backend", kv);
+    return BKM_OK;
+}
+
 static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *n_dims, bkm_tune_space_t *sp,
                         bkm_err_t *err)
 {
@@ -329,25 +352,11 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
         return rc;
     for (int i = 0; i < o->n_params; i++) {
         const char *kv = o->params[i], *eq = strchr(kv, '=');
-        param_dim_t *d;
+        param_dim_t *d = &dims[*n_dims];
         char vals[BKM_TUNE_SPACE_MAX_VALUES * BKM_KV_VALUE_MAX], *save = NULL, *tok;
         size_t j;
-        if (eq == NULL || eq == kv)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s' is not key=v1,v2,...", kv);
-        if ((size_t)(eq - kv) >= sizeof d->key)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...': the key is longer than %d characters", kv,
-                               BKM_KV_KEY_MAX - 1);
-        if (*n_dims >= BKM_TUNE_SPACE_MAX_PARAMS)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s': more than %d parameters", kv,
-                               BKM_TUNE_SPACE_MAX_PARAMS);
-        d = &dims[*n_dims];
-        memset(d, 0, sizeof *d);
-        memcpy(d->key, kv, (size_t)(eq - kv));
-        for (int k = 0; k < *n_dims; k++)
-            if (strcmp(dims[k].key, d->key) == 0)
-                return bkm_err_set(err, BKM_EINVAL, "--param '%s': parameter '%s' is given twice", kv, d->key);
-        if (strcmp(d->key, "backend") == 0)
-            return bkm_err_set(err, BKM_EINVAL, "--param '%s': use --backend to choose the backend", kv);
+        if ((rc = pdim_begin(dims, *n_dims, BKM_TUNE_SPACE_MAX_PARAMS, kv, err)) < 0)
+            return rc;
         for (j = 0; j < n_wp; j++)
             if (strcmp(wp[j].name, d->key) == 0)
                 break;
@@ -850,10 +859,9 @@ static void config_at(const dims_t *d, bkm_tune_config_t *c, const char *backend
     config_fill(c, d->threads, d->aff, d->bt, d->hw, d->pd, d->n_pd, backend);
 }
 
-/* The default configuration first, then every grid point that is not a merged duplicate. */
-static int grid_build(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_space_t *sp, bkm_err_t *err)
+/* The default configuration: configuration 0 of every space. */
+static int push_default(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_space_t *sp, bkm_err_t *err)
 {
-    int n_pairs = d->n_hw * d->n_aff, v[BKM_TUNE_SPACE_MAX_PARAMS], rc;
     bkm_tune_config_t c;
     memset(&c, 0, sizeof c);
     c.coord[BKM_TUNE_DIM_THREADS] = d->thr_def;
@@ -861,7 +869,15 @@ static int grid_build(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_
         c.coord[BKM_TUNE_DIM_PARAM0 + k] = d->pd[k].default_index;
     config_at(d, &c, o->backend);
     c.is_default = 1;
-    if ((rc = space_push(sp, &c, err)) < 0)
+    return space_push(sp, &c, err);
+}
+
+/* The default configuration first, then every grid point that is not a merged duplicate. */
+static int grid_build(const dims_t *d, const bkm_tune_space_opts_t *o, bkm_tune_space_t *sp, bkm_err_t *err)
+{
+    int n_pairs = d->n_hw * d->n_aff, v[BKM_TUNE_SPACE_MAX_PARAMS], rc;
+    bkm_tune_config_t c;
+    if ((rc = push_default(d, o, sp, err)) < 0)
         return rc;
     for (int ti = 0; ti < d->n_thr_grid; ti++)
         for (int idx = 0; idx < n_pairs; idx++) {
@@ -906,6 +922,37 @@ static int profile_is_knl(const bkm_node_profile_t *prof)
     return strncmp(c, "knl", 3) == 0 && (c[3] == '\0' || c[3] == ',');
 }
 
+/* The causes' texts, the dimension sizes and the canonical description of a built space. */
+static int space_finish(bkm_tune_space_t *sp, const dims_t *d, const bkm_tune_space_opts_t *o, bkm_err_t *err)
+{
+    bkm_json_w_t w;
+    int rc;
+    if ((rc = causes_finish(sp)) < 0)
+        return bkm_err_set(err, rc, "search space: out of memory");
+    sp->n_dims = BKM_TUNE_DIM_PARAM0 + d->n_pd;
+    sp->dim_size[BKM_TUNE_DIM_THREADS] = d->n_thr;
+    sp->dim_size[BKM_TUNE_DIM_AFFINITY] = d->n_aff;
+    sp->dim_size[BKM_TUNE_DIM_BLOCKTIME] = d->n_bt;
+    sp->dim_size[BKM_TUNE_DIM_HW_SUBSET] = d->n_hw;
+    for (int k = 0; k < d->n_pd; k++)
+        sp->dim_size[BKM_TUNE_DIM_PARAM0 + k] = d->pd[k].n;
+    /* canonical description of the space: the input of the sweep key */
+    bkm_json_w_init(&w, &sp->json, 0);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "workload"), bkm_json_str(&w, o->workload);
+    bkm_json_key(&w, "backend"), bkm_json_str(&w, o->backend ? o->backend : "");
+    bkm_json_key(&w, "configs");
+    bkm_json_arr_begin(&w);
+    for (size_t i = 0; i < sp->n; i++)
+        bkm_tune_config_to_json(&sp->cfg[i], &w);
+    bkm_json_arr_end(&w);
+    bkm_json_obj_end(&w);
+    return BKM_OK;
+}
+
+static int space_create_train(bkm_tune_space_t **space, const bkm_topo_t *topo, const bkm_tune_space_opts_t *o,
+                              bkm_err_t *err);
+
 int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, const bkm_node_profile_t *prof,
                           const bkm_tune_space_opts_t *o, bkm_err_t *err)
 {
@@ -917,6 +964,11 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     if (space == NULL || topo == NULL || prof == NULL || o == NULL || o->workload == NULL)
         return bkm_err_set(err, BKM_EINVAL, "space_create: NULL argument");
     *space = NULL;
+    if (bkm_tune_workload_is_mpi(o->workload))
+        return space_create_train(space, topo, o, err);
+    if (o->n_ranks > 0)
+        return bkm_err_set(err, BKM_EINVAL, "--ranks applies to the MPI workload %s only, not %s",
+                           BKM_TUNE_TRAIN_WORKLOAD, o->workload);
     if ((rc = bkm_wl_find(o->workload, NULL, err)) < 0)
         return rc;
     if (o->backend && o->backend[0] && (rc = check_value(o->workload, NULL, "backend", o->backend, err)) < 0)
@@ -938,31 +990,8 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
         (rc = params_validate(d, o, sp, err)) < 0 || (rc = plans_dedup(d, topo, sp, err)) < 0 ||
         (rc = grid_build(d, o, sp, err)) < 0)
         goto out;
-    if ((rc = causes_finish(sp)) < 0) {
-        rc = bkm_err_set(err, rc, "search space: out of memory");
+    if ((rc = space_finish(sp, d, o, err)) < 0)
         goto out;
-    }
-    sp->n_dims = BKM_TUNE_DIM_PARAM0 + d->n_pd;
-    sp->dim_size[BKM_TUNE_DIM_THREADS] = d->n_thr;
-    sp->dim_size[BKM_TUNE_DIM_AFFINITY] = d->n_aff;
-    sp->dim_size[BKM_TUNE_DIM_BLOCKTIME] = d->n_bt;
-    sp->dim_size[BKM_TUNE_DIM_HW_SUBSET] = d->n_hw;
-    for (int k = 0; k < d->n_pd; k++)
-        sp->dim_size[BKM_TUNE_DIM_PARAM0 + k] = d->pd[k].n;
-    {
-        /* canonical description of the space: the input of the sweep key */
-        bkm_json_w_t w;
-        bkm_json_w_init(&w, &sp->json, 0);
-        bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "workload"), bkm_json_str(&w, o->workload);
-        bkm_json_key(&w, "backend"), bkm_json_str(&w, o->backend ? o->backend : "");
-        bkm_json_key(&w, "configs");
-        bkm_json_arr_begin(&w);
-        for (size_t i = 0; i < sp->n; i++)
-            bkm_tune_config_to_json(&sp->cfg[i], &w);
-        bkm_json_arr_end(&w);
-        bkm_json_obj_end(&w);
-    }
     *space = sp;
     sp = NULL;
     rc = BKM_OK;
@@ -1150,7 +1179,16 @@ int bkm_tune_config_to_spec(const bkm_tune_config_t *c, const char *workload, bk
         return rc;
     if (c->omp_proc_bind[0] && (rc = bkm_tune_trial_spec_setenv(spec, "OMP_PROC_BIND", c->omp_proc_bind, err)) < 0)
         return rc;
+    spec->ranks = bkm_tune_workload_is_mpi(workload) ? 1 : 0;
     for (int i = 0; i < c->n_params; i++) {
+        if (spec->ranks > 0 && strcmp(c->params[i].key, "ranks") == 0) {
+            long long p;
+            if (bkm_parse_int(c->params[i].value, 1, BKM_TUNE_RANKS_MAX, &p) < 0)
+                return bkm_err_set(err, BKM_EINVAL, "ranks '%s' is not in 1..%d", c->params[i].value,
+                                   BKM_TUNE_RANKS_MAX);
+            spec->ranks = (int)p;
+            continue;
+        }
         snprintf(kv, sizeof kv, "%s=%s", c->params[i].key, c->params[i].value);
         if ((rc = bkm_tune_trial_spec_param(spec, kv, err)) < 0)
             return rc;
@@ -1179,4 +1217,196 @@ int bkm_tune_space_specs_check(const bkm_tune_space_t *sp, const char *workload,
             }
         }
     return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The MPI training workload (BKM_TUNE_TRAIN_WORKLOAD): ranks x threads per rank x its
+ * parameters. The launcher binds each rank to `threads` cores of its own (mpiexec -bind-to
+ * core:T), so a setting whose ranks x threads exceed the node's cores is dropped; the OpenMP
+ * affinity dimensions do not apply (one value each: nothing set). Ranks are the first parameter
+ * dimension ("ranks", default 1); the default configuration is 1 rank x one thread per core,
+ * every parameter at its default. */
+
+static int train_param_def(const char *key, const char **def)
+{
+    size_t n = 0;
+    const bkm_train_param_t *tp = bkm_train_params(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(tp[i].name, key) == 0) {
+            *def = tp[i].def;
+            return 1;
+        }
+    return 0;
+}
+
+static int train_value_check(const char *key, const char *value, bkm_err_t *err)
+{
+    bkm_wl_config_t c;
+    char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
+    bkm_wl_config_init(&c);
+    snprintf(kv, sizeof kv, "%s=%s", key, value);
+    if (bkm_wl_config_add(&c, kv, err) < 0)
+        return BKM_EINVAL;
+    return bkm_train_config_check(&c, err);
+}
+
+/* The "ranks" dimension and one per --param of the training workload into d->pd. */
+static int train_dims(dims_t *d, const bkm_tune_space_opts_t *o, int cores, bkm_err_t *err)
+{
+    param_dim_t *r = &d->pd[0];
+    char v[16];
+    memset(r, 0, sizeof *r);
+    snprintf(r->key, sizeof r->key, "ranks");
+    snprintf(r->def, sizeof r->def, "1");
+    for (int i = 0; i < (o->n_ranks > 0 ? o->n_ranks : 1); i++) {
+        int p = o->n_ranks > 0 ? o->ranks[i] : 1;
+        if (p < 1 || p > cores)
+            return bkm_err_set(err, BKM_EINVAL, "--ranks %d: out of range 1..%d (one core per rank at least: the node "
+                               "has %d cores)", p, cores, cores);
+        snprintf(v, sizeof v, "%d", p);
+        if (pdim_add(r, v) < 0)
+            return bkm_err_set(err, BKM_EINVAL, "--ranks: more than %d values", BKM_TUNE_SPACE_MAX_VALUES);
+    }
+    d->n_pd = 1;
+    for (int i = 0; i < o->n_params; i++) {
+        const char *kv = o->params[i], *eq = strchr(kv, '='), *def = NULL;
+        char vals[BKM_TUNE_SPACE_MAX_VALUES * BKM_KV_VALUE_MAX], *save = NULL, *tok;
+        param_dim_t *p = &d->pd[d->n_pd];
+        int rc;
+        if (strncmp(kv, "ranks=", 6) == 0)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': give the rank counts with --ranks", kv);
+        if ((rc = pdim_begin(d->pd, d->n_pd, BKM_TUNE_SPACE_MAX_PARAMS, kv, err)) < 0)
+            return rc;
+        if (!train_param_def(p->key, &def))
+            return train_value_check(p->key, eq + 1, err) < 0
+                       ? BKM_EINVAL
+                       : bkm_err_set(err, BKM_EINVAL, "--param '%s': unknown parameter '%s'", kv, p->key);
+        snprintf(p->def, sizeof p->def, "%s", def);
+        if (strlen(eq + 1) >= sizeof vals)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%.60s...' is too long", kv);
+        snprintf(vals, sizeof vals, "%s", eq + 1);
+        for (tok = strtok_r(vals, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (strlen(tok) >= sizeof p->value[0])
+                return bkm_err_set(err, BKM_EINVAL, "--param %s: value '%.60s...' is too long", p->key, tok);
+            if ((rc = train_value_check(p->key, tok, err)) < 0)
+                return bkm_err_prefix(err, "--param %s", p->key);
+            if (pdim_add(p, tok) < 0)
+                return bkm_err_set(err, BKM_EINVAL, "--param %s: more than %d values", p->key,
+                                   BKM_TUNE_SPACE_MAX_VALUES);
+        }
+        if (p->n == 0)
+            return bkm_err_set(err, BKM_EINVAL, "--param '%s': no value", kv);
+        d->n_pd++;
+    }
+    /* the default configuration: 1 rank (an extra value only it uses when --ranks lacks 1), and
+     * the first value of each --param (as for every workload) */
+    r->n_grid = r->n;
+    r->default_index = pdim_add(r, r->def);
+    if (r->default_index < 0)
+        return bkm_err_set(err, BKM_EINVAL, "--ranks: more than %d values", BKM_TUNE_SPACE_MAX_VALUES - 1);
+    for (int k = 1; k < d->n_pd; k++) {
+        d->pd[k].n_grid = d->pd[k].n;
+        d->pd[k].default_index = 0;
+    }
+    return BKM_OK;
+}
+
+static int train_threads(dims_t *d, const bkm_tune_space_opts_t *o, int cores, bkm_err_t *err)
+{
+    d->n_thr = 0;
+    for (int i = 0; i < (o->n_threads > 0 ? o->n_threads : 1); i++) {
+        int t = o->n_threads > 0 ? o->threads[i] : cores, k;
+        if (t < 1 || t > cores)
+            return bkm_err_set(err, BKM_EINVAL, "--threads %d: out of range 1..%d (threads per rank, each on a core of "
+                               "its own: the node has %d cores)", t, cores, cores);
+        for (k = 0; k < d->n_thr && d->threads[k] != t; k++)
+            ;
+        if (k == d->n_thr)
+            d->threads[d->n_thr++] = t;
+    }
+    d->n_thr_grid = d->n_thr;
+    for (d->thr_def = 0; d->thr_def < d->n_thr && d->threads[d->thr_def] != cores; d->thr_def++)
+        ;
+    if (d->thr_def == d->n_thr)
+        d->threads[d->n_thr++] = cores;
+    return BKM_OK;
+}
+
+static int train_grid(dims_t *d, const bkm_tune_space_opts_t *o, int cores, bkm_tune_space_t *sp, bkm_err_t *err)
+{
+    bkm_tune_config_t c;
+    size_t total = (size_t)d->n_thr_grid;
+    int rc;
+    for (int k = 0; k < d->n_pd; k++)
+        total *= (size_t)d->pd[k].n_grid;
+    if ((rc = push_default(d, o, sp, err)) < 0)
+        return rc;
+    for (size_t i = 0; i < total; i++) {
+        size_t x = i;
+        int is_def = 1, ranks;
+        memset(&c, 0, sizeof c);
+        for (int k = d->n_pd - 1; k >= 0; k--) {
+            c.coord[BKM_TUNE_DIM_PARAM0 + k] = (int)(x % (size_t)d->pd[k].n_grid);
+            x /= (size_t)d->pd[k].n_grid;
+            is_def &= c.coord[BKM_TUNE_DIM_PARAM0 + k] == d->pd[k].default_index;
+        }
+        c.coord[BKM_TUNE_DIM_THREADS] = (int)x;
+        is_def &= (int)x == d->thr_def;
+        if (is_def)
+            continue;   /* the default configuration, already first */
+        ranks = atoi(d->pd[0].value[c.coord[BKM_TUNE_DIM_PARAM0]]);
+        config_at(d, &c, o->backend);
+        if (ranks * d->threads[x] > cores) {
+            char label[256];
+            bkm_tune_config_label(&c, label, sizeof label);
+            if ((rc = cause_add(sp, 0, 0, "ranks x threads per rank beyond the node's cores", "")) < 0 ||
+                (rc = add_note(sp, "dropped: %s: %d ranks x %d threads need %d cores; the node has %d", label, ranks,
+                               d->threads[x], ranks * d->threads[x], cores)) < 0)
+                return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+            continue;
+        }
+        if ((rc = space_push(sp, &c, err)) < 0)
+            return rc;
+    }
+    return BKM_OK;
+}
+
+static int space_create_train(bkm_tune_space_t **space, const bkm_topo_t *topo, const bkm_tune_space_opts_t *o,
+                              bkm_err_t *err)
+{
+    bkm_tune_space_t *sp = NULL;
+    dims_t *d = NULL;
+    bkm_topo_summary_t ts;
+    int rc, cores;
+    if (o->n_affinity > 0 || o->n_blocktime > 0 || o->n_hw_subset > 0 || o->sweep_tunables)
+        return bkm_err_set(err, BKM_EINVAL, "workload %s: --%s does not apply: the launcher binds every rank to cores "
+                           "of its own (sweep --ranks, --threads and --param)", o->workload,
+                           o->n_affinity ? "affinity" : o->n_blocktime ? "blocktime"
+                                                      : o->n_hw_subset ? "hw-subset" : "sweep-tunables");
+    if (o->backend && o->backend[0] && (rc = train_value_check("backend", o->backend, err)) < 0)
+        return bkm_err_prefix(err, "--backend");
+    bkm_topo_summary(topo, &ts);
+    cores = ts.cores > 0 ? ts.cores : 1;
+    sp = bkm_calloc(1, sizeof *sp);
+    d = bkm_calloc(1, sizeof *d);
+    if (sp == NULL || d == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        goto out;
+    }
+    bkm_buf_init(&sp->json);
+    d->n_aff = d->n_bt = d->n_hw = 1;
+    snprintf(d->aff[0].label, sizeof d->aff[0].label, "default");
+    d->bt[0] = BKM_TUNE_BLOCKTIME_UNSET;
+    if ((rc = train_threads(d, o, cores, err)) < 0 || (rc = train_dims(d, o, cores, err)) < 0 ||
+        (rc = train_grid(d, o, cores, sp, err)) < 0)
+        goto out;
+    if ((rc = space_finish(sp, d, o, err)) < 0)
+        goto out;
+    *space = sp;
+    sp = NULL;
+    rc = BKM_OK;
+out:
+    bkm_free(d);
+    bkm_tune_space_free(sp);
+    return rc;
 }

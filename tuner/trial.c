@@ -88,13 +88,18 @@ int bkm_tune_trial_spec_param(bkm_tune_trial_spec_t *spec, const char *key_eq_va
 /* Test-only fault injections the worker knows (bkm_tune_worker_run). */
 static int spec_inject_valid(const char *s)
 {
-    static const char *const ok[] = {"", "segv", "abort", "hang", "fail", "badjson", "mismatch"};
+    static const char *const ok[] = {"", "segv", "abort", "hang", "fail", "badjson", "mismatch", "killrank1"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcmp(s, ok[i]) == 0)
             return 1;
     return 0;
 }
 #endif
+
+int bkm_tune_workload_is_mpi(const char *workload)
+{
+    return workload != NULL && strcmp(workload, BKM_TUNE_TRAIN_WORKLOAD) == 0;
+}
 
 int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *err)
 {
@@ -126,8 +131,16 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
 #ifdef BKM_TEST_HOOKS
     if (!spec_inject_valid(spec->inject))
         return bkm_err_set(err, BKM_EINVAL, "trial: unknown fault injection '%s' (test-only: segv, abort, "
-                           "hang, fail, badjson, mismatch)", spec->inject);
+                           "hang, fail, badjson, mismatch, killrank1)", spec->inject);
 #endif
+    if (spec->ranks < 0 || spec->ranks > BKM_TUNE_RANKS_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "trial: ranks %d out of range 0..%d", spec->ranks, BKM_TUNE_RANKS_MAX);
+    if (spec->ranks == 0 && bkm_tune_workload_is_mpi(spec->workload))
+        return bkm_err_set(err, BKM_EINVAL, "trial: workload %s runs as an MPI job: ranks must be 1 or more",
+                           spec->workload);
+    if (spec->ranks > 0 && !bkm_tune_workload_is_mpi(spec->workload))
+        return bkm_err_set(err, BKM_EINVAL, "trial: ranks %d given, but workload %s is not an MPI workload (only %s)",
+                           spec->ranks, spec->workload, BKM_TUNE_TRAIN_WORKLOAD);
     for (int i = 0; i < spec->n_env; i++)
         if (strcmp(spec->env[i].key, "OMP_NUM_THREADS") == 0)
             return bkm_err_set(err, BKM_EINVAL, "trial: OMP_NUM_THREADS='%s' in the environment list; "
@@ -181,6 +194,10 @@ void bkm_tune_trial_spec_to_json(const bkm_tune_trial_spec_t *spec, bkm_json_w_t
     bkm_json_double(w, spec->timeout_s);
     bkm_json_key(w, "noise_share");
     bkm_json_double(w, spec->noise_share);
+    if (spec->ranks > 0) {
+        bkm_json_key(w, "ranks");
+        bkm_json_int(w, spec->ranks);
+    }
 #ifdef BKM_TEST_HOOKS
     if (spec->inject[0]) {
         bkm_json_key(w, "inject");
@@ -266,6 +283,7 @@ int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec,
 #endif
         (rc = json_copy_str(doc, "seed", seed, sizeof seed, 0, err)) < 0 ||
         (rc = json_get_int(doc, "threads", &spec->threads, err)) < 0 ||
+        (rc = json_get_int(doc, "ranks", &spec->ranks, err)) < 0 ||
         (rc = json_get_int(doc, "warmup", &spec->warmup, err)) < 0 ||
         (rc = json_get_int(doc, "min_samples", &spec->min_samples, err)) < 0 ||
         (rc = json_get_int(doc, "max_samples", &spec->max_samples, err)) < 0 ||
@@ -830,8 +848,26 @@ static const char *last_line(const char *text, char *buf, size_t n)
     return buf;
 }
 
+/* An MPI trial whose launcher exited non-zero: the signal that killed a rank, as the launcher
+ * reports it (hydra, on its stdout: "... EXIT STRING: Killed (signal 9)"; srun: exit status
+ * 128 + N), else 0. @p out: the launcher's stdout (may be NULL), @p tail: its stderr. */
+static int launcher_rank_signal(const char *out, const char *tail, int exit_code)
+{
+    const char *p, *q = NULL;
+    for (p = out; p != NULL && (p = strstr(p, "(signal ")) != NULL;)
+        q = p++;
+    for (p = tail; q == NULL && p != NULL && (p = strstr(p, "(signal ")) != NULL;)
+        q = p++;
+    if (q != NULL) {
+        int sig = atoi(q + 8);
+        if (sig > 0 && sig < 65)
+            return sig;
+    }
+    return exit_code > 128 && exit_code < 128 + 65 ? exit_code - 128 : 0;
+}
+
 static void runner_classify(bkm_tune_trial_result_t *r, int wstatus, int timed_out, const char *json,
-                            bkm_err_t *perr)
+                            int ranks, bkm_err_t *perr)
 {
     bkm_err_t jerr = {0};
     int have_output = json != NULL && json[0] != '\0';
@@ -859,6 +895,20 @@ static void runner_classify(bkm_tune_trial_result_t *r, int wstatus, int timed_o
         return;
     }
     r->exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    if (ranks > 0 && r->exit_code != 0 && r->exit_code != BKM_WORKER_EXIT_BINDING &&
+        launcher_rank_signal(json, r->stderr_tail, r->exit_code) > 0) {
+        const char *nm;
+        r->signal = launcher_rank_signal(json, r->stderr_tail, r->exit_code);
+        nm = signal_name(r->signal);
+        r->status = BKM_TRIAL_CRASHED;
+        if (nm)
+            snprintf(r->signal_name, sizeof r->signal_name, "%s", nm);
+        else
+            snprintf(r->signal_name, sizeof r->signal_name, "SIG%d", r->signal);
+        snprintf(r->message, sizeof r->message, "a rank of the %d-rank job was killed by %s; the launcher ended "
+                 "the job (exit code %d)", ranks, r->signal_name, r->exit_code);
+        return;
+    }
     if (r->exit_code == BKM_WORKER_EXIT_BINDING) {
         r->status = BKM_TRIAL_BINDING_MISMATCH;
         snprintf(r->message, sizeof r->message, "threads were not bound as planned%s",
@@ -917,6 +967,9 @@ static void result_interrupted(bkm_tune_trial_result_t *r, const bkm_tune_runner
              rn->stop ? (int)*rn->stop : 0);
 }
 
+/* launcher (4-7 words) + worker, "worker", --spec, JSON, --parent, PID, --result-fd, N, NULL */
+#define RUNNER_ARGV_MAX 20
+
 int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec,
                        bkm_tune_trial_result_t *r, bkm_err_t *err)
 {
@@ -927,8 +980,10 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     posix_spawnattr_t attr;
     sigset_t dflt;
     char **envp = NULL;
-    char *argv[9] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    char parent_pid[24], result_fd[8];
+    char *argv[RUNNER_ARGV_MAX] = {NULL};
+    char parent_pid[24], result_fd[8], nranks[16], bind[48];
+    const char *exe = rn ? rn->worker_path : NULL;
+    int k = 0;
     bkm_buf_t spec_json, json;
     runner_io_t io;
     bkm_json_w_t w;
@@ -964,18 +1019,47 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
         rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the trial spec");
         goto out;
     }
-    argv[0] = (char *)rn->worker_path;
-    argv[1] = (char *)(rn->worker_cmd ? rn->worker_cmd : "worker");
-    argv[2] = (char *)"--spec";
-    argv[3] = spec_json.data;
-    /* The worker dies with the tuner (PR_SET_PDEATHSIG) and checks this pid to close the race
-     * of a tuner killed before the worker armed it. */
-    snprintf(parent_pid, sizeof parent_pid, "%ld", (long)getpid());
-    argv[4] = (char *)"--parent";
-    argv[5] = parent_pid;
-    snprintf(result_fd, sizeof result_fd, "%d", BKM_WORKER_RESULT_FD);
-    argv[6] = (char *)"--result-fd";
-    argv[7] = result_fd;
+    if (spec->ranks > 0) {
+        /* An MPI trial: the launcher starts spec->ranks workers, rank r bound to its own
+         * spec->threads cores; the launcher passes the trial's environment to every rank. Rank 0
+         * writes the JSON to its stdout, which the launcher forwards to ours: the result pipe. */
+        if (rn->launcher == NULL || rn->launcher[0] == '\0') {
+            rc = bkm_err_set(err, BKM_EDEP, "trial runner: workload %s runs under an MPI launcher, and none was "
+                             "found (install MPICH: mpiexec; or run inside a Slurm allocation: srun)", spec->workload);
+            goto out;
+        }
+        exe = rn->launcher;
+        snprintf(nranks, sizeof nranks, "%d", spec->ranks);
+        argv[k++] = (char *)rn->launcher;
+        argv[k++] = (char *)"-n";
+        argv[k++] = nranks;
+        if (rn->slurm_job_id != NULL && rn->slurm_job_id[0]) {
+            snprintf(bind, sizeof bind, "--cpus-per-task=%d", spec->threads);
+            argv[k++] = bind;
+            argv[k++] = (char *)"--cpu-bind=cores";
+            argv[k++] = (char *)"--export=ALL";
+            argv[k++] = (char *)"--mpi=pmi2";   /* MPICH under srun: else every rank is a world of its own */
+        } else {
+            snprintf(bind, sizeof bind, "core:%d", spec->threads);
+            argv[k++] = (char *)"-bind-to";
+            argv[k++] = bind;
+        }
+    }
+    argv[k++] = (char *)rn->worker_path;
+    argv[k++] = (char *)(rn->worker_cmd ? rn->worker_cmd : "worker");
+    argv[k++] = (char *)"--spec";
+    argv[k++] = spec_json.data;
+    if (spec->ranks == 0) {
+        /* The worker dies with the tuner (PR_SET_PDEATHSIG) and checks this pid to close the race
+         * of a tuner killed before the worker armed it. (Under a launcher the parent is the
+         * launcher's proxy; the launcher dies with its process group.) */
+        snprintf(parent_pid, sizeof parent_pid, "%ld", (long)getpid());
+        argv[k++] = (char *)"--parent";
+        argv[k++] = parent_pid;
+        snprintf(result_fd, sizeof result_fd, "%d", BKM_WORKER_RESULT_FD);
+        argv[k++] = (char *)"--result-fd";
+        argv[k++] = result_fd;
+    }
 
     if ((rc = pipe_make(out_pipe, err)) < 0 || (rc = pipe_make(res_pipe, err)) < 0)
         goto out;
@@ -987,9 +1071,10 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     /* dup2 clears O_CLOEXEC on the new descriptors (all above 3: pipe_make); the pipe ends
      * themselves close on exec. */
     if ((src = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
-        (src = posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1)) != 0 ||
+        (src = posix_spawn_file_actions_adddup2(&fa, spec->ranks > 0 ? res_pipe[1] : out_pipe[1], 1)) != 0 ||
         (src = posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 2)) != 0 ||
-        (src = posix_spawn_file_actions_adddup2(&fa, res_pipe[1], BKM_WORKER_RESULT_FD)) != 0) {
+        (spec->ranks == 0 &&
+         (src = posix_spawn_file_actions_adddup2(&fa, res_pipe[1], BKM_WORKER_RESULT_FD)) != 0)) {
         rc = bkm_err_set(err, BKM_ENOMEM, "posix_spawn file actions: %s", strerror(src));
         goto out;
     }
@@ -1013,10 +1098,10 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
     t0 = bkm_now_ns();
-    src = posix_spawn(&pid, rn->worker_path, &fa, &attr, argv, envp);
+    src = posix_spawn(&pid, exe, &fa, &attr, argv, envp);
     if (src != 0) {
         pid = -1;
-        rc = bkm_err_set(err, BKM_EDEP, "cannot start the worker '%s': %s", rn->worker_path, strerror(src));
+        rc = bkm_err_set(err, BKM_EDEP, "cannot start the worker '%s': %s", exe, strerror(src));
         goto out;
     }
     close_fd(&out_pipe[1]);
@@ -1069,7 +1154,7 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
             goto out;
         }
     }
-    runner_classify(r, wstatus, how == END_TIMEOUT, r->json, err);
+    runner_classify(r, wstatus, how == END_TIMEOUT, r->json, spec->ranks, err);
     if (how == END_TIMEOUT)
         snprintf(r->message, sizeof r->message, "worker exceeded the trial timeout of %g s; killed", spec->timeout_s);
 out:

@@ -16,4 +16,9 @@ static inline uint64_t bkm_tune_rng_next(uint64_t *s)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
+/* The worker of an MPI training trial (spec.ranks >= 1): worker_train.c, see bkm_tune_worker_run. */
+struct bkm_tune_worker_cfg;
+struct bkm_buf;
+int bkm__tune_worker_train(const struct bkm_tune_worker_cfg *cfg, struct bkm_buf *out, struct bkm_err *err);
+
 #endif

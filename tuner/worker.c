@@ -12,6 +12,7 @@
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
 #include "bkm/workloads.h"
+#include "tuner_int.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Binding verification                                                                      */
@@ -360,6 +361,10 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     rc = bkm_tune_trial_spec_validate(spec, err);
     if (rc < 0 || (rc = worker_threads_check(cfg, err)) < 0)
         goto out;
+    if (spec->ranks > 0) {   /* one rank of an MPI training trial: its own protocol */
+        rc = bkm__tune_worker_train(cfg, out, err);
+        goto out;
+    }
     if (cfg->aff_env != NULL)
         aff_env = *cfg->aff_env;
     /* Plan from the environment and start PAPI before the first OpenMP call. */

@@ -159,6 +159,68 @@ START_TEST(spec_from_config)
 }
 END_TEST
 
+/* fmnist-sgd (MPI): ranks x threads x --param; ranks x threads beyond the cores dropped; the
+ * default 1 rank x one thread per core; specs carry the rank count, not a "ranks" parameter. */
+START_TEST(mpi_ranks_dimension)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    bkm_tune_trial_spec_t spec;
+    size_t merged = 9, dropped = 9;
+    int dims[BKM_TUNE_MAX_DIMS], n_dims, twos = 0;
+    opts_init(&o, "fmnist-sgd");
+    o.ranks[0] = 1, o.ranks[1] = 2, o.n_ranks = 2;
+    o.threads[0] = 1, o.threads[1] = 2, o.n_threads = 2;
+    o.params[0] = "allreduce=mpi,ring", o.n_params = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    /* grid 2 threads x 2 ranks x 2 algorithms = 8, minus 2 (2 x 2 on 2 cores); the default
+     * (threads=2 ranks=1 allreduce=mpi) is one of them, listed first */
+    ck_assert_uint_eq(bkm_tune_space_size(sp), 6);
+    bkm_tune_space_counts(sp, &merged, &dropped);
+    ck_assert_uint_eq(dropped, 2);
+    ck_assert(has_note(sp, "2 ranks x 2 threads need 4 cores", "the node has 2"));
+    n_dims = bkm_tune_space_dims(sp, dims);
+    ck_assert_int_eq(n_dims, BKM_TUNE_DIM_PARAM0 + 2);
+    ck_assert_int_eq(dims[BKM_TUNE_DIM_PARAM0], 2);   /* ranks 1, 2 */
+    ck_assert(bkm_tune_space_config(sp, 0)->is_default);
+    ck_assert_int_eq(bkm_tune_space_config(sp, 0)->threads, 2);
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        bkm_tune_trial_spec_defaults(&spec);
+        ck_assert_int_eq(bkm_tune_config_to_spec(c, "fmnist-sgd", &spec, &err), BKM_OK);
+        ck_assert_int_eq(bkm_tune_trial_spec_validate(&spec, &err), BKM_OK);
+        ck_assert_int_ge(spec.ranks, 1);
+        ck_assert_int_le(spec.ranks * spec.threads, 2);
+        for (int k = 0; k < spec.n_params; k++)
+            ck_assert_str_ne(spec.params[k].key, "ranks");
+        twos += spec.ranks == 2;
+        ck_assert_int_eq(spec.n_env, 0);
+    }
+    ck_assert_int_eq(twos, 2);   /* 2 ranks x 1 thread x {mpi, ring} */
+    bkm_tune_space_free(sp);
+
+    /* bad input, named */
+    opts_init(&o, "fmnist-sgd");
+    o.ranks[0] = 3, o.n_ranks = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--ranks 3"));
+    opts_init(&o, "fmnist-sgd");
+    o.params[0] = "allreduce=tree", o.n_params = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tree"));
+    opts_init(&o, "fmnist-sgd");
+    o.params[0] = "ranks=2", o.n_params = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--ranks"));
+    opts_init(&o, "gemm");
+    o.ranks[0] = 2, o.n_ranks = 1;
+    ck_assert_int_eq(bkm_tune_space_create(&sp, topo, &prof, &o, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--ranks"));
+    ck_assert_ptr_null(sp);
+}
+END_TEST
+
 START_TEST(narrowed_setting_equal_to_default_is_kept)
 {
     /* 'none' plans like the default (unbound), but at 1 thread it is another configuration */
@@ -665,6 +727,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, small_default_first_and_dedup);
     tcase_add_test(tc, config_keys_are_canonical_and_distinct);
     tcase_add_test(tc, spec_from_config);
+    tcase_add_test(tc, mpi_ranks_dimension);
     tcase_add_test(tc, narrowing_params);
     tcase_add_test(tc, narrowed_setting_equal_to_default_is_kept);
     tcase_add_test(tc, bad_inputs_named);

@@ -56,7 +56,7 @@ static void run_fake_with(const char *mode, double timeout_s, const volatile sig
 {
     char kv[64];
     bkm_tune_trial_spec_t spec;
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -108,6 +108,43 @@ static int count_open_fds(void)
     closedir(d);
     return n;
 }
+
+/* MPI trials: ranks travel in the spec's JSON; only the MPI workload takes them, and it needs them;
+ * without a launcher the runner refuses to start (BKM_EDEP), before spawning anything. */
+START_TEST(spec_ranks)
+{
+    bkm_tune_trial_spec_t a, b;
+    bkm_tune_trial_result_t res;
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_err_t err = {0};
+    bkm_buf_t buf;
+    bkm_json_w_t w;
+    bkm_tune_trial_spec_defaults(&a);
+    snprintf(a.workload, sizeof a.workload, "%s", BKM_TUNE_TRAIN_WORKLOAD);
+    ck_assert(bkm_tune_workload_is_mpi(a.workload));
+    ck_assert(!bkm_tune_workload_is_mpi("gemm"));
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_EINVAL);   /* ranks 0 */
+    ck_assert_ptr_nonnull(strstr(err.msg, "ranks"));
+    a.ranks = 2;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_OK);
+    bkm_buf_init(&buf);
+    bkm_json_w_init(&w, &buf, 0);
+    bkm_tune_trial_spec_to_json(&a, &w);
+    ck_assert_int_eq(bkm_tune_trial_spec_from_json(bkm_buf_str(&buf), &b, &err), BKM_OK);
+    ck_assert_int_eq(b.ranks, 2);
+    bkm_buf_free(&buf);
+    a.ranks = BKM_TUNE_RANKS_MAX + 1;
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_EINVAL);
+    a.ranks = 2;
+    memset(&res, 0, sizeof res);
+    ck_assert_int_eq(bkm_tune_trial_run(&rn, &a, &res, &err), BKM_EDEP);
+    ck_assert_ptr_nonnull(strstr(err.msg, "mpiexec"));
+    bkm_tune_trial_result_free(&res);
+    snprintf(a.workload, sizeof a.workload, "gemm");
+    ck_assert_int_eq(bkm_tune_trial_spec_validate(&a, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not an MPI workload"));
+}
+END_TEST
 
 START_TEST(spec_roundtrip_and_validation)
 {
@@ -228,7 +265,7 @@ START_TEST(trial_env_is_set)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -249,7 +286,7 @@ START_TEST(trial_env_follows_planner_order)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -385,7 +422,7 @@ START_TEST(missing_worker_is_an_environment_error)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -512,7 +549,7 @@ START_TEST(ignored_sigchld_is_refused)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -638,6 +675,7 @@ static Suite *trial_suite(void)
     TCase *spec = tcase_create("spec");
     TCase *run = tcase_create("runner");
     tcase_add_test(spec, spec_roundtrip_and_validation);
+    tcase_add_test(spec, spec_ranks);
     tcase_add_test(spec, env_names);
     tcase_add_test(spec, env_check_refuses_another_topology);
     tcase_add_test(spec, measure_follows_the_protocol);

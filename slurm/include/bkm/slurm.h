@@ -102,6 +102,8 @@ typedef struct bkm_slurm_job {
     const char *output;           /**< -o; NULL = "<job_name>-%j.out" */
     const char *mpi;              /**< srun --mpi=TYPE ("pmi2" for MPICH); NULL or "" = omitted */
     const char *command;          /**< the user's program instead of `tune run`; NULL = tune run */
+    int train;                    /**< 1: the workload is the MPI training run: the ranks run
+                                       `tune train --threads T --param ...` instead of `tune run` */
     const char *tune;             /**< path of the tune executable the job runs */
     const char *generated_by;     /**< "tune sbatch ..." (the command line), for the comment */
     const char *generated_at;     /**< ISO-8601 UTC */

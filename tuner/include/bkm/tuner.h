@@ -168,11 +168,23 @@ typedef struct bkm_tune_trial_spec {
                                       than this share of the timed region is marked disturbed
                                       (bkm_tune_noise_t); default BKM_TUNE_NOISE_SHARE_DEFAULT */
     double timeout_s;            /**< wall limit of the worker; default 600 */
+    int ranks;                   /**< 0: one worker process (every workload but the MPI training);
+                                      P >= 1: the MPI training workload (BKM_TUNE_TRAIN_WORKLOAD):
+                                      the runner starts P workers under the MPI launcher
+                                      (bkm_tune_runner_t.launcher), each bound to its own
+                                      `threads` cores; at most BKM_TUNE_RANKS_MAX */
 #ifdef BKM_TEST_HOOKS
     char inject[32];             /**< test builds only (tune_testhooks): fault injection, see
                                       bkm_tune_worker_run; "" */
 #endif
 } bkm_tune_trial_spec_t;
+
+/** The workload that runs as an MPI job of spec.ranks processes (synchronous-SGD training). */
+#define BKM_TUNE_TRAIN_WORKLOAD "fmnist-sgd"
+/** Most ranks of one trial. */
+#define BKM_TUNE_RANKS_MAX 1024
+/** 1 if @p workload runs as an MPI job (BKM_TUNE_TRAIN_WORKLOAD). */
+int bkm_tune_workload_is_mpi(const char *workload);
 
 /** Limits of a trial spec, as bkm_tune_trial_spec_validate enforces them: samples (min and max)
  *  1..BKM_TUNE_SAMPLES_MAX, min/max time 0..BKM_TUNE_TIME_MAX_S, timeout (0, BKM_TUNE_TIMEOUT_MAX_S].
@@ -249,6 +261,15 @@ typedef struct bkm_tune_runner {
                                       SIGTERM): the running worker's process group is killed at
                                       once and the trial is BKM_TRIAL_INTERRUPTED */
     size_t max_result_bytes;     /**< a longer JSON fails the trial; 0 = BKM_TUNE_RESULT_MAX */
+    const char *launcher;        /**< MPI trials (spec.ranks >= 1): path of MPICH's hydra `mpiexec`,
+                                      started as `mpiexec -n P -bind-to core:T <worker> worker
+                                      --spec JSON` (hydra passes the whole environment to every
+                                      rank; -bind-to core:T gives rank r the cores rT..rT+T-1);
+                                      or, with slurm_job_id, the path of `srun`, started as
+                                      `srun -n P --cpus-per-task=T --cpu-bind=cores --export=ALL --mpi=pmi2 ...`.
+                                      NULL: MPI trials fail to start (BKM_EDEP) */
+    const char *slurm_job_id;    /**< non-empty: the tuner runs inside that Slurm allocation and
+                                      launcher is srun (the CLI reads SLURM_JOB_ID) */
 } bkm_tune_runner_t;
 
 /** Result of one trial. Zero-initialise before the first use; free with
@@ -357,6 +378,22 @@ typedef struct bkm_tune_worker_cfg {
     int omp_num_threads;               /**< OMP_NUM_THREADS as read by the CLI, 0 if unset */
 } bkm_tune_worker_cfg_t;
 
+/** Trial defaults of the MPI training workload: a short run instead of the 10 epochs of
+ *  `tune train` (one epoch of BKM_TUNE_TRAIN_STEPS global batches, evaluated on
+ *  BKM_TUNE_TRAIN_TEST images) unless the trial's parameters set epochs, train_limit or
+ *  test_limit. */
+#define BKM_TUNE_TRAIN_STEPS 100
+#define BKM_TUNE_TRAIN_TEST 1000
+
+/** MPI training trials (spec.ranks >= 1, one worker per rank under the launcher): the short
+ *  training run (BKM_TUNE_TRAIN_STEPS) of bkm_train_run, timed per training step; rank 0 writes
+ *  the JSON, the other ranks nothing. samples_ms holds each rank's median step time (one value
+ *  per rank, rank order); median_ms is their median, max_ms their maximum; "binding" holds the
+ *  per-rank results ({"ranks": [{rank, host, cpus, step_median_ms}], "ranks_share_cpus",
+ *  "median_ms", "max_ms"}). Binding verified per rank: ranks on one host must not share CPUs
+ *  (P > 1), and each rank must hold at least spec.threads CPUs; otherwise BKM_EVERIFY with the
+ *  JSON. Test builds: spec.inject = "killrank1" makes rank 1 SIGKILL itself once MPI runs
+ *  (rank 0 goes on into the training run). */
 /** The worker's protocol, in this order: topology, plan from the environment (before any
  *  OpenMP call), binding probe with spec.threads threads and comparison with the plan, workload
  *  creation (untimed), warm-up (>= 1 iteration, until two consecutive iterations are within 10%
@@ -662,6 +699,9 @@ typedef struct bkm_tune_space_opts {
     int n_hw_subset;
     const char *params[BKM_TUNE_SPACE_MAX_PARAMS]; /**< --param "key=v1,v2" (any workload parameter) */
     int n_params;
+    int ranks[BKM_TUNE_SPACE_MAX_THREADS];         /**< --ranks (MPI training workload only): ranks
+                                                        per trial; default {1} */
+    int n_ranks;
     int sweep_tunables;                            /**< 1: also sweep the kernel tunables not named in
                                                         params at {def/2, def, 2 def}; 0: keep them at
                                                         their defaults */
@@ -669,7 +709,7 @@ typedef struct bkm_tune_space_opts {
 
 /** One configuration of the space (a plain value). */
 typedef struct bkm_tune_config {
-    int threads;
+    int threads;               /**< OpenMP threads (per rank for the MPI training workload) */
     char affinity[192];        /**< label: "default", the KMP_AFFINITY value, or "VAR=v VAR=v" */
     char kmp_affinity[128];    /**< "" = unset */
     char omp_places[64];
