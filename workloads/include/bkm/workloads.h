@@ -156,7 +156,7 @@ void bkm_mnist_free(bkm_mnist_t *m);
 /** `fmnist-sgd`: synchronous data-parallel SGD over MPI (workloads.md §7). Parameters (key=value,
  *  the same as `--param`): epochs, batch (global), lr, momentum, model (cnn|mlp), dropout, allreduce (mpi|flat|ring|overlap), bucket_kb, reduce
  *  (mean|sum), data, trace, verbose_ranks, seed, backend (native|onednn), bcast (start|epoch),
- *  train_limit, test_limit. bkm_train_params lists them with defaults and help. */
+ *  micro (micro-batch: exact, P-independent gradient sums), train_limit, test_limit. bkm_train_params lists them with defaults and help. */
 typedef struct bkm_train_param {
     const char *name, *def, *help;
 } bkm_train_param_t;
