@@ -169,7 +169,9 @@ typedef void (*bkm_train_log_fn)(void *ctx, const char *line);
 /** Run the training: MPI initialised here (MPI_THREAD_FUNNELED, checked) when it is not yet, and
  *  finalised on return if it was. Every rank calls it. @p json receives rank 0's result
  *  ({"workload", "ranks", "threads", "params", "epochs": [{epoch, loss, test_accuracy, samples_per_s,
- *  comm_s, compute_s}], "step_losses" with trace=1, "step_ms": {median, max}}); other ranks leave it
+ *  comm_s, compute_s, checksum, and with allreduce=overlap "overlap": {reduced_during_backward_share,
+ *  bytes_per_step, buckets, exposed_wait_s, hook_s}}], "step_losses" with trace=1, "step_ms": {median,
+ *  max}}); other ranks leave it
  *  empty. *rank (may be NULL) = this process's rank. Errors (same on every rank where the ranks can
  *  agree): BKM_EINVAL bad configuration or data file (named); BKM_EDEP an MPI error; BKM_EVERIFY
  *  parameters that differ between ranks at the end of an epoch. */
