@@ -38,7 +38,8 @@ static const char *const ar_names[] = {"mpi", "flat", "ring", "overlap"};
 static const bkm_train_param_t tr_params[] = {
     {"epochs", "10", "passes over the training set (1..1000)"},
     {"batch", "128", "global batch (1..65536), split evenly over the ranks: must be a multiple of the rank count"},
-    {"lr", "auto", "learning rate; auto = 0.01 (cnn, the seed's) or 0.05 (mlp)"},
+    {"lr", "auto", "learning rate; auto = 0.02 (cnn: the seed's 0.01 x its 2 ranks' summed gradients, as our "
+                   "gradients are averaged) or 0.05 (mlp)"},
     {"momentum", "auto", "SGD momentum in [0, 1); auto = 0.5 (cnn, the seed's) or 0.9 (mlp)"},
     {"model", "cnn", "cnn (the seed's LeNet-like network, 21,840 parameters) or mlp (784-256-10, 203,530)"},
     {"dropout", "auto", "probability of the cnn's two dropouts (Dropout2d after conv2, dropout after fc1) in "
@@ -53,6 +54,11 @@ static const bkm_train_param_t tr_params[] = {
     {"seed", "1234", "seed of the initial parameters and the shuffling"},
     {"backend", "native", "native | onednn (oneDNN runs training steps; evaluation runs native)"},
     {"bcast", "start", "start: broadcast the parameters from rank 0 once; epoch: at every epoch (the seed)"},
+    {"micro", "auto", "micro-batch in images: each rank runs its B/P slice as micro-batches of this size, sums "
+                      "their gradients in double in a fixed tree over the micro-batch index and allreduces the "
+                      "double partials, so P=1 and P>1 compute the same gradient (auto = gcd(B/P, 32): 32 at "
+                      "B=128 for P=1,2,4; it must divide B/P); 0 = off: one float step over the whole slice "
+                      "and a float allreduce (the summation order then depends on P)"},
     {"train_limit", "0", "use only the first N training images (0 = all)"},
     {"test_limit", "0", "use only the first N test images (0 = all)"},
 };
@@ -66,6 +72,7 @@ const bkm_train_param_t *bkm_train_params(size_t *n)
 
 typedef struct tr_cfg {
     int epochs, batch, mlp, algo, bucket_kb, reduce_sum, trace, verbose_ranks, onednn, bcast_epoch;
+    int micro; /* -1 = auto */
     double lr, momentum, dropout;
     long long seed, train_limit, test_limit;
     const char *data;
@@ -138,7 +145,7 @@ static int tr_parse(const bkm_wl_config_t *cfg, tr_cfg_t *c, bkm_err_t *err)
         return rc;
     c->batch = (int)v;
     if ((rc = tr_choice(cfg, "model", models, 2, &c->mlp, err)) < 0 ||
-        (rc = tr_num(cfg, "lr", 0.0, 1e3, c->mlp ? 0.05 : 0.01, &c->lr, err)) < 0 ||
+        (rc = tr_num(cfg, "lr", 0.0, 1e3, c->mlp ? 0.05 : 0.02, &c->lr, err)) < 0 ||
         (rc = tr_num(cfg, "momentum", 0.0, 1.0, c->mlp ? 0.9 : 0.5, &c->momentum, err)) < 0 ||
         (rc = tr_num(cfg, "dropout", 0.0, 1.0, c->mlp ? 0.0 : 0.5, &c->dropout, err)) < 0 ||
         (rc = tr_choice(cfg, "allreduce", ar_names, 4, &c->algo, err)) < 0 ||
@@ -153,6 +160,12 @@ static int tr_parse(const bkm_wl_config_t *cfg, tr_cfg_t *c, bkm_err_t *err)
         (rc = tr_int(cfg, "bucket_kb", 1, 1 << 20, &v, err)) < 0)
         return rc;
     c->bucket_kb = (int)v;
+    c->micro = -1;
+    if (strcmp(tr_val(cfg, "micro"), "auto") != 0) {
+        if ((rc = tr_int(cfg, "micro", 0, 65536, &v, err)) < 0)
+            return rc;
+        c->micro = (int)v;
+    }
     if (c->lr <= 0.0)
         return bkm_err_set(err, BKM_EINVAL, "fmnist-sgd: parameter lr=%s must be positive", tr_val(cfg, "lr"));
     if (c->dropout != 0.0 && c->mlp)
@@ -194,6 +207,11 @@ typedef struct tr {
     bkm_net_exec_t *ex, *ev;         /* training (local batch) and evaluation (native) executors */
     int64_t ev_b;
     float *fused, *tmp, *vel;        /* reduced gradients, ring scratch, momentum */
+    /* exact gradients (micro > 0): k micro-batches of micro images per rank, summed in double in a
+     * binary tree over the micro-batch index (acc: n_lev levels of partial sums), the rank's sum in
+     * dsum, allreduced in double (dtmp: ring scratch) */
+    int micro, n_micro, n_lev, cur_k;
+    double *acc, *dsum, *dtmp;
     int64_t *perm;
     /* overlap */
     int nb;                          /* buckets */
@@ -202,10 +220,13 @@ typedef struct tr {
     MPI_Request req[BKM_NET_MAX_LAYERS];
     int n_req, hook_err;
     double hook_s;                   /* time spent inside hooks (copy + start + test) this step */
+    double ov_done, ov_all, ov_hook; /* this epoch: gradient bytes whose bucket's allreduce completed before
+                                        backward ended, all bytes reduced, seconds inside the hooks */
     double *step_ms;                 /* per-step time (compute + comm), all epochs */
     double *step_loss;               /* trace=1: global loss per step */
     bkm_train_log_fn log;
     void *log_ctx;
+    const bkm__train_hooks_t *hooks; /* tests only (NULL otherwise) */
 } tr_t;
 
 static double now_s(void)
@@ -302,6 +323,53 @@ static void tr_buckets(tr_t *t)
     }
 }
 
+/* Exact gradients: add micro-batch @p k's gradients (elements [lo, hi)) to the tree of partial sums.
+ * Level j holds the sum of 2^j consecutive micro-batches; like a binary counter, micro-batch k merges
+ * with the levels of k's trailing one bits (earlier partial on the left) and lands on the next. */
+static void tr_acc_push(tr_t *t, int k, size_t lo, size_t hi)
+{
+    const float *g = bkm_net_exec_grads(t->ex, NULL);
+    size_t n = t->net.n_params;
+    int tz = 0;
+    while (k & (1 << tz))
+        tz++;
+    for (size_t i = lo; i < hi; i++) {
+        double c = (double)g[i];
+        for (int j = 0; j < tz; j++)
+            c = t->acc[(size_t)j * n + i] + c;
+        t->acc[(size_t)tz * n + i] = c;
+    }
+}
+
+/* After all n_micro pushes: the rank's sum of elements [lo, hi) into dsum, the levels left over
+ * combined from the earliest (highest) to the latest. With 2^i micro-batches per rank this is one
+ * level: P = 2 ranks then add two halves of exactly the tree one rank builds over all of them. */
+static void tr_acc_final(tr_t *t, size_t lo, size_t hi)
+{
+    size_t n = t->net.n_params;
+    int top = t->n_lev - 1;
+    for (size_t i = lo; i < hi; i++) {
+        double c = t->acc[(size_t)top * n + i];
+        for (int j = top - 1; j >= 0; j--)
+            if (t->n_micro & (1 << j))
+                c = c + t->acc[(size_t)j * n + i];
+        t->dsum[i] = c;
+    }
+}
+
+/* Overlap: test the open buckets (MPICH progresses them only inside MPI calls); a bucket found
+ * complete (its request is freed: counted once) adds its bytes to ov_done. */
+static int tr_ov_test(tr_t *t)
+{
+    int idx[BKM_NET_MAX_LAYERS], outc = 0, mrc;
+    if (t->n_req == 0)
+        return MPI_SUCCESS;
+    mrc = MPI_Testsome(t->n_req, t->req, &outc, idx, MPI_STATUSES_IGNORE);
+    for (int i = 0; mrc == MPI_SUCCESS && outc != MPI_UNDEFINED && i < outc; i++)
+        t->ov_done += (double)(t->b_hi[idx[i]] - t->b_lo[idx[i]]) * (t->micro ? sizeof(double) : sizeof(float));
+    return mrc;
+}
+
 /* Gradient hook (overlap): when the lowest layer of a bucket is done, copy the bucket into the fused
  * buffer and start its MPI_Iallreduce; every call also tests the open requests so that MPICH
  * progresses them while backward continues. */
@@ -309,18 +377,25 @@ static void tr_hook(void *ctx, int layer)
 {
     tr_t *t = ctx;
     double t0 = now_s();
-    int b = t->b_first[layer], flag;
-    if (b >= 0 && !t->hook_err) {
+    int b = t->b_first[layer];
+    if (b >= 0 && !t->hook_err && t->cur_k == t->n_micro - 1) { /* the rank's last micro-batch */
         const float *g = bkm_net_exec_grads(t->ex, NULL);
         size_t lo = t->b_lo[b], n = t->b_hi[b] - lo;
-        memcpy(t->fused + lo, g + lo, n * sizeof(float));
-        if (MPI_Iallreduce(MPI_IN_PLACE, t->fused + lo, (int)n, MPI_FLOAT, MPI_SUM, t->comm, &t->req[t->n_req]) !=
-            MPI_SUCCESS)
+        int mrc;
+        if (t->micro) {
+            tr_acc_push(t, t->cur_k, lo, lo + n);
+            tr_acc_final(t, lo, lo + n);
+            mrc = MPI_Iallreduce(MPI_IN_PLACE, t->dsum + lo, (int)n, MPI_DOUBLE, MPI_SUM, t->comm, &t->req[t->n_req]);
+        } else {
+            memcpy(t->fused + lo, g + lo, n * sizeof(float));
+            mrc = MPI_Iallreduce(MPI_IN_PLACE, t->fused + lo, (int)n, MPI_FLOAT, MPI_SUM, t->comm, &t->req[t->n_req]);
+        }
+        if (mrc != MPI_SUCCESS)
             t->hook_err = 1;
         else
             t->n_req++;
     }
-    if (t->n_req > 0 && MPI_Testall(t->n_req, t->req, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+    if (tr_ov_test(t) != MPI_SUCCESS)
         t->hook_err = 1;
     t->hook_s += now_s() - t0;
 }
@@ -331,6 +406,25 @@ static int tr_reduce(tr_t *t, bkm_err_t *err)
     const float *g = bkm_net_exec_grads(t->ex, NULL);
     size_t n = t->net.n_params;
     int mrc = MPI_SUCCESS;
+    if (t->micro && t->c.algo != AR_OVERLAP) { /* exact: the double partials */
+        tr_acc_final(t, 0, n);
+        if (t->c.algo == AR_RING)
+            mrc = bkm__ring_allreduce_f64(t->dsum, n, t->dtmp, t->comm);
+        else if (t->c.algo == AR_FLAT)
+            mrc = MPI_Allreduce(MPI_IN_PLACE, t->dsum, (int)n, MPI_DOUBLE, MPI_SUM, t->comm);
+        else
+            for (int i = 0; i < t->net.d.n_layers && mrc == MPI_SUCCESS; i++) {
+                const bkm_net_layer_info_t *li = &t->net.li[i];
+                if (!li->n_wei)
+                    continue;
+                mrc = MPI_Allreduce(MPI_IN_PLACE, t->dsum + li->wei_off, (int)li->n_wei, MPI_DOUBLE, MPI_SUM,
+                                    t->comm);
+                if (mrc == MPI_SUCCESS)
+                    mrc = MPI_Allreduce(MPI_IN_PLACE, t->dsum + li->bias_off, (int)li->n_bias, MPI_DOUBLE, MPI_SUM,
+                                        t->comm);
+            }
+        return mrc == MPI_SUCCESS ? BKM_OK : mpi_fail(mrc, ar_names[t->c.algo], err);
+    }
     switch (t->c.algo) {
     case AR_MPI: /* per tensor, as the seed */
         for (int i = 0; i < t->net.d.n_layers && mrc == MPI_SUCCESS; i++) {
@@ -353,7 +447,11 @@ static int tr_reduce(tr_t *t, bkm_err_t *err)
     default: /* overlap: the buckets were started by the hook */
         if (t->hook_err)
             return bkm_err_set(err, BKM_EDEP, "fmnist-sgd: MPI_Iallreduce of a gradient bucket failed");
-        mrc = MPI_Waitall(t->n_req, t->req, MPI_STATUSES_IGNORE);
+        mrc = tr_ov_test(t); /* what backward's time hid: the buckets already complete */
+        for (int b = 0; b < t->nb; b++)
+            t->ov_all += (double)(t->b_hi[b] - t->b_lo[b]) * (t->micro ? sizeof(double) : sizeof(float));
+        if (mrc == MPI_SUCCESS)
+            mrc = MPI_Waitall(t->n_req, t->req, MPI_STATUSES_IGNORE);
         if (mrc == MPI_SUCCESS && t->n_req != t->nb)
             return bkm_err_set(err, BKM_EDEP, "fmnist-sgd: %d of %d gradient buckets were started", t->n_req, t->nb);
         t->n_req = 0;
@@ -390,6 +488,24 @@ static int tr_setup(tr_t *t, bkm_err_t *err)
         return bkm_err_set(err, BKM_EINVAL, "fmnist-sgd: batch=%d is not a multiple of the %d ranks", t->c.batch,
                            t->size);
     t->local_b = t->c.batch / t->size;
+    t->micro = t->c.micro;
+    if (t->micro < 0) {
+        int a = t->local_b, b = 32;
+        while (b) {
+            int r = a % b;
+            a = b;
+            b = r;
+        }
+        t->micro = a;
+    }
+    if (t->micro > 0 && t->local_b % t->micro)
+        return bkm_err_set(err, BKM_EINVAL,
+                           "fmnist-sgd: parameter micro=%d does not divide the per-rank batch %d (batch=%d over %d "
+                           "ranks)",
+                           t->micro, t->local_b, t->c.batch, t->size);
+    t->n_micro = t->micro ? t->local_b / t->micro : 1;
+    for (t->n_lev = 1; (1 << t->n_lev) <= t->n_micro; t->n_lev++)
+        ;
     t->steps = t->n_train / t->c.batch;
     if (t->steps < 1)
         return bkm_err_set(err, BKM_EINVAL, "fmnist-sgd: batch=%d is larger than the %lld training images", t->c.batch,
@@ -404,9 +520,9 @@ static int tr_setup(tr_t *t, bkm_err_t *err)
     t->inv_std = (float)(1.0 / sqrt(fmax(s2 / (double)npx - (s / (double)npx) * (s / (double)npx), 1e-12)));
 
     if (t->c.mlp)
-        bkm_net_desc_mnist_mlp(&d, t->local_b);
+        bkm_net_desc_mnist_mlp(&d, t->micro ? t->micro : t->local_b);
     else
-        bkm_net_desc_mnist_cnn(&d, t->local_b, (float)t->c.dropout);
+        bkm_net_desc_mnist_cnn(&d, t->micro ? t->micro : t->local_b, (float)t->c.dropout);
     if ((rc = bkm_net_init(&t->net, &d, err)) < 0 ||
         (rc = bkm_net_exec_create(&t->ex, &t->net, t->c.onednn ? BKM_NET_ONEDNN : BKM_NET_NATIVE, NULL, err)) < 0)
         return rc;
@@ -426,6 +542,13 @@ static int tr_setup(tr_t *t, bkm_err_t *err)
     t->perm = bkm_calloc((size_t)t->m.n_train, sizeof(int64_t));
     t->step_ms = bkm_calloc((size_t)(t->steps * t->c.epochs), sizeof(double));
     t->step_loss = t->c.trace ? bkm_calloc((size_t)(t->steps * t->c.epochs), sizeof(double)) : NULL;
+    if (t->micro) {
+        t->acc = bkm_calloc((size_t)t->n_lev * t->net.n_params, sizeof(double));
+        t->dsum = bkm_calloc(t->net.n_params, sizeof(double));
+        t->dtmp = bkm_calloc(t->net.n_params / (size_t)t->size + 1, sizeof(double));
+        if (!t->acc || !t->dsum || !t->dtmp)
+            return bkm_err_set(err, BKM_ENOMEM, "fmnist-sgd: out of memory");
+    }
     if (!t->fused || !t->vel || !t->tmp || !t->perm || !t->step_ms || (t->c.trace && !t->step_loss))
         return bkm_err_set(err, BKM_ENOMEM, "fmnist-sgd: out of memory");
     if (t->net.n_params > (size_t)INT32_MAX)
@@ -506,35 +629,51 @@ static int tr_step(tr_t *t, int e, int64_t b, double *loss_sum, double *comp, do
     float *in = bkm_net_exec_input(t->ex, NULL), *p = bkm_net_exec_params(t->ex, NULL);
     int32_t *lab = bkm_net_exec_labels(t->ex, NULL);
     int64_t px = t->m.h * t->m.w, base = b * t->c.batch + (int64_t)t->rank * t->local_b;
+    int64_t mb = t->micro ? t->micro : t->local_b;
     bkm_net_step_t st;
-    double t0, t1, t2, t3, scale = t->c.reduce_sum ? 1.0 : 1.0 / t->size;
+    double t0, t1, t2, t3, loss = 0.0;
+    /* the gradient sums are means over micro-batches (or the local batch): mean over the global batch
+     * = sum / (micro-batches in the global batch); reduce=sum multiplies by P */
+    double scale = (t->c.reduce_sum ? (double)t->size : 1.0) / (double)(t->n_micro * t->size);
     int rc;
     t0 = now_s();
-    for (int64_t j = 0; j < t->local_b; j++) {
-        int64_t s = t->perm[base + j];
-        tr_image(t, &t->m.train_x, s, in + j * px);
-        lab[j] = t->m.train_y.data[s];
-    }
-    /* dropout masks from the step and the position in the global batch: the same whichever rank */
-    bkm_net_exec_set_dropout(t->ex, bkm__wl_hash((uint64_t)t->c.seed, 77, (uint64_t)((int64_t)e * t->steps + b)),
-                             b * t->c.batch + (int64_t)t->rank * t->local_b);
     t->hook_s = 0.0;
     t->n_req = 0;
     t->hook_err = 0;
-    if ((rc = bkm_net_exec_prepare(t->ex, err)) < 0 || (rc = bkm_net_exec_step(t->ex, &st, err)) < 0 ||
-        (rc = bkm_net_exec_finish(t->ex, err)) < 0)
-        return rc;
+    for (int k = 0; k < t->n_micro; k++) {
+        int64_t first = base + k * mb;
+        for (int64_t j = 0; j < mb; j++) {
+            int64_t s = t->perm[first + j];
+            tr_image(t, &t->m.train_x, s, in + j * px);
+            lab[j] = t->m.train_y.data[s];
+        }
+        /* dropout masks from the step and the position in the global batch: the same whichever rank */
+        bkm_net_exec_set_dropout(t->ex, bkm__wl_hash((uint64_t)t->c.seed, 77, (uint64_t)((int64_t)e * t->steps + b)),
+                                 first);
+        t->cur_k = k;
+        if ((rc = bkm_net_exec_prepare(t->ex, err)) < 0 || (rc = bkm_net_exec_step(t->ex, &st, err)) < 0 ||
+            (rc = bkm_net_exec_finish(t->ex, err)) < 0)
+            return rc;
+        if (t->micro && !(t->c.algo == AR_OVERLAP && k == t->n_micro - 1)) /* overlap: the hook pushes the last */
+            tr_acc_push(t, k, 0, t->net.n_params);
+        loss += st.loss;
+    }
+    st.loss = loss / t->n_micro;
     t1 = now_s();
     if ((rc = tr_reduce(t, err)) < 0)
         return rc;
     t2 = now_s();
-    if (scale != 1.0)
+    if (t->micro)
+        for (size_t i = 0; i < t->net.n_params; i++)
+            t->fused[i] = (float)(t->dsum[i] * scale);
+    else if (scale != 1.0)
         for (size_t i = 0; i < t->net.n_params; i++)
             t->fused[i] *= (float)scale;
     bkm_kern_sgd_step(t->net.n_params, p, t->fused, t->vel, (float)t->c.lr, (float)t->c.momentum, 0.0f);
     t3 = now_s();
     *comp += (t1 - t0 - t->hook_s) + (t3 - t2);
     *comm += (t2 - t1) + t->hook_s;
+    t->ov_hook += t->hook_s;
     *loss_sum += st.loss;
     t->step_ms[(int64_t)e * t->steps + b] = (t3 - t0) * 1e3;
     if (t->c.trace) {
@@ -552,21 +691,23 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
     int64_t total = t->steps * t->c.epochs;
     double *meds = NULL;
     int rc = BKM_OK, mrc;
-    tr_say(t, 0, "fmnist-sgd: model %s (%lld parameters, dropout %g), %d rank%s x %d thread%s, batch %d (%d per rank), "
+    tr_say(t, 0, "fmnist-sgd: model %s (%lld parameters, dropout %g), %d rank%s x %d thread%s, batch %d (%d per rank, micro-batch %d%s), "
                  "allreduce %s, reduce %s, lr %g, momentum %g, %lld steps/epoch, data %s (%lld train, %lld test)",
            t->c.mlp ? "mlp" : "cnn", (long long)t->net.n_trainable, t->c.dropout, t->size, t->size == 1 ? "" : "s", t->threads,
-           t->threads == 1 ? "" : "s", t->c.batch, t->local_b, ar_names[t->c.algo], t->c.reduce_sum ? "sum" : "mean",
+           t->threads == 1 ? "" : "s", t->c.batch, t->local_b, t->micro ? t->micro : t->local_b, t->micro ? ", exact gradients" : "",
+           ar_names[t->c.algo], t->c.reduce_sum ? "sum" : "mean",
            t->c.lr, t->c.momentum, (long long)t->steps, t->c.data, (long long)t->n_train, (long long)t->n_test);
     bkm_json_key(w, "epochs");
     bkm_json_arr_begin(w);
     for (int e = 0; e < t->c.epochs; e++) {
-        double loc[4] = {0}, glob[4] = {0}, cs[2], csm[2], t0, wall;
+        double loc[7] = {0}, glob[7] = {0}, cs[2], csm[2], t0, wall;
         if (e == 0 || t->c.bcast_epoch) {
             mrc = MPI_Bcast(bkm_net_exec_params(t->ex, NULL), (int)t->net.n_params, MPI_FLOAT, 0, t->comm);
             if (mrc != MPI_SUCCESS)
                 return mpi_fail(mrc, "MPI_Bcast (parameters)", err);
         }
         tr_shuffle(t, e);
+        t->ov_done = t->ov_all = t->ov_hook = 0.0;
         t0 = now_s();
         for (int64_t b = 0; b < t->steps; b++)
             if ((rc = tr_step(t, e, b, &loc[0], &loc[2], &loc[3], err)) < 0)
@@ -574,9 +715,16 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
         wall = now_s() - t0;
         if ((rc = tr_eval(t, &loc[1], err)) < 0)
             return rc;
+        if (t->hooks && t->hooks->perturb_epoch == e + 1 && t->hooks->perturb_rank == t->rank) {
+            float *p = bkm_net_exec_params(t->ex, NULL);
+            p[0] = nextafterf(p[0], INFINITY); /* one ulp of one parameter */
+        }
         cs[0] = tr_checksum(t);
         cs[1] = -cs[0];
-        if ((mrc = MPI_Allreduce(loc, glob, 4, MPI_DOUBLE, MPI_SUM, t->comm)) != MPI_SUCCESS ||
+        loc[4] = t->ov_done;
+        loc[5] = t->ov_all;
+        loc[6] = t->ov_hook;
+        if ((mrc = MPI_Allreduce(loc, glob, 7, MPI_DOUBLE, MPI_SUM, t->comm)) != MPI_SUCCESS ||
             (mrc = MPI_Allreduce(cs, csm, 2, MPI_DOUBLE, MPI_MAX, t->comm)) != MPI_SUCCESS)
             return mpi_fail(mrc, "MPI_Allreduce (epoch figures)", err);
         if (csm[0] != -csm[1])
@@ -590,6 +738,11 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
             tr_say(t, 0, "epoch %d/%d: loss %.4f  test accuracy %.4f  %.0f samples/s  compute %.2f s  comm %.2f s "
                          "(mean over ranks)",
                    e + 1, t->c.epochs, loss, acc, sps, comp, comm);
+            if (t->c.algo == AR_OVERLAP)
+                tr_say(t, 0, "epoch %d/%d: overlap: %.1f%% of the gradient bytes were reduced before backward ended "
+                             "(hidden); exposed comm %.2f s = wait after backward %.2f s + inside the hooks %.2f s",
+                       e + 1, t->c.epochs, glob[5] > 0 ? 100.0 * glob[4] / glob[5] : 0.0, comm,
+                       comm - glob[6] / t->size, glob[6] / t->size);
             if (t->rank != 0)
                 tr_say(t, 1, "epoch %d/%d: local loss %.4f  compute %.2f s  comm %.2f s", e + 1, t->c.epochs,
                        loc[0] / (double)t->steps, loc[2], loc[3]);
@@ -608,6 +761,21 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
             bkm_json_double(w, comp);
             bkm_json_key(w, "checksum");
             bkm_json_double(w, cs[0]);
+            if (t->c.algo == AR_OVERLAP) { /* how much communication backward hid */
+                bkm_json_key(w, "overlap");
+                bkm_json_obj_begin(w);
+                bkm_json_key(w, "reduced_during_backward_share");
+                bkm_json_double(w, glob[5] > 0 ? glob[4] / glob[5] : 0.0);
+                bkm_json_key(w, "bytes_per_step");
+                bkm_json_double(w, glob[5] / t->size / (double)t->steps);
+                bkm_json_key(w, "buckets");
+                bkm_json_int(w, t->nb);
+                bkm_json_key(w, "exposed_wait_s");
+                bkm_json_double(w, comm - glob[6] / t->size);
+                bkm_json_key(w, "hook_s");
+                bkm_json_double(w, glob[6] / t->size);
+                bkm_json_obj_end(w);
+            }
             bkm_json_obj_end(w);
         }
     }
@@ -736,6 +904,9 @@ static void tr_free(tr_t *t)
     bkm_free(t->fused);
     bkm_free(t->vel);
     bkm_free(t->tmp);
+    bkm_free(t->acc);
+    bkm_free(t->dsum);
+    bkm_free(t->dtmp);
     bkm_free(t->perm);
     bkm_free(t->step_ms);
     bkm_free(t->step_loss);
@@ -770,6 +941,12 @@ void bkm_train_mpi_finalize(void)
 int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn log, void *log_ctx, bkm_buf_t *json,
                   int *rank, bkm_err_t *err)
 {
+    return bkm__train_run_hooked(cfg, n_threads, log, log_ctx, json, rank, NULL, err);
+}
+
+int bkm__train_run_hooked(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn log, void *log_ctx,
+                          bkm_buf_t *json, int *rank, const bkm__train_hooks_t *hooks, bkm_err_t *err)
+{
     tr_t t;
     int rc, inited = 0, finalize = 0, provided = 0, mrc;
     bkm_buf_t body;
@@ -778,6 +955,7 @@ int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn lo
     bkm_buf_init(&body);
     t.log = log;
     t.log_ctx = log_ctx;
+    t.hooks = hooks;
     t.threads = n_threads > 0 ? n_threads : omp_get_max_threads();
     if (rank)
         *rank = 0;
@@ -820,6 +998,8 @@ int bkm_train_run(const bkm_wl_config_t *cfg, int n_threads, bkm_train_log_fn lo
             snprintf(v, sizeof v, "%g", t.c.momentum), s = v;
         else if (strcmp(tr_params[i].name, "dropout") == 0)
             snprintf(v, sizeof v, "%g", t.c.dropout), s = v;
+        else if (strcmp(tr_params[i].name, "micro") == 0)
+            snprintf(v, sizeof v, "%d", t.micro), s = v;
         bkm_json_key(&w, tr_params[i].name);
         bkm_json_str(&w, s);
     }

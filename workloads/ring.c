@@ -22,9 +22,14 @@ static int seg_len(size_t n, int p, int i)
     return (int)(seg_off(n, p, i + 1) - seg_off(n, p, i));
 }
 
-int bkm__ring_allreduce_f32(float *buf, size_t n, float *tmp, MPI_Comm comm)
+/* The ring on floats (@p dbl 0) or doubles (@p dbl 1): the same exchanges, the type only in the
+ * MPI datatype, the element size and the sum. */
+static int ring_allreduce(void *vbuf, size_t n, void *vtmp, int dbl, MPI_Comm comm)
 {
     int p, r, rc, right, left;
+    size_t es = dbl ? sizeof(double) : sizeof(float);
+    char *buf = vbuf;
+    MPI_Datatype ty = dbl ? MPI_DOUBLE : MPI_FLOAT;
     if ((rc = MPI_Comm_size(comm, &p)) != MPI_SUCCESS || (rc = MPI_Comm_rank(comm, &r)) != MPI_SUCCESS)
         return rc;
     if (p == 1 || n == 0)
@@ -36,23 +41,36 @@ int bkm__ring_allreduce_f32(float *buf, size_t n, float *tmp, MPI_Comm comm)
     for (int s = 0; s < p - 1; s++) { /* reduce-scatter */
         int send = ((r - s) % p + p) % p, recv = ((r - s - 1) % p + p) % p;
         int nr = seg_len(n, p, recv);
-        float *dst = buf + seg_off(n, p, recv);
-        rc = MPI_Sendrecv(buf + seg_off(n, p, send), seg_len(n, p, send), MPI_FLOAT, right, 71, tmp, nr, MPI_FLOAT,
-                          left, 71, comm, MPI_STATUS_IGNORE);
+        char *dst = buf + seg_off(n, p, recv) * es;
+        rc = MPI_Sendrecv(buf + seg_off(n, p, send) * es, seg_len(n, p, send), ty, right, 71, vtmp, nr, ty, left, 71,
+                          comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return rc;
-        for (int i = 0; i < nr; i++)
-            dst[i] += tmp[i];
+        if (dbl)
+            for (int i = 0; i < nr; i++)
+                ((double *)(void *)dst)[i] += ((const double *)vtmp)[i];
+        else
+            for (int i = 0; i < nr; i++)
+                ((float *)(void *)dst)[i] += ((const float *)vtmp)[i];
     }
     for (int s = 0; s < p - 1; s++) { /* allgather */
         int send = ((r + 1 - s) % p + p) % p, recv = ((r - s) % p + p) % p;
-        rc = MPI_Sendrecv(buf + seg_off(n, p, send), seg_len(n, p, send), MPI_FLOAT, right, 72,
-                          buf + seg_off(n, p, recv), seg_len(n, p, recv), MPI_FLOAT, left, 72, comm,
-                          MPI_STATUS_IGNORE);
+        rc = MPI_Sendrecv(buf + seg_off(n, p, send) * es, seg_len(n, p, send), ty, right, 72,
+                          buf + seg_off(n, p, recv) * es, seg_len(n, p, recv), ty, left, 72, comm, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return rc;
     }
     return MPI_SUCCESS;
+}
+
+int bkm__ring_allreduce_f32(float *buf, size_t n, float *tmp, MPI_Comm comm)
+{
+    return ring_allreduce(buf, n, tmp, 0, comm);
+}
+
+int bkm__ring_allreduce_f64(double *buf, size_t n, double *tmp, MPI_Comm comm)
+{
+    return ring_allreduce(buf, n, tmp, 1, comm);
 }
 
 /* ---------------------------------------------------------------------------------------- */

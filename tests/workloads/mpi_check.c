@@ -7,7 +7,11 @@
  *                    counts 0, 1, P-1, P, P+1, odd, large
  *   mpi_check avg    gradients of the seed CNN on each rank's slice of a global batch, summed by
  *                    the ring and divided by P, equal one executor's gradients on the whole batch
- *                    (rank 0 computes that reference); reduce=sum is P times it */
+ *                    (rank 0 computes that reference); reduce=sum is P times it
+ *   mpi_check mismatch [DATA]   a 2-epoch training (1280 images of DATA, default the installed
+ *                    Fashion-MNIST) where the last rank moves one parameter by one ulp at the end of
+ *                    epoch 2: every rank must return BKM_EVERIFY naming epoch 2 (printed on stderr
+ *                    as "[rank r] message"), none may hang (test_mpi.sh runs it under a timeout) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,19 +144,50 @@ static int check_avg(void)
     return failed;
 }
 
+static int check_mismatch(const char *data)
+{
+    bkm_wl_config_t cfg;
+    bkm_err_t err;
+    bkm_buf_t json;
+    char dkv[600];
+    const char *kv[] = {"epochs=3", "train_limit=1280", "test_limit=250", "model=mlp", dkv};
+    bkm__train_hooks_t hooks = {2, size - 1};
+    int rc = BKM_OK, ok;
+    memset(&err, 0, sizeof err);
+    snprintf(dkv, sizeof dkv, "data=%s", data);
+    bkm_wl_config_init(&cfg);
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0] && rc == BKM_OK; i++)
+        rc = bkm_wl_config_add(&cfg, kv[i], &err);
+    bkm_buf_init(&json);
+    if (rc == BKM_OK)
+        rc = bkm__train_run_hooked(&cfg, 1, NULL, NULL, &json, NULL, &hooks, &err);
+    fprintf(stderr, "[rank %d] %s\n", rank, rc == BKM_OK ? "ok (no error)" : err.msg);
+    ok = rc == BKM_EVERIFY && strstr(err.msg, "epoch 2:") && strstr(err.msg, "differ between ranks") &&
+         json.len == 0;
+    bkm_buf_free(&json);
+    ok = all_ok(ok);
+    if (rank == 0)
+        printf("%s mismatch: every rank stopped at epoch 2 with the parameter check's error (P=%d)\n",
+               ok ? "ok  " : "FAIL", size);
+    return !ok;
+}
+
 int main(int argc, char **argv)
 {
     int provided, failed = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc < 2 || (strcmp(argv[1], "ring") && strcmp(argv[1], "avg"))) {
+    if (argc < 2 || (strcmp(argv[1], "ring") && strcmp(argv[1], "avg") && strcmp(argv[1], "mismatch"))) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpi_check ring|avg\n");
+            fprintf(stderr, "usage: mpi_check ring|avg|mismatch [DATA]\n");
         MPI_Finalize();
         return 2;
     }
-    failed = strcmp(argv[1], "ring") == 0 ? check_ring() : check_avg();
+    if (strcmp(argv[1], "mismatch") == 0)
+        failed = check_mismatch(argc > 2 ? argv[2] : "/usr/share/datasets/fashion-mnist");
+    else
+        failed = strcmp(argv[1], "ring") == 0 ? check_ring() : check_avg();
     MPI_Finalize();
     return failed ? 1 : 0;
 }

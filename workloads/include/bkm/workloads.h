@@ -159,7 +159,7 @@ void bkm_mnist_free(bkm_mnist_t *m);
 /** `fmnist-sgd`: synchronous data-parallel SGD over MPI (workloads.md §7). Parameters (key=value,
  *  the same as `--param`): epochs, batch (global), lr, momentum, model (cnn|mlp), dropout, allreduce (mpi|flat|ring|overlap), bucket_kb, reduce
  *  (mean|sum), data, trace, verbose_ranks, seed, backend (native|onednn), bcast (start|epoch),
- *  train_limit, test_limit. bkm_train_params lists them with defaults and help. */
+ *  micro (micro-batch: exact, P-independent gradient sums), train_limit, test_limit. bkm_train_params lists them with defaults and help. */
 typedef struct bkm_train_param {
     const char *name, *def, *help;
 } bkm_train_param_t;
@@ -172,7 +172,9 @@ typedef void (*bkm_train_log_fn)(void *ctx, const char *line);
 /** Run the training: MPI initialised here (MPI_THREAD_FUNNELED, checked) when it is not yet, and
  *  finalised on return if it was. Every rank calls it. @p json receives rank 0's result
  *  ({"workload", "ranks", "threads", "params", "epochs": [{epoch, loss, test_accuracy, samples_per_s,
- *  comm_s, compute_s}], "step_losses" with trace=1, "step_ms": {median, max}}); other ranks leave it
+ *  comm_s, compute_s, checksum, and with allreduce=overlap "overlap": {reduced_during_backward_share,
+ *  bytes_per_step, buckets, exposed_wait_s, hook_s}}], "step_losses" with trace=1, "step_ms": {median,
+ *  max}}); other ranks leave it
  *  empty. *rank (may be NULL) = this process's rank. Errors (same on every rank where the ranks can
  *  agree): BKM_EINVAL bad configuration or data file (named); BKM_EDEP an MPI error; BKM_EVERIFY
  *  parameters that differ between ranks at the end of an epoch. */
