@@ -9,8 +9,8 @@
 #include "bkm/reports.h"
 #include "reports_int.h"
 
-const char *const bkm_rep_sections[] = {"host",     "summary", "heatmap",  "blocktime", "scaling", "boxplots",
-                                        "layers",   "counters", "binding", "failed",    "history", NULL};
+const char *const bkm_rep_sections[] = {"host",     "summary",  "heatmap", "blocktime", "scaling", "boxplots",
+                                        "noise",    "layers",   "counters", "binding", "failed",    "history", NULL};
 
 static const char *const section_titles[] = {"Host and topology",
                                              "Summary per workload",
@@ -18,6 +18,7 @@ static const char *const section_titles[] = {"Host and topology",
                                              "Blocktime effect",
                                              "Scaling",
                                              "Per-process values",
+                                             "Noise evidence",
                                              "Per-layer times",
                                              "Hardware counters (PAPI)",
                                              "Binding verification",
@@ -64,6 +65,7 @@ typedef struct cfg_agg {
     char label[512], affinity[256], blocktime[64];
     int threads, is_default;
     dvec_t ms, gflops;          /* one value per ok trial (= per worker process) */
+    dvec_t dist, share;         /* per ok trial too: its noise mark (1, 0, -1 unknown) and share */
     size_t n_trials, n_failed;
     const bkm_json_t *binding;  /* of the first trial that has one */
     const bkm_json_t *layers;   /* of the first trial that has them */
@@ -93,6 +95,8 @@ static void model_free(model_t *m)
             free(m->groups[g].cfgs[c].key);
             free(m->groups[g].cfgs[c].ms.v);
             free(m->groups[g].cfgs[c].gflops.v);
+            free(m->groups[g].cfgs[c].dist.v);
+            free(m->groups[g].cfgs[c].share.v);
         }
         free(m->groups[g].cfgs);
     }
@@ -198,6 +202,13 @@ static const bkm_json_t *sweep_by_id(const model_t *m, double id)
     return NULL;
 }
 
+/* A trial's noise mark: 1 disturbed, 0 not, -1 unknown (no evidence: an older database or worker). */
+static double trial_disturbed(const bkm_json_t *t)
+{
+    const bkm_json_t *d = bkm_json_get(t, "disturbed");
+    return d && d->type == BKM_JSON_BOOL ? (d->boolean ? 1 : 0) : -1;
+}
+
 static int model_build(model_t *m, const char *json, bkm_err_t *err)
 {
     int ret;
@@ -241,7 +252,8 @@ static int model_build(model_t *m, const char *json, bkm_err_t *err)
         }
         if (!c->counters && bkm_json_get(t, "counters") && bkm_json_get(t, "counters")->n_children)
             c->counters = bkm_json_get(t, "counters");
-        if (dvec_push(&c->ms, med) < 0 || (isfinite(gf) && dvec_push(&c->gflops, gf) < 0))
+        if (dvec_push(&c->ms, med) < 0 || (isfinite(gf) && dvec_push(&c->gflops, gf) < 0) ||
+            dvec_push(&c->dist, trial_disturbed(t)) < 0 || dvec_push(&c->share, bkm_json_get_num(t, "noise_share", NAN)) < 0)
             return bkm_err_set(err, BKM_ENOMEM, "report: out of memory");
     }
     for (size_t i = 0; i < m->n; i++)
@@ -780,7 +792,8 @@ static void sec_boxplots(bkm_buf_t *out, model_t *m)
     int any = 0;
     section_begin(out, 5);
     P("<p>One dot per worker process (the median of its samples): the unit of evidence. Boxes: quartiles; whiskers: "
-      "min and max. The three fastest configurations and the default.</p>\n");
+      "min and max. The three fastest configurations and the default. A red ringed dot is a process its noise "
+      "evidence marked disturbed (see Noise evidence).</p>\n");
     for (size_t i = 0; i < m->n; i++) {
         group_t *g = &m->groups[i];
         cfg_agg_t *sel[4];
@@ -801,19 +814,31 @@ static void sec_boxplots(bkm_buf_t *out, model_t *m)
         for (size_t s = 0; s < n; s++) {
             double f[5], y = (double)s * 40 + 10;
             char lab[80];
+            size_t nd;
             if (bkm__rep_five(sel[s]->ms.v, sel[s]->ms.n, f) < 0)
                 continue;
             snprintf(lab, sizeof lab, "%.44s%s", sel[s]->label, strlen(sel[s]->label) > 44 ? "..." : "");
-            P("<text x=\"4\" y=\"%.0f\" class=\"small\">", y + 18), E(lab), P(" (%zu)</text>\n", sel[s]->ms.n);
+            nd = 0;
+            for (size_t j = 0; j < sel[s]->dist.n; j++)
+                nd += sel[s]->dist.v[j] > 0;
+            P("<text x=\"4\" y=\"%.0f\" class=\"small\">", y + 18), E(lab), P(" (%zu", sel[s]->ms.n);
+            if (nd)
+                P(", %zu disturbed", nd);
+            P(")</text>\n");
             P("<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" class=\"whisker\"/>", BX(f[0]), y + 14, BX(f[4]),
               y + 14);
             P("<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"20\" class=\"%s\"/>", BX(f[1]), y + 4,
               fmax(1, BX(f[3]) - BX(f[1])), sel[s]->is_default ? "box dflt" : "box");
             P("<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" class=\"med\"/>\n", BX(f[2]), y + 2, BX(f[2]),
               y + 26);
-            for (size_t j = 0; j < sel[s]->ms.n; j++)
-                P("<circle cx=\"%.1f\" cy=\"%.0f\" r=\"2.5\" class=\"pt\"><title>%.4g ms</title></circle>",
-                  BX(sel[s]->ms.v[j]), y + 14, sel[s]->ms.v[j]);
+            for (size_t j = 0; j < sel[s]->ms.n; j++) {
+                int dis = j < sel[s]->dist.n && sel[s]->dist.v[j] > 0;
+                P("<circle cx=\"%.1f\" cy=\"%.0f\" r=\"%s\" class=\"%s\"><title>%.4g ms", BX(sel[s]->ms.v[j]),
+                  y + 14, dis ? "3.5" : "2.5", dis ? "pt dist" : "pt", sel[s]->ms.v[j]);
+                if (dis)
+                    P(", disturbed (noise share %.3g)", sel[s]->share.v[j]);
+                P("</title></circle>");
+            }
             P("\n");
         }
         P("<text x=\"%.0f\" y=\"%zu\" class=\"small\">%.4g ms</text><text x=\"%.0f\" y=\"%zu\" class=\"small\">%.4g "
@@ -827,10 +852,141 @@ static void sec_boxplots(bkm_buf_t *out, model_t *m)
     section_end(out);
 }
 
+/* Why a source of a trial's noise evidence gave nothing: the reason it stored ("unavailable"),
+ * per process (rusage, proc-stat) or of the first thread that has one (thread sources). */
+static const char *noise_why(const bkm_json_t *noise, const char *src, int process)
+{
+    const bkm_json_t *th = bkm_json_get(noise, "threads");
+    if (jstr(noise, "unavailable"))
+        return jstr(noise, "unavailable");
+    if (process)
+        return jstr(bkm_json_get(bkm_json_get(noise, "process"), src), "unavailable");
+    for (const bkm_json_t *t = th && th->type == BKM_JSON_ARR ? th->child : NULL; t; t = t->next)
+        if (jstr(bkm_json_get(t, src), "unavailable"))
+            return jstr(bkm_json_get(t, src), "unavailable");
+    return NULL;
+}
+
+/* One value of a trial's noise evidence, or why its source gave none. */
+static void noise_cell(bkm_buf_t *out, const bkm_json_t *noise, double v, const char *fmt, const char *src,
+                       int process)
+{
+    const char *why = noise_why(noise, src, process);
+    P("<td>");
+    if (isfinite(v))
+        bkm__rep_num(out, v, fmt);
+    else if (why)
+        P("<span class=\"na\">unavailable: "), E(why), P("</span>");
+    else
+        P("<span class=\"na\">not recorded</span>");
+    P("</td>");
+}
+
+static int cmp_share_desc(const void *a, const void *b)
+{
+    double u = bkm_json_get_num(*(const bkm_json_t *const *)a, "noise_share", NAN),
+           v = bkm_json_get_num(*(const bkm_json_t *const *)b, "noise_share", NAN);
+    u = isfinite(u) ? u : -INFINITY, v = isfinite(v) ? v : -INFINITY;
+    return (u < v) - (u > v);
+}
+
+#define NOISE_TOP 10
+
+static void noise_trials(bkm_buf_t *out, model_t *m)
+{
+    const bkm_json_t **v = malloc((m->trials->n_children ? m->trials->n_children : 1) * sizeof *v);
+    size_t n = 0;
+    if (v == NULL)
+        return;
+    for (const bkm_json_t *t = m->trials->child; t; t = t->next)
+        if (isfinite(bkm_json_get_num(t, "noise_share", NAN)))
+            v[n++] = t;
+    qsort(v, n, sizeof *v, cmp_share_desc);
+    P("<h3>The most disturbed trials</h3>\n<p>The %zu trial(s) with the largest share (of %zu with one); each "
+      "value under the source it came from, over the timed region.</p>\n",
+      n < NOISE_TOP ? n : (size_t)NOISE_TOP, n);
+    P("<table><tr><th>trial</th><th>sweep</th><th>role</th><th>configuration</th><th>share</th><th>disturbed</th>"
+      "<th>run-queue wait / wall, worst thread (proc-schedstat)</th><th>steal share of the team's CPUs "
+      "(proc-stat)</th><th>involuntary switches, all threads (rusage)</th><th>migrations, all threads "
+      "(proc-sched)</th><th>CPU time / wall, process (rusage)</th></tr>\n");
+    for (size_t i = 0; i < n && i < NOISE_TOP; i++) {
+        const bkm_json_t *t = v[i], *noise = bkm_json_get(t, "noise"), *cfg = bkm_json_get(t, "config");
+        const bkm_json_t *totals = bkm_json_get(noise, "totals"), *proc = bkm_json_get(noise, "process");
+        double d = trial_disturbed(t);
+        cfg_agg_t c;
+        memset(&c, 0, sizeof c);
+        c.config = cfg;
+        if (cfg && cfg->type == BKM_JSON_OBJ)
+            cfg_describe(&c);
+        P("<tr><td>%g</td><td>%g</td><td>", bkm_json_get_num(t, "id", 0), bkm_json_get_num(t, "sweep", 0));
+        E(jstr(t, "role")), P("</td><td>"), E(c.label), P("</td><td>");
+        bkm__rep_num(out, bkm_json_get_num(t, "noise_share", NAN), "%.3g");
+        P("</td><td class=\"%s\">%s</td>", d > 0 ? "bad" : d == 0 ? "ok" : "na", d > 0 ? "yes" : d == 0 ? "no" : "unknown");
+        noise_cell(out, noise, bkm_json_get_num(noise, "wait_share", NAN), "%.3g", "proc-schedstat", 0);
+        noise_cell(out, noise, bkm_json_get_num(bkm_json_get(proc, "proc-stat"), "steal_share", NAN), "%.3g",
+                   "proc-stat", 1);
+        noise_cell(out, noise, bkm_json_get_num(totals, "involuntary_switches", NAN), "%.0f", "rusage", 0);
+        noise_cell(out, noise, bkm_json_get_num(totals, "migrations", NAN), "%.0f", "proc-sched", 0);
+        noise_cell(out, noise, bkm_json_get_num(bkm_json_get(proc, "rusage"), "cpu_per_wall", NAN), "%.3g", "rusage",
+                   1);
+        P("</tr>\n");
+    }
+    P("</table>\n");
+    free(v);
+}
+
+static void sec_noise(bkm_buf_t *out, model_t *m)
+{
+    size_t with = 0;
+    section_begin(out, 6);
+    for (const bkm_json_t *t = m->trials->child; t; t = t->next)
+        with += trial_disturbed(t) >= 0 || isfinite(bkm_json_get_num(t, "noise_share", NAN));
+    if (with == 0) {
+        empty(out, "No trial stored noise evidence: the database predates it (schema 4) or its workers did not "
+                   "record it; a sweep run with this bkm stores it for every trial.");
+        section_end(out);
+        return;
+    }
+    P("<p>Every worker records what disturbed its timed region from the operating system (with or without PAPI): per "
+      "thread rusage, /proc schedstat and sched, per process rusage and the steal time of /proc/stat. Its share is the "
+      "run-queue wait of the worst thread / its wall time plus the steal share of the team's CPUs; a process whose "
+      "share exceeds the threshold is marked disturbed, one with no source for the share has no mark "
+      "(unknown).</p>\n");
+    P("<table><tr><th>sweep</th><th>label</th><th>workload on node</th><th>ok processes</th><th>disturbed</th>"
+      "<th>not disturbed</th><th>no mark</th><th>largest share</th><th>threshold</th></tr>\n");
+    for (const bkm_json_t *s = m->sweeps->child; s; s = s->next) {
+        double id = bkm_json_get_num(s, "id", -1), mx = NAN, thr = NAN;
+        size_t ok = 0, dis = 0, quiet = 0;
+        for (const bkm_json_t *t = m->trials->child; t; t = t->next) {
+            double d = trial_disturbed(t), sh = bkm_json_get_num(t, "noise_share", NAN);
+            if (bkm_json_get_num(t, "sweep", -2) != id || !jstr(t, "status") || strcmp(jstr(t, "status"), "ok"))
+                continue;
+            ok++;
+            dis += d > 0;
+            quiet += d == 0;
+            if (isfinite(sh) && !(sh <= mx))
+                mx = sh;
+            if (!isfinite(thr))
+                thr = bkm_json_get_num(bkm_json_get(t, "noise"), "threshold", NAN);
+        }
+        P("<tr><td>%g</td><td>", id), E(jstr(s, "label")), P("</td><td>"), E(jstr(s, "workload")), P(" on "),
+            E(jstr(s, "node"));
+        P("</td><td>%zu</td><td class=\"%s\">%zu</td><td>%zu</td><td>%zu</td><td>", ok, dis ? "bad" : "ok", dis, quiet,
+          ok - dis - quiet);
+        bkm__rep_num(out, mx, "%.3g");
+        P("</td><td>");
+        bkm__rep_num(out, thr, "%.3g");
+        P("</td></tr>\n");
+    }
+    P("</table>\n");
+    noise_trials(out, m);
+    section_end(out);
+}
+
 static void sec_layers(bkm_buf_t *out, model_t *m)
 {
     int any = 0;
-    section_begin(out, 6);
+    section_begin(out, 7);
     for (size_t i = 0; i < m->n; i++) {
         group_t *g = &m->groups[i];
         cfg_agg_t *b = group_best(g), *c = b && b->layers ? b : NULL;
@@ -883,7 +1039,7 @@ static void counter_cell(bkm_buf_t *out, const cfg_agg_t *c, const char *name)
 static void sec_counters(bkm_buf_t *out, model_t *m)
 {
     int any = 0;
-    section_begin(out, 7);
+    section_begin(out, 8);
     for (size_t i = 0; i < m->n; i++) {
         group_t *g = &m->groups[i];
         cfg_agg_t *b = group_best(g), *d = group_default(g);
@@ -930,7 +1086,7 @@ static void binding_detail(bkm_buf_t *out, const cfg_agg_t *c, const char *what)
 static void sec_binding(bkm_buf_t *out, model_t *m)
 {
     int any = 0;
-    section_begin(out, 8);
+    section_begin(out, 9);
     P("<p>Every worker reads back the mask of each of its threads and compares it with the plan; a mismatch fails the "
       "trial (status binding-mismatch).</p>\n");
     for (size_t i = 0; i < m->n; i++) {
@@ -968,7 +1124,7 @@ static void sec_binding(bkm_buf_t *out, model_t *m)
 static void sec_failed(bkm_buf_t *out, model_t *m)
 {
     size_t n = 0;
-    section_begin(out, 9);
+    section_begin(out, 10);
     for (const bkm_json_t *t = m->trials->child; t; t = t->next) {
         const char *st = jstr(t, "status");
         const bkm_json_t *s = sweep_by_id(m, bkm_json_get_num(t, "sweep", -1));
@@ -993,14 +1149,14 @@ static void sec_failed(bkm_buf_t *out, model_t *m)
 
 static void sec_history(bkm_buf_t *out, model_t *m)
 {
-    section_begin(out, 10);
+    section_begin(out, 11);
     if (m->gates->n_children == 0) {
         empty(out, "No regression gate run is stored in this database (`tune regress --baseline FILE` stores one).");
         section_end(out);
         return;
     }
     P("<table><tr><th>run</th><th>when</th><th>mode</th><th>revision</th><th>against</th><th>host</th>"
-      "<th>threshold</th><th>verdict</th><th>per workload: current / reference [95%% interval], Holm p</th></tr>\n");
+      "<th>threshold</th><th>verdict</th><th>per workload: current / reference [95%% interval], Holm p, disturbed processes of this build</th></tr>\n");
     for (const bkm_json_t *g = m->gates->child; g; g = g->next) {
         const bkm_json_t *res = bkm_json_get(g, "results");
         const char *v = jstr(g, "verdict");
@@ -1021,6 +1177,8 @@ static void sec_history(bkm_buf_t *out, model_t *m)
             bkm__rep_num(out, ci && bkm_json_at(ci, 1) ? bkm_json_at(ci, 1)->num : NAN, "%.3g");
             P("], p ");
             bkm__rep_num(out, bkm_json_get_num(r, "p_holm", NAN), "%.2g");
+            if (isfinite(bkm_json_get_num(r, "disturbed", NAN)))
+                P(", disturbed %g of %g", bkm_json_get_num(r, "disturbed", 0), bkm_json_get_num(r, "n", 0));
             P("</span><br>");
         }
         P("</td></tr>\n");
@@ -1041,7 +1199,7 @@ static const char css[] =
     ".bar{fill:#6a8fd0}.axis{stroke:#333}.curve{fill:none;stroke:#2f7fd1;stroke-width:2}.dot{fill:#2f7fd1}"
     ".peak{fill:none;stroke:#c33;stroke-dasharray:6 4;stroke-width:1.5}.peaklabel{fill:#c33}.whisker{stroke:#444}"
     ".box{fill:#cfe0f7;stroke:#2f5f9f}.box.dflt{fill:#f7e3cf;stroke:#9f5f2f}.med{stroke:#000;stroke-width:2}"
-    ".pt{fill:#222;fill-opacity:.6}.heat td{text-align:right;min-width:5em}.label{font-weight:bold}"
+    ".pt{fill:#222;fill-opacity:.6}.pt.dist{fill:#b3141b;stroke:#b3141b;stroke-width:1.5;fill-opacity:.5}.heat td{text-align:right;min-width:5em}.label{font-weight:bold}"
     "header p{margin:.2em 0;color:#444}";
 
 int bkm_rep_html_render(const char *report_json, const bkm_rep_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err)
@@ -1080,6 +1238,7 @@ int bkm_rep_html_render(const char *report_json, const bkm_rep_cfg_t *cfg, bkm_b
     sec_blocktime(out, &m);
     sec_scaling(out, &m, cfg);
     sec_boxplots(out, &m);
+    sec_noise(out, &m);
     sec_layers(out, &m);
     sec_counters(out, &m);
     sec_binding(out, &m);

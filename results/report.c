@@ -3,6 +3,7 @@
  * regression gate's runs (bkm_db_gate_store). The report library renders the document; all SQL
  * stays here. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "results_int.h"
@@ -107,20 +108,21 @@ static int report_counters(bkm_db_t *db, sqlite3_stmt *ctr, int64_t trial_id, bk
     return rc == SQLITE_DONE ? BKM_OK : bkm__db_err(db, rc, "read counters", err);
 }
 
-static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, int schema, bkm_json_w_t *w, bkm_err_t *err)
+static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL, *ctr = NULL;
     int ret, rc = SQLITE_DONE;
-    /* schema 4 added the per-layer times */
-    const char *sql = schema >= 4
-                          ? "SELECT t.id, t.sweep_id, t.config_json, t.status, t.role, t.round, t.error, t.stderr_tail, "
-                            "t.exit_info, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, t.ci_hi_ms, t.gflops, "
-                            "t.impl, t.binding_json, t.effective_json, t.check_json, t.layers_json FROM trial t JOIN "
-                            "sweep s ON s.id = t.sweep_id WHERE " REPORT_WHERE " ORDER BY t.id"
-                          : "SELECT t.id, t.sweep_id, t.config_json, t.status, t.role, t.round, t.error, t.stderr_tail, "
-                            "t.exit_info, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, t.ci_hi_ms, t.gflops, "
-                            "t.impl, t.binding_json, t.effective_json, t.check_json, NULL FROM trial t JOIN "
-                            "sweep s ON s.id = t.sweep_id WHERE " REPORT_WHERE " ORDER BY t.id";
+    char sql[1024];
+    /* a database read as it is may predate the noise evidence (schema 4) or the per-layer
+     * times (schema 5): their columns read as NULL there */
+    int noise = bkm__db_has_column(db, "main", "trial", "noise_json"),
+        layers = bkm__db_has_column(db, "main", "trial", "layers_json");
+    snprintf(sql, sizeof sql,
+             "SELECT t.id, t.sweep_id, t.config_json, t.status, t.role, t.round, t.error, t.stderr_tail, "
+             "t.exit_info, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, t.ci_hi_ms, t.gflops, "
+             "t.impl, t.binding_json, t.effective_json, t.check_json, %s, %s FROM trial t JOIN "
+             "sweep s ON s.id = t.sweep_id WHERE " REPORT_WHERE " ORDER BY t.id",
+             layers ? "t.layers_json" : "NULL", noise ? "t.noise_share, t.disturbed, t.noise_json" : "NULL, NULL, NULL");
     if ((ret = bkm__db_prepare(db, sql, &st, err)) < 0 ||
         (ret = bkm__db_prepare(db, "SELECT name, value, unavailable FROM counter WHERE trial_id = ?1 ORDER BY name",
                                &ctr, err)) < 0)
@@ -150,6 +152,13 @@ static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, int schema, bkm
         bkm_json_key(w, "effective"), put_col_json(w, st, 18);
         bkm_json_key(w, "check"), put_col_json(w, st, 19);
         bkm_json_key(w, "layers"), put_col_json(w, st, 20);
+        bkm_json_key(w, "noise_share"), put_col_num(w, st, 21);
+        bkm_json_key(w, "disturbed");
+        if (sqlite3_column_type(st, 22) == SQLITE_NULL)
+            bkm_json_null(w);
+        else
+            bkm_json_bool(w, sqlite3_column_int(st, 22) != 0);
+        bkm_json_key(w, "noise"), put_col_json(w, st, 23);
         if ((ret = report_counters(db, ctr, sqlite3_column_int64(st, 0), w, err)) < 0)
             goto out;
         bkm_json_obj_end(w);
@@ -203,13 +212,13 @@ static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, 
     return ret;
 }
 
-static int report_gates(bkm_db_t *db, int schema, bkm_json_w_t *w, bkm_err_t *err)
+static int report_gates(bkm_db_t *db, bkm_json_w_t *w, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
     bkm_json_key(w, "gates");
     bkm_json_arr_begin(w);
-    if (schema < 4) { /* no gate runs before schema 4 */
+    if (!bkm__db_has_column(db, "main", "gate_run", "id")) { /* no gate runs before schema 5 */
         bkm_json_arr_end(w);
         return BKM_OK;
     }
@@ -249,8 +258,8 @@ int bkm_db_report_json(bkm_db_t *db, const bkm_db_filter_t *f, bkm_buf_t *out, b
     bkm_json_w_init(&w, out, 0);
     bkm_json_obj_begin(&w);
     bkm_json_key(&w, "schema"), bkm_json_int(&w, schema);
-    if ((ret = report_sweeps(db, f, &w, err)) < 0 || (ret = report_trials(db, f, schema, &w, err)) < 0 ||
-        (ret = report_best(db, f, &w, err)) < 0 || (ret = report_gates(db, schema, &w, err)) < 0)
+    if ((ret = report_sweeps(db, f, &w, err)) < 0 || (ret = report_trials(db, f, &w, err)) < 0 ||
+        (ret = report_best(db, f, &w, err)) < 0 || (ret = report_gates(db, &w, err)) < 0)
         return ret;
     bkm_json_obj_end(&w);
     return BKM_OK;

@@ -289,19 +289,21 @@ out:
  * tenant only ever adds time to a sample, so the fastest sample of a process is the part of its
  * timing that belongs to the code (the median moves with the neighbours' load). */
 static int run_one(const bkm_tune_runner_t *runner, const bkm_tune_trial_spec_t *spec, bkm_tune_regress_wl_t *w,
-                   double *ms, bkm_err_t *err)
+                   double *ms, int *disturbed, bkm_err_t *err)
 {
     bkm_tune_trial_result_t res;
     int ret;
     memset(&res, 0, sizeof res);
     *ms = NAN;
+    *disturbed = -1;
     if ((ret = bkm_tune_trial_run(runner, spec, &res, err)) < 0) {
         bkm_tune_trial_result_free(&res);
         return ret;
     }
-    if (res.status == BKM_TRIAL_OK && isfinite(res.min_ms) && res.min_ms > 0)
+    if (res.status == BKM_TRIAL_OK && isfinite(res.min_ms) && res.min_ms > 0) {
         *ms = res.min_ms;
-    else {
+        *disturbed = res.disturbed;
+    } else {
         w->failed++;
         if (w->error[0] == '\0')
             snprintf(w->error, sizeof w->error, "%s%s: %s (%s)", runner->worker_path ? runner->worker_path : "",
@@ -333,6 +335,7 @@ int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t
         w->wl_ms = malloc(R * sizeof *w->wl_ms);
         w->cal_ms = malloc(R * sizeof *w->cal_ms);
         w->n = 0;
+        w->disturbed = w->noise_unknown = w->ref_disturbed = w->ref_noise_unknown = 0;
         if (r->ab) {
             free(w->ref_values);
             w->ref_values = malloc(R * sizeof *w->ref_values);
@@ -350,6 +353,7 @@ int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t
             break;
         for (size_t k = 0; k < 2 * R && ret == BKM_OK; k += 2) {
             double ms[2] = {NAN, NAN};
+            int dist[2] = {-1, -1};
             for (size_t h = 0; h < 2 && ret == BKM_OK; h++) {
                 size_t arm = order[k + h];
                 const bkm_tune_runner_t *rn = r->ab && arm == 0 ? cfg->reference : cfg->runner;
@@ -358,10 +362,19 @@ int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t
                     break;
                 }
                 progress(cfg, "%s: process %zu of %zu", w->name, k + h + 1, 2 * R);
-                ret = run_one(rn, !r->ab && arm == 0 ? &r->calib : &w->spec, w, &ms[arm], err);
+                ret = run_one(rn, !r->ab && arm == 0 ? &r->calib : &w->spec, w, &ms[arm], &dist[arm], err);
             }
             if (ret < 0)
                 break;
+            /* the noise marks of the processes counted below (shown, not used by the rule) */
+            if (isfinite(ms[1]) && (r->ab || isfinite(ms[0]))) {
+                w->disturbed += dist[1] == 1;
+                w->noise_unknown += dist[1] < 0;
+            }
+            if (isfinite(ms[0]) && (r->ab || isfinite(ms[1]))) {
+                w->ref_disturbed += dist[0] == 1;
+                w->ref_noise_unknown += dist[0] < 0;
+            }
             if (r->ab) {
                 if (isfinite(ms[0]))
                     w->ref_values[w->n_ref++] = ms[0];
@@ -509,6 +522,10 @@ void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w)
         bkm_json_key(w, "p_holm"), bkm_json_double(w, x->p_holm);
         bkm_json_key(w, "regression"), bkm_json_bool(w, x->regression);
         bkm_json_key(w, "failed"), bkm_json_int(w, (int64_t)x->failed);
+        bkm_json_key(w, "disturbed"), bkm_json_int(w, (int64_t)x->disturbed);
+        bkm_json_key(w, "noise_unknown"), bkm_json_int(w, (int64_t)x->noise_unknown);
+        bkm_json_key(w, "ref_disturbed"), bkm_json_int(w, (int64_t)x->ref_disturbed);
+        bkm_json_key(w, "ref_noise_unknown"), bkm_json_int(w, (int64_t)x->ref_noise_unknown);
         bkm_json_key(w, "verdict"), bkm_json_str(w, x->verdict);
         bkm_json_obj_end(w);
     }
@@ -517,24 +534,25 @@ void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w)
 
 void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out)
 {
-    bkm_buf_printf(out, "%-8s %-7s %4s %4s %11s %11s %8s %17s %9s  %s\n", "workload", "threads", "n", "ref", "median",
-                   "ref median", "ratio", "95% interval", "Holm p", "verdict");
+    bkm_buf_printf(out, "%-8s %-7s %4s %4s %9s %11s %11s %8s %17s %9s  %s\n", "workload", "threads", "n", "ref",
+                   "disturbed", "median", "ref median", "ratio", "95% interval", "Holm p", "verdict");
     for (size_t i = 0; i < r->n_wl; i++) {
         const bkm_tune_regress_wl_t *x = &r->wl[i];
-        char thr[16];
+        char thr[16], dis[32];
         snprintf(thr, sizeof thr, "%d/%d", x->spec.threads, x->ref_threads);
-        bkm_buf_printf(out, "%-8s %-7s %4zu %4zu %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g  %s\n", x->name, thr, x->n,
-                       x->n_ref, med(x->values, x->n), med(x->ref_values, x->n_ref), x->ratio, x->ratio_lo, x->ratio_hi,
-                       x->p_holm, x->verdict);
+        snprintf(dis, sizeof dis, "%zu/%zu", x->disturbed, x->ref_disturbed);
+        bkm_buf_printf(out, "%-8s %-7s %4zu %4zu %9s %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g  %s\n", x->name, thr,
+                       x->n, x->n_ref, dis, med(x->values, x->n), med(x->ref_values, x->n_ref), x->ratio, x->ratio_lo,
+                       x->ratio_hi, x->p_holm, x->verdict);
     }
     bkm_buf_printf(out, "(%s; values: %s; a regression needs Holm-adjusted Mann-Whitney p < %g over %zu workloads AND "
-                        "ratio > %.2f)\n",
+                        "ratio > %.2f; disturbed: processes of this build / of the %s marked disturbed by their "
+                        "noise evidence, shown only: the rule counts them like the others)\n",
                    r->ab ? "A/B: the reference build and this one interleaved in this run"
                          : "against the baseline file",
                    r->ab ? "fastest sample of each process (ms)"
                          : "fastest sample of each process / that of its calibration process",
-                   r->alpha, r->n_wl,
-                   1 + r->threshold);
+                   r->alpha, r->n_wl, 1 + r->threshold, r->ab ? "reference build" : "calibration");
 }
 
 /* XML text: & < > " ' escaped; control characters dropped (XML 1.0 forbids them). */
@@ -578,6 +596,10 @@ void bkm_tune_regress_junit(const bkm_tune_regress_t *r, bkm_buf_t *out)
         }
         bkm_buf_puts(out, "<system-out>");
         xml_esc(out, x->verdict);
+        bkm_buf_printf(out, "; disturbed processes (noise evidence, not used by the rule): %zu of %zu, %s %zu of %zu; "
+                            "without a mark: %zu, %zu",
+                       x->disturbed, x->n, r->ab ? "reference build" : "calibration", x->ref_disturbed,
+                       r->ab ? x->n_ref : x->n, x->noise_unknown, x->ref_noise_unknown);
         bkm_buf_puts(out, "</system-out></testcase>\n");
     }
     bkm_buf_puts(out, "</testsuite>\n</testsuites>\n");

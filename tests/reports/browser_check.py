@@ -17,7 +17,7 @@ import subprocess
 import sys
 import zlib
 
-SECTIONS = ["host", "summary", "heatmap", "blocktime", "scaling", "boxplots", "layers", "counters",
+SECTIONS = ["host", "summary", "heatmap", "blocktime", "scaling", "boxplots", "noise", "layers", "counters",
             "binding", "failed", "history"]
 LABEL_TEXT = "&lt;script&gt;alert(1)&lt;/script&gt;"
 

@@ -17,7 +17,7 @@ cd "$tmp"
 "$T" report --db r.sqlite > out.txt 2> err.txt || fail "report: exit $? ($(cat err.txt))"
 f=reports/index.html
 [ -s "$f" ] || fail "the default output $f was not written"
-for s in host summary heatmap blocktime scaling boxplots layers counters binding failed history; do
+for s in host summary heatmap blocktime scaling boxplots noise layers counters binding failed history; do
   grep -q "data-bkm-section=\"$s\"" "$f" || fail "section $s missing"
 done
 # self-contained: no script, no external reference of any kind
@@ -38,6 +38,23 @@ grep -q 'threads \\ affinity' "$f" || fail "no heatmap table"
 grep -q 'class="curve"' "$f" || fail "no scaling curve"
 grep -q 'class="box' "$f" || fail "no box plot"
 grep -q 'significant\|the default stands' "$f" || fail "no evidence in the summary"
+# the noise evidence: every sweep's row with its disturbed count, the most disturbed trials with
+# each value under its source, the gate's disturbed count in the history
+sed -n '/data-bkm-section="noise"/,/<\/section>/p' "$f" > noise.html
+grep -q 'No trial stored noise evidence' noise.html && fail "the noise section says no evidence: $(cat noise.html)"
+[ "$(grep -c '^<tr><td>[0-9]*</td><td>.*</td><td>[0-9]*</td><td class="\(ok\|bad\)">[0-9]*</td>' noise.html)" -ge 2 ] ||
+  fail "the noise section lacks a row per sweep: $(cat noise.html)"
+grep -q 'proc-schedstat' noise.html && grep -q '<td class="\(ok\|bad\)">\(yes\|no\)</td>' noise.html ||
+  fail "the noise section lacks the most disturbed trials: $(cat noise.html)"
+sed -n '/data-bkm-section="history"/,/<\/section>/p' "$f" | grep -q 'disturbed [0-9]* of 3' ||
+  fail "the history lacks the gate's disturbed count"
+# an older database (no noise columns, as before schema 4): the section is there with its sentence
+cp r.sqlite old.sqlite
+sqlite3 old.sqlite 'ALTER TABLE trial DROP COLUMN noise_json; ALTER TABLE trial DROP COLUMN noise_share;
+  ALTER TABLE trial DROP COLUMN disturbed;' 2> err.txt || fail "cannot drop the noise columns: $(cat err.txt)"
+"$T" report --db old.sqlite -o old.html --peak none 2> err.txt || fail "report of an older database: $(cat err.txt)"
+sed -n '/data-bkm-section="noise"/,/<\/section>/p' old.html | grep -q 'No trial stored noise evidence' ||
+  fail "the older database's noise section lacks its sentence"
 # the selection: one sweep; a workload
 "$T" report --db r.sqlite --sweep 1 -o one.html --peak none 2> err.txt || fail "--sweep 1: $(cat err.txt)"
 grep -q 'conv3d_1' one.html && fail "--sweep 1 shows the conv3d sweep"

@@ -70,6 +70,7 @@ START_TEST(empty_document_has_every_section)
     all_sections(h);
     ck_assert_ptr_nonnull(strstr(h, "&lt;b&gt;t&lt;/b&gt;")); /* the title, escaped */
     ck_assert_ptr_null(strstr(h, "<script"));
+    ck_assert_ptr_nonnull(strstr(h, "No trial stored noise evidence")); /* the noise section says why it is empty */
     free(h);
 }
 END_TEST
@@ -87,7 +88,11 @@ static const char hostile_doc[] =
     "\"median_ms\":1.5,\"gflops\":2,\"binding\":{\"bound\":true,\"runtimes\":\"<script>r</script>\",\"threads\":"
     "[{\"thread\":0,\"tid\":1,\"cpu\":0,\"planned\":\"<script>\",\"actual\":\"0\",\"match\":true}]},"
     "\"layers\":[{\"layer\":\"<script>l</script>\",\"kind\":\"conv\",\"direction\":\"fwd\",\"ms\":1,\"gflops\":1}],"
-    "\"counters\":[{\"name\":\"<script>c</script>\",\"value\":null,\"unavailable\":\"<script>why</script>\"}]},"
+    "\"counters\":[{\"name\":\"<script>c</script>\",\"value\":null,\"unavailable\":\"<script>why</script>\"}],"
+    "\"noise_share\":0.55,\"disturbed\":true,\"noise\":{\"share\":0.55,\"threshold\":0.1,\"wait_share\":0.5,"
+    "\"steal_share\":null,\"totals\":{\"involuntary_switches\":7,\"migrations\":null},\"process\":{\"rusage\":"
+    "{\"cpu_per_wall\":0.25},\"proc-stat\":{\"unavailable\":\"<script>st</script>\"}},\"threads\":[{\"proc-sched\":"
+    "{\"unavailable\":\"<script>sc</script>\"}}]}},"
     "{\"id\":2,\"sweep\":1,\"config\":{\"threads\":2,\"env\":{},\"params\":{}},\"status\":\"crashed\","
     "\"error\":\"<script>e</script>\",\"stderr_tail\":\"</pre><script>t</script>\",\"exit_info\":\"<x>\","
     "\"median_ms\":null,\"counters\":[]}],"
@@ -108,6 +113,29 @@ START_TEST(hostile_strings_stay_text)
     ck_assert_ptr_nonnull(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;"));
     ck_assert_ptr_nonnull(strstr(h, "&lt;/pre&gt;&lt;script&gt;t&lt;/script&gt;")); /* the stderr tail */
     ck_assert_ptr_nonnull(strstr(h, "unavailable: &lt;script&gt;why&lt;/script&gt;"));
+    free(h);
+}
+END_TEST
+
+/* The noise section: per sweep the disturbed count, the most disturbed trial with each value or
+ * its source's reason (escaped), and the box plot marking the disturbed process. */
+START_TEST(noise_evidence_shown)
+{
+    int rc;
+    char *h = render(hostile_doc, &rc), *sec;
+    ck_assert_int_eq(rc, BKM_OK);
+    sec = strstr(h, "data-bkm-section=\"noise\"");
+    ck_assert_ptr_nonnull(sec);
+    ck_assert_ptr_null(strstr(sec, "No trial stored noise evidence"));
+    /* sweep 1: 1 ok process, 1 disturbed, 0 not, 0 without a mark, largest share 0.55, threshold 0.1 */
+    ck_assert_ptr_nonnull(strstr(sec, "<td>1</td><td class=\"bad\">1</td><td>0</td><td>0</td><td>0.55</td><td>0.1</td>"));
+    /* the trial row: share, mark, wait share, steal (its reason), switches, migrations (its reason), CPU/wall */
+    ck_assert_ptr_nonnull(strstr(sec, "<td>0.55</td><td class=\"bad\">yes</td><td>0.5</td>"));
+    ck_assert_ptr_nonnull(strstr(sec, "unavailable: &lt;script&gt;st&lt;/script&gt;</span></td><td>7</td>"));
+    ck_assert_ptr_nonnull(strstr(sec, "unavailable: &lt;script&gt;sc&lt;/script&gt;</span></td><td>0.25</td>"));
+    ck_assert_ptr_nonnull(strstr(h, "class=\"pt dist\"")); /* the box plot's dot */
+    ck_assert_ptr_nonnull(strstr(h, "(1, 1 disturbed)"));
+    ck_assert_msg(strstr(h, "<script") == NULL, "a <script> reached the page");
     free(h);
 }
 END_TEST
@@ -147,6 +175,7 @@ static Suite *reports_suite(void)
     tcase_add_test(tc, escape_html_specials_and_bad_bytes);
     tcase_add_test(tc, empty_document_has_every_section);
     tcase_add_test(tc, hostile_strings_stay_text);
+    tcase_add_test(tc, noise_evidence_shown);
     tcase_add_test(tc, malformed_documents_refused);
     tcase_add_test(tc, degenerate_documents_render);
     suite_add_tcase(s, tc);

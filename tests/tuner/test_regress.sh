@@ -46,8 +46,17 @@ import json,sys; d=json.load(open('kc.out'))
 assert d['verdict'] == 'regression' and d['regressions'] == 1, d
 r = d['results'][0]
 assert r['workload'] == 'gemm' and r['regression'] and r['ratio'] > 1.1 and 'kc=4' in r['params'], r
+# the noise marks of the counted processes: every one has a mark or is counted as without one
+assert 0 <= r['disturbed'] + r['noise_unknown'] <= r['n'], r
+assert 0 <= r['ref_disturbed'] + r['ref_noise_unknown'] <= r['n'], r
 " || fail "kc=4: the JSON does not report the regression: $(cat kc.out)"
 grep -q 'failures="1"' kc.xml && grep -q '<failure message="REGRESSION' kc.xml || fail "kc=4: JUnit: $(cat kc.xml)"
+grep -q 'disturbed processes (noise evidence, not used by the rule): [0-9]* of 3' kc.xml ||
+  fail "kc=4: JUnit lacks the disturbed count: $(cat kc.xml)"
+grep -q 'disturbed' aa.out && grep -Eq '^gemm +[0-9]+/[0-9]+ +3 +3 +[0-9]+/[0-9]+ ' aa.out ||
+  fail "A/A: the table lacks the disturbed column: $(cat aa.out)"
+[ "$(sqlite3 g.sqlite "SELECT count(*) FROM gate_run, json_each(gate_run.results_json) j
+     WHERE json_type(j.value, '$.disturbed') = 'integer'")" -ge 3 ] || fail "the stored gate runs lack the disturbed counts"
 python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse('kc.xml')" || fail "kc.xml is not XML"
 # A/B against a build (this one): no baseline needed; 3 vs 3 never significant at 0.01
 "$T" regress --against "$T" --workloads gemm --processes 3 --db g.sqlite > ab.out 2> ab.err

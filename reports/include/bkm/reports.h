@@ -10,7 +10,9 @@
  * summary (per workload: best setting, median and interval, speedup over the default with its
  * evidence, GFLOP/s and % of the measured peak), heatmap (threads x affinity coloured by
  * median), blocktime, scaling (GFLOP/s against threads with the peak line), boxplots
- * (per-process values of the top configurations and the default), layers, counters (PAPI,
+ * (per-process values of the top configurations and the default, disturbed processes marked),
+ * noise (per sweep the processes marked disturbed by their OS noise evidence, and the most
+ * disturbed trials with each value under its source), layers, counters (PAPI,
  * unavailable events marked with their reason), binding (planned vs actual masks), failed
  * (failed trials with their errors), history (regression gate runs).
  *

@@ -279,12 +279,14 @@ int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bk
  *  started_at, finished_at, status, host: {hostname, cpu_model, fingerprint, topology}}],
  *  "trials": [{id, sweep, config, status, role, round, error, stderr_tail, exit_info, n_samples,
  *  median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, binding, effective, check, layers,
+ *  noise_share, disturbed (bool or null), noise (the worker's noise object or null),
  *  counters: [{name, value, unavailable}]}], "best": [{node, workload, sweep, config, median_ms,
  *  ci95, default_median_ms, speedup, significant, evidence, created_at}], "gates": [{id,
  *  created_at, mode, hostname, fingerprint, git_revision, reference, threshold, alpha,
  *  regressions, verdict, results}]}. Stored JSON texts (config, topology, binding, ...) are
  *  embedded as JSON when they parse, else as strings; null for unknown numbers. Works read-only
- *  on schema BKM_DB_SCHEMA_READ_MIN and later (older schemas have no layers or gates). */
+ *  on schema BKM_DB_SCHEMA_READ_MIN and later (older schemas have no noise evidence, layers or
+ *  gates: null / empty). */
 int bkm_db_report_json(bkm_db_t *db, const bkm_db_filter_t *f, bkm_buf_t *out, bkm_err_t *err);
 
 /** One run of the regression gate, as stored for the report's history. */

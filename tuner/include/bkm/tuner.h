@@ -561,7 +561,10 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
  *    the values are the process minima (ms).
  * A workload regressed when BOTH the Mann-Whitney test on the process values is significant
  * after Holm's correction over the workloads (alpha) AND the Hodges-Lehmann ratio current /
- * reference exceeds 1 + threshold. */
+ * reference exceeds 1 + threshold. The worker's noise mark of every process (disturbed or not,
+ * bkm_tune_noise_t) is counted per workload and shown (table, JSON, JUnit, the stored gate run)
+ * so a verdict can be read against it; it does not change the rule: disturbed processes are
+ * counted like the others (the process minimum already discounts most of what a neighbour adds). */
 #define BKM_TUNE_REGRESS_THRESHOLD 0.10
 #define BKM_TUNE_REGRESS_ALPHA 0.01
 #define BKM_TUNE_REGRESS_PROCESSES 8
@@ -580,6 +583,11 @@ typedef struct bkm_tune_regress_wl {
     size_t n_ref;
     int ref_threads;                /**< threads of the reference's processes */
     size_t failed;                  /**< processes that did not give a value (either side) */
+    /* Noise marks of the processes that gave a value (the worker's disturbed mark, see
+     * bkm_tune_noise_t): shown and stored only; the decision rule above does not use them. */
+    size_t disturbed, noise_unknown;        /**< this build's workload processes: disturbed, no mark */
+    size_t ref_disturbed, ref_noise_unknown; /**< the other arm: the reference build's processes
+                                                  (A/B) or the calibration processes (baseline) */
     char error[256];                /**< the first failure ("" when none) */
     int tested;                     /**< compared (enough values on both sides) */
     double ratio, ratio_lo, ratio_hi; /**< Hodges-Lehmann current / reference, exact rank 95% interval */
