@@ -21,7 +21,7 @@
 const char bkm_cli_sbatch_summary[] = "write (and submit) a Slurm batch script from the best-known setting";
 
 typedef struct sbatch_opts {
-    const char *node, *workload, *db, *out, *account, *qos, *time, *job_name, *command, *job_output, *mpi;
+    const char *node, *workload, *db, *out, *account, *qos, *partition, *time, *job_name, *command, *job_output, *mpi;
     int submit, test_only, dflt, seed, nodes, rpn;
     const char *params[BKM_SLURM_MAX_PARAMS];
     int n_params;
@@ -81,6 +81,8 @@ static const bkm_cli_opt_t sbatch_table[] = {
      .help = "#SBATCH -A (default: none)", .example = "m1234"},
     {.name = "qos", .short_name = 'q', .kind = BKM_CLI_STR, .metavar = "Q", .off = offsetof(sbatch_opts_t, qos),
      .help = "#SBATCH -q (default regular)", .example = "debug"},
+    {.name = "partition", .short_name = 'p', .kind = BKM_CLI_STR, .metavar = "P", .off = offsetof(sbatch_opts_t, partition),
+     .help = "#SBATCH -p (default: none, the cluster's default partition)", .example = "debug"},
     {.name = "time", .short_name = 't', .kind = BKM_CLI_STR, .metavar = "T", .off = offsetof(sbatch_opts_t, time),
      .help = "#SBATCH -t, a Slurm time: MM, HH:MM:SS, D-HH:MM (default 00:30:00)", .example = "00:10:00"},
     {.name = "nodes", .short_name = 'N', .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(sbatch_opts_t, nodes),
@@ -102,11 +104,11 @@ static const bkm_cli_opt_t sbatch_table[] = {
 static const bkm_cli_cmd_spec_t sbatch_cmd = {
     .name = "sbatch",
     .usage = "tune sbatch --node NODE --workload WL [--db PATH] [-o FILE] [--submit [--test-only]]\n"
-             "            [--default | --seed-bkm] [--account A] [--qos Q] [--time T] [--nodes N]\n"
-             "            [--ranks-per-node R] [--job-name J] [--job-output P] [--mpi TYPE] [--param K=V]\n"
+             "            [--default | --seed-bkm] [--account A] [--qos Q] [--partition P]\n"
+             "            [--time T] [--nodes N] [--ranks-per-node R] [--job-name J] [--job-output P] [--mpi TYPE] [--param K=V]\n"
              "            [--command CMD]",
     .about = "Writes a Slurm batch script that runs WL on NODE with the best-known setting stored for them:\n"
-             "#SBATCH lines (-N, -C from the node profile, -q, -t, -A, -J, -o), the exported setting\n"
+             "#SBATCH lines (-N, -C from the node profile, -p, -q, -t, -A, -J, -o), the exported setting\n"
              "(OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, or OMP_PLACES/OMP_PROC_BIND when that won;\n"
              "never two rivals that cancel each other), the planned world size, and one srun line with\n"
              "-n, -c and --cpu-bind by NERSC's rules and --mpi=pmi2; every rank prints the settings it\n"
@@ -271,6 +273,7 @@ int bkm_cli_sbatch(int argc, char **argv)
     job.account = o.account;
     if (o.qos)
         job.qos = o.qos;
+    job.partition = o.partition;
     if (o.time)
         job.time = o.time;
     job.job_name = o.job_name ? o.job_name : jname;

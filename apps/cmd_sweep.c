@@ -35,7 +35,7 @@ typedef struct opts {
     long long budget, seed;
     int json, dry_run, verbose;
     /* Slurm: the sweep as a batch job or a job array + merge job (bkm::slurm) */
-    const char *sbatch, *account, *qos, *slurm_time, *job_name, *shard_group;
+    const char *sbatch, *account, *qos, *partition, *slurm_time, *job_name, *shard_group;
     int slurm_array, submit;
 } opts_t;
 
@@ -224,14 +224,17 @@ static const bkm_cli_opt_t sweep_table[] = {
      .hi = 10000,
      .help = "split the sweep into K shards run as a job array (grid strategy),\n"
              "each into its own node-local SQLite file, plus a merge job\n"
-             "(--dependency=afterok) that merges them into --db and derives the\n"
-             "best-known setting"},
+             "(--dependency=afterany) that merges them into --db and derives the\n"
+             "best-known setting; after a failed shard it merges the others and\n"
+             "exits 4 naming the missing shard(s)"},
     {.name = "submit", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, submit),
      .help = "with --sbatch/--slurm-array: submit with sbatch (SBATCH_*/SLURM_*\ncleared)"},
     {.name = "account", .kind = BKM_CLI_STR, .metavar = "A", .off = offsetof(opts_t, account),
      .help = "Slurm account of those jobs (#SBATCH -A)", .example = "m1234"},
     {.name = "qos", .kind = BKM_CLI_STR, .metavar = "Q", .off = offsetof(opts_t, qos),
      .help = "Slurm QOS of those jobs (default regular)", .example = "debug"},
+    {.name = "partition", .kind = BKM_CLI_STR, .metavar = "P", .off = offsetof(opts_t, partition),
+     .help = "Slurm partition of those jobs (#SBATCH -p; default: the cluster's)", .example = "debug"},
     {.name = "slurm-time", .kind = BKM_CLI_STR, .metavar = "T", .off = offsetof(opts_t, slurm_time),
      .help = "Slurm time limit of each job (default 02:00:00)", .example = "00:10:00"},
     {.name = "job-name", .kind = BKM_CLI_STR, .metavar = "J", .off = offsetof(opts_t, job_name),
@@ -388,7 +391,7 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
  * writing or submitting the job (and --db, --shard*: the job sets them). */
 static void job_args(int argc, char **argv, int add_grid, bkm_buf_t *out)
 {
-    static const char *const with_value[] = {"sbatch", "slurm-array", "account", "qos", "slurm-time",
+    static const char *const with_value[] = {"sbatch", "slurm-array", "account", "qos", "partition", "slurm-time",
                                              "job-name", "db", "shard", "shard-group", NULL};
     static const char *const flags[] = {"submit", "dry-run", "json", NULL};
     int first = 1;
@@ -455,6 +458,7 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
     job.account = o->account;
     if (o->qos)
         job.qos = o->qos;
+    job.partition = o->partition;
     job.time = o->slurm_time ? o->slurm_time : "02:00:00";
     job.job_name = o->job_name ? o->job_name : jname;
     if (o->db[0] != '/') {
@@ -523,7 +527,7 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
         printf("tune: wrote %s (the %s sweep on %s, results merged into %s)\n", f1, o->workload, prof->name,
                bkm_buf_str(&dbabs));
     if (!o->submit) {
-        printf("tune: submit with: sbatch %s%s%s\n", f1, o->slurm_array ? "; then sbatch --dependency=afterok:<id> " : "",
+        printf("tune: submit with: sbatch %s%s%s\n", f1, o->slurm_array ? "; then sbatch --dependency=afterany:<id> " : "",
                o->slurm_array ? f2 : "");
         goto out;
     }
@@ -531,7 +535,7 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
         goto out;
     if (o->slurm_array) {
         char dep[64];
-        snprintf(dep, sizeof dep, "afterok:%lld", id);
+        snprintf(dep, sizeof dep, "afterany:%lld", id);
         ret = bkm_cli_slurm_submit("sweep", f2, dep, 0, &id2);
     }
 out:

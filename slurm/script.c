@@ -216,6 +216,7 @@ int bkm_slurm_job_check(const bkm_slurm_job_t *job, bkm_err_t *err)
     if ((rc = word_check("--workload", job->workload, NULL, err)) < 0 ||
         (rc = word_check("--node", job->node, "/", err)) < 0 || (rc = word_check("--account", job->account, NULL, err)) < 0 ||
         (rc = word_check("--qos", job->qos, NULL, err)) < 0 || (rc = word_check("--job-name", job->job_name, NULL, err)) < 0 ||
+        (rc = word_check("--partition", job->partition, NULL, err)) < 0 ||
         (rc = word_check("--mpi", job->mpi && job->mpi[0] ? job->mpi : NULL, NULL, err)) < 0 ||
         (rc = word_check("--output", job->output, "/%", err)) < 0 ||
         (rc = word_check("constraint", job->constraint && job->constraint[0] ? job->constraint : NULL, "&|[]*", err)) < 0)
@@ -311,6 +312,8 @@ static void sbatch_lines(const bkm_slurm_job_t *job, const char *output, const c
     bkm_buf_printf(b, "#SBATCH -N %d\n", job->nodes);
     if (job->constraint && job->constraint[0])
         bkm_buf_printf(b, "#SBATCH -C %s\n", job->constraint);
+    if (job->partition)
+        bkm_buf_printf(b, "#SBATCH -p %s\n", job->partition);
     if (job->qos)
         bkm_buf_printf(b, "#SBATCH -q %s\n", job->qos);
     bkm_buf_printf(b, "#SBATCH -t %s\n", job->time);
@@ -434,6 +437,7 @@ static int array_check(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, b
         return bkm_err_set(err, BKM_EINVAL, "--time '%s' is not a Slurm time", job->time ? job->time : "");
     if ((rc = word_check("--account", job->account, NULL, err)) < 0 || (rc = word_check("--qos", job->qos, NULL, err)) < 0 ||
         (rc = word_check("--job-name", job->job_name, NULL, err)) < 0 ||
+        (rc = word_check("--partition", job->partition, NULL, err)) < 0 ||
         (rc = word_check("constraint", job->constraint && job->constraint[0] ? job->constraint : NULL, "&|[]*", err)) < 0)
         return rc;
     return BKM_OK;
@@ -492,8 +496,9 @@ int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
     bkm_buf_printf(out, "# The merge job of the %d-shard sweep of workload %s on node %s: merges every shard into\n"
                         "# the database and re-runs the unsplit sweep there, which finds every search trial stored,\n"
                         "# confirms the top candidates against the default and derives the best-known setting.\n"
-                        "# Submitted with --dependency=afterok on the array; after a failed shard run it by hand:\n"
-                        "# it merges the shards that exist and names the missing ones (exit 4).\n",
+                        "# Submitted with --dependency=afterany on the array, so it also runs after a failed shard\n"
+                        "# (or run it by hand): a shard whose task failed leaves no shard file; the merge then\n"
+                        "# merges the shards that exist into the database and names the missing ones (exit 4).\n",
                    a->shards, job->workload, job->node);
     {
         bkm_buf_t o;
@@ -518,8 +523,8 @@ int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
                       "if [ ${#missing[@]} -gt 0 ]; then\n"
                       "  if [ ${#have[@]} -gt 0 ]; then \"$TUNE\" merge \"$DB\" \"$LOCAL\" || exit $?; fi\n"
                       "  rm -f \"$LOCAL\"\n"
-                      "  echo \"bkm: merge: shard(s) ${missing[*]} of $K missing (not in $SHARDS): merged the \"\\\n"
-                      "       \"${#have[@]} others into $DB; no best-known setting derived\" >&2\n"
+                      "  echo \"bkm: merge: shard(s) ${missing[*]} of $K missing (not in $SHARDS; failed or never ran):\"\\\n"
+                      "       \"merged the other ${#have[@]} into $DB; no best-known setting derived\" >&2\n"
                       "  exit 4\n"
                       "fi\n"
                       "echo \"bkm: merged all $K shards into $DB\"\n");

@@ -9,6 +9,11 @@
 #   . tests/slurm/slurm_local.sh
 #   slurm_local_start "knl,quad,cache"     # sets BKM_SLURM_DIR, SLURM_CONF
 #   slurm_local_wait_job ID 120            # until the job ends; prints its state
+#   BKM_SLURM_QOS=regular,debug            # (before start) refuse every other QOS at submission, as a
+#                                          # site enforcing QOS does (a job_submit.lua: without
+#                                          # slurmdbd, Slurm itself accepts and ignores any -q)
+#   BKM_SLURM_MAXTIME=02:00:00             # (before start) the partition's MaxTime (EnforcePartLimits=ALL
+#                                          # refuses longer jobs at submission; default INFINITE)
 #   (the EXIT trap stops everything)
 
 slurm_local_skip() {
@@ -112,9 +117,29 @@ JobCompLoc=$d/log/jobcomp.txt
 MinJobAge=3600
 SchedulerParameters=sched_interval=1
 ReturnToService=2
+$([ -n "${BKM_SLURM_QOS:-}" ] && echo JobSubmitPlugins=lua)
 NodeName=nid00001 NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$mem Features=$features State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+PartitionName=debug Nodes=ALL Default=YES MaxTime=${BKM_SLURM_MAXTIME:-INFINITE} State=UP OverSubscribe=EXCLUSIVE
 EOF
+  if [ -n "${BKM_SLURM_QOS:-}" ]; then
+    # job_submit/lua reads job_submit.lua beside slurm.conf; --test-only goes through it too
+    cat >"$d/job_submit.lua" <<EOF
+local allowed = {}
+for q in string.gmatch("$BKM_SLURM_QOS", "[^,]+") do allowed[q] = true end
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local q = job_desc.qos
+  if q ~= nil and not allowed[q] then
+    slurm.log_user("invalid qos '%s' (allowed: $BKM_SLURM_QOS)", q)
+    return slurm.ERROR
+  end
+  return slurm.SUCCESS
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  return slurm.SUCCESS
+end
+return slurm.SUCCESS
+EOF
+  fi
   export SLURM_CONF=$d/slurm.conf
   env SLURM_LOCAL_DAEMON_OF="$d" munged --socket="$d/munge/munge.socket" --key-file="$d/munge/munge.key" \
     --pid-file="$d/run/munged.pid" --log-file="$d/log/munged.log" --seed-file="$d/munge/seed" \

@@ -215,6 +215,16 @@ START_TEST(job_values_checked)
     ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "--account"));
     job.account = NULL;
+    job.partition = "debug regular";
+    ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--partition"));
+    job.partition = "knl,regular";   /* Slurm takes a list of partitions */
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&b), "\n#SBATCH -p knl,regular\n"));
+    bkm_buf_free(&b);
+    job.partition = NULL;
     job.command = "a\nb";
     ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_EINVAL);
     job.command = NULL;
@@ -252,6 +262,7 @@ START_TEST(array_and_merge_scripts)
     s = bkm_buf_str(&b);
     ck_assert_ptr_nonnull(strstr(s, "missing"));
     ck_assert_ptr_nonnull(strstr(s, "exit 4"));
+    ck_assert_ptr_nonnull(strstr(s, "--dependency=afterany"));   /* the comment: it runs after a failed shard */
     ck_assert_ptr_nonnull(strstr(s, "merge \"$LOCAL\" \"${have[@]}\""));
     ck_assert_ptr_nonnull(strstr(s, "sweep --node knl --workload alexnet --strategy grid --db \"$LOCAL\""));
     ck_assert_ptr_null(strstr(s, "--array"));

@@ -97,6 +97,7 @@ typedef struct bkm_slurm_job {
     int ranks_per_node;           /**< >= 1 */
     const char *account;          /**< -A; NULL = none */
     const char *qos;              /**< -q; NULL = none */
+    const char *partition;        /**< -p; NULL = the cluster's default partition */
     const char *time;             /**< -t, a Slurm time (MM, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]) */
     const char *job_name;         /**< -J */
     const char *output;           /**< -o; NULL = "<job_name>-%j.out" */
@@ -145,8 +146,9 @@ int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
  *  are not used. */
 int bkm_slurm_sweep_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
                                  bkm_err_t *err);
-/** The merge job's script (run with --dependency=afterok:ARRAYID, or by hand): names every shard
- *  file that is missing (exit 4 after merging the others), else `tune merge`s them into DB and
+/** The merge job's script (run with --dependency=afterany:ARRAYID, so that it also runs after a
+ *  failed shard, or by hand): names every shard file that is missing, i.e. whose task failed or
+ *  never ran (exit 4 after merging the others into DB), else `tune merge`s them into DB and
  *  re-runs the unsplit sweep on DB, which finds every search trial stored and only confirms and
  *  derives the best-known setting. */
 int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
