@@ -20,7 +20,7 @@ const char bkm_cli_run_summary[] = "run one trial (workload + settings) in a fre
 
 typedef struct run_opts {
     bkm_tune_trial_spec_t spec;
-    const char *workload, *backend, *counters;
+    const char *workload, *backend, *compare, *counters;
 #ifdef BKM_TEST_HOOKS
     const char *inject;
 #endif
@@ -51,6 +51,12 @@ static const bkm_cli_opt_t run_table[] = {
      .help = "gemm, conv2d, alexnet, ... (bad names are listed)", .example = "gemm", .flags = BKM_CLI_REQUIRED},
     {.name = "backend", .kind = BKM_CLI_STR, .metavar = "B", .off = offsetof(run_opts_t, backend),
      .help = "native or onednn (default: the workload's default)", .example = "native"},
+    {.name = "compare", .kind = BKM_CLI_STR, .metavar = "B", .off = offsetof(run_opts_t, compare),
+     .help = "after the measurement, time --backend and backend B step for step in\n"
+             "the same worker (alternating, --min-samples pairs, at least 3) and\n"
+             "report B's median / --backend's (above 1: --backend is faster), with\n"
+             "B's per-layer table in --json for networks (--param layers=1)",
+     .example = "onednn"},
     {.name = "threads", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.threads), .lo = 1,
      .hi = BKM_CPUSET_MAX, .help = "OpenMP threads, at most the PUs of this node (default 1)", .example = "1"},
     {.name = "affinity", .kind = BKM_CLI_CALL, .metavar = "S", .call = run_setenv,
@@ -104,7 +110,7 @@ static const bkm_cli_opt_t run_table[] = {
 
 static const bkm_cli_cmd_spec_t run_cmd = {
     .name = "run",
-    .usage = "tune run --workload W [--backend native|onednn] [--threads N] [--affinity S]\n"
+    .usage = "tune run --workload W [--backend native|onednn [--compare onednn|native]] [--threads N] [--affinity S]\n"
              "         [--blocktime B] [--hw-subset S] [--places P] [--proc-bind B] [--param key=value ...] [--warmup N] [--min-samples N]\n"
              "         [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
              "         [--counters LIST] [--disturbed-share X] [--trial-timeout SEC] [--dry-run]\n"
@@ -129,7 +135,9 @@ static const bkm_cli_cmd_spec_t run_cmd = {
             "            or failed, or another environment problem, 128+N stopped by signal N\n\n"
             "example:\n"
             "  tune run --workload gemm --param m=256 --param n=256 --param k=256 --threads 2 \\\n"
-            "           --affinity granularity=fine,compact --json\n",
+            "           --affinity granularity=fine,compact --json\n"
+            "  tune run --workload alexnet --param batch=64 --param layers=1 --threads 2 \\\n"
+            "           --backend native --compare onednn --min-samples 5 --json   # interleaved ratio\n",
 };
 
 /* Copy option @p name's value @p v into @p dst (@p cap bytes); BKM_EINVAL naming it when too long. */
@@ -152,11 +160,15 @@ static int run_parse(int argc, char **argv, run_opts_t *o, bkm_err_t *err)
         return rc;
     if ((rc = run_copy("workload", o->workload, spec->workload, sizeof spec->workload, err)) < 0 ||
         (rc = run_copy("backend", o->backend, spec->backend, sizeof spec->backend, err)) < 0 ||
+        (rc = run_copy("compare", o->compare, spec->compare, sizeof spec->compare, err)) < 0 ||
 #ifdef BKM_TEST_HOOKS
         (rc = run_copy("inject", o->inject, spec->inject, sizeof spec->inject, err)) < 0 ||
 #endif
         (rc = run_copy("counters", o->counters, spec->counters, sizeof spec->counters, err)) < 0)
         return rc;
+    if (o->compare != NULL && (o->backend == NULL || strcmp(o->compare, o->backend) == 0))
+        return bkm_err_set(err, BKM_EINVAL, "tune run: --compare '%s' needs --backend naming the other engine (got %s)",
+                           o->compare, o->backend ? o->backend : "none");
     spec->seed = (uint64_t)o->seed;
     if (spec->max_samples < spec->min_samples)
         spec->max_samples = spec->min_samples;
@@ -190,6 +202,15 @@ static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_tria
         for (int i = 0; i < r->n_samples; i++)
             sum += r->samples_ms[i];
         printf("avg time %.4f millisecond\n", sum / (double)r->n_samples);
+    }
+    {   /* --compare: the interleaved pairs */
+        const bkm_json_t *c = r->doc ? bkm_json_get(r->doc, "compare") : NULL;
+        if (c != NULL)
+            printf("compare     %s median %.4f ms vs %s %.4f ms in %d interleaved pairs: ratio %.3f (%s ms / %s ms)\n",
+                   bkm_json_get_str(c, "backend") ? bkm_json_get_str(c, "backend") : "?",
+                   bkm_json_get_num(c, "compare_median_ms", NAN), spec->backend, bkm_json_get_num(c, "median_ms", NAN),
+                   (int)bkm_json_get_num(c, "pairs", 0), bkm_json_get_num(c, "ratio", NAN),
+                   bkm_json_get_str(c, "backend") ? bkm_json_get_str(c, "backend") : "?", spec->backend);
     }
     if (r->check_kind[0])
         printf("check       %s %.9g\n", r->check_kind, r->check_value);

@@ -135,9 +135,10 @@ void bkm__kern_op_free(bkm_kern_op_t *op);
 void bkm__pack_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t kb, float *d, int64_t w);
 
 /* AVX-512 max pooling of the interior output columns of one row (layers_avx512.c): nc outputs,
- * the first window's column x0, rows [ya, yb), kw taps per row, stride sw; int32 indices. */
+ * the first window's column x0, rows [ya, yb), kw taps per row, stride sw; int32 indices.
+ * [pf, pf + npf) is prefetched (input the following rows read; inside the source tensor). */
 void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
-                             int64_t nc, float *out, int32_t *am);
+                             int64_t nc, float *out, int32_t *am, const float *pf, int64_t npf);
 
 /* conv2d algo 3: packed-weights im2col driver (conv2d_fast.c; owner: convfast)               */
 /* ======================================================================================== */

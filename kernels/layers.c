@@ -58,7 +58,9 @@ static inline void pool_tap(const float *restrict row, int32_t off, int64_t sw, 
     }
 }
 
-static void maxpool_row(const bkm_pool_desc_t *d, const float *in, int64_t oy, float *out, int32_t *am, int avx512)
+/* left: the floats from in to the end of the source tensor (the prefetch stays inside it) */
+static void maxpool_row(const bkm_pool_desc_t *d, const float *in, int64_t left, int64_t oy, float *out, int32_t *am,
+                        int avx512)
 {
     const int64_t y0 = oy * d->sh - d->ph;
     const int64_t ya = y0 < 0 ? 0 : y0, yb = y0 + d->kh > d->ih ? d->ih : y0 + d->kh;
@@ -84,7 +86,10 @@ static void maxpool_row(const bkm_pool_desc_t *d, const float *in, int64_t oy, f
         am[ox] = (int32_t)bi;
     }
     if (avx512 && xa < xb) {
-        bkm__maxpool_row_avx512(in, d->iw, ya, yb, d->kw, xa * d->sw - d->pw, d->sw, xb - xa, out + xa, am + xa);
+        /* the sh rows that output row oy + 2 reads first (the next plane's first rows at the end) */
+        const int64_t pa = (y0 + d->sh + d->kh) * d->iw, pb = pa + d->sh * d->iw > left ? left : pa + d->sh * d->iw;
+        bkm__maxpool_row_avx512(in, d->iw, ya, yb, d->kw, xa * d->sw - d->pw, d->sw, xb - xa, out + xa, am + xa,
+                                in + (pa < pb ? pa : 0), pa < pb ? pb - pa : 0);
         return;
     }
     for (int64_t c0 = xa; c0 < xb; c0 += POOL_CHUNK) {
@@ -120,7 +125,8 @@ void bkm_kern_maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst
 #pragma omp parallel for schedule(static)
     for (int64_t pl = 0; pl < planes; pl++)
         for (int64_t oy = 0; oy < d->oh; oy++)
-            maxpool_row(d, src + pl * ipl, oy, dst + pl * opl + oy * d->ow, argmax + pl * opl + oy * d->ow, avx512);
+            maxpool_row(d, src + pl * ipl, (planes - pl) * ipl, oy, dst + pl * opl + oy * d->ow,
+                        argmax + pl * opl + oy * d->ow, avx512);
 }
 
 void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src)

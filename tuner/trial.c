@@ -107,6 +107,9 @@ int bkm_tune_trial_spec_validate(const bkm_tune_trial_spec_t *spec, bkm_err_t *e
         return bkm_err_set(err, BKM_EINVAL, "trial: no workload given");
     if (spec->threads < 1 || spec->threads > BKM_CPUSET_MAX)
         return bkm_err_set(err, BKM_EINVAL, "trial: threads %d out of range 1..%d", spec->threads, BKM_CPUSET_MAX);
+    if (spec->compare[0] && (spec->backend[0] == '\0' || strcmp(spec->compare, spec->backend) == 0))
+        return bkm_err_set(err, BKM_EINVAL, "trial: compare backend '%s' needs a different backend (backend '%s')",
+                           spec->compare, spec->backend);
     if (spec->warmup < 0 || spec->warmup > BKM_TUNE_SAMPLES_MAX)
         return bkm_err_set(err, BKM_EINVAL, "trial: warmup %d out of range 0..%d", spec->warmup, BKM_TUNE_SAMPLES_MAX);
     if (spec->min_samples < 1 || spec->min_samples > BKM_TUNE_SAMPLES_MAX)
@@ -166,6 +169,10 @@ void bkm_tune_trial_spec_to_json(const bkm_tune_trial_spec_t *spec, bkm_json_w_t
     bkm_json_str(w, spec->workload);
     bkm_json_key(w, "backend");
     bkm_json_str(w, spec->backend);
+    if (spec->compare[0]) { /* only when set: other specs serialise as before */
+        bkm_json_key(w, "compare");
+        bkm_json_str(w, spec->compare);
+    }
     bkm_json_key(w, "threads");
     bkm_json_int(w, spec->threads);
     kv_to_json(w, "env", spec->env, spec->n_env);
@@ -277,6 +284,7 @@ int bkm_tune_trial_spec_from_json(const char *json, bkm_tune_trial_spec_t *spec,
     }
     if ((rc = json_copy_str(doc, "workload", spec->workload, sizeof spec->workload, 1, err)) < 0 ||
         (rc = json_copy_str(doc, "backend", spec->backend, sizeof spec->backend, 0, err)) < 0 ||
+        (rc = json_copy_str(doc, "compare", spec->compare, sizeof spec->compare, 0, err)) < 0 ||
         (rc = json_copy_str(doc, "counters", spec->counters, sizeof spec->counters, 0, err)) < 0 ||
 #ifdef BKM_TEST_HOOKS
         (rc = json_copy_str(doc, "inject", spec->inject, sizeof spec->inject, 0, err)) < 0 ||

@@ -152,8 +152,10 @@ static int worker_iter_fn(void *ctx, bkm_err_t *err)
 }
 
 /* The workload configuration of a trial: its parameters, plus backend=... when the trial
- * names a backend (the workloads take the backend as a parameter). */
-static int spec_wl_config(const bkm_tune_trial_spec_t *spec, bkm_wl_config_t *cfg, bkm_err_t *err)
+ * names a backend (the workloads take the backend as a parameter); @p backend: the trial's or
+ * its compare backend. */
+static int spec_wl_config(const bkm_tune_trial_spec_t *spec, const char *backend, bkm_wl_config_t *cfg,
+                          bkm_err_t *err)
 {
     char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
     int rc;
@@ -164,8 +166,8 @@ static int spec_wl_config(const bkm_tune_trial_spec_t *spec, bkm_wl_config_t *cf
         if (rc < 0)
             return rc;
     }
-    if (spec->backend[0] && bkm_wl_config_get(cfg, "backend") == NULL) {
-        snprintf(kv, sizeof kv, "backend=%s", spec->backend);
+    if (backend[0] && bkm_wl_config_get(cfg, "backend") == NULL) {
+        snprintf(kv, sizeof kv, "backend=%s", backend);
         rc = bkm_wl_config_add(cfg, kv, err);
         if (rc < 0)
             return rc;
@@ -211,12 +213,27 @@ int bkm_tune_trial_check(const bkm_tune_trial_spec_t *spec, const bkm_topo_t *to
     rc = bkm_wl_find(spec->workload, &info, err);
     if (rc < 0)
         goto out;
-    rc = spec_wl_config(spec, &wcfg, err);
+    rc = spec_wl_config(spec, spec->backend, &wcfg, err);
     if (rc < 0)
         goto out;
     rc = bkm_wl_config_check_threads(spec->workload, &wcfg, spec->threads, err);
     if (rc < 0)
         goto out;
+    if (spec->compare[0]) {
+        if (bkm_wl_config_get(&wcfg, "backend") != NULL && spec->n_params > 0)
+            for (int i = 0; i < spec->n_params; i++)
+                if (strcmp(spec->params[i].key, "backend") == 0) {
+                    rc = bkm_err_set(err, BKM_EINVAL, "compare '%s' with a backend parameter: give --backend instead",
+                                     spec->compare);
+                    goto out;
+                }
+        rc = spec_wl_config(spec, spec->compare, &wcfg, err);
+        if (rc < 0)
+            goto out;
+        rc = bkm_wl_config_check(spec->workload, &wcfg, err);
+        if (rc < 0)
+            goto out;
+    }
     bkm_topo_summary(topo, &sum);
     if (spec->threads > sum.pus) {
         rc = bkm_err_set(err, BKM_EINVAL, "threads %d exceed the %d PUs of this node (%d allowed)", spec->threads,
@@ -337,6 +354,88 @@ static void worker_flops_json(bkm_json_w_t *w, double flops, double median_ms)
     bkm_json_double(w, median_ms > 0 ? flops / (median_ms * 1e-3) * 1e-9 : NAN);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (n >= 1) through tmp (n doubles). */
+static double median_of(const double *v, int n, double *tmp)
+{
+    memcpy(tmp, v, (size_t)n * sizeof *tmp);
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+/* --compare: a second workload of the compare backend (same parameters, seed and threads), one
+ * warm-up step, then min_samples pairs of steps alternating which engine goes first, each step
+ * timed by the workload; "compare" in the JSON: both sample lists, medians, the ratio (compare
+ * median / backend median: above 1, the trial's backend is faster) and the compare engine's
+ * per-layer table (network workloads with layers=1). Runs after the measurement, so the
+ * trial's own samples are those of the protocol. */
+static int worker_compare(const bkm_tune_trial_spec_t *spec, bkm_wl_t *wl, bkm_wl_config_t *wcfg, bkm_json_w_t *w,
+                          bkm_err_t *err)
+{
+    const int n = spec->min_samples < 3 ? 3 : spec->min_samples;
+    bkm_wl_t *wl2 = NULL;
+    bkm_wl_sample_t sa, sb;
+    double *a = bkm_calloc(3 * (size_t)n, sizeof *a), *b = a ? a + n : NULL, *tmp = a ? a + 2 * n : NULL;
+    double ma, mb;
+    bkm_buf_t layers;
+    int rc;
+
+    bkm_buf_init(&layers);
+    if (a == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "compare: out of memory for %d samples", n);
+        goto out;
+    }
+    rc = spec_wl_config(spec, spec->compare, wcfg, err);
+    if (rc < 0 || (rc = bkm_wl_create(&wl2, spec->workload, wcfg, spec->seed, err)) < 0 ||
+        (rc = bkm_wl_run(wl2, &sb, err)) < 0)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        if (i % 2 == 0)
+            rc = bkm_wl_run(wl, &sa, err) < 0 ? BKM_EFAIL : bkm_wl_run(wl2, &sb, err);
+        else
+            rc = bkm_wl_run(wl2, &sb, err) < 0 ? BKM_EFAIL : bkm_wl_run(wl, &sa, err);
+        if (rc < 0)
+            goto out;
+        a[i] = sa.ms;
+        b[i] = sb.ms;
+    }
+    ma = median_of(a, n, tmp);
+    mb = median_of(b, n, tmp);
+    bkm_json_key(w, "compare");
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "backend");
+    bkm_json_str(w, spec->compare);
+    bkm_json_key(w, "pairs");
+    bkm_json_int(w, n);
+    json_double_array(w, "samples_ms", a, n);
+    json_double_array(w, "compare_samples_ms", b, n);
+    bkm_json_key(w, "median_ms");
+    bkm_json_double(w, ma);
+    bkm_json_key(w, "compare_median_ms");
+    bkm_json_double(w, mb);
+    bkm_json_key(w, "ratio");
+    bkm_json_double(w, ma > 0 ? mb / ma : NAN);
+    bkm_json_key(w, "ratio_meaning");
+    bkm_json_str(w, "compare_median_ms / median_ms of the interleaved pairs: above 1, the trial's backend is faster");
+    if (bkm_wl_layers_json(wl2, &layers) > 0 && !layers.oom) {
+        bkm_json_key(w, "compare_layers");
+        bkm_json_raw(w, bkm_buf_str(&layers));
+    }
+    bkm_json_obj_end(w);
+out:
+    if (rc < 0)
+        bkm_err_prefix(err, "compare with %s", spec->compare);
+    bkm_buf_free(&layers);
+    bkm_free(a);
+    bkm_wl_destroy(wl2);
+    return rc;
+}
+
 int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err)
 {
     const bkm_tune_trial_spec_t *spec = &cfg->spec;
@@ -398,7 +497,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
         goto out;
     }
 
-    rc = spec_wl_config(spec, &wcfg, err);
+    rc = spec_wl_config(spec, spec->backend, &wcfg, err);
     if (rc < 0)
         goto out;
     bkm_topo_cache_sizes(topo, &wcfg.cache_l1d, &wcfg.cache_l2, &wcfg.cache_l3);
@@ -428,6 +527,8 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     worker_workload_json(&w, spec, wl, &params);
     worker_samples_json(&w, &s);
     worker_flops_json(&w, flops, s.median);
+    if (spec->compare[0] && (rc = worker_compare(spec, wl, &wcfg, &w, err)) < 0)
+        goto out;
     {   /* workloads with a throughput unit (lstm: sentences/s from the median) */
         const char *unit = NULL;
         double items = bkm_wl_items_per_iter(wl, &unit);

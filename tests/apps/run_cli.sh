@@ -141,4 +141,24 @@ jcheck "$tmp/f.json" "'injected failure' in d['stderr_tail'] and d['exit_code'] 
 fault badjson 3 failed
 fault mismatch 1 binding-mismatch
 jcheck "$tmp/f.json" "d['binding']['ok'] is False and d['binding']['difference']" "mismatch JSON has the difference"
+# --- --compare: both engines step for step in one worker ------------------------------------
+"$T" run --workload alexnet --backend native --compare onednn --param batch=2 --param layers=1 --threads $threads \
+    --warmup 1 --min-samples 3 --max-samples 3 --min-time 0 --counters none --json >"$tmp/cmp.json" 2>"$tmp/cmp.err" \
+    || fail "--compare run exit $?: $(cat "$tmp/cmp.err")"
+jcheck "$tmp/cmp.json" "d['compare']['backend'] == 'onednn' and d['compare']['pairs'] == 3" "compare backend and pairs"
+jcheck "$tmp/cmp.json" "len(d['compare']['samples_ms']) == 3 and all(x > 0 for x in d['compare']['samples_ms'] + d['compare']['compare_samples_ms'])" "compare samples"
+jcheck "$tmp/cmp.json" "abs(d['compare']['ratio'] - d['compare']['compare_median_ms'] / d['compare']['median_ms']) <= 1e-9 * d['compare']['ratio']" "compare ratio from the medians"
+jcheck "$tmp/cmp.json" "sorted(d['compare']['compare_samples_ms'])[1] == d['compare']['compare_median_ms']" "compare median of its samples"
+jcheck "$tmp/cmp.json" "('conv1', 'fwd') in set((l['layer'], l['direction']) for l in d['compare']['compare_layers']) <= set((l['layer'], l['direction']) for l in d['layers'])" "compare per-layer table: the trial's layers (oneDNN lists no dropout rows)"
+jcheck "$tmp/cmp.json" "d['backend'] == 'native'" "the trial's backend stays native"
+"$T" run --workload gemm --param m=64 --param n=64 --param k=64 --backend native --compare onednn "${short[@]}" \
+    --counters none >"$tmp/cmp.txt" || fail "--compare text exit $?"
+grep -q "^compare     onednn median .* interleaved pairs: ratio" "$tmp/cmp.txt" || fail "--compare: no text line: $(cat "$tmp/cmp.txt")"
+for bad in "--compare onednn" "--backend native --compare native" "--backend native --compare bogus"; do
+    # shellcheck disable=SC2086
+    "$T" run --workload gemm $bad "${short[@]}" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [ $rc -eq 2 ] || fail "run $bad: exit $rc, want 2: $(cat "$tmp/err")"
+    grep -q "compare\|bogus" "$tmp/err" || fail "run $bad: the message does not name the value: $(cat "$tmp/err")"
+    [ -s "$tmp/out" ] && fail "run $bad wrote to stdout"
+done
 echo "ok"

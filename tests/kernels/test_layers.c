@@ -39,17 +39,21 @@ static const int64_t pool_shapes[][7] = {
     {1, 2, 7, 9, 3, 2, 1},   /* padding */
     {3, 1, 8, 8, 2, 2, 0},   /* non-overlapping */
     {1, 4, 5, 6, 3, 1, 0},   /* stride 1 */
+    {1, 2, 55, 55, 3, 2, 0}, /* AlexNet pool1's planes: 27 columns = a full 16-lane vector + 11 */
+    {2, 2, 27, 27, 3, 2, 0}, /* pool2's: 13 columns */
+    {1, 2, 6, 41, 3, 1, 0},  /* stride 1 over 39 columns */
 };
+#define N_POOL_SHAPES ((int)(sizeof pool_shapes / sizeof pool_shapes[0]))
 
 START_TEST(maxpool_matches_reference)
 {
-    const int64_t *s = pool_shapes[_i % 4];
+    const int64_t *s = pool_shapes[_i % N_POOL_SHAPES];
     bkm_pool_desc_t d;
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_kern_pool_desc_init(&d, s[0], s[1], s[2], s[3], s[4], s[5], s[6], &err), BKM_OK);
     {
         const size_t ni = (size_t)(d.mb * d.c * d.ih * d.iw), no = (size_t)(d.mb * d.c * d.oh * d.ow);
-        float *src = rand_buf(ni, 1, _i >= 4), *dst = malloc(no * 4), *ref = malloc(no * 4);
+        float *src = rand_buf(ni, 1, _i >= N_POOL_SHAPES), *dst = malloc(no * 4), *ref = malloc(no * 4);
         float *dd = rand_buf(no, 2, 0), *ds = rand_buf(ni, 3, 0), *ds_ref = malloc(ni * 4);
         int32_t *am = malloc(no * sizeof(int32_t));
         bkm_kern_maxpool_fwd(&d, src, dst, am);
@@ -58,6 +62,38 @@ START_TEST(maxpool_matches_reference)
         bkm_kern_maxpool_bwd(&d, dd, am, ds);
         bkm_kern_maxpool_ref_bwd(&d, src, dd, ds_ref);
         assert_close("maxpool bwd", ds, ds_ref, ni, 1e-6);
+        free(src), free(dst), free(ref), free(dd), free(ds), free(ds_ref), free(am);
+    }
+}
+END_TEST
+
+/* Windows of only -inf or NaN never see a "greater" tap: like the reference, the output is the
+ * window's first element and the gradient goes there (the vector kernels' fallback). */
+START_TEST(maxpool_nonfinite_windows)
+{
+    bkm_pool_desc_t d;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_kern_pool_desc_init(&d, 1, 2, 9, 55, 3, 2, 0, &err), BKM_OK);
+    {
+        const size_t ni = (size_t)(d.mb * d.c * d.ih * d.iw), no = (size_t)(d.mb * d.c * d.oh * d.ow);
+        float *src = rand_buf(ni, 11, 0), *dst = malloc(no * 4), *ref = malloc(no * 4);
+        float *dd = rand_buf(no, 12, 0), *ds = malloc(ni * 4), *ds_ref = malloc(ni * 4);
+        int32_t *am = malloc(no * sizeof(int32_t));
+        /* plane 0: windows 0..8 of output row 0 all -inf (then numbers: the numbers win);
+         * plane 1: columns 30.. all NaN, so every window there is all NaN (the reference keeps a
+         * leading NaN even before numbers, the kernels skip it: windows that mix them differ) */
+        for (int64_t y = 0; y < 3; y++)
+            for (int64_t x = 0; x < 20; x++)
+                src[y * d.iw + x] = -INFINITY;
+        for (int64_t y = 0; y < d.ih; y++)
+            for (int64_t x = 30; x < d.iw; x++)
+                src[(d.ih + y) * d.iw + x] = NAN;
+        bkm_kern_maxpool_fwd(&d, src, dst, am);
+        bkm_kern_maxpool_ref_fwd(&d, src, ref);
+        ck_assert_msg(memcmp(dst, ref, no * 4) == 0, "maxpool fwd differs from the reference on -inf/NaN windows");
+        bkm_kern_maxpool_bwd(&d, dd, am, ds);
+        bkm_kern_maxpool_ref_bwd(&d, src, dd, ds_ref);
+        assert_close("maxpool bwd -inf/NaN", ds, ds_ref, ni, 1e-6);
         free(src), free(dst), free(ref), free(dd), free(ds), free(ds_ref), free(am);
     }
 }
@@ -264,7 +300,8 @@ static Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
-    tcase_add_loop_test(tc, maxpool_matches_reference, 0, 8);
+    tcase_add_loop_test(tc, maxpool_matches_reference, 0, 2 * N_POOL_SHAPES);
+    tcase_add_test(tc, maxpool_nonfinite_windows);
     tcase_add_test(tc, pool_desc_errors);
     tcase_add_test(tc, relu_matches_reference_in_place);
     {   /* default, generic, then avx2 and avx512 where this CPU has them (test_gemm_<isa> reports the

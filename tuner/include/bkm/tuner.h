@@ -150,6 +150,8 @@ void bkm_tune_noise_close(bkm_tune_noise_t *noise);
 typedef struct bkm_tune_trial_spec {
     char workload[64];           /**< registry name: "gemm", "conv2d", "alexnet", ... */
     char backend[16];            /**< "native", "onednn", or "" = the workload's default */
+    char compare[16];            /**< "" or a second backend the worker times step for step against
+                                      backend after the measurement (tune run --compare) */
     int threads;                 /**< OpenMP team size (exported as OMP_NUM_THREADS) */
     bkm_kv_t env[BKM_TUNE_KV_MAX]; /**< the trial's OpenMP/affinity variables */
     int n_env;
