@@ -15,6 +15,7 @@
 
 #include "bkm/affinity.h"
 #include "bkm/results.h"
+#include "bkm/slurm.h"
 #include "bkm/tuner.h"
 #include "bkm_revision.h"
 #include "cli_common.h"
@@ -78,7 +79,8 @@ static const bkm_cli_opt_t regress_table[] = {
                                            "baseline's count)"},
     {.name = "workloads", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(regress_opts_t, workloads),
      .help = "these workloads of the suite (default gemm,conv2d,conv3d,lstm; alexnet,\n"
-             "55 ms a step, only when named: its fastest sample follows the machine's load)",
+             "55 ms a step, only when named: its fastest sample follows the machine's load;\n"
+             "fmnist-sgd, an MPI job of 1 rank under mpiexec, only when named)",
      .example = "gemm"},
     {.name = "seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(regress_opts_t, seed), .lo = 0, .hi = 9.2e18,
      .help = "seed of the measurement order (default 1)"},
@@ -94,10 +96,11 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
              "tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--json]\n"
              "tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
     .about = "A fixed suite (SGEMM 256^3, a conv2d and a conv3d layer, an LSTM 8,10,64,64: iterations of\n"
-             "0.1-0.3 ms; the AlexNet training step only when named in --workloads) runs in several fresh\n"
-             "worker processes per workload (1 thread unless --threads; more are bound one per PU); each\n"
-             "process gives one value, the fastest of its samples (a neighbour only ever adds time):\n"
-             "the unit of evidence.\n"
+             "0.1-0.3 ms; only when named in --workloads: the AlexNet training step, and fmnist-sgd, the\n"
+             "MLP on a 10-step training run as an MPI job of 1 rank under mpiexec, its value the rank's\n"
+             "median step time) runs in several fresh worker processes per workload (1 thread unless\n"
+             "--threads; more are bound one per PU); each process gives one value, the fastest of its\n"
+             "samples (a neighbour only ever adds time): the unit of evidence.\n"
              "--record pairs every workload process with a calibration process (SGEMM 256^3, 1 thread)\n"
              "run right before or after it, in alternation, and stores value = workload / calibration, with\n"
              "the host, its topology and the git revision. --baseline re-runs the suite the same way and\n"
@@ -111,7 +114,8 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
             "  tune regress --record -o base.json\n"
             "  tune regress --baseline base.json --junit regress.xml\n"
             "  tune regress --baseline base.json --threads 1          # a real slowdown: exit 1\n"
-            "  tune regress --against ../main-build/tune --workloads gemm,conv2d,lstm\n\n"
+            "  tune regress --against ../main-build/tune --workloads gemm,conv2d,lstm\n"
+            "  tune regress --record -o mpi.json --workloads fmnist-sgd   # needs MPICH's mpiexec\n\n"
             "exit codes: 0 no regression, 1 a regression, 2 bad usage or input, 3 environment problem\n"
             "            (baseline from another topology or ISA, unreadable file, worker cannot start),\n"
             "            4 some workloads could not be compared (their processes failed) and none regressed\n",
@@ -174,7 +178,7 @@ int bkm_cli_regress(int argc, char **argv)
     bkm_topo_summary_t ts;
     bkm_err_t err = {0};
     bkm_buf_t hj, out, baseline;
-    char self[PATH_MAX], fp[192], when[32];
+    char self[PATH_MAX], fp[192], when[32], launcher[PATH_MAX];
     char *baseline_text = NULL;
     size_t blen = 0;
     ssize_t ln;
@@ -278,11 +282,38 @@ int bkm_cli_regress(int argc, char **argv)
         goto done;
     }
     for (size_t i = 0; i < r->n_wl; i++)
-        if ((ret = bkm_tune_trial_check(&r->wl[i].spec, host, &err)) < 0) {
+        if (r->wl[i].spec.ranks > 0) {
+            /* an MPI workload (fmnist-sgd): srun inside a Slurm allocation, else MPICH's mpiexec
+             * (hydra), from PATH, for both builds */
+            const char *path = getenv("PATH"), *job = getenv("SLURM_JOB_ID");
+            runner.slurm_job_id = ref.slurm_job_id = job && job[0] ? job : NULL;
+            if (bkm_slurm_find_program(runner.slurm_job_id ? "srun" : "mpiexec", path ? path : "/usr/bin:/bin",
+                                       launcher, sizeof launcher, &err) < 0) {
+                fprintf(stderr, "tune regress: workload %s runs as an MPI job and needs an MPI launcher: %s "
+                                "(install MPICH: mpiexec; or leave %s out of --workloads)\n",
+                        r->wl[i].name, err.msg, r->wl[i].name);
+                ret = 3;
+                goto done;
+            }
+            runner.launcher = ref.launcher = launcher;
+            break;
+        }
+    for (size_t i = 0; i < r->n_wl; i++) {
+        const bkm_tune_trial_spec_t *sp = &r->wl[i].spec;
+        /* an MPI job's workload is no registered kernel: its worker checks the training
+         * parameters; here the spec, and a core of its own per rank and thread */
+        if (sp->ranks > 0 && (ret = bkm_tune_trial_spec_validate(sp, &err)) == BKM_OK &&
+            (long)sp->ranks * sp->threads > ts.allowed_pus)
+            ret = bkm_err_set(&err, BKM_EINVAL, "%d ranks x %d threads need more than the %d PUs this process may use",
+                              sp->ranks, sp->threads, ts.allowed_pus);
+        if (sp->ranks == 0)
+            ret = bkm_tune_trial_check(sp, host, &err);
+        if (ret < 0) {
             fprintf(stderr, "tune regress: workload %s: %s\n", r->wl[i].name, err.msg);
             ret = 2;
             goto done;
         }
+    }
     {
         const volatile sig_atomic_t *stop = bkm_cli_stop_signals_catch();
         runner.stop = ref.stop = stop;

@@ -17,18 +17,23 @@
  * a scheduler slice is a few ms: an iteration longer than that is never uncontended, and its
  * fastest sample tracks the neighbours' load instead of the code). AlexNet's training step (55 ms
  * at batch 1, and seconds to build its 61 M parameters) cannot be made that small: it is in the
- * suite only when named (--workloads ...,alexnet), with the noise that brings. */
+ * suite only when named (--workloads ...,alexnet), with the noise that brings. The MPI training
+ * workload (fmnist-sgd) runs as an MPI job of one rank under the launcher (mpiexec), the MLP on
+ * a 10-step training run; its value is the rank's median step time as the runner reports it
+ * (the worker takes no warm-up or sample counts: the training run is its loop). It needs MPICH
+ * and the Fashion-MNIST files, so it too runs only when named. */
 static const struct suite_entry {
     const char *name;
     const char *params[4];
-    int warmup, min_samples, in_default;
+    int warmup, min_samples, in_default, ranks;
     double min_time_s;
 } suite[] = {
-    {"gemm", {"m=256", "n=256", "k=256"}, 20, 20, 1, 0.1},
-    {"conv2d", {"shape=mb1ic32ih14oc32kh3ph1"}, 20, 20, 1, 0.1},
-    {"conv3d", {"shape=mb1ic4id12ih12iw12oc8kd3"}, 20, 20, 1, 0.1},
-    {"lstm", {"shape=8,10,64,64"}, 20, 20, 1, 0.1},
-    {"alexnet", {"batch=1"}, 2, 5, 0, 0.2},
+    {"gemm", {"m=256", "n=256", "k=256"}, 20, 20, 1, 0, 0.1},
+    {"conv2d", {"shape=mb1ic32ih14oc32kh3ph1"}, 20, 20, 1, 0, 0.1},
+    {"conv3d", {"shape=mb1ic4id12ih12iw12oc8kd3"}, 20, 20, 1, 0, 0.1},
+    {"lstm", {"shape=8,10,64,64"}, 20, 20, 1, 0, 0.1},
+    {"alexnet", {"batch=1"}, 2, 5, 0, 0, 0.2},
+    {"fmnist-sgd", {"model=mlp", "train_limit=1280", "test_limit=100"}, 1, 1, 0, 1, 0},
 };
 #define SUITE_N (sizeof suite / sizeof suite[0])
 
@@ -195,7 +200,7 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
                 known |= strlen(suite[i].name) == l && strncmp(suite[i].name, p, l) == 0;
             if (!known)
                 return bkm_err_set(err, BKM_EINVAL, "--workloads: '%.*s' is not in the suite (gemm, conv2d, conv3d, "
-                                   "lstm, alexnet)", (int)l, p);
+                                   "lstm, alexnet, fmnist-sgd)", (int)l, p);
             p = e ? e + 1 : p + l;
         }
     if (baseline_json) {
@@ -227,6 +232,7 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
             spec_base(&x->spec, cfg);
             snprintf(x->spec.workload, sizeof x->spec.workload, "%s", suite[i].name);
             x->spec.threads = 1; /* see bkm_tune_regress_cfg_t.threads */
+            x->spec.ranks = suite[i].ranks;
             x->spec.warmup = suite[i].warmup;
             x->spec.min_samples = suite[i].min_samples;
             x->spec.min_time_s = suite[i].min_time_s;

@@ -88,6 +88,12 @@ echo '{"format": "something else"}' > garbage.json
 expect2 "not a baseline" "not a bkm regression baseline" --baseline garbage.json
 expect2 "missing baseline" "nosuch.json" --baseline nosuch.json
 [ -e x.json ] && fail "a refused --record wrote its file"
+# the MPI workload without MPICH's launcher on PATH: exit 3 naming mpiexec, nothing written
+env -u SLURM_JOB_ID PATH=/nonexistent "$T" regress --record -o mpi.json --workloads fmnist-sgd > bad.out 2> bad.err
+rc=$?
+[ $rc -eq 3 ] || fail "fmnist-sgd without mpiexec: exit $rc, expected 3: $(cat bad.err)"
+grep -q 'mpiexec' bad.err && grep -q 'fmnist-sgd' bad.err || fail "fmnist-sgd without mpiexec: $(cat bad.err)"
+[ -e mpi.json ] && fail "a --record without mpiexec wrote its file"
 "$T" regress --against /nonexistent/tune > bad.out 2> bad.err
 [ $? -eq 3 ] || fail "--against a missing executable: expected exit 3: $(cat bad.err)"
 echo ok
