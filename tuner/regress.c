@@ -540,25 +540,28 @@ void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w)
 
 void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out)
 {
-    bkm_buf_printf(out, "%-8s %-7s %4s %4s %9s %11s %11s %8s %17s %9s  %s\n", "workload", "threads", "n", "ref",
+    int mpi = 0;
+    for (size_t i = 0; i < r->n_wl; i++)
+        mpi |= r->wl[i].spec.ranks > 0;
+    bkm_buf_printf(out, "%-10s %-7s %4s %4s %9s %11s %11s %8s %17s %9s  %s\n", "workload", "threads", "n", "ref",
                    "disturbed", "median", "ref median", "ratio", "95% interval", "Holm p", "verdict");
     for (size_t i = 0; i < r->n_wl; i++) {
         const bkm_tune_regress_wl_t *x = &r->wl[i];
         char thr[16], dis[32];
         snprintf(thr, sizeof thr, "%d/%d", x->spec.threads, x->ref_threads);
         snprintf(dis, sizeof dis, "%zu/%zu", x->disturbed, x->ref_disturbed);
-        bkm_buf_printf(out, "%-8s %-7s %4zu %4zu %9s %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g  %s\n", x->name, thr,
+        bkm_buf_printf(out, "%-10s %-7s %4zu %4zu %9s %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g  %s\n", x->name, thr,
                        x->n, x->n_ref, dis, med(x->values, x->n), med(x->ref_values, x->n_ref), x->ratio, x->ratio_lo,
                        x->ratio_hi, x->p_holm, x->verdict);
     }
-    bkm_buf_printf(out, "(%s; values: %s; a regression needs Holm-adjusted Mann-Whitney p < %g over %zu workloads AND "
+    bkm_buf_printf(out, "(%s; values: %s%s; a regression needs Holm-adjusted Mann-Whitney p < %g over %zu workloads AND "
                         "ratio > %.2f; disturbed: processes of this build / of the %s marked disturbed by their "
                         "noise evidence, shown only: the rule counts them like the others)\n",
                    r->ab ? "A/B: the reference build and this one interleaved in this run"
                          : "against the baseline file",
                    r->ab ? "fastest sample of each process (ms)"
                          : "fastest sample of each process / that of its calibration process",
-                   r->alpha, r->n_wl, 1 + r->threshold, r->ab ? "reference build" : "calibration");
+                   mpi ? " (an MPI job's sample: its fastest rank's median training step)" : "", r->alpha, r->n_wl, 1 + r->threshold, r->ab ? "reference build" : "calibration");
 }
 
 /* XML text: & < > " ' escaped; control characters dropped (XML 1.0 forbids them). */
