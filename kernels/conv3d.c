@@ -861,6 +861,12 @@ void bkm_kern_maxpool3d_fwd(const bkm_pool3d_desc_t *d, const float *src, float 
                 for (int64_t ox = 0; ox < d->ow; ox++) {
                     int64_t x0, x1, arg = (z0 * d->ih + y0) * d->iw;
                     if (ox == xa && xa < xb) { /* the whole-window columns, vectorised */
+                        /* the rows output row oy + 2 reads (cold from memory after the convolution:
+                         * the taps' masked loads alone stream it at a fraction of the bandwidth) */
+                        for (int64_t z = z0; z < z1; z++)
+                            for (int64_t yy = y0 + 2 * d->s; yy < y0 + 2 * d->s + d->k && yy < d->ih; yy++)
+                                for (int64_t x = 0; x < d->iw; x += 16)
+                                    _mm_prefetch((const char *)(s + (z * d->ih + yy) * d->iw + x), _MM_HINT_T0);
                         bkm__maxpool3d_row_avx512(s, d->ih * d->iw, z0, z1, d->iw, y0, y1, d->k, xa * d->s - d->p,
                                                   d->s, xb - xa, yrow + xa, arow + xa);
                         ox = xb - 1;
