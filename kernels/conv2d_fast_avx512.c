@@ -120,6 +120,11 @@ void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int
             _mm512_mask_storeu_ps(o + t * nr, all, _mm512_setzero_ps());
         return;
     }
+    if (ix >= 0 && ix + (seg - 1) * sw + len <= iw) { /* no window clipped: one mask for all */
+        for (int64_t t = 0; t < seg; t++)
+            _mm512_mask_storeu_ps(o + t * nr, all, _mm512_maskz_loadu_ps(all, in + t * sw));
+        return;
+    }
     for (int64_t t = 0; t < seg; t++) {
         const int64_t x = ix + t * sw, lo = x < 0 ? -x : 0, hi = iw - x < len ? iw - x : len;
         __mmask16 m = all;

@@ -840,6 +840,11 @@ static inline void win(int64_t o, int64_t s, int64_t p, int64_t k, int64_t n, in
 void bkm_kern_maxpool3d_fwd(const bkm_pool3d_desc_t *d, const float *src, float *dst, int32_t *argmax)
 {
     const int64_t vin = d->id * d->ih * d->iw, vout = d->od * d->oh * d->ow;
+    /* output columns [xa, xb) have their whole window inside the row (AVX-512 only) */
+    const int avx512 = bkm_kern_isa_detect() == BKM_ISA_AVX512 && vin < (1LL << 31) - 64;
+    const int64_t xa = d->p <= 0 ? 0 : (d->p + d->s - 1) / d->s;
+    const int64_t xb_num = d->iw + d->p - d->k;
+    const int64_t xb = !avx512 || xb_num < 0 ? 0 : xb_num / d->s + 1 < d->ow ? xb_num / d->s + 1 : d->ow;
 #pragma omp parallel for schedule(static)
     for (int64_t nc = 0; nc < d->mb * d->c; nc++) {
         const float *s = src + nc * vin;
@@ -851,8 +856,22 @@ void bkm_kern_maxpool3d_fwd(const bkm_pool3d_desc_t *d, const float *src, float 
             for (int64_t oy = 0; oy < d->oh; oy++) {
                 int64_t y0, y1;
                 win(oy, d->s, d->p, d->k, d->ih, &y0, &y1);
+                float *yrow = y + (oz * d->oh + oy) * d->ow;
+                int32_t *arow = am + (oz * d->oh + oy) * d->ow;
                 for (int64_t ox = 0; ox < d->ow; ox++) {
                     int64_t x0, x1, arg = (z0 * d->ih + y0) * d->iw;
+                    if (ox == xa && xa < xb) { /* the whole-window columns, vectorised */
+                        /* the rows output row oy + 2 reads (cold from memory after the convolution:
+                         * the taps' masked loads alone stream it at a fraction of the bandwidth) */
+                        for (int64_t z = z0; z < z1; z++)
+                            for (int64_t yy = y0 + 2 * d->s; yy < y0 + 2 * d->s + d->k && yy < d->ih; yy++)
+                                for (int64_t x = 0; x < d->iw; x += 16)
+                                    _mm_prefetch((const char *)(s + (z * d->ih + yy) * d->iw + x), _MM_HINT_T0);
+                        bkm__maxpool3d_row_avx512(s, d->ih * d->iw, z0, z1, d->iw, y0, y1, d->k, xa * d->s - d->p,
+                                                  d->s, xb - xa, yrow + xa, arow + xa);
+                        ox = xb - 1;
+                        continue;
+                    }
                     float best;
                     win(ox, d->s, d->p, d->k, d->iw, &x0, &x1);
                     arg += x0;

@@ -139,6 +139,11 @@ void bkm__pack_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t kb, 
  * [pf, pf + npf) is prefetched (input the following rows read; inside the source tensor). */
 void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
                              int64_t nc, float *out, int32_t *am, const float *pf, int64_t npf);
+/* AVX-512 3-D max pooling of the interior output columns of one output row (layers_avx512.c):
+ * planes [za, zb) of plane floats, rows [ya, yb), nc outputs from column x0 at stride sw; the
+ * offsets fit int32. */
+void bkm__maxpool3d_row_avx512(const float *in, int64_t plane, int64_t za, int64_t zb, int64_t iw, int64_t ya,
+                               int64_t yb, int64_t kw, int64_t x0, int64_t sw, int64_t nc, float *out, int32_t *am);
 
 /* conv2d algo 3: packed-weights im2col driver (conv2d_fast.c; owner: convfast)               */
 /* ======================================================================================== */

@@ -6,6 +6,20 @@
 
 #include <immintrin.h>
 
+/* The 16 (or n, mask m) window taps at in + off, in + off + sw, ...: stride 2 from two masked
+ * loads (lo, hi: lanes 0..2n-2 of the two vectors) and a permute, stride 1 from one load,
+ * others by a gather. Only the elements named are read. */
+static inline __m512 tap16(const float *in, int64_t off, int64_t sw, __mmask16 m, __mmask16 lo, __mmask16 hi,
+                           __m512i even, __m512i step)
+{
+    if (sw == 2)
+        return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, in + off), even,
+                                      _mm512_maskz_loadu_ps(hi, in + off + 16));
+    if (sw == 1)
+        return _mm512_maskz_loadu_ps(m, in + off);
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, step, in + off, 4);
+}
+
 void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
                              int64_t nc, float *out, int32_t *am, const float *pf, int64_t npf)
 {
@@ -30,14 +44,7 @@ void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb
         for (int64_t y = ya; y < yb; y++)
             for (int64_t x = 0; x < kw; x++) {
                 const int64_t off = y * iw + base + x;
-                __m512 v;
-                if (sw == 2)
-                    v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, in + off), even,
-                                               _mm512_maskz_loadu_ps(hi, in + off + 16));
-                else if (sw == 1)
-                    v = _mm512_maskz_loadu_ps(m, in + off);
-                else
-                    v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, step, in + off, 4);
+                const __m512 v = tap16(in, off, sw, m, lo, hi, even, step);
                 const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, best, _CMP_GT_OQ);
                 best = _mm512_mask_mov_ps(best, gt, v);
                 bi = _mm512_mask_mov_epi32(bi, gt, _mm512_add_epi32(_mm512_set1_epi32((int)off), step));
@@ -45,6 +52,46 @@ void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb
             }
         if ((any & m) != m) /* all-NaN or all -inf windows (rare): the reference returns their first element */
             best = _mm512_mask_i32gather_ps(best, (__mmask16)(m & ~any), first, in, 4);
+        _mm512_mask_storeu_ps(out + j, m, best);
+        _mm512_mask_storeu_epi32(am + j, m, bi);
+    }
+}
+
+/* AVX-512 3-D max pooling (conv3d.c): the interior output columns of one output row, 16 at a
+ * time, taps (plane, row, column) outer in row-major order. Each lane starts from its window's
+ * first element and a tap replaces it only when strictly greater, exactly as the scalar loop
+ * (a NaN first element stays, as in the reference). */
+void bkm__maxpool3d_row_avx512(const float *in, int64_t plane, int64_t za, int64_t zb, int64_t iw, int64_t ya,
+                               int64_t yb, int64_t kw, int64_t x0, int64_t sw, int64_t nc, float *out, int32_t *am)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));
+    const __m512i even = _mm512_add_epi32(lane, lane);
+    for (int64_t j = 0; j < nc; j += 16) {
+        const int64_t n = nc - j < 16 ? nc - j : 16;
+        const __mmask16 m = (__mmask16)((1u << n) - 1u);
+        const __mmask16 lo = (__mmask16)(n > 8 ? 0xffffu : (1u << (2 * n - 1)) - 1u);
+        const __mmask16 hi = (__mmask16)(n <= 8 ? 0u : n == 16 ? 0x7fffu : (1u << (2 * (n - 8) - 1)) - 1u);
+        const int64_t base = x0 + j * sw;
+        __m512 best = _mm512_setzero_ps();
+        __m512i bi = _mm512_setzero_si512();
+        int started = 0;
+        for (int64_t z = za; z < zb; z++)
+            for (int64_t y = ya; y < yb; y++)
+                for (int64_t x = 0; x < kw; x++) {
+                    const int64_t off = z * plane + y * iw + base + x;
+                    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)off), step);
+                    const __m512 v = tap16(in, off, sw, m, lo, hi, even, step);
+                    if (!started) { /* the window's first element */
+                        best = v;
+                        bi = idx;
+                        started = 1;
+                        continue;
+                    }
+                    const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, best, _CMP_GT_OQ);
+                    best = _mm512_mask_mov_ps(best, gt, v);
+                    bi = _mm512_mask_mov_epi32(bi, gt, idx);
+                }
         _mm512_mask_storeu_ps(out + j, m, best);
         _mm512_mask_storeu_epi32(am + j, m, bi);
     }
