@@ -187,7 +187,8 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
     plan_configs(sp, verbose, out);
     if (!host_match)
         bkm_buf_printf(out, "\nTo run it on a %s node, run there (e.g. inside `salloc -N 1%s%s`):\n  %s\n"
-                       "(bkm does not write Slurm batch scripts yet)\n",
+                       "or let tune write the batch job: add --sbatch FILE [--submit] to this command (a job array "
+                       "of K shards and a merge job: --slurm-array K)\n",
                        prof->name, prof->slurm_constraint[0] ? " -C " : "", prof->slurm_constraint, run_cmd);
     else
         bkm_buf_printf(out, "\nTo run it: %s\n", run_cmd);
