@@ -147,25 +147,6 @@ static void host_json(const bkm_topo_t *topo, bkm_buf_t *out, char *fp, size_t n
     bkm_json_obj_end(&w);
 }
 
-static int write_text(const char *path, const char *text, bkm_err_t *err)
-{
-    char tmp[PATH_MAX];
-    FILE *f;
-    int ok;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return bkm_err_set(err, BKM_EINVAL, "'%s': path too long", path);
-    if ((f = fopen(tmp, "w")) == NULL)
-        return bkm_err_set(err, BKM_EIO, "cannot write '%s': %s", path, strerror(errno));
-    ok = fputs(text, f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return bkm_err_set(err, BKM_EIO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return BKM_OK;
-}
-
 int bkm_cli_regress(int argc, char **argv)
 {
     regress_opts_t o;
@@ -339,7 +320,7 @@ int bkm_cli_regress(int argc, char **argv)
             goto done;
         }
         bkm_tune_regress_baseline_json(r, bkm_buf_str(&hj), BKM_BUILD_REVISION, when, &baseline);
-        if ((ret = write_text(o.output, bkm_buf_str(&baseline), &err)) < 0)
+        if ((ret = bkm_file_write_atomic(o.output, "-o", bkm_buf_str(&baseline), &err)) < 0)
             goto fail;
         fprintf(stderr, "tune regress: wrote %s: %zu workloads x %d processes, host %s, revision %s\n", o.output,
                 r->n_wl, r->processes, fp, BKM_BUILD_REVISION);
@@ -369,7 +350,7 @@ int bkm_cli_regress(int argc, char **argv)
             bkm_buf_t j;
             bkm_buf_init(&j);
             bkm_tune_regress_junit(r, &j);
-            ret = write_text(o.junit, bkm_buf_str(&j), &err);
+            ret = bkm_file_write_atomic(o.junit, "--junit", bkm_buf_str(&j), &err);
             bkm_buf_free(&j);
             if (ret < 0) {
                 bkm_buf_free(&res);

@@ -103,27 +103,14 @@ static int host_threads(const char *doc_json, const char *hostname, int *thr, in
 /* Write @p text to @p path through a temporary file in the same folder (created if missing). */
 static int write_file(const char *path, const char *text, bkm_err_t *err)
 {
-    char tmp[4096], dir[4096];
-    FILE *f;
+    char dir[4096];
     const char *slash = strrchr(path, '/');
-    int ok;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return bkm_err_set(err, BKM_EINVAL, "-o '%s': path too long", path);
     if (slash && slash != path) {
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
         if (mkdir(dir, 0777) < 0 && errno != EEXIST)
             return bkm_err_set(err, BKM_EIO, "cannot create folder '%s' for -o: %s", dir, strerror(errno));
     }
-    if ((f = fopen(tmp, "w")) == NULL)
-        return bkm_err_set(err, BKM_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-    ok = fputs(text, f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return bkm_err_set(err, BKM_EIO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return BKM_OK;
+    return bkm_file_write_atomic(path, "-o", text, err);
 }
 
 int bkm_cli_report(int argc, char **argv)

@@ -149,3 +149,21 @@ int bkm_file_check_regular_or_absent(const char *path, const char *what, bkm_err
                            file_kind(st.st_mode));
     return BKM_OK;
 }
+
+int bkm_file_write_atomic(const char *path, const char *what, const char *text, bkm_err_t *err)
+{
+    char tmp[4096];
+    FILE *f;
+    int ok, e;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return bkm_err_set(err, BKM_EINVAL, "%s '%s': path too long", what, path);
+    if ((f = fopen(tmp, "w")) == NULL)
+        return bkm_err_set(err, BKM_EIO, "%s: cannot write '%s': %s", what, path, strerror(errno));
+    ok = fputs(text, f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, path) == 0)
+        return BKM_OK;
+    e = errno;
+    unlink(tmp);
+    return bkm_err_set(err, BKM_EIO, "%s: cannot write '%s': %s", what, path, strerror(e));
+}

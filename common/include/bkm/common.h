@@ -267,6 +267,11 @@ int bkm_file_read_regular(const char *path, const char *what, size_t max_bytes, 
  * when it is a FIFO, device, socket or directory. Opens nothing; the opener must still cope with
  * a file replaced after this check. */
 int bkm_file_check_regular_or_absent(const char *path, const char *what, bkm_err_t *err);
+/** Write @p text to @p path whole or not at all: into "<path>.tmp.<pid>" in the same folder, then
+ * rename(2) over @p path (a reader never sees half a file; on failure the temporary is removed).
+ * @p what names the file in messages ("-o"). @return BKM_OK; BKM_EINVAL when the path is too long;
+ * BKM_EIO naming the path and the system's reason. */
+int bkm_file_write_atomic(const char *path, const char *what, const char *text, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Strict number parsing: the whole string must be the number. */
