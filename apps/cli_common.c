@@ -141,3 +141,16 @@ void bkm_cli_sigchld_reset(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGCHLD, &sa, NULL);
 }
+
+int bkm_cli_runner_self(bkm_tune_runner_t *runner, char *self, size_t cap, bkm_err_t *err)
+{
+    ssize_t ln = readlink("/proc/self/exe", self, cap - 1);
+    if (ln <= 0)
+        return bkm_err_set(err, BKM_EDEP, "cannot find the tune executable (/proc/self/exe): %s", strerror(errno));
+    self[ln] = '\0';
+    memset(runner, 0, sizeof *runner);
+    runner->worker_path = self;
+    runner->worker_cmd = "worker";
+    runner->environ = environ;
+    return BKM_OK;
+}

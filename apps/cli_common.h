@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "bkm/affinity.h"
+#include "bkm/tuner.h"
 #include "cli_opt.h"
 
 /** The results database: @p opt (--db) if given, else $BKM_DB if set and not empty, else
@@ -17,6 +18,11 @@ const char *bkm_cli_db_path(const char *opt);
  *  results database 'PATH' is not a regular file (a FIFO)" and returns 0 (exit 2). Called before
  *  SQLite or the header check open it: open(2) of a FIFO without a writer blocks forever. */
 int bkm_cli_db_check(const char *cmd, const char *path);
+
+/** A trial runner that starts this very executable's `worker` command with this process's
+ *  environment; @p self (of @p cap bytes) receives the executable's path and must outlive the runner.
+ *  @return BKM_OK; BKM_EDEP when /proc/self/exe cannot be read. */
+int bkm_cli_runner_self(bkm_tune_runner_t *runner, char *self, size_t cap, bkm_err_t *err);
 
 /** Read the OpenMP affinity variables of this process's environment into @p env (unset ones
  *  are NULL): KMP_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS, KMP_BLOCKTIME, OMP_PLACES,

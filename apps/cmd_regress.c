@@ -162,7 +162,6 @@ int bkm_cli_regress(int argc, char **argv)
     char self[PATH_MAX], fp[192], when[32], launcher[PATH_MAX];
     char *baseline_text = NULL;
     size_t blen = 0;
-    ssize_t ln;
     int ret, tty = isatty(2), modes, fix_open = 0;
     time_t now = time(NULL);
 
@@ -214,16 +213,8 @@ int bkm_cli_regress(int argc, char **argv)
         goto fail;
     host_json(host, &hj, fp, sizeof fp);
     bkm_topo_summary(host, &ts);
-    ln = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (ln <= 0) {
-        ret = bkm_err_set(&err, BKM_EDEP, "cannot find the tune executable (/proc/self/exe): %s", strerror(errno));
+    if ((ret = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0)
         goto fail;
-    }
-    self[ln] = '\0';
-    memset(&runner, 0, sizeof runner);
-    runner.worker_path = self;
-    runner.worker_cmd = "worker";
-    runner.environ = environ;
     ref = runner;
     ref.worker_path = o.against;
     /* the suite runs the default setting (nothing bound): bound threads on a busy machine wait

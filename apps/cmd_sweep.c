@@ -561,7 +561,6 @@ int bkm_cli_sweep(int argc, char **argv)
     int rc, host_match;
     bar_t bar = {isatty(2), 0};
 
-    ssize_t ln;
     const volatile sig_atomic_t *stop;
 
     memset(&o, 0, sizeof o);
@@ -618,16 +617,8 @@ int bkm_cli_sweep(int argc, char **argv)
         bkm_log(&log, BKM_LOG_WARN, "%s", bkm_db_warning(db));
     if ((rc = bkm_tune_sweep_host_store(db, node_topo, &o.sw.host_id, &err)) < 0)
         goto fail;
-    ln = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (ln <= 0) {
-        rc = bkm_err_set(&err, BKM_EDEP, "cannot find the tune executable (/proc/self/exe): %s", strerror(errno));
+    if ((rc = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0)
         goto fail;
-    }
-    self[ln] = '\0';
-    memset(&runner, 0, sizeof runner);
-    runner.worker_path = self;
-    runner.worker_cmd = "worker";
-    runner.environ = environ;
     if (bkm_tune_workload_is_mpi(o.sp.workload)) {
         /* MPI trials: srun inside a Slurm allocation, else MPICH's mpiexec (hydra), from PATH */
         const char *path = getenv("PATH"), *job = getenv("SLURM_JOB_ID");
