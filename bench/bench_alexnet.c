@@ -50,7 +50,7 @@ static void usage(FILE *f)
             "  --warmup N     untimed steps per backend first (default 10, as the seed; >= 1)\n"
             "  --steps N      timed steps per backend (default 10, as the seed; >= 1)\n"
             "  --backend B    onednn, native or both (default both)\n"
-            "  --param K=V    native conv2d tunable (algo, ptile, mc, kc, nc, nt_jc, isa)\n"
+            "  --param K=V    native conv2d tunable (algo, ptile, mc, kc, nc, nt_jc, fuse, isa)\n"
             "  --layers N     1 (default): also the per-layer, per-direction table of both backends\n"
             "                 (ms per step, every step after the first, oneDNN ms / native ms); 0: totals only\n"
             "  --json         one JSON object per backend instead of the table\n"

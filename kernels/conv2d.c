@@ -15,7 +15,7 @@
 #include <string.h>
 
 enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2, ALGO_FAST = 3 };
-enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_COUNT };
+enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"algo", 0, 3, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c)"},
@@ -24,6 +24,7 @@ static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = the ISA default"},
     {"nc", 0, 65536, 0, 1, "GEMM columns of B per block, multiple of nr; 0 = the ISA default"},
     {"nt_jc", 0, 4096, 0, 1, "algo 2: ways the GEMM column loop is split (divides the threads); 0 = auto"},
+    {"fuse", 0, 3, 3, 1, "network native engine: 1 ReLU in the conv forward store and in the next conv's bwd-data store, 2 max pooling with the ReLU before it (ReLU after the pool, ReLU backward in its scatter), 3 both, 0 separate passes"},
 };
 
 #define COL_TILE_BYTES (3u << 19) /* column tile when the L2 size is unknown: 1.5 MiB (3/4 of 2 MiB) */
@@ -423,6 +424,36 @@ int bkm_kern_conv2d_fwd(bkm_kern_conv2d_t *cv, const float *src, const float *we
         return bkm_err_set(err, BKM_EINVAL, "conv2d_fwd: NULL argument");
     io.bias = cv->d.has_bias ? bias : NULL;
     return run_batch(cv, DIR_FWD, &io, err);
+}
+
+int bkm__kern_conv2d_fwd_relu(bkm_kern_conv2d_t *cv, const float *src, const float *wei, const float *bias,
+                              float *dst, bkm_err_t *err)
+{
+    int rc;
+    if (cv != NULL && cv->algo == ALGO_FAST && src != NULL && wei != NULL && dst != NULL) {
+        bkm__conv2d_fast_fwd_act(cv->fast, src, wei, cv->d.has_bias ? bias : NULL, BKM_FAST_ACT_RELU, NULL, dst);
+        return BKM_OK;
+    }
+    if ((rc = bkm_kern_conv2d_fwd(cv, src, wei, bias, dst, err)) < 0)
+        return rc;
+    bkm_kern_relu_fwd((size_t)(cv->d.mb * cv->d.oc * cv->pq), dst, dst);
+    return BKM_OK;
+}
+
+int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, const float *y,
+                                   float *diff_src, bkm_err_t *err)
+{
+    int rc;
+    if (cv != NULL && cv->algo == ALGO_FAST && diff_dst != NULL && wei != NULL && y != NULL && diff_src != NULL) {
+        bkm__conv2d_fast_bwd_data_mask(cv->fast, diff_dst, wei, y, diff_src);
+        return BKM_OK;
+    }
+    if (y == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "conv2d_bwd_data: NULL argument");
+    if ((rc = bkm_kern_conv2d_bwd_data(cv, diff_dst, wei, diff_src, err)) < 0)
+        return rc;
+    bkm_kern_relu_bwd((size_t)(cv->d.mb * cv->d.ic * cv->d.ih * cv->d.iw), y, diff_src, diff_src);
+    return BKM_OK;
 }
 
 int bkm_kern_conv2d_bwd_data(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, float *diff_src,

@@ -532,24 +532,67 @@ static void run_tile(const bkm_conv2d_fast_t *f, int64_t m, int64_t kb, const fl
         f->ukr(kb, a, b, c, ldc, 1.0f, beta);
 }
 
+/* The fwd store's epilogue, applied once to a tile after its last depth block: the bias (NULL:
+ * none), then the activation (BKM_FAST_ACT_*; mask: the ReLU output of ReLU backward, dst's layout). */
+typedef struct fast_epi {
+    const float *bias;
+    int act;
+    const float *mask;
+} fast_epi_t;
+
+/* rows [0, m), columns [0, n) of c (ldc) in place; bias: the tile's first row's value; mask at the
+ * same offsets as c (NULL unless BKM_FAST_ACT_MASK). The same operations as the separate passes
+ * (c += bias, then bkm_kern_relu_fwd / bkm_kern_relu_bwd), so the same bits. */
+static void epi_tile(const bkm_conv2d_fast_t *f, float *c, int64_t ldc, int64_t m, int64_t n, const float *bias,
+                     int act, const float *mask)
+{
+    if (f->edge) {
+        bkm__conv2d_fast_epi_avx512(c, ldc, m, n, bias, act, mask);
+        return;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        float *r = c + i * ldc;
+        const float *mk = mask != NULL ? mask + i * ldc : NULL;
+        if (bias != NULL)
+            for (int64_t j = 0; j < n; j++)
+                r[j] += bias[i];
+        if (act == BKM_FAST_ACT_RELU)
+            for (int64_t j = 0; j < n; j++)
+                r[j] = r[j] > 0.0f ? r[j] : 0.0f;
+        else if (act == BKM_FAST_ACT_MASK)
+            for (int64_t j = 0; j < n; j++)
+                r[j] = mk[j] > 0.0f ? r[j] : 0.0f;
+    }
+}
+
+/* One scalar output of the scratch-tile path through the epilogue's activation. */
+static float epi_act(float v, int act, const float *mask, int64_t at)
+{
+    if (act == BKM_FAST_ACT_RELU)
+        return v > 0.0f ? v : 0.0f;
+    if (act == BKM_FAST_ACT_MASK)
+        return mask[at] > 0.0f ? v : 0.0f;
+    return v;
+}
+
+/* One mr x nr tile of dst[g] rows [i0, i0 + mr) and batch columns [col, col + ncol); epi: NULL
+ * except after the last depth block. */
 static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, const float *b, int64_t g, int64_t i0,
-                     int64_t col, int64_t ncol, int first, const float *bias, float *dst)
+                     int64_t col, int64_t ncol, int first, const fast_epi_t *epi, float *dst)
 {
     const int64_t m = min64(f->mr, f->ocg - i0), n0 = col / f->pq, p0 = col % f->pq;
+    const float *bias = epi != NULL && epi->bias != NULL ? epi->bias + g * f->ocg + i0 : NULL;
     if ((m == f->mr || use_edge(f, m)) && ncol == f->nr && p0 + f->nr <= f->pq) {
         float *c = dst + (n0 * f->d.oc + g * f->ocg + i0) * f->pq + p0;
         run_tile(f, m, kb, a, b, c, f->pq, first ? 0.0f : 1.0f);
-        if (bias != NULL)
-            for (int64_t i = 0; i < m; i++) {
-                const float bv = bias[g * f->ocg + i0 + i];
-                for (int64_t j = 0; j < ncol; j++)
-                    c[i * f->pq + j] += bv;
-            }
+        if (epi != NULL && (bias != NULL || epi->act != BKM_FAST_ACT_NONE))
+            epi_tile(f, c, f->pq, m, ncol, bias, epi->act, epi->mask != NULL ? epi->mask + (c - dst) : NULL);
         return;
     }
     {
         _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
         int64_t cofs[BKM_GEMM_NR_MAX], n = n0, p = p0;
+        const int act = epi != NULL ? epi->act : BKM_FAST_ACT_NONE;
         run_tile(f, m, kb, a, b, tile, f->nr, 0.0f);
         for (int64_t j = 0; j < ncol; j++) { /* the tile may end one image and start the next */
             cofs[j] = (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
@@ -559,20 +602,24 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
             }
         }
         for (int64_t i = 0; i < m; i++) {
-            const float bv = bias != NULL ? bias[g * f->ocg + i0 + i] : 0.0f;
+            const float bv = bias != NULL ? bias[i] : 0.0f;
             float *c = dst + i * f->pq;
+            const int64_t at = i * f->pq;
             if (first)
                 for (int64_t j = 0; j < ncol; j++)
-                    c[cofs[j]] = tile[i * f->nr + j] + bv;
+                    c[cofs[j]] = epi_act(tile[i * f->nr + j] + bv, act, epi != NULL ? epi->mask : NULL, at + cofs[j]);
             else
                 for (int64_t j = 0; j < ncol; j++)
-                    c[cofs[j]] += tile[i * f->nr + j] + bv;
+                    c[cofs[j]] = epi_act(c[cofs[j]] + (tile[i * f->nr + j] + bv), act,
+                                         epi != NULL ? epi->mask : NULL, at + cofs[j]);
         }
     }
 }
 
-void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, float *dst)
+void bkm__conv2d_fast_fwd_act(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, int act,
+                              const float *mask, float *dst)
 {
+    const fast_epi_t epi = {bias, act, mask};
 #pragma omp parallel num_threads(f->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -590,18 +637,23 @@ void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *w
                     const int64_t kb = min64(f->kc, f->kdim - pc);
                     const float *ag = f->wp + g * f->mf * f->kdim + pc * f->mf;
                     const int first = pc == 0;
-                    const float *bv = pc + kb == f->kdim ? bias : NULL;
+                    const fast_epi_t *e = pc + kb == f->kdim ? &epi : NULL;
                     pack_b_fwd(f, src + g * f->icg * f->d.ih * f->d.iw, runs, n_runs, pc, kb, nb, bp);
                     for (int64_t ic = 0; ic < f->mf; ic += f->mc) {
                         const int64_t ie = min64(f->mf, ic + f->mc);
                         for (int64_t jr = 0; jr < nb; jr += f->nr)
                             for (int64_t ir = ic; ir < ie; ir += f->mr)
                                 fwd_tile(f, kb, ag + ir * kb, bp + jr * kb, g, ir, jc + jr, min64(f->nr, nb - jr),
-                                         first, bv, dst);
+                                         first, e, dst);
                     }
                 }
             }
     }
+}
+
+void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, float *dst)
+{
+    bkm__conv2d_fast_fwd_act(f, src, wei, bias, BKM_FAST_ACT_NONE, NULL, dst);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -643,9 +695,16 @@ static void col2im_ld(const bkm_conv2d_fast_t *f, const float *col, int64_t ld, 
 
 void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, float *diff_src)
 {
+    bkm__conv2d_fast_bwd_data_mask(f, diff_dst, wei, NULL, diff_src);
+}
+
+void bkm__conv2d_fast_bwd_data_mask(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, const float *mask,
+                                    float *diff_src)
+{
     const size_t src_img = (size_t)(f->d.ic * f->d.ih * f->d.iw);
     if (f->tr != NULL) {
-        bkm__conv2d_fast_fwd(f->tr, diff_dst, wei, NULL, diff_src);
+        bkm__conv2d_fast_fwd_act(f->tr, diff_dst, wei, NULL, mask != NULL ? BKM_FAST_ACT_MASK : BKM_FAST_ACT_NONE,
+                                 mask, diff_src);
         return;
     }
 #pragma omp parallel num_threads(f->nt)
@@ -682,6 +741,16 @@ void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, cons
                     j += np;
                 }
             }
+        if (mask != NULL && n1 > n0) { /* ReLU backward over this thread's images, while they are warm */
+            float *ds = diff_src + (size_t)n0 * src_img;
+            const float *mk = mask + (size_t)n0 * src_img;
+            const size_t len = (size_t)(n1 - n0) * src_img;
+#pragma omp simd
+            for (size_t i = 0; i < len; i++) {
+                const float v = ds[i];
+                ds[i] = mk[i] > 0.0f ? v : 0.0f;
+            }
+        }
     }
 }
 

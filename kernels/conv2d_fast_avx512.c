@@ -175,3 +175,28 @@ void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, 
         }
     }
 }
+
+/* The fwd store's epilogue on rows [0, m), columns [0, n) of c (ldc): c += bias[i] (bias NULL:
+ * none), then BKM_FAST_ACT_RELU: c > 0 ? c : 0, or BKM_FAST_ACT_MASK: mask > 0 ? c : 0 (mask at
+ * c's offsets). Compare-and-select, as the scalar passes: NaN and -0 give +0 as they do there. */
+void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias, int act,
+                                 const float *mask)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t i = 0; i < m; i++) {
+        float *r = c + i * ldc;
+        const float *mk = mask != NULL ? mask + i * ldc : NULL;
+        const __m512 bv = _mm512_set1_ps(bias != NULL ? bias[i] : 0.0f);
+        for (int64_t j = 0; j < n; j += 16) {
+            const __mmask16 lm = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1u);
+            __m512 v = _mm512_maskz_loadu_ps(lm, r + j);
+            if (bias != NULL)
+                v = _mm512_add_ps(v, bv);
+            if (act == BKM_FAST_ACT_RELU)
+                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
+            else if (act == BKM_FAST_ACT_MASK)
+                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(lm, mk + j), zero, _CMP_GT_OQ), v);
+            _mm512_mask_storeu_ps(r + j, lm, v);
+        }
+    }
+}

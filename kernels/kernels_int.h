@@ -186,6 +186,35 @@ typedef struct bkm__fast_run {
 void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, const float *base, int64_t sw,
                                       int64_t kb, int64_t nr, float *row);
 void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
+/* Fusions (owner: fuse). Activation of the fwd store's epilogue, applied once per tile after its
+ * last depth block (after the bias): NONE, RELU (v > 0 ? v : 0), MASK (ReLU backward: mask > 0 ?
+ * v : 0, mask in dst's layout), with the same operations, so the same bits, as the separate passes. */
+enum { BKM_FAST_ACT_NONE = 0, BKM_FAST_ACT_RELU = 1, BKM_FAST_ACT_MASK = 2 };
+/* bkm__conv2d_fast_fwd with the activation @p act in the store (mask: BKM_FAST_ACT_MASK only). */
+void bkm__conv2d_fast_fwd_act(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, int act,
+                              const float *mask, float *dst);
+/* bkm__conv2d_fast_bwd_data, then diff_src = mask > 0 ? diff_src : 0 (mask NULL: none): in the
+ * store of the transposed path, else per thread over its images after their col2im. */
+void bkm__conv2d_fast_bwd_data_mask(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, const float *mask,
+                                    float *diff_src);
+/* AVX-512 epilogue (conv2d_fast_avx512.c): rows [0, m), columns [0, n) of c (ldc) += bias[i]
+ * (NULL: none), then the activation; mask at c's offsets. */
+void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias, int act,
+                                 const float *mask);
+/* The native conv2d object's fused entries (conv2d.c): any algo (the fast one fuses, the others
+ * run the separate pass after). fwd: dst = relu(conv + bias); bwd_data: diff_src = relu'(y) *
+ * bwd_data(diff_dst), y the ReLU's output (the conv's input). Same arguments as the public ones. */
+int bkm__kern_conv2d_fwd_relu(bkm_kern_conv2d_t *cv, const float *src, const float *wei, const float *bias,
+                              float *dst, bkm_err_t *err);
+int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, const float *y,
+                                   float *diff_src, bkm_err_t *err);
+/* Max pooling with the ReLU before it (layers.c): fwd: dst = relu(maxpool(src)), which equals
+ * maxpool(relu(src)) (argmax: a positive window maximum's first position, as over relu(src); a
+ * window with no positive element gets a zero gradient either way); bwd: the pool's scatter of
+ * diff_dst, each term kept only where src (the ReLU's input or output) at its argmax is > 0. */
+void bkm__kern_maxpool_relu_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax);
+void bkm__kern_maxpool_relu_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax,
+                               const float *src, float *diff_src);
 
 /* ======================================================================================== */
 /* conv3d (conv3d.c; owner: networks)                                                         */

@@ -117,19 +117,37 @@ static void maxpool_row(const bkm_pool_desc_t *d, const float *in, int64_t left,
     }
 }
 
-void bkm_kern_maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax)
+/* relu: the output plane through ReLU once its rows are done (bkm__kern_maxpool_relu_fwd) */
+static void maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax, int relu)
 {
     const int64_t planes = d->mb * d->c, ipl = d->ih * d->iw, opl = d->oh * d->ow;
     /* the AVX-512 row kernel indexes with int32 lanes: planes must stay below 2^31 elements */
     const int avx512 = bkm_kern_isa_detect() == BKM_ISA_AVX512 && ipl < (1LL << 31) - 64;
 #pragma omp parallel for schedule(static)
-    for (int64_t pl = 0; pl < planes; pl++)
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float *o = dst + pl * opl;
         for (int64_t oy = 0; oy < d->oh; oy++)
-            maxpool_row(d, src + pl * ipl, (planes - pl) * ipl, oy, dst + pl * opl + oy * d->ow,
-                        argmax + pl * opl + oy * d->ow, avx512);
+            maxpool_row(d, src + pl * ipl, (planes - pl) * ipl, oy, o + oy * d->ow, argmax + pl * opl + oy * d->ow,
+                        avx512);
+        if (relu) /* as bkm_kern_relu_fwd: NaN and -0 give +0 */
+            for (int64_t i = 0; i < opl; i++)
+                o[i] = o[i] > 0.0f ? o[i] : 0.0f;
+    }
 }
 
-void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src)
+void bkm_kern_maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax)
+{
+    maxpool_fwd(d, src, dst, argmax, 0);
+}
+
+void bkm__kern_maxpool_relu_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax)
+{
+    maxpool_fwd(d, src, dst, argmax, 1);
+}
+
+/* mask: keep a term only where mask at its argmax is > 0 (NULL: every term) */
+static void maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, const float *mask,
+                        float *diff_src)
 {
     const int64_t planes = d->mb * d->c, ipl = d->ih * d->iw, opl = d->oh * d->ow;
     /* One plane per iteration: the scatter stays inside the plane, so threads never collide. */
@@ -139,9 +157,27 @@ void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const
         const float *dd = diff_dst + pl * opl;
         const int32_t *am = argmax + pl * opl;
         memset(ds, 0, (size_t)ipl * sizeof(float));
-        for (int64_t i = 0; i < opl; i++)
-            ds[am[i]] += dd[i];
+        if (mask == NULL) {
+            for (int64_t i = 0; i < opl; i++)
+                ds[am[i]] += dd[i];
+        } else {
+            const float *mk = mask + pl * ipl;
+            for (int64_t i = 0; i < opl; i++)
+                if (mk[am[i]] > 0.0f)
+                    ds[am[i]] += dd[i];
+        }
     }
+}
+
+void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src)
+{
+    maxpool_bwd(d, diff_dst, argmax, NULL, diff_src);
+}
+
+void bkm__kern_maxpool_relu_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax,
+                                const float *src, float *diff_src)
+{
+    maxpool_bwd(d, diff_dst, argmax, src, diff_src);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -1,11 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* The native engine of the network executor: this suite's kernels (conv2d, FC over SGEMM, max
  * pooling, ReLU, softmax cross-entropy, SGD) over any checked table. Activations are NCHW /
- * [mb][features]; ReLU and dropout work in place (dropout: the identity when p = 0 or in evaluation). */
+ * [mb][features]; ReLU and dropout work in place (dropout: the identity when p = 0 or in evaluation).
+ *
+ * Fusions (the conv2d tunable "fuse", default 3; results identical to the separate passes):
+ *   1: a conv2d followed by a ReLU stores relu(conv + bias) from its GEMM tiles (the ReLU's forward
+ *      is then a no-op), and a conv2d whose input is a ReLU's output applies that ReLU's backward
+ *      in its bwd-data store (the ReLU's backward is then a no-op);
+ *   2: a max pooling after a ReLU applies the ReLU's backward in its scatter (a term only where
+ *      the ReLU's output at the argmax is > 0), and, when the ReLU's forward is not already in a
+ *      conv store, the ReLU after the pool (relu(maxpool(x)) == maxpool(relu(x)): a quarter of
+ *      the elements); its buffer then keeps x, whose positive entries are the ReLU's. */
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels_int.h"
 #include "net_int.h"
+
+enum { FUSE_CONV = 1, FUSE_POOL = 2, FUSE_DEFAULT = FUSE_CONV | FUSE_POOL };
 
 typedef struct nat_layer {
     bkm_conv2d_desc_t cd;
@@ -21,6 +33,9 @@ typedef struct nat_layer {
     float *gin;        /* owned gradient wrt the input (when need_bwd_d and the layer does not work in place) */
     float *in, *y;     /* input and output activations (borrowed) */
     size_t n_in, n_out;
+    /* fusions: conv fwd stores relu(); conv bwd_d / pool bwd apply the ReLU before them
+     * backward; pool fwd applies the ReLU before it to its output; a ReLU handled by a neighbour */
+    uint8_t relu_out, relu_bwd, pool_relu_fwd, skip_fwd, skip_bwd;
 } nat_layer_t;
 
 typedef struct nat {
@@ -138,6 +153,42 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
     return BKM_OK;
 }
 
+/* The "fuse" tunable of @p kp (validated by the conv2d table), else FUSE_DEFAULT. */
+static int nat_fuse(const bkm_kern_params_t *kp)
+{
+    for (int j = 0; kp != NULL && j < kp->n; j++)
+        if (strcmp(kp->kv[j].key, "fuse") == 0)
+            return kp->kv[j].value;
+    return FUSE_DEFAULT;
+}
+
+/* Mark the fusions of the table (see the file comment). */
+static void nat_plan_fusions(const bkm_net_t *net, nat_t *c, int fuse)
+{
+    const bkm_net_layer_t *L = net->d.layer;
+    for (int i = 0; i < net->d.n_layers; i++) {
+        nat_layer_t *l = &c->l[i];
+        if (L[i].kind != BKM_NET_RELU)
+            continue;
+        if ((fuse & FUSE_CONV) && i > 0 && L[i - 1].kind == BKM_NET_CONV) {
+            c->l[i - 1].relu_out = 1;
+            l->skip_fwd = 1;
+        }
+        if (i + 1 < net->d.n_layers && L[i + 1].kind == BKM_NET_MAXPOOL && (fuse & FUSE_POOL)) {
+            c->l[i + 1].relu_bwd = 1;
+            l->skip_bwd = 1;
+            if (!l->skip_fwd) {
+                c->l[i + 1].pool_relu_fwd = 1;
+                l->skip_fwd = 1;
+            }
+        } else if (i + 1 < net->d.n_layers && L[i + 1].kind == BKM_NET_CONV && (fuse & FUSE_CONV) &&
+                   net->li[i + 1].need_bwd_d) {
+            c->l[i + 1].relu_bwd = 1;
+            l->skip_bwd = 1;
+        }
+    }
+}
+
 static int nat_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t *err)
 {
     const bkm_net_t *net = &ex->net;
@@ -154,6 +205,7 @@ static int nat_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
     for (int i = 0; i < net->d.n_layers; i++)
         if ((rc = nat_layer_create(ex, c, i, kp, err)) < 0)
             return bkm_err_prefix(err, "net layer %d (%s)", i, net->d.layer[i].name);
+    nat_plan_fusions(net, c, nat_fuse(kp));
     return BKM_OK;
 }
 
@@ -181,13 +233,21 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         const bkm_net_layer_info_t *li = &net->li[i];
         switch (net->d.layer[i].kind) {
         case BKM_NET_CONV:
-            rc = bkm_kern_conv2d_fwd(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
+            if (l->relu_out)
+                rc = bkm__kern_conv2d_fwd_relu(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off,
+                                               l->out, err);
+            else
+                rc = bkm_kern_conv2d_fwd(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out,
+                                         err);
             break;
         case BKM_NET_FC:
             rc = bkm_kern_fc_fwd(l->fc, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
             break;
         case BKM_NET_MAXPOOL:
-            bkm_kern_maxpool_fwd(&l->pd, l->in, l->out, l->argmax);
+            if (l->pool_relu_fwd)
+                bkm__kern_maxpool_relu_fwd(&l->pd, l->in, l->out, l->argmax);
+            else
+                bkm_kern_maxpool_fwd(&l->pd, l->in, l->out, l->argmax);
             break;
         case BKM_NET_CONV3D:
             rc = bkm_kern_conv3d_fwd(l->cv3, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
@@ -196,7 +256,8 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             bkm_kern_maxpool3d_fwd(&l->p3, l->in, l->out, l->argmax);
             break;
         case BKM_NET_RELU:
-            bkm_kern_relu_fwd(l->n_in, l->in, l->in);
+            if (!l->skip_fwd)
+                bkm_kern_relu_fwd(l->n_in, l->in, l->in);
             break;
         case BKM_NET_DROPOUT:
         case BKM_NET_DROPOUT2D: /* in place; the identity in eval mode */
@@ -233,7 +294,9 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         case BKM_NET_CONV:
             rc = bkm_kern_conv2d_bwd_weights(l->cv, l->in, g, dw, db, err);
             bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (rc == BKM_OK && li->need_bwd_d)
+            if (rc == BKM_OK && li->need_bwd_d && l->relu_bwd)
+                rc = bkm__kern_conv2d_bwd_data_relu(l->cv, g, w, l->in, l->gin, err);
+            else if (rc == BKM_OK && li->need_bwd_d)
                 rc = bkm_kern_conv2d_bwd_data(l->cv, g, w, l->gin, err);
             g = l->gin;
             break;
@@ -245,7 +308,10 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             g = l->gin;
             break;
         case BKM_NET_MAXPOOL:
-            bkm_kern_maxpool_bwd(&l->pd, g, l->argmax, l->gin);
+            if (l->relu_bwd)
+                bkm__kern_maxpool_relu_bwd(&l->pd, g, l->argmax, l->in, l->gin);
+            else
+                bkm_kern_maxpool_bwd(&l->pd, g, l->argmax, l->gin);
             g = l->gin;
             break;
         case BKM_NET_CONV3D:
@@ -260,7 +326,8 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             g = l->gin;
             break;
         case BKM_NET_RELU:
-            bkm_kern_relu_bwd(l->n_in, l->y, g, g);
+            if (!l->skip_bwd)
+                bkm_kern_relu_bwd(l->n_in, l->y, g, g);
             break;
         case BKM_NET_DROPOUT:
         case BKM_NET_DROPOUT2D:

@@ -5,6 +5,9 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "bkm/net.h"
 
 /* max |a - b| / max(1, max |b|); infinite when a difference is NaN */
 static inline double rel_diff(const float *a, const float *b, size_t n)
@@ -27,6 +30,23 @@ static inline void fill(float *p, size_t n, unsigned seed, float scale)
         seed = seed * 1103515245u + 12345u;
         p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
     }
+}
+
+/* Layers before the first parameter layer get no backward: a pool and ReLU on the input. */
+static inline void pool_first(bkm_net_desc_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->mb = 2;
+    d->c = 2;
+    d->h = 9;
+    d->w = 10;
+    d->lr = 0.1f;
+    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "p0", 0, 2, 2, 1);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r0", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_CONV, "c1", 5, 3, 1, 0);
+    bkm_net_desc_add(d, BKM_NET_RELU, "r1", 0, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_FC, "f2", 4, 0, 0, 0);
+    bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
 }
 
 #endif /* BKM_TESTS_NET_TEST_H */

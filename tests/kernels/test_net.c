@@ -32,23 +32,6 @@ static void small_cnn(bkm_net_desc_t *d)
     bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
 }
 
-/* Layers before the first parameter layer get no backward: a pool and ReLU on the input. */
-static void pool_first(bkm_net_desc_t *d)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = 2;
-    d->c = 2;
-    d->h = 9;
-    d->w = 10;
-    d->lr = 0.1f;
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "p0", 0, 2, 2, 1);
-    bkm_net_desc_add(d, BKM_NET_RELU, "r0", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV, "c1", 5, 3, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "r1", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "f2", 4, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
-}
-
 /* Small odd 3-D network: conv3d (stride 2, padding 1), pool3d, conv3d, ReLU, FC, FC, a loss over the
  * batch axis (the conv3d seed's quirk) and no update (lr 0), or the class loss with an update. */
 static void small3d_lossk(bkm_net_desc_t *d, bkm_net_kind_t loss, float lr)
