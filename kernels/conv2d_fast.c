@@ -62,6 +62,15 @@ struct bkm_conv2d_fast {
     float *wpart;                      /* bwd_w: partial diff_wei of parts 1 .. bww_parts - 1 */
     fast_run_t *runs;                  /* per thread: fwd copy runs, kh * kw * runw */
     int32_t *nruns;                    /* per thread: runs per tap, kh * kw */
+    /* phase-split fwd (use_s2d): bands of s2d_br output rows; per thread a band buffer q of
+     * ic * kh * sw slabs of s2d_br * s2d_ws floats, slab (c, r, ph) row oyb: input row
+     * oyb * sh - ph_pad + r of channel c at columns xx * sw + ph - pw (0 outside) */
+    int s2d;
+    int64_t s2d_br, s2d_ws, s2d_nb; /* band rows, phase row length (ow + (kw - 1) / sw), bands */
+    size_t q_floats, prow_floats;
+    float *q;
+    float *prow;                    /* per thread: one input row with pw zeros left, zeros right */
+    int32_t *boff;                  /* kdim: offset of row k = (c, r, s) of B from the band's column 0 */
 };
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -108,6 +117,9 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
     bkm_free(f->wpart);
     bkm_free(f->runs);
     bkm_free(f->nruns);
+    bkm_free(f->q);
+    bkm_free(f->prow);
+    bkm_free(f->boff);
     bkm__conv2d_fast_destroy(f->tr);
     bkm_free(f);
 }
@@ -128,6 +140,58 @@ static int64_t bww_parts(const bkm_conv2d_fast_t *f)
     while (s > 1 && f->ncols / s < BWW_PART_MIN_COLS)
         s /= 2;
     return s;
+}
+
+/* Phase-split fwd: for a strided conv with a wide window and a short K (AlexNet conv1: 3 x 11 x 11,
+ * stride 4) im2col writes every input element about (kh / sh) * (kw / sw) times into the B panels,
+ * through strided gathers, in short runs. Instead, per band of output rows, each input row is split
+ * once into its sw column phases (one slab per (c, r, phase), rows oyb, ws columns): row k = (c, r, s)
+ * of B for the virtual columns v = oyb * ws + ox is then the contiguous slab (c, r, s % sw) from
+ * column s / sw on, read in place by the tile kernel (no packing); columns with ox >= ow are junk
+ * and never stored. AVX-512 with 32-column tiles, one group, sw >= 2, kw >= 2 sw, K <= S2D_MAX_K
+ * (the whole depth in one weight panel). */
+#ifndef S2D_MAX_K
+#define S2D_MAX_K 1024
+#endif
+static int use_s2d(const bkm_conv2d_fast_t *f)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    return f->edge && f->mr <= 14 && d->g == 1 && d->sw >= 2 && d->kw >= 2 * d->sw && f->kdim <= S2D_MAX_K;
+}
+
+/* Band rows from the L2 budget (at least one), bands of equal height; the offsets of B's rows. */
+static int s2d_create(bkm_conv2d_fast_t *f, size_t block, bkm_err_t *err)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    const int64_t slabs = d->ic * d->kh * d->sw;
+    int64_t br;
+    f->s2d_ws = d->ow + (d->kw - 1) / d->sw;
+    br = (int64_t)(block / sizeof(float)) / (slabs * f->s2d_ws);
+    br = br < 1 ? 1 : br > d->oh ? d->oh : br;
+    f->s2d_nb = (d->oh + br - 1) / br;
+    f->s2d_br = (d->oh + f->s2d_nb - 1) / f->s2d_nb;
+    /* slack: a last tile reads up to 31 + (kw - 1) / sw columns past a slab's band */
+    f->q_floats = (size_t)round_up(slabs * f->s2d_br * f->s2d_ws + 32 + d->kw, 16);
+    f->q = bkm_aligned_alloc(64, (size_t)f->nt * f->q_floats * sizeof(float));
+    f->boff = bkm_calloc((size_t)f->kdim, sizeof(int32_t));
+    /* a phase reads up to column (ws - 1) sw + sw - 1 of the padded row */
+    f->prow_floats = (size_t)round_up(f->s2d_ws * d->sw + d->pw + d->iw + 16, 16);
+    f->prow = bkm_aligned_alloc(64, (size_t)f->nt * f->prow_floats * sizeof(float));
+    if (f->q == NULL || f->boff == NULL || f->prow == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: cannot allocate the phase-split bands (%d x %zu floats)",
+                           f->nt, f->q_floats);
+#pragma omp parallel num_threads(f->nt)
+    {
+        const int t = omp_get_thread_num();
+        memset(f->q + (size_t)t * f->q_floats, 0, f->q_floats * sizeof(float));
+        memset(f->prow + (size_t)t * f->prow_floats, 0, f->prow_floats * sizeof(float));
+    }
+    for (int64_t k = 0; k < f->kdim; k++) {
+        const int64_t c = k / (d->kh * d->kw), r = k / d->kw % d->kh, s = k % d->kw;
+        f->boff[k] = (int32_t)(((c * d->kh + r) * d->sw + s % d->sw) * f->s2d_br * f->s2d_ws + s / d->sw);
+    }
+    f->s2d = 1;
+    return BKM_OK;
 }
 
 /* flip: create the bwd_d-as-fwd object of a stride-1 problem (descriptor already transposed). */
@@ -205,6 +269,8 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
             memset(f->wpart + i, 0, (size_t)min64(4096, (f->bww_parts - 1) * (int64_t)f->wei_floats - i) * sizeof(float));
     }
     f->flip = flip;
+    if (!flip && use_s2d(f) && (rc = s2d_create(f, block, err)) < 0)
+        goto out;
     if (!flip && use_transposed(d, f->icg, f->ocg, f->mr)) {
         bkm_conv2d_desc_t t = *d;
         t.ic = d->oc;
@@ -616,10 +682,83 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
     }
 }
 
+/* Phase-split fwd: the band of output rows [oy0, oy0 + nrow) of image n into q; prow: the
+ * thread's padded row, whose zeros (pw on the left, from pw + iw on) stay. */
+static void s2d_band(const bkm_conv2d_fast_t *f, const float *src, int64_t n, int64_t oy0, int64_t nrow, float *q,
+                     float *prow)
+{
+    const bkm_conv2d_desc_t *d = &f->d;
+    const int64_t ws = f->s2d_ws, slab = f->s2d_br * ws;
+    for (int64_t c = 0; c < d->ic; c++)
+        for (int64_t oyb = 0; oyb < nrow; oyb++)
+            for (int64_t r = 0; r < d->kh; r++) {
+                const int64_t iy = (oy0 + oyb) * d->sh - d->ph + r;
+                float *o = q + (c * d->kh + r) * d->sw * slab + oyb * ws;
+                if (iy < 0 || iy >= d->ih) {
+                    for (int64_t ph = 0; ph < d->sw; ph++)
+                        memset(o + ph * slab, 0, (size_t)ws * sizeof(float));
+                    continue;
+                }
+                memcpy(prow + d->pw, src + ((n * d->ic + c) * d->ih + iy) * d->iw, (size_t)d->iw * sizeof(float));
+                for (int64_t ph = 0; ph < d->sw; ph++)
+                    bkm__conv2d_fast_phase_row_avx512(prow + ph, d->sw, ws, o + ph * slab);
+            }
+}
+
+static void s2d_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const fast_epi_t *epi, float *dst)
+{
+#pragma omp parallel num_threads(f->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const bkm_conv2d_desc_t *d = &f->d;
+        const int64_t items = d->mb * f->s2d_nb, it0 = items * t / nth, it1 = items * (t + 1) / nth;
+        const int64_t np = f->mf / f->mr, ws = f->s2d_ws;
+        float *q = f->q + (size_t)t * f->q_floats, *prow = f->prow + (size_t)t * f->prow_floats;
+        _Alignas(64) float tile[BKM_GEMM_MR_MAX * 32];
+        /* the weights in full-depth MR-row panels (panel i at wp + i * kdim * mr) */
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < np; i++) {
+            const int64_t m = min64(f->mr, f->ocg - i * f->mr);
+            float *a = f->wp + i * f->kdim * f->mr;
+            for (int64_t p = 0; p < f->kdim; p++)
+                for (int64_t ii = 0; ii < f->mr; ii++)
+                    a[p * f->mr + ii] = ii < m ? wei[(i * f->mr + ii) * f->kdim + p] : 0.0f;
+        }
+        for (int64_t it = it0; it < it1; it++) {
+            const int64_t n = it / f->s2d_nb, oy0 = it % f->s2d_nb * f->s2d_br;
+            const int64_t nrow = min64(f->s2d_br, d->oh - oy0), nv = nrow * ws;
+            s2d_band(f, src, n, oy0, nrow, q, prow);
+            for (int64_t v0 = 0; v0 < nv; v0 += 32)
+                for (int64_t i = 0; i < np; i++) {
+                    const int64_t m = min64(f->mr, f->ocg - i * f->mr);
+                    const float *bias = epi->bias != NULL ? epi->bias + i * f->mr : NULL;
+                    bkm__conv2d_fast_s2d_tile_avx512(m, f->kdim, f->wp + i * f->kdim * f->mr, f->mr, q + v0, f->boff,
+                                                     tile);
+                    /* the tile's columns, in pieces inside one output row, into dst */
+                    for (int64_t v = v0; v < min64(v0 + 32, nv);) {
+                        const int64_t oyb = v / ws, ox = v % ws;
+                        const int64_t len = min64(ws - ox, v0 + 32 - v);
+                        if (ox < d->ow) {
+                            const int64_t l = min64(len, d->ow - ox);
+                            float *c = dst + (n * d->oc + i * f->mr) * f->pq + (oy0 + oyb) * d->ow + ox;
+                            bkm__conv2d_fast_s2d_store_avx512(tile + (v - v0), m, l, c, f->pq, bias, epi->act,
+                                                              epi->mask != NULL ? epi->mask + (c - dst) : NULL);
+                        }
+                        v += len;
+                    }
+                }
+        }
+    }
+}
+
 void bkm__conv2d_fast_fwd_act(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, int act,
                               const float *mask, float *dst)
 {
     const fast_epi_t epi = {bias, act, mask};
+    if (f->s2d) {
+        s2d_fwd(f, src, wei, &epi, dst);
+        return;
+    }
 #pragma omp parallel num_threads(f->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();

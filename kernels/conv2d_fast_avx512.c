@@ -200,3 +200,102 @@ void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, co
         }
     }
 }
+
+/* Phase-split forward (conv2d_fast.c, "s2d"): one M-row by 32-column tile, C (ld 32) = A * B over
+ * all k depth steps, where A is an MR-row weight panel (a[p * lda + i]) and row p of B is the 32
+ * floats at b + boff[p] (unpacked: rows of the phase-split input band). M <= 14: 2 M accumulators,
+ * 2 B vectors and a broadcast fit the 32 zmm. */
+#define S2D_KERNEL(M)                                                                                          \
+    static void s2d_rows_##M(int64_t k, const float *restrict a, int64_t lda, const float *restrict b,         \
+                             const int32_t *restrict boff, float *restrict c)                                  \
+    {                                                                                                          \
+        __m512 e0[M], e1[M];                                                                                   \
+        for (int i = 0; i < M; i++) {                                                                          \
+            e0[i] = _mm512_setzero_ps();                                                                       \
+            e1[i] = _mm512_setzero_ps();                                                                       \
+        }                                                                                                      \
+        for (int64_t p = 0; p < k; p++) {                                                                      \
+            const float *bp = b + boff[p];                                                                     \
+            const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);                              \
+            for (int i = 0; i < M; i++) {                                                                      \
+                const __m512 x = _mm512_set1_ps(a[p * lda + i]);                                              \
+                e0[i] = _mm512_fmadd_ps(x, b0, e0[i]);                                                         \
+                e1[i] = _mm512_fmadd_ps(x, b1, e1[i]);                                                         \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (int i = 0; i < M; i++) {                                                                          \
+            _mm512_store_ps(c + i * 32, e0[i]);                                                                \
+            _mm512_store_ps(c + i * 32 + 16, e1[i]);                                                           \
+        }                                                                                                      \
+    }
+
+S2D_KERNEL(1)
+S2D_KERNEL(2)
+S2D_KERNEL(3)
+S2D_KERNEL(4)
+S2D_KERNEL(5)
+S2D_KERNEL(6)
+S2D_KERNEL(7)
+S2D_KERNEL(8)
+S2D_KERNEL(9)
+S2D_KERNEL(10)
+S2D_KERNEL(11)
+S2D_KERNEL(12)
+S2D_KERNEL(13)
+S2D_KERNEL(14)
+
+void bkm__conv2d_fast_s2d_tile_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b,
+                                      const int32_t *boff, float *c)
+{
+    switch (m) {
+    case 1: s2d_rows_1(k, a, lda, b, boff, c); break;
+    case 2: s2d_rows_2(k, a, lda, b, boff, c); break;
+    case 3: s2d_rows_3(k, a, lda, b, boff, c); break;
+    case 4: s2d_rows_4(k, a, lda, b, boff, c); break;
+    case 5: s2d_rows_5(k, a, lda, b, boff, c); break;
+    case 6: s2d_rows_6(k, a, lda, b, boff, c); break;
+    case 7: s2d_rows_7(k, a, lda, b, boff, c); break;
+    case 8: s2d_rows_8(k, a, lda, b, boff, c); break;
+    case 9: s2d_rows_9(k, a, lda, b, boff, c); break;
+    case 10: s2d_rows_10(k, a, lda, b, boff, c); break;
+    case 11: s2d_rows_11(k, a, lda, b, boff, c); break;
+    case 12: s2d_rows_12(k, a, lda, b, boff, c); break;
+    case 13: s2d_rows_13(k, a, lda, b, boff, c); break;
+    default: s2d_rows_14(k, a, lda, b, boff, c); break;
+    }
+}
+
+/* One phase of one zero-padded input row: o[xx] = prow[xx * sw] for xx < n (every element read
+ * lies inside the padded row). */
+void bkm__conv2d_fast_phase_row_avx512(const float *prow, int64_t sw, int64_t n, float *o)
+{
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));
+    for (int64_t xx = 0; xx < n; xx += 16) {
+        const int64_t cnt = n - xx < 16 ? n - xx : 16;
+        _mm512_mask_storeu_ps(o + xx, (__mmask16)((1u << cnt) - 1u), strided16(prow + xx * sw, sw, cnt, idx));
+    }
+}
+
+/* Columns [0, len) of rows [0, m) of a tile (ld 32) into c (ldc) through the fwd store's epilogue:
+ * + bias[i] (NULL: none), then the activation (as bkm__conv2d_fast_epi_avx512). */
+void bkm__conv2d_fast_s2d_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
+                                       const float *bias, int act, const float *mask)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t i = 0; i < m; i++) {
+        const __m512 bv = _mm512_set1_ps(bias != NULL ? bias[i] : 0.0f);
+        for (int64_t j = 0; j < len; j += 16) {
+            const __mmask16 lm = (__mmask16)(len - j >= 16 ? 0xffffu : (1u << (len - j)) - 1u);
+            __m512 v = _mm512_maskz_loadu_ps(lm, tile + i * 32 + j);
+            if (bias != NULL)
+                v = _mm512_add_ps(v, bv);
+            if (act == BKM_FAST_ACT_RELU)
+                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
+            else if (act == BKM_FAST_ACT_MASK)
+                v = _mm512_maskz_mov_ps(
+                    _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(lm, mask + i * ldc + j), zero, _CMP_GT_OQ), v);
+            _mm512_mask_storeu_ps(c + i * ldc + j, lm, v);
+        }
+    }
+}
