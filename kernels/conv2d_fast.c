@@ -683,26 +683,38 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
 }
 
 /* Phase-split fwd: the band of output rows [oy0, oy0 + nrow) of image n into q; prow: the
- * thread's padded row, whose zeros (pw on the left, from pw + iw on) stay. */
+ * thread's padded row, whose zeros (pw on the left, from pw + iw on) stay. Each input row is split
+ * once, into the first slab row that uses it, and copied to the others (about kh / sh of them). */
 static void s2d_band(const bkm_conv2d_fast_t *f, const float *src, int64_t n, int64_t oy0, int64_t nrow, float *q,
                      float *prow)
 {
     const bkm_conv2d_desc_t *d = &f->d;
     const int64_t ws = f->s2d_ws, slab = f->s2d_br * ws;
+    const int64_t iy0 = oy0 * d->sh - d->ph, iy1 = (oy0 + nrow - 1) * d->sh - d->ph + d->kh;
     for (int64_t c = 0; c < d->ic; c++)
-        for (int64_t oyb = 0; oyb < nrow; oyb++)
-            for (int64_t r = 0; r < d->kh; r++) {
-                const int64_t iy = (oy0 + oyb) * d->sh - d->ph + r;
-                float *o = q + (c * d->kh + r) * d->sw * slab + oyb * ws;
-                if (iy < 0 || iy >= d->ih) {
-                    for (int64_t ph = 0; ph < d->sw; ph++)
-                        memset(o + ph * slab, 0, (size_t)ws * sizeof(float));
-                    continue;
-                }
+        for (int64_t iy = iy0; iy < iy1; iy++) {
+            const float *first = NULL;
+            const int in = iy >= 0 && iy < d->ih;
+            if (in)
                 memcpy(prow + d->pw, src + ((n * d->ic + c) * d->ih + iy) * d->iw, (size_t)d->iw * sizeof(float));
-                for (int64_t ph = 0; ph < d->sw; ph++)
-                    bkm__conv2d_fast_phase_row_avx512(prow + ph, d->sw, ws, o + ph * slab);
+            /* slab rows (r, oyb) with (oy0 + oyb) sh - ph + r = iy */
+            for (int64_t r = (iy - iy0) % d->sh; r < d->kh; r += d->sh) {
+                const int64_t oyb = (iy - iy0 - r) / d->sh;
+                float *o = q + (c * d->kh + r) * d->sw * slab + oyb * ws;
+                if (oyb < 0 || oyb >= nrow)
+                    continue;
+                for (int64_t ph = 0; ph < d->sw; ph++) {
+                    if (!in)
+                        memset(o + ph * slab, 0, (size_t)ws * sizeof(float));
+                    else if (first == NULL)
+                        bkm__conv2d_fast_phase_row_avx512(prow + ph, d->sw, ws, o + ph * slab);
+                    else
+                        memcpy(o + ph * slab, first + ph * slab, (size_t)ws * sizeof(float));
+                }
+                if (in && first == NULL)
+                    first = o;
             }
+        }
 }
 
 static void s2d_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const fast_epi_t *epi, float *dst)
