@@ -3,7 +3,8 @@
  * the next conv's bwd-data store, max pooling with the ReLU before it) against the separate
  * passes (fuse=0): on the AlexNet table and small odd tables, every fusion setting and two conv
  * algorithms give the same bits (loss, forward logits, gradients, updated parameters), and the
- * fused engine agrees with the reference engine. */
+ * fused engine agrees with the reference engine. The phase-split forward of strided wide-window
+ * convolutions (AlexNet conv1's path) against the naive reference, over one band and several. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -205,6 +206,54 @@ START_TEST(fused_matches_reference)
 }
 END_TEST
 
+/* Native conv2d fwd of @p text with an L2 of @p l2 bytes (0: unknown) against the reference. */
+static void conv_fwd_vs_ref(const char *text, int64_t l2)
+{
+    bkm_conv2d_desc_t d;
+    bkm_kern_params_t kp;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    ck_assert_msg(bkm_kern_conv2d_desc_parse(text, 0, &d, &err) == BKM_OK, "%s: %s", text, err.msg);
+    const size_t ns = (size_t)(d.mb * d.ic * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kh * d.kw),
+                 nd = (size_t)(d.mb * d.oc * d.oh * d.ow);
+    float *src = malloc(ns * sizeof(float)), *wei = malloc(nw * sizeof(float)), *bias = malloc((size_t)d.oc * 4),
+          *dst = malloc(nd * sizeof(float)), *ref = malloc(nd * sizeof(float));
+    ck_assert(src && wei && bias && dst && ref);
+    fill(src, ns, 3, 1.0f);
+    fill(wei, nw, 4, 0.1f);
+    fill(bias, (size_t)d.oc, 5, 0.5f);
+    fill(dst, nd, 6, 1e30f); /* every output must be written */
+    bkm_kern_params_init(&kp);
+    kp.cache.l2 = l2;
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "algo=3", &err), BKM_OK);
+    ck_assert_msg(bkm_kern_conv2d_create(&cv, &d, &kp, &err) == BKM_OK, "%s: %s", text, err.msg);
+    ck_assert_int_eq(bkm_kern_conv2d_fwd(cv, src, wei, bias, dst, &err), BKM_OK);
+    bkm_kern_conv2d_ref_fwd(&d, src, wei, bias, ref);
+    ck_assert_msg(rel_diff(dst, ref, nd) < 1e-5, "%s l2 %lld: fwd differs from the reference by %g", text,
+                  (long long)l2, rel_diff(dst, ref, nd));
+    bkm_kern_conv2d_destroy(cv);
+    free(src);
+    free(wei);
+    free(bias);
+    free(dst);
+    free(ref);
+}
+
+START_TEST(phase_split_fwd_matches_reference)
+{
+    static const char *const shapes[] = {
+        "mb2ic3ih67oc64kh11sh4ph2",       /* AlexNet conv1, 64 channels: rows 14 + 14 + 14 + 14 + 8 */
+        "mb3ic2ih29iw41oc17kh9kw9sh3sw3ph1pw4", /* stride 3, asymmetric padding and input */
+        "mb2ic3ih35oc5kh8sh2ph0",          /* stride 2, kernel a multiple of the stride */
+        "mb1ic4ih19oc30kh11sh4ph5",       /* padding near the kernel size */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        conv_fwd_vs_ref(shapes[i], 0);
+        conv_fwd_vs_ref(shapes[i], 16 * 1024); /* bands of a row or a few */
+    }
+}
+END_TEST
+
 START_TEST(fuse_value_checked)
 {
     bkm_net_desc_t d;
@@ -231,6 +280,7 @@ int main(void)
     tcase_add_test(tc, alexnet_fused_equals_unfused);
     tcase_add_test(tc, fused_matches_reference);
     tcase_add_test(tc, fuse_value_checked);
+    tcase_add_test(tc, phase_split_fwd_matches_reference);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
