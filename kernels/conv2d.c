@@ -24,7 +24,7 @@ static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = the ISA default"},
     {"nc", 0, 65536, 0, 1, "GEMM columns of B per block, multiple of nr; 0 = the ISA default"},
     {"nt_jc", 0, 4096, 0, 1, "algo 2: ways the GEMM column loop is split (divides the threads); 0 = auto"},
-    {"fuse", 0, 3, 3, 1, "network native engine: 1 ReLU in the conv forward store and in the next conv's bwd-data store, 2 max pooling with the ReLU before it (ReLU after the pool, ReLU backward in its scatter), 3 both, 0 separate passes"},
+    {"fuse", 0, 7, 3, 1, "network native engine, a sum of: 1 ReLU in the conv forward store, 2 max pooling with the ReLU before it (ReLU after the pool, ReLU backward in its scatter), 4 ReLU backward in the next conv's bwd-data store; 0 separate passes"},
 };
 
 #define COL_TILE_BYTES (3u << 19) /* column tile when the L2 size is unknown: 1.5 MiB (3/4 of 2 MiB) */

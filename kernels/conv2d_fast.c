@@ -631,16 +631,6 @@ static void epi_tile(const bkm_conv2d_fast_t *f, float *c, int64_t ldc, int64_t 
     }
 }
 
-/* One scalar output of the scratch-tile path through the epilogue's activation. */
-static float epi_act(float v, int act, const float *mask, int64_t at)
-{
-    if (act == BKM_FAST_ACT_RELU)
-        return v > 0.0f ? v : 0.0f;
-    if (act == BKM_FAST_ACT_MASK)
-        return mask[at] > 0.0f ? v : 0.0f;
-    return v;
-}
-
 /* One mr x nr tile of dst[g] rows [i0, i0 + mr) and batch columns [col, col + ncol); epi: NULL
  * except after the last depth block. */
 static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, const float *b, int64_t g, int64_t i0,
@@ -657,27 +647,32 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
     }
     {
         _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
-        int64_t cofs[BKM_GEMM_NR_MAX], n = n0, p = p0;
         const int act = epi != NULL ? epi->act : BKM_FAST_ACT_NONE;
+        int64_t j = 0, n = n0, p = p0;
         run_tile(f, m, kb, a, b, tile, f->nr, 0.0f);
-        for (int64_t j = 0; j < ncol; j++) { /* the tile may end one image and start the next */
-            cofs[j] = (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
-            if (++p == f->pq) {
-                p = 0;
-                n++;
+        while (j < ncol) { /* the tile may end one image and start the next: a piece per image */
+            const int64_t len = min64(ncol - j, f->pq - p);
+            float *c = dst + (n * f->d.oc + g * f->ocg + i0) * f->pq + p;
+            const float *mk = epi != NULL && epi->mask != NULL ? epi->mask + (c - dst) : NULL;
+            if (first && f->edge) {
+                bkm__conv2d_fast_store_avx512(tile + j, m, len, c, f->pq, bias, act, mk);
+            } else {
+                for (int64_t i = 0; i < m; i++) {
+                    const float bv = bias != NULL ? bias[i] : 0.0f, *t = tile + i * f->nr + j;
+                    float *r = c + i * f->pq;
+                    if (first)
+                        for (int64_t q = 0; q < len; q++)
+                            r[q] = t[q] + bv;
+                    else
+                        for (int64_t q = 0; q < len; q++)
+                            r[q] += t[q] + bv;
+                }
+                if (act != BKM_FAST_ACT_NONE)
+                    epi_tile(f, c, f->pq, m, len, NULL, act, mk);
             }
-        }
-        for (int64_t i = 0; i < m; i++) {
-            const float bv = bias != NULL ? bias[i] : 0.0f;
-            float *c = dst + i * f->pq;
-            const int64_t at = i * f->pq;
-            if (first)
-                for (int64_t j = 0; j < ncol; j++)
-                    c[cofs[j]] = epi_act(tile[i * f->nr + j] + bv, act, epi != NULL ? epi->mask : NULL, at + cofs[j]);
-            else
-                for (int64_t j = 0; j < ncol; j++)
-                    c[cofs[j]] = epi_act(c[cofs[j]] + (tile[i * f->nr + j] + bv), act,
-                                         epi != NULL ? epi->mask : NULL, at + cofs[j]);
+            j += len;
+            p = 0;
+            n++;
         }
     }
 }
@@ -753,7 +748,7 @@ static void s2d_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, co
                         if (ox < d->ow) {
                             const int64_t l = min64(len, d->ow - ox);
                             float *c = dst + (n * d->oc + i * f->mr) * f->pq + (oy0 + oyb) * d->ow + ox;
-                            bkm__conv2d_fast_s2d_store_avx512(tile + (v - v0), m, l, c, f->pq, bias, epi->act,
+                            bkm__conv2d_fast_store_avx512(tile + (v - v0), m, l, c, f->pq, bias, epi->act,
                                                               epi->mask != NULL ? epi->mask + (c - dst) : NULL);
                         }
                         v += len;

@@ -279,7 +279,7 @@ void bkm__conv2d_fast_phase_row_avx512(const float *prow, int64_t sw, int64_t n,
 
 /* Columns [0, len) of rows [0, m) of a tile (ld 32) into c (ldc) through the fwd store's epilogue:
  * + bias[i] (NULL: none), then the activation (as bkm__conv2d_fast_epi_avx512). */
-void bkm__conv2d_fast_s2d_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
+void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
                                        const float *bias, int act, const float *mask)
 {
     const __m512 zero = _mm512_setzero_ps();

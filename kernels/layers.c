@@ -162,9 +162,11 @@ static void maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const i
                 ds[am[i]] += dd[i];
         } else {
             const float *mk = mask + pl * ipl;
-            for (int64_t i = 0; i < opl; i++)
-                if (mk[am[i]] > 0.0f)
-                    ds[am[i]] += dd[i];
+            /* branch-free: adding +0 leaves the sum's bits (it starts at +0, so it is never -0) */
+            for (int64_t i = 0; i < opl; i++) {
+                const int32_t a = am[i];
+                ds[a] += mk[a] > 0.0f ? dd[i] : 0.0f;
+            }
         }
     }
 }

@@ -3,21 +3,24 @@
  * pooling, ReLU, softmax cross-entropy, SGD) over any checked table. Activations are NCHW /
  * [mb][features]; ReLU and dropout work in place (dropout: the identity when p = 0 or in evaluation).
  *
- * Fusions (the conv2d tunable "fuse", default 3; results identical to the separate passes):
+ * Fusions (the conv2d tunable "fuse", a sum of bits, default 3; results identical to the separate
+ * passes, fuse=0):
  *   1: a conv2d followed by a ReLU stores relu(conv + bias) from its GEMM tiles (the ReLU's forward
- *      is then a no-op), and a conv2d whose input is a ReLU's output applies that ReLU's backward
- *      in its bwd-data store (the ReLU's backward is then a no-op);
+ *      is then a no-op);
  *   2: a max pooling after a ReLU applies the ReLU's backward in its scatter (a term only where
  *      the ReLU's output at the argmax is > 0), and, when the ReLU's forward is not already in a
  *      conv store, the ReLU after the pool (relu(maxpool(x)) == maxpool(relu(x)): a quarter of
- *      the elements); its buffer then keeps x, whose positive entries are the ReLU's. */
+ *      the elements); its buffer then keeps x, whose positive entries are the ReLU's;
+ *   4: a conv2d whose input is a ReLU's output applies that ReLU's backward in its bwd-data store
+ *      (off by default: on AlexNet conv4 and conv5 the mask read inside the tile stores costs more,
+ *      about 1.5 ms each at batch 64 on AMD EPYC, than the separate streaming pass, 0.45 ms). */
 #include <stdio.h>
 #include <string.h>
 
 #include "kernels_int.h"
 #include "net_int.h"
 
-enum { FUSE_CONV = 1, FUSE_POOL = 2, FUSE_DEFAULT = FUSE_CONV | FUSE_POOL };
+enum { FUSE_CONV = 1, FUSE_POOL = 2, FUSE_BWD_D = 4, FUSE_DEFAULT = FUSE_CONV | FUSE_POOL };
 
 typedef struct nat_layer {
     bkm_conv2d_desc_t cd;
@@ -181,7 +184,7 @@ static void nat_plan_fusions(const bkm_net_t *net, nat_t *c, int fuse)
                 c->l[i + 1].pool_relu_fwd = 1;
                 l->skip_fwd = 1;
             }
-        } else if (i + 1 < net->d.n_layers && L[i + 1].kind == BKM_NET_CONV && (fuse & FUSE_CONV) &&
+        } else if (i + 1 < net->d.n_layers && L[i + 1].kind == BKM_NET_CONV && (fuse & FUSE_BWD_D) &&
                    net->li[i + 1].need_bwd_d) {
             c->l[i + 1].relu_bwd = 1;
             l->skip_bwd = 1;

@@ -134,12 +134,12 @@ static void same_bits(const run_t *a, const run_t *b, const char *what)
  * separate passes behind the fused entries). */
 static void fused_equals_unfused(const bkm_net_desc_t *d, const char *name, int algo1)
 {
-    static const char *const fuse[] = {"fuse=1", "fuse=2", "fuse=3"};
+    static const char *const fuse[] = {"fuse=1", "fuse=2", "fuse=4", "fuse=7"};
     const char *algo = algo1 ? "algo=1" : "algo=3";
     const char *const off[] = {algo, "fuse=0", NULL};
     run_t ref;
     run_native(d, off, &ref);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         const char *const on[] = {algo, fuse[k], NULL};
         char what[96];
         run_t r;
@@ -167,12 +167,12 @@ END_TEST
 START_TEST(alexnet_fused_equals_unfused)
 {
     bkm_net_desc_t d;
-    static const char *const off[] = {"fuse=0", NULL}, *const on[] = {"fuse=3", NULL};
+    static const char *const off[] = {"fuse=0", NULL}, *const on[] = {"fuse=7", NULL};
     run_t a, b;
     bkm_net_desc_alexnet(&d, 2);
     run_native(&d, on, &a);
     run_native(&d, off, &b);
-    same_bits(&a, &b, "alexnet fuse=3 vs fuse=0");
+    same_bits(&a, &b, "alexnet fuse=7 vs fuse=0");
     run_free(&a);
     run_free(&b);
 }
@@ -186,7 +186,7 @@ START_TEST(fused_matches_reference)
     bkm_net_exec_t *ref = NULL;
     bkm_err_t err = {0};
     bkm_net_step_t st;
-    static const char *const on[] = {"fuse=3", NULL};
+    static const char *const on[] = {"fuse=7", NULL};
     run_t a;
     size_t n;
     odd_table(&d);
@@ -264,7 +264,7 @@ START_TEST(fuse_value_checked)
     odd_table(&d);
     ck_assert_int_eq(bkm_net_init(&net, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
-    ck_assert_int_eq(bkm_kern_params_add(&kp, "fuse=4", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "fuse=8", &err), BKM_OK);
     ck_assert_int_lt(bkm_net_exec_create(&ex, &net, BKM_NET_NATIVE, &kp, &err), 0);
     ck_assert_msg(strstr(err.msg, "fuse") != NULL, "%s", err.msg);
     ck_assert_ptr_null(ex);
