@@ -67,9 +67,8 @@ struct bkm_conv2d_fast {
      * oyb * sh - ph_pad + r of channel c at columns xx * sw + ph - pw (0 outside) */
     int s2d;
     int64_t s2d_br, s2d_ws, s2d_nb; /* band rows, phase row length (ow + (kw - 1) / sw), bands */
-    size_t q_floats, prow_floats;
+    size_t q_floats;
     float *q;
-    float *prow;                    /* per thread: one input row with pw zeros left, zeros right */
     int32_t *boff;                  /* kdim: offset of row k = (c, r, s) of B from the band's column 0 */
 };
 
@@ -118,7 +117,6 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f)
     bkm_free(f->runs);
     bkm_free(f->nruns);
     bkm_free(f->q);
-    bkm_free(f->prow);
     bkm_free(f->boff);
     bkm__conv2d_fast_destroy(f->tr);
     bkm_free(f);
@@ -174,17 +172,13 @@ static int s2d_create(bkm_conv2d_fast_t *f, size_t block, bkm_err_t *err)
     f->q_floats = (size_t)round_up(slabs * f->s2d_br * f->s2d_ws + 32 + d->kw, 16);
     f->q = bkm_aligned_alloc(64, (size_t)f->nt * f->q_floats * sizeof(float));
     f->boff = bkm_calloc((size_t)f->kdim, sizeof(int32_t));
-    /* a phase reads up to column (ws - 1) sw + sw - 1 of the padded row */
-    f->prow_floats = (size_t)round_up(f->s2d_ws * d->sw + d->pw + d->iw + 16, 16);
-    f->prow = bkm_aligned_alloc(64, (size_t)f->nt * f->prow_floats * sizeof(float));
-    if (f->q == NULL || f->boff == NULL || f->prow == NULL)
+    if (f->q == NULL || f->boff == NULL)
         return bkm_err_set(err, BKM_ENOMEM, "conv2d algo=3: cannot allocate the phase-split bands (%d x %zu floats)",
                            f->nt, f->q_floats);
 #pragma omp parallel num_threads(f->nt)
     {
         const int t = omp_get_thread_num();
         memset(f->q + (size_t)t * f->q_floats, 0, f->q_floats * sizeof(float));
-        memset(f->prow + (size_t)t * f->prow_floats, 0, f->prow_floats * sizeof(float));
     }
     for (int64_t k = 0; k < f->kdim; k++) {
         const int64_t c = k / (d->kh * d->kw), r = k / d->kw % d->kh, s = k % d->kw;
@@ -677,39 +671,45 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
     }
 }
 
-/* Phase-split fwd: the band of output rows [oy0, oy0 + nrow) of image n into q; prow: the
- * thread's padded row, whose zeros (pw on the left, from pw + iw on) stay. Each input row is split
- * once, into the first slab row that uses it, and copied to the others (about kh / sh of them). */
-static void s2d_band(const bkm_conv2d_fast_t *f, const float *src, int64_t n, int64_t oy0, int64_t nrow, float *q,
-                     float *prow)
+/* Prefetch (into L2) of the input rows of the thread's next band, a few cache lines after each
+ * tile of the current band: the band's split then reads them from cache, not memory. */
+typedef struct s2d_pf {
+    const char *img;           /* the next band's image; NULL: none */
+    int64_t c, line, nlines;   /* cursor: channel, line in it; lines per channel */
+    int64_t chan_bytes, off;   /* bytes between channels; the first row's offset */
+    int64_t per;               /* lines per tile */
+} s2d_pf_t;
+
+static void s2d_pf_init(const bkm_conv2d_fast_t *f, const float *src, int64_t it, int64_t tiles, s2d_pf_t *pf)
 {
     const bkm_conv2d_desc_t *d = &f->d;
-    const int64_t ws = f->s2d_ws, slab = f->s2d_br * ws;
-    const int64_t iy0 = oy0 * d->sh - d->ph, iy1 = (oy0 + nrow - 1) * d->sh - d->ph + d->kh;
-    for (int64_t c = 0; c < d->ic; c++)
-        for (int64_t iy = iy0; iy < iy1; iy++) {
-            const float *first = NULL;
-            const int in = iy >= 0 && iy < d->ih;
-            if (in)
-                memcpy(prow + d->pw, src + ((n * d->ic + c) * d->ih + iy) * d->iw, (size_t)d->iw * sizeof(float));
-            /* slab rows (r, oyb) with (oy0 + oyb) sh - ph + r = iy */
-            for (int64_t r = (iy - iy0) % d->sh; r < d->kh; r += d->sh) {
-                const int64_t oyb = (iy - iy0 - r) / d->sh;
-                float *o = q + (c * d->kh + r) * d->sw * slab + oyb * ws;
-                if (oyb < 0 || oyb >= nrow)
-                    continue;
-                for (int64_t ph = 0; ph < d->sw; ph++) {
-                    if (!in)
-                        memset(o + ph * slab, 0, (size_t)ws * sizeof(float));
-                    else if (first == NULL)
-                        bkm__conv2d_fast_phase_row_avx512(prow + ph, d->sw, ws, o + ph * slab);
-                    else
-                        memcpy(o + ph * slab, first + ph * slab, (size_t)ws * sizeof(float));
-                }
-                if (in && first == NULL)
-                    first = o;
-            }
+    memset(pf, 0, sizeof *pf);
+    if (it < 0)
+        return;
+    {
+        const int64_t n = it / f->s2d_nb, oy0 = it % f->s2d_nb * f->s2d_br, nrow = min64(f->s2d_br, d->oh - oy0);
+        int64_t a = oy0 * d->sh - d->ph, b = (oy0 + nrow - 1) * d->sh - d->ph + d->kh;
+        a = a < 0 ? 0 : a;
+        b = b > d->ih ? d->ih : b;
+        if (b <= a)
+            return;
+        pf->img = (const char *)(src + n * d->ic * d->ih * d->iw);
+        pf->off = a * d->iw * (int64_t)sizeof(float);
+        pf->chan_bytes = d->ih * d->iw * (int64_t)sizeof(float);
+        pf->nlines = ((b - a) * d->iw * (int64_t)sizeof(float) + 63) / 64;
+        pf->per = d->ic * pf->nlines / (tiles > 0 ? tiles : 1) + 1;
+    }
+}
+
+static void s2d_pf_step(const bkm_conv2d_fast_t *f, s2d_pf_t *pf)
+{
+    for (int64_t k = 0; k < pf->per && pf->img != NULL && pf->c < f->d.ic; k++) {
+        __builtin_prefetch(pf->img + pf->c * pf->chan_bytes + pf->off + pf->line * 64, 0, 2);
+        if (++pf->line == pf->nlines) {
+            pf->line = 0;
+            pf->c++;
         }
+    }
 }
 
 static void s2d_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const fast_epi_t *epi, float *dst)
@@ -720,7 +720,7 @@ static void s2d_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, co
         const bkm_conv2d_desc_t *d = &f->d;
         const int64_t items = d->mb * f->s2d_nb, it0 = items * t / nth, it1 = items * (t + 1) / nth;
         const int64_t np = f->mf / f->mr, ws = f->s2d_ws;
-        float *q = f->q + (size_t)t * f->q_floats, *prow = f->prow + (size_t)t * f->prow_floats;
+        float *q = f->q + (size_t)t * f->q_floats;
         _Alignas(64) float tile[BKM_GEMM_MR_MAX * 32];
         /* the weights in full-depth MR-row panels (panel i at wp + i * kdim * mr) */
 #pragma omp for schedule(static)
@@ -734,13 +734,16 @@ static void s2d_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, co
         for (int64_t it = it0; it < it1; it++) {
             const int64_t n = it / f->s2d_nb, oy0 = it % f->s2d_nb * f->s2d_br;
             const int64_t nrow = min64(f->s2d_br, d->oh - oy0), nv = nrow * ws;
-            s2d_band(f, src, n, oy0, nrow, q, prow);
+            s2d_pf_t pf;
+            bkm__conv2d_fast_s2d_band_avx512(d, src + n * d->ic * d->ih * d->iw, oy0, nrow, ws, f->s2d_br * ws, q);
+            s2d_pf_init(f, src, it + 1 < it1 ? it + 1 : -1, ((nv + 31) / 32) * np, &pf);
             for (int64_t v0 = 0; v0 < nv; v0 += 32)
                 for (int64_t i = 0; i < np; i++) {
                     const int64_t m = min64(f->mr, f->ocg - i * f->mr);
                     const float *bias = epi->bias != NULL ? epi->bias + i * f->mr : NULL;
                     bkm__conv2d_fast_s2d_tile_avx512(m, f->kdim, f->wp + i * f->kdim * f->mr, f->mr, q + v0, f->boff,
                                                      tile);
+                    s2d_pf_step(f, &pf);
                     /* the tile's columns, in pieces inside one output row, into dst */
                     for (int64_t v = v0; v < min64(v0 + 32, nv);) {
                         const int64_t oyb = v / ws, ox = v % ws;

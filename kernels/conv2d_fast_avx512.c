@@ -265,16 +265,63 @@ void bkm__conv2d_fast_s2d_tile_avx512(int64_t m, int64_t k, const float *a, int6
     }
 }
 
-/* One phase of one zero-padded input row: o[xx] = prow[xx * sw] for xx < n (every element read
- * lies inside the padded row). */
-void bkm__conv2d_fast_phase_row_avx512(const float *prow, int64_t sw, int64_t n, float *o)
+/* o[xx] = row[x0 + xx * sw] where 0 <= x0 + xx * sw < iw, else 0, for xx < n: chunks of 16 inside
+ * the row by strided16, the (at most two) others lane by lane. */
+static void phase_row(const float *row, int64_t iw, int64_t x0, int64_t sw, int64_t n, __m512i idx, float *o)
+{
+    for (int64_t xx = 0; xx < n; xx += 16) {
+        const int64_t cnt = n - xx < 16 ? n - xx : 16, x = x0 + xx * sw;
+        const __mmask16 mo = (__mmask16)((1u << cnt) - 1u);
+        if (x >= 0 && x + (cnt - 1) * sw < iw) {
+            _mm512_mask_storeu_ps(o + xx, mo, strided16(row + x, sw, cnt, idx));
+        } else {
+            for (int64_t l = 0; l < cnt; l++) {
+                const int64_t xl = x + l * sw;
+                o[xx + l] = xl >= 0 && xl < iw ? row[xl] : 0.0f;
+            }
+        }
+    }
+}
+
+static void copy_row(const float *s, int64_t n, float *o)
+{
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1u);
+        _mm512_mask_storeu_ps(o + j, m, _mm512_maskz_loadu_ps(m, s + j));
+    }
+}
+
+void bkm__conv2d_fast_s2d_band_avx512(const bkm_conv2d_desc_t *d, const float *img, int64_t oy0, int64_t nrow,
+                                      int64_t ws, int64_t slab, float *q)
 {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));
-    for (int64_t xx = 0; xx < n; xx += 16) {
-        const int64_t cnt = n - xx < 16 ? n - xx : 16;
-        _mm512_mask_storeu_ps(o + xx, (__mmask16)((1u << cnt) - 1u), strided16(prow + xx * sw, sw, cnt, idx));
-    }
+    const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)d->sw));
+    const int64_t iy0 = oy0 * d->sh - d->ph, iy1 = (oy0 + nrow - 1) * d->sh - d->ph + d->kh;
+    for (int64_t c = 0; c < d->ic; c++)
+        for (int64_t iy = iy0; iy < iy1; iy++) {
+            const float *first = NULL, *row = img + (c * d->ih + iy) * d->iw;
+            const int in = iy >= 0 && iy < d->ih;
+            /* slab rows (r, oyb) with (oy0 + oyb) sh - ph + r = iy */
+            for (int64_t r = (iy - iy0) % d->sh; r < d->kh; r += d->sh) {
+                const int64_t oyb = (iy - iy0 - r) / d->sh;
+                float *o = q + (c * d->kh + r) * d->sw * slab + oyb * ws;
+                if (oyb < 0 || oyb >= nrow)
+                    continue;
+                for (int64_t ph = 0; ph < d->sw; ph++) {
+                    if (!in)
+                        for (int64_t j = 0; j < ws; j += 16)
+                            _mm512_mask_storeu_ps(o + ph * slab + j,
+                                                  (__mmask16)(ws - j >= 16 ? 0xffffu : (1u << (ws - j)) - 1u),
+                                                  _mm512_setzero_ps());
+                    else if (first == NULL)
+                        phase_row(row, d->iw, ph - d->pw, d->sw, ws, idx, o + ph * slab);
+                    else
+                        copy_row(first + ph * slab, ws, o + ph * slab);
+                }
+                if (in && first == NULL)
+                    first = o;
+            }
+        }
 }
 
 /* Columns [0, len) of rows [0, m) of a tile (ld 32) into c (ldc) through the fwd store's epilogue:

@@ -202,12 +202,15 @@ void bkm__conv2d_fast_bwd_data_mask(bkm_conv2d_fast_t *f, const float *diff_dst,
 void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias, int act,
                                  const float *mask);
 /* Phase-split fwd (conv2d_fast.c), AVX-512: the tile (C ld 32, aligned, rows [0, m), m <= 14; row p
- * of B at b + boff[p]); the phase row writer (o[xx] = prow[xx * sw], xx < n, prow zero-padded); and
- * (also the scratch-tile store of the fwd) columns [0, len) of an m-row tile with 32 floats per row
+ * of B at b + boff[p]); and (also the scratch-tile store of the fwd) columns [0, len) of an m-row tile with 32 floats per row
  * into c (ldc) with the fwd epilogue (bias NULL: none; mask: at c's offsets). */
 void bkm__conv2d_fast_s2d_tile_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b,
                                       const int32_t *boff, float *c);
-void bkm__conv2d_fast_phase_row_avx512(const float *prow, int64_t sw, int64_t n, float *o);
+/* The phase-split band of output rows [oy0, oy0 + nrow) of one image (img: its channel 0) into q:
+ * slab (c, r, ph) at q + ((c * kh + r) * sw + ph) * slab, row oyb at + oyb * ws, column xx = input
+ * column xx * sw + ph - pw of row (oy0 + oyb) * sh - ph_pad + r (0 outside the input). */
+void bkm__conv2d_fast_s2d_band_avx512(const bkm_conv2d_desc_t *d, const float *img, int64_t oy0, int64_t nrow,
+                                      int64_t ws, int64_t slab, float *q);
 void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
                                        const float *bias, int act, const float *mask);
 /* The native conv2d object's fused entries (conv2d.c): any algo (the fast one fuses, the others
