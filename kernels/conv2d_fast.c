@@ -814,6 +814,23 @@ static void col2im_ld(const bkm_conv2d_fast_t *f, const float *col, int64_t ld, 
                       int64_t np, float *diff_src)
 {
     const bkm_conv2d_desc_t *d = &f->d;
+    if (f->edge && d->sw == 1) { /* the kw taps of a (c, r) together: each output loaded once */
+        for (int64_t cr = 0; cr < f->icg * d->kh; cr++) {
+            const int64_t c = cr / d->kh, r = cr % d->kh;
+            float *plane = diff_src + (n * d->ic + g * f->icg + c) * d->ih * d->iw;
+            int64_t j = 0, oy = p0 / d->ow, ox = p0 % d->ow;
+            while (j < np) {
+                const int64_t len = min64(d->ow - ox, np - j), iy = oy * d->sh - d->ph + r;
+                if (iy >= 0 && iy < d->ih)
+                    bkm__conv2d_fast_col2im_row_avx512(col + cr * d->kw * ld + j, ld, d->kw, len, ox - d->pw, d->iw,
+                                                       plane + iy * d->iw);
+                j += len;
+                ox = 0;
+                oy++;
+            }
+        }
+        return;
+    }
     for (int64_t k = 0; k < f->kdim; k++) {
         const int64_t c = k / (d->kh * d->kw), r = k / d->kw % d->kh, s = k % d->kw;
         const float *row = col + k * ld;

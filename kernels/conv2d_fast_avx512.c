@@ -346,3 +346,27 @@ void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, fl
         }
     }
 }
+
+/* Stride-1 col2im of the kw taps of one (channel, kernel row) over one output-row segment (conv2d_fast.c):
+ * out[x0 + t + s] += o[s * ld + t] for s < kw, t < len, where 0 <= x0 + t + s < iw. Each 16 outputs
+ * are loaded once and get the taps in the order s = 0, 1, ... (the order of the scalar loop over k,
+ * so the same bits); a lane without a tap adds +0, which leaves a sum that started at +0 unchanged. */
+void bkm__conv2d_fast_col2im_row_avx512(const float *o, int64_t ld, int64_t kw, int64_t len, int64_t x0, int64_t iw,
+                                        float *out)
+{
+    const int64_t xa = x0 > 0 ? x0 : 0, xb = x0 + len - 1 + kw < iw ? x0 + len - 1 + kw : iw;
+    for (int64_t x = xa; x < xb; x += 16) {
+        const int64_t cnt = xb - x < 16 ? xb - x : 16;
+        const __mmask16 mo = (__mmask16)((1u << cnt) - 1u);
+        __m512 acc = _mm512_maskz_loadu_ps(mo, out + x);
+        for (int64_t s = 0; s < kw; s++) {
+            /* lanes l with 0 <= x + l - x0 - s < len */
+            const int64_t t = x - x0 - s, lo = t < 0 ? -t : 0, hi = len - t < cnt ? len - t : cnt;
+            if (hi <= lo)
+                continue;
+            const __mmask16 m = (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, o + s * ld + t));
+        }
+        _mm512_mask_storeu_ps(out + x, mo, acc);
+    }
+}

@@ -213,6 +213,10 @@ void bkm__conv2d_fast_s2d_band_avx512(const bkm_conv2d_desc_t *d, const float *i
                                       int64_t ws, int64_t slab, float *q);
 void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
                                        const float *bias, int act, const float *mask);
+/* bwd_d, stride 1 (conv2d_fast.c): out[x0 + t + s] += o[s * ld + t] for s < kw, t < len, inside [0, iw),
+ * the taps of each output in the order s = 0, 1, ... (AVX-512). */
+void bkm__conv2d_fast_col2im_row_avx512(const float *o, int64_t ld, int64_t kw, int64_t len, int64_t x0, int64_t iw,
+                                        float *out);
 /* The native conv2d object's fused entries (conv2d.c): any algo (the fast one fuses, the others
  * run the separate pass after). fwd: dst = relu(conv + bias); bwd_data: diff_src = relu'(y) *
  * bwd_data(diff_dst), y the ReLU's output (the conv's input). Same arguments as the public ones. */
