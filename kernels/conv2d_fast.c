@@ -911,7 +911,6 @@ void bkm__conv2d_fast_bwd_data_mask(bkm_conv2d_fast_t *f, const float *diff_dst,
             float *ds = diff_src + (size_t)n0 * src_img;
             const float *mk = mask + (size_t)n0 * src_img;
             const size_t len = (size_t)(n1 - n0) * src_img;
-#pragma omp simd
             for (size_t i = 0; i < len; i++) {
                 const float v = ds[i];
                 ds[i] = mk[i] > 0.0f ? v : 0.0f;
