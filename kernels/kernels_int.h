@@ -217,6 +217,13 @@ void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, fl
  * the taps of each output in the order s = 0, 1, ... (AVX-512). */
 void bkm__conv2d_fast_col2im_row_avx512(const float *o, int64_t ld, int64_t kw, int64_t len, int64_t x0, int64_t iw,
                                         float *out);
+/* Max pooling of r = 2 or 4 output rows at once (layers_avx512.c): row q (< r) has its window rows
+ * [y0 + q sh, y0 + q sh + kh) inside the input and nc <= 16 interior columns from column x0 at
+ * stride sw; outputs and indices at out / am + q * ldo. Same bits as bkm__maxpool_row_avx512.
+ * [pf, pf + npf) is prefetched (the rows the next call reads; inside the source tensor). */
+void bkm__maxpool_rows_avx512(int64_t r, const float *in, int64_t iw, int64_t y0, int64_t sh, int64_t kh, int64_t kw,
+                              int64_t x0, int64_t sw, int64_t nc, float *out, int64_t ldo, int32_t *am, const float *pf,
+                              int64_t npf);
 /* The native conv2d object's fused entries (conv2d.c): any algo (the fast one fuses, the others
  * run the separate pass after). fwd: dst = relu(conv + bias); bwd_data: diff_src = relu'(y) *
  * bwd_data(diff_dst), y the ReLU's output (the conv's input). Same arguments as the public ones. */

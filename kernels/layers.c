@@ -117,6 +117,19 @@ static void maxpool_row(const bkm_pool_desc_t *d, const float *in, int64_t left,
     }
 }
 
+/* Output rows from oy on that bkm__maxpool_rows_avx512 takes at once (4 or 2; else 1): no column
+ * padding, one chunk of at most 16 columns, every window inside the input vertically. */
+static int64_t rows_at_once(const bkm_pool_desc_t *d, int64_t oy, int avx512)
+{
+    const int64_t y0 = oy * d->sh - d->ph;
+    if (!avx512 || d->pw != 0 || d->ow > 16 || (d->ow - 1) * d->sw + d->kw > d->iw || y0 < 0)
+        return 1;
+    for (int64_t r = 4; r >= 2; r /= 2)
+        if (oy + r <= d->oh && y0 + (r - 1) * d->sh + d->kh <= d->ih)
+            return r;
+    return 1;
+}
+
 /* relu: the output plane through ReLU once its rows are done (bkm__kern_maxpool_relu_fwd) */
 static void maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax, int relu)
 {
@@ -126,9 +139,23 @@ static void maxpool_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, 
 #pragma omp parallel for schedule(static)
     for (int64_t pl = 0; pl < planes; pl++) {
         float *o = dst + pl * opl;
-        for (int64_t oy = 0; oy < d->oh; oy++)
+        for (int64_t oy = 0; oy < d->oh;) {
+            const int64_t r = rows_at_once(d, oy, avx512);
+            if (r > 1) {
+                /* the r sh rows the next r output rows read beyond these (the next plane's at the end) */
+                const int64_t y0 = oy * d->sh - d->ph, left = (planes - pl) * ipl;
+                const int64_t pa = (y0 + (r - 1) * d->sh + d->kh) * d->iw;
+                const int64_t pb = pa + r * d->sh * d->iw > left ? left : pa + r * d->sh * d->iw;
+                bkm__maxpool_rows_avx512(r, src + pl * ipl, d->iw, y0, d->sh, d->kh, d->kw, 0, d->sw, d->ow,
+                                         o + oy * d->ow, d->ow, argmax + pl * opl + oy * d->ow,
+                                         src + pl * ipl + (pa < pb ? pa : 0), pa < pb ? pb - pa : 0);
+                oy += r;
+                continue;
+            }
             maxpool_row(d, src + pl * ipl, (planes - pl) * ipl, oy, o + oy * d->ow, argmax + pl * opl + oy * d->ow,
                         avx512);
+            oy++;
+        }
         if (relu) /* as bkm_kern_relu_fwd: NaN and -0 give +0 */
             for (int64_t i = 0; i < opl; i++)
                 o[i] = o[i] > 0.0f ? o[i] : 0.0f;

@@ -57,6 +57,64 @@ void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb
     }
 }
 
+/* R output rows at once (R = 2 or 4), each of at most 16 interior columns and with its whole
+ * window inside the input vertically: row q's window starts at row y0 + q * sh. One row's taps form
+ * a chain of dependent compare-and-selects; R independent chains keep the units busy on small
+ * planes (AlexNet's pool5: 6 columns, pool2: 13). Per row, the same operations in the same order as
+ * bkm__maxpool_row_avx512, so the same bits. */
+#define POOL_ROWS_KERNEL(R)                                                                                     \
+    static void pool_rows_##R(const float *in, int64_t iw, int64_t y0, int64_t sh, int64_t kh, int64_t kw,      \
+                              int64_t x0, int64_t sw, int64_t nc, float *out, int64_t ldo, int32_t *am,       \
+                              const float *pf, int64_t npf)                                                     \
+    {                                                                                                           \
+        for (int64_t p = 0; p < npf; p += 16)                                                                   \
+            _mm_prefetch((const char *)(pf + p), _MM_HINT_T0);                                                  \
+        const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);           \
+        const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));                              \
+        const __m512i even = _mm512_add_epi32(lane, lane);                                                      \
+        const __mmask16 m = (__mmask16)((1u << nc) - 1u);                                                       \
+        const __mmask16 lo = (__mmask16)(nc > 8 ? 0xffffu : (1u << (2 * nc - 1)) - 1u);                         \
+        const __mmask16 hi = (__mmask16)(nc <= 8 ? 0u : nc == 16 ? 0x7fffu : (1u << (2 * (nc - 8) - 1)) - 1u);  \
+        __m512 best[R];                                                                                         \
+        __m512i bi[R], first[R];                                                                                \
+        __mmask16 any[R];                                                                                       \
+        for (int q = 0; q < R; q++) {                                                                           \
+            best[q] = _mm512_set1_ps(-__builtin_inff());                                                        \
+            first[q] = _mm512_add_epi32(_mm512_set1_epi32((int)((y0 + q * sh) * iw + x0)), step);               \
+            bi[q] = first[q];                                                                                   \
+            any[q] = 0;                                                                                         \
+        }                                                                                                       \
+        for (int64_t y = 0; y < kh; y++)                                                                        \
+            for (int64_t x = 0; x < kw; x++)                                                                    \
+                for (int q = 0; q < R; q++) {                                                                   \
+                    const int64_t off = (y0 + q * sh + y) * iw + x0 + x;                                        \
+                    const __m512 v = tap16(in, off, sw, m, lo, hi, even, step);                                 \
+                    const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, best[q], _CMP_GT_OQ);                    \
+                    best[q] = _mm512_mask_mov_ps(best[q], gt, v);                                               \
+                    bi[q] = _mm512_mask_mov_epi32(bi[q], gt, _mm512_add_epi32(_mm512_set1_epi32((int)off), step)); \
+                    any[q] |= gt;                                                                               \
+                }                                                                                               \
+        for (int q = 0; q < R; q++) {                                                                           \
+            if ((any[q] & m) != m)                                                                              \
+                best[q] = _mm512_mask_i32gather_ps(best[q], (__mmask16)(m & ~any[q]), first[q], in, 4);         \
+            _mm512_mask_storeu_ps(out + q * ldo, m, best[q]);                                                   \
+            _mm512_mask_storeu_epi32(am + q * ldo, m, bi[q]);                                                   \
+        }                                                                                                       \
+    }
+
+POOL_ROWS_KERNEL(2)
+POOL_ROWS_KERNEL(4)
+
+void bkm__maxpool_rows_avx512(int64_t r, const float *in, int64_t iw, int64_t y0, int64_t sh, int64_t kh, int64_t kw,
+                              int64_t x0, int64_t sw, int64_t nc, float *out, int64_t ldo, int32_t *am, const float *pf,
+                              int64_t npf)
+{
+    if (r == 4)
+        pool_rows_4(in, iw, y0, sh, kh, kw, x0, sw, nc, out, ldo, am, pf, npf);
+    else
+        pool_rows_2(in, iw, y0, sh, kh, kw, x0, sw, nc, out, ldo, am, pf, npf);
+}
+
 /* AVX-512 3-D max pooling (conv3d.c): the interior output columns of one output row, 16 at a
  * time, taps (plane, row, column) outer in row-major order. Each lane starts from its window's
  * first element and a tap replaces it only when strictly greater, exactly as the scalar loop

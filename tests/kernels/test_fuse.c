@@ -4,7 +4,8 @@
  * passes (fuse=0): on the AlexNet table and small odd tables, every fusion setting and two conv
  * algorithms give the same bits (loss, forward logits, gradients, updated parameters), and the
  * fused engine agrees with the reference engine. The phase-split forward of strided wide-window
- * convolutions (AlexNet conv1's path) against the naive reference, over one band and several. */
+ * convolutions (AlexNet conv1's path) against the naive reference, over one band and several; max
+ * pooling of several output rows at once (AlexNet's pool2 and pool5 planes) with -inf and NaN windows. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -254,6 +255,39 @@ START_TEST(phase_split_fwd_matches_reference)
 }
 END_TEST
 
+/* Small planes take 4 and 2 output rows at once: windows of only -inf or NaN keep their first
+ * element (the reference's rule), bit for bit; the gradient follows the indices. */
+START_TEST(pool_rows_nonfinite_windows)
+{
+    static const int64_t shapes[][3] = {{13, 13, 2}, {27, 27, 2}, {9, 12, 1}}; /* ih, iw, stride */
+    for (int k = 0; k < 3; k++) {
+        bkm_pool_desc_t d;
+        bkm_err_t err = {0};
+        ck_assert_int_eq(bkm_kern_pool_desc_init(&d, 2, 3, shapes[k][0], shapes[k][1], 3, shapes[k][2], 0, &err), BKM_OK);
+        const size_t ni = (size_t)(d.mb * d.c * d.ih * d.iw), no = (size_t)(d.mb * d.c * d.oh * d.ow);
+        float *src = malloc(ni * 4), *dst = malloc(no * 4), *ref = malloc(no * 4), *dd = malloc(no * 4);
+        float *ds = malloc(ni * 4), *ds_ref = malloc(ni * 4);
+        int32_t *am = malloc(no * sizeof(int32_t));
+        ck_assert(src && dst && ref && dd && ds && ds_ref && am);
+        fill(src, ni, 21, 1.0f);
+        fill(dd, no, 22, 1.0f);
+        for (int64_t y = 0; y < 5; y++) /* plane 0: the first windows of rows 0 and 1 all -inf */
+            for (int64_t x = 0; x < 7; x++)
+                src[y * d.iw + x] = -INFINITY;
+        for (int64_t y = 4; y < d.ih; y++) /* plane 1: the right part of the lower rows all NaN */
+            for (int64_t x = d.iw / 2; x < d.iw; x++)
+                src[(d.ih + y) * d.iw + x] = NAN;
+        bkm_kern_maxpool_fwd(&d, src, dst, am);
+        bkm_kern_maxpool_ref_fwd(&d, src, ref);
+        ck_assert_msg(memcmp(dst, ref, no * 4) == 0, "shape %d: pooling differs from the reference", k);
+        bkm_kern_maxpool_bwd(&d, dd, am, ds);
+        bkm_kern_maxpool_ref_bwd(&d, src, dd, ds_ref);
+        ck_assert_msg(rel_diff(ds, ds_ref, ni) < 1e-6, "shape %d: pooling gradient differs", k);
+        free(src), free(dst), free(ref), free(dd), free(ds), free(ds_ref), free(am);
+    }
+}
+END_TEST
+
 START_TEST(fuse_value_checked)
 {
     bkm_net_desc_t d;
@@ -281,6 +315,7 @@ int main(void)
     tcase_add_test(tc, fused_matches_reference);
     tcase_add_test(tc, fuse_value_checked);
     tcase_add_test(tc, phase_split_fwd_matches_reference);
+    tcase_add_test(tc, pool_rows_nonfinite_windows);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
