@@ -1028,5 +1028,6 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
 
 void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size)
 {
-    snprintf(buf, size, "native:im2col_packed.%s_%dx%d", bkm_kern_isa_name(isa), (int)f->mr, (int)f->nr);
+    snprintf(buf, size, "native:im2col_packed.%s_%dx%d%s", bkm_kern_isa_name(isa), (int)f->mr, (int)f->nr,
+             f->s2d ? ".phase_split_fwd" : "");
 }

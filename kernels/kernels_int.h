@@ -171,7 +171,7 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
 #define BKM_CONV2D_FAST_EDGE_M 8
 void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
                                   int64_t ldc, float beta);
-/* "native:im2col_packed.<isa>_<mr>x<nr>" into buf. */
+/* "native:im2col_packed.<isa>_<mr>x<nr>" (+ ".phase_split_fwd" when the fwd takes that path) into buf. */
 /* bwd_w B packing by window rows (conv2d_fast_avx512.c), 1 <= len <= 16: o[t * nr + l] = in[t * sw + l]
  * where 0 <= ix + t * sw + l < iw, else 0, for t < seg, l < len (in == NULL: all zeros). */
 void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
