@@ -24,6 +24,7 @@ typedef struct {
     int samples, warmup, threads, json;
     int cpu_clock;                 /* --clock cpu: process CPU time / threads instead of wall time */
     bkm_isa_t isa;                 /* --param isa=... (default: best of this CPU) */
+    int64_t l2_bytes;              /* this host's per-core L2 (hwloc), for the auto blocking */
     const char *param[16];         /* --param mc=... kc=... nc=... nt_jc=... (checked by gemm_cfg_set) */
     int n_params;
 } bench_cfg_t;
@@ -221,12 +222,16 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
     const int64_t m = cfg->m[s], n = cfg->n[s], k = cfg->k[s];
     const double flops = bkm_kern_gemm_flops(m, n, k);
     bkm_gemm_cfg_t g;
+    bkm_gemm_plan_t plan;
     float *a = NULL, *b = NULL, *c1 = NULL, *c2 = NULL;
     double *t_nat = NULL, *t_dnn = NULL, max_diff = 0.0, g_nat, g_dnn, b_nat, b_dnn;
     void *ws = NULL;
     int rc;
 
     if ((rc = bench_gemm_cfg(cfg, &g, err)) < 0)
+        return rc;
+    g.l2_bytes = cfg->l2_bytes; /* the blocking the tunables leave open follows this host's L2 */
+    if ((rc = bkm_kern_gemm_plan(&g, m, n, k, &plan, err)) < 0)
         return rc;
     a = alloc_touch((size_t)(m * k), cfg->threads, 1);
     b = alloc_touch((size_t)(k * n), cfg->threads, 2);
@@ -272,14 +277,17 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
         else
             snprintf(peak_s, sizeof peak_s, "null"); /* not measured on this clock */
         printf("{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"threads\":%d,\"ukr\":\"%s\",\"mc\":%d,\"kc\":%d,\"nc\":%d,"
-               "\"nt_jc\":%d,\"samples\":%d,\"native_gflops\":%.2f,\"onednn_gflops\":%.2f,\"ratio\":%.4f,"
+               "\"nt_jc\":%d,\"kc_in_effect\":%d,\"k_passes\":%d,\"nc_in_effect\":%d,\"nt_jc_in_effect\":%d,"
+               "\"samples\":%d,\"native_gflops\":%.2f,\"onednn_gflops\":%.2f,\"ratio\":%.4f,"
                "\"native_best_gflops\":%.2f,\"onednn_best_gflops\":%.2f,\"peak_gflops\":%s,\"max_rel_diff\":%.3g}\n",
                (long long)m, (long long)n, (long long)k, cfg->threads, bkm_kern_gemm_ukr_name(&g), g.mc, g.kc, g.nc,
-               g.nt_jc, cfg->samples, g_nat, g_dnn, g_nat / g_dnn, b_nat, b_dnn, peak_s, max_diff);
+               g.nt_jc, plan.kc, plan.k_passes, plan.nc, plan.nt_jc, cfg->samples, g_nat, g_dnn, g_nat / g_dnn, b_nat, b_dnn, peak_s, max_diff);
     } else {
-        printf("%5lldx%5lldx%5lld  %7.1f  %7.1f  %6.3f  %5.1f%%  %5.1f%%  %7.1f  %7.1f  %6.3f  %.1e\n", (long long)m,
-               (long long)n, (long long)k, g_nat, g_dnn, g_nat / g_dnn, 100.0 * g_nat / peak, 100.0 * g_dnn / peak,
-               b_nat, b_dnn, b_nat / b_dnn, max_diff);
+        printf("%5lldx%5lldx%5lld  %7.1f  %7.1f  %6.3f  %5.1f%%  %5.1f%%  %7.1f  %7.1f  %6.3f  %.1e  kc %dx%d nc %d "
+               "jc %d\n",
+               (long long)m, (long long)n, (long long)k, g_nat, g_dnn, g_nat / g_dnn, 100.0 * g_nat / peak,
+               100.0 * g_dnn / peak, b_nat, b_dnn, b_nat / b_dnn, max_diff, plan.kc, plan.k_passes, plan.nc,
+               plan.nt_jc);
     }
     if (max_diff > 1e-3) /* a wrong result is never reported as a speed */
         rc = bkm_err_set(err, BKM_EVERIFY, "native and oneDNN results differ (max relative %.3g)", max_diff);
@@ -312,23 +320,29 @@ int main(int argc, char **argv)
         return bkm_status_exit_code(rc);
     }
     /* the default blocking the tunables leave open follows this host's L2 (before any parallel region) */
-    bkm_bench_host_caches(NULL, &g.l2_bytes, NULL);
+    bkm_bench_host_caches(NULL, &cfg.l2_bytes, NULL);
+    g.l2_bytes = cfg.l2_bytes;
     omp_set_num_threads(cfg.threads); /* oneDNN uses omp_get_max_threads() */
     peak = bkm_kern_peak_gflops(g.isa, cfg.threads);
     /* The calibration runs on the wall clock; against CPU-time figures its % would mislead. */
     if (cfg.cpu_clock)
         peak = NAN;
     if (!cfg.json) {
-        printf("threads %d, native %s (mc/kc/nc %d/%d/%d), oneDNN %d.%d.%d, samples %d (ABAB), %s clock\n",
-               cfg.threads, bkm_kern_gemm_ukr_name(&g), g.mc, g.kc, g.nc, dnnl_version()->major,
+        char kc_s[16];
+        if (g.kc > 0)
+            snprintf(kc_s, sizeof kc_s, "%d", (int)g.kc);
+        else
+            snprintf(kc_s, sizeof kc_s, "auto");
+        printf("threads %d, native %s (mc/kc/nc %d/%s/%d), oneDNN %d.%d.%d, samples %d (ABAB), %s clock\n",
+               cfg.threads, bkm_kern_gemm_ukr_name(&g), g.mc, kc_s, g.nc, dnnl_version()->major,
                dnnl_version()->minor, dnnl_version()->patch, cfg.samples,
                cfg.cpu_clock ? "process-CPU-time / threads" : "wall");
         if (cfg.cpu_clock)
             printf("FMA peak: not comparable with CPU-time figures (run with --clock wall)\n");
         else
             printf("measured %s FMA peak on %d threads: %.1f GFLOP/s\n", bkm_kern_isa_name(g.isa), cfg.threads, peak);
-        printf("%-19s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %6s  %s\n", "M x N x K", "native", "oneDNN", "ratio",
-               "nat%pk", "dnn%pk", "nat-best", "dnn-best", "ratio", "maxdiff");
+        printf("%-19s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %6s  %-7s  %s\n", "M x N x K", "native", "oneDNN", "ratio",
+               "nat%pk", "dnn%pk", "nat-best", "dnn-best", "ratio", "maxdiff", "native blocks in effect");
         printf("%-19s  %-43s  %-25s\n", "", "(GFLOP/s, median of the ABAB samples)", "(best sample)");
     }
     for (int s = 0; s < cfg.n_sizes; s++) {

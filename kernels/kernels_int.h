@@ -39,6 +39,9 @@ int bkm__kern_gemm_cfg_defaults(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *e
 /* Resolve @p params against the tunables of cfg->isa, set them and check the whole cfg (nt as
  * already set): the one sequence that op creation and bkm_kern_gemm_params_check share. */
 int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *params, bkm_err_t *err);
+/* The fixed depth block of @p cfg: kc when given, else the micro-kernel's default (kc = 0 is auto:
+ * bkm_kern_sgemm may go deeper, from the L2 size, for calls with several row blocks). */
+int32_t bkm__kern_gemm_kc(const bkm_gemm_cfg_t *cfg);
 
 /* Peak-calibration FMA chains (peak*.c): run @p iters iterations of independent FMA chains and
  * return the number of floating-point operations executed (2 per lane per FMA). The result is
