@@ -85,6 +85,7 @@ static int conv2d_gemm_cfg(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *param
         cv->gcfg.nc = v[P_NC];
     cv->gcfg.nt_jc = cv->algo == ALGO_GEMM ? v[P_NT_JC] : 0;
     cv->gcfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
+    cv->gcfg.l1_bytes = params != NULL ? params->cache.l1d : 0;
     return bkm_kern_gemm_cfg_check(&cv->gcfg, err);
 }
 

@@ -211,8 +211,10 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
     for (size_t i = 0; i < n_pd; i++)
         if ((rc = bkm_kern_gemm_cfg_set(cfg, pd[i].name, v[i], err)) < 0)
             return rc;
-    if (params != NULL)
+    if (params != NULL) {
         cfg->l2_bytes = params->cache.l2;
+        cfg->l1_bytes = params->cache.l1d;
+    }
     return bkm_kern_gemm_cfg_check(cfg, err);
 }
 
@@ -480,6 +482,52 @@ static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, 
     }
 }
 
+static int gemm_trans(char t, const char *which, bkm_err_t *err)
+{
+    if (t == 'N' || t == 'n')
+        return 0;
+    if (t == 'T' || t == 't')
+        return 1;
+    return bkm_err_set(err, BKM_EINVAL, "%s='%c' (0x%02x) is not 'N' or 'T'", which,
+                       (t >= 32 && t < 127) ? t : '?', (unsigned char)t);
+}
+
+/* A * B^T with few rows and AVX-512 (FC forward at batch size, LSTM dh): both operands read in
+ * place along k by bkm__gemm_dot_avx512, no packing; the same tiles of B for any thread count,
+ * each element computed by one thread in one order, so the bits do not depend on it. Few = at
+ * most mc rows: what the packed driver would give one row block per thread. */
+static int gemm_use_dot(const bkm_gemm_cfg_t *cfg, int ta, int tb, int64_t m)
+{
+    return cfg->isa == BKM_ISA_AVX512 && !ta && tb && m <= cfg->mc;
+}
+
+#define GEMM_DOT_NR 6 /* rows of B per tile of bkm__gemm_dot_avx512 */
+
+/* Depth of the dot path: kc when given, else one tile of B (GEMM_DOT_NR rows) in half of L1. */
+static int64_t gemm_dot_kc(const bkm_gemm_cfg_t *cfg)
+{
+    const int64_t l1 = cfg->l1_bytes > 0 ? cfg->l1_bytes : BKM_KERN_L1D_DEFAULT;
+    const int64_t kc = l1 / 2 / (int64_t)sizeof(float) / GEMM_DOT_NR / 64 * 64;
+    return cfg->kc > 0 ? cfg->kc : kc < 64 ? 64 : kc;
+}
+
+static void gemm_dot(const bkm_gemm_cfg_t *cfg, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    const int64_t kc = gemm_dot_kc(cfg), tiles = (n + GEMM_DOT_NR - 1) / GEMM_DOT_NR;
+    if (cfg->nt <= 1 || tiles < 2) {
+        bkm__gemm_dot_avx512(m, n, k, kc, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+#pragma omp parallel num_threads(cfg->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t j0 = min64(n, tiles * t / nth * GEMM_DOT_NR), j1 = min64(n, tiles * (t + 1) / nth * GEMM_DOT_NR);
+        if (j1 > j0)
+            bkm__gemm_dot_avx512(m, j1 - j0, k, kc, alpha, a, lda, b + j0 * ldb, ldb, beta, c + j0, ldc);
+    }
+}
+
 /* The blocking of one call for a team of @p nth threads (every thread computes the same): the JC
  * split, then kc and nc from the shape each thread gets. job->m, n, k, mc, l2_bytes and u are set. */
 static void gemm_job_plan(gemm_job_t *job, const bkm_gemm_cfg_t *cfg, int nth)
@@ -508,18 +556,31 @@ static void gemm_job_plan(gemm_job_t *job, const bkm_gemm_cfg_t *cfg, int nth)
     job->nc = rows <= job->mc && nc_l2 >= nr && nc_l2 < cfg->nc ? nc_l2 : cfg->nc;
 }
 
-int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, int64_t m, int64_t n, int64_t k, bkm_gemm_plan_t *plan,
-                       bkm_err_t *err)
+int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                       bkm_gemm_plan_t *plan, bkm_err_t *err)
 {
     gemm_job_t job;
-    int rc;
+    int rc, ta, tb;
     if (plan == NULL)
         return bkm_err_set(err, BKM_EINVAL, "gemm_plan: NULL plan");
     if ((rc = bkm_kern_gemm_cfg_check(cfg, err)) < 0)
         return rc;
+    if ((ta = gemm_trans(transa, "transa", err)) < 0)
+        return ta;
+    if ((tb = gemm_trans(transb, "transb", err)) < 0)
+        return tb;
     if (m < 1 || n < 1 || k < 1)
         return bkm_err_set(err, BKM_EINVAL, "gemm_plan: size m=%lld n=%lld k=%lld is not positive", (long long)m,
                            (long long)n, (long long)k);
+    memset(plan, 0, sizeof(*plan));
+    if (gemm_use_dot(cfg, ta, tb, m)) {
+        plan->path = "dot";
+        plan->nt_jc = cfg->nt;
+        plan->kc = (int32_t)gemm_dot_kc(cfg);
+        plan->k_passes = (int32_t)((k + plan->kc - 1) / plan->kc);
+        return BKM_OK;
+    }
+    plan->path = "packed";
     memset(&job, 0, sizeof(job));
     job.u = gemm_ukr_for(cfg->isa);
     job.m = m;
@@ -589,15 +650,6 @@ static void gemm_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc
             c[i * ldc + j] = (beta == 0.0f) ? 0.0f : beta * c[i * ldc + j];
 }
 
-static int gemm_trans(char t, const char *which, bkm_err_t *err)
-{
-    if (t == 'N' || t == 'n')
-        return 0;
-    if (t == 'T' || t == 't')
-        return 1;
-    return bkm_err_set(err, BKM_EINVAL, "%s='%c' (0x%02x) is not 'N' or 'T'", which,
-                       (t >= 32 && t < 127) ? t : '?', (unsigned char)t);
-}
 
 int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
@@ -635,6 +687,11 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
         return bkm_err_set(err, BKM_EINVAL, "sgemm: %s is NULL", a == NULL ? "A" : "B");
     if (ws == NULL || ((uintptr_t)ws & 63u) != 0)
         return bkm_err_set(err, BKM_EINVAL, "sgemm: workspace %p is NULL or not 64-byte aligned", ws);
+
+    if (gemm_use_dot(cfg, ta, tb, m)) {
+        gemm_dot(cfg, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return BKM_OK;
+    }
 
     memset(&job, 0, sizeof(job));
     job.u = gemm_ukr_for(cfg->isa);

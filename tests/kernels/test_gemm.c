@@ -438,24 +438,32 @@ START_TEST(plan_follows_l2_and_rows)
     run_opts_t o = {.blocks = 3, .nt = 1, .nt_jc = 1};
     int32_t kc_def;
     make_cfg(&cfg, &o);
-    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, cfg.mc, 100, 1500, &plan, &err), BKM_OK); /* one row block */
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', cfg.mc, 100, 1500, &plan, &err), BKM_OK); /* one row block */
     kc_def = plan.kc;
     ck_assert_int_lt(kc_def, DEEP_KC);
     ck_assert_int_eq(plan.k_passes, (1500 + kc_def - 1) / kc_def);
-    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, cfg.mc + 1, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', cfg.mc + 1, 100, 1500, &plan, &err), BKM_OK);
     ck_assert_int_eq(plan.kc, 500);
     ck_assert_int_eq(plan.k_passes, 3);
-    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 1000, 100, DEEP_KC, &plan, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', 1000, 100, DEEP_KC, &plan, &err), BKM_OK);
     ck_assert_int_eq(plan.kc, DEEP_KC);
     ck_assert_int_eq(plan.k_passes, 1);
     ck_assert_uint_ge(bkm_kern_gemm_workspace_bytes(&cfg),
                       (size_t)DEEP_KC * (size_t)(cfg.mc + cfg.nc) * sizeof(float));
     cfg.kc = 300; /* given: fixed, the last pass shorter */
-    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 1000, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', 1000, 100, 1500, &plan, &err), BKM_OK);
     ck_assert_int_eq(plan.kc, 300);
     ck_assert_int_eq(plan.k_passes, 5);
-    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 0, 100, 1500, &plan, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', 0, 100, 1500, &plan, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "m=0"));
+    ck_assert_str_eq(plan.path, "packed");
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'X', 10, 100, 1500, &plan, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "transb='X'"));
+    /* A * B^T with at most mc rows: the AVX-512 dot path (in place), else packed */
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'T', cfg.mc, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_str_eq(plan.path, cfg.isa == BKM_ISA_AVX512 ? "dot" : "packed");
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'T', cfg.mc + 1, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_str_eq(plan.path, "packed");
 }
 END_TEST
 
