@@ -542,10 +542,11 @@ static void gemm_job_plan(gemm_job_t *job, const bkm_gemm_cfg_t *cfg, int nth)
         job->nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
     m_pan = (job->m + mr - 1) / mr;
     rows = (m_pan + nth / job->nt_jc - 1) / (nth / job->nt_jc) * mr;
-    /* Several row blocks per packed B block: an auto kc goes as deep as L2 holds (fewer passes
-     * over C), in passes of equal depth. */
+    /* More rows than one block: an auto kc goes as deep as L2 holds (fewer passes over C), in
+     * passes of equal depth. Decided on m, not on a thread's rows, so that the passes (and the
+     * bits) do not depend on the thread count. */
     kc_max = bkm__kern_gemm_kc(cfg);
-    if (cfg->kc == 0 && rows > job->mc && gemm_kc_l2(cfg) > kc_max)
+    if (cfg->kc == 0 && job->m > job->mc && gemm_kc_l2(cfg) > kc_max)
         kc_max = gemm_kc_l2(cfg);
     job->k_iters = (job->k + kc_max - 1) / kc_max;
     job->kc = cfg->kc > 0 ? cfg->kc : (job->k + job->k_iters - 1) / job->k_iters;

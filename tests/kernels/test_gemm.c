@@ -196,6 +196,51 @@ START_TEST(two_threads)
 }
 END_TEST
 
+/* The same bits for 1, 2 and 3 threads and any split: every element is computed by one thread in
+ * one order (the auto depth is decided on the shape, not on a thread's share), on the packed path
+ * (auto kc deeper than the default, short last row panel) and on the dot path (N,T, few rows). */
+START_TEST(same_bits_for_any_thread_count)
+{
+    static const struct { char ta, tb; int64_t m, n, k; int blocks; } cases[] = {
+        {'N', 'N', 130, 70, 1201, 3}, {'N', 'N', 40, 70, 1100, 3}, {'T', 'N', 100, 65, 700, 3},
+        {'N', 'T', 20, 50, 1300, 0},
+        {'N', 'T', 3, 7, 257, 0},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int64_t m = cases[ci].m, n = cases[ci].n, k = cases[ci].k;
+        const int64_t lda = cases[ci].ta == 'T' ? m : k, ldb = cases[ci].tb == 'T' ? k : n;
+        float *a = malloc((size_t)(m * k) * sizeof(float)), *b = malloc((size_t)(k * n) * sizeof(float));
+        float *c[4];
+        uint64_t seed = 99 + ci;
+        for (int64_t i = 0; i < m * k; i++)
+            a[i] = rnd(&seed);
+        for (int64_t i = 0; i < k * n; i++)
+            b[i] = rnd(&seed);
+        for (int t = 0; t < 4; t++) { /* nt 1; 2 auto; 2 split over rows; 3 */
+            static const int nts[4] = {1, 2, 2, 3}, jcs[4] = {1, 0, 1, 0};
+            run_opts_t o = {.blocks = cases[ci].blocks, .nt = nts[t], .nt_jc = jcs[t]};
+            bkm_gemm_cfg_t cfg;
+            bkm_err_t err = {0};
+            void *ws;
+            make_cfg(&cfg, &o);
+            ws = bkm_aligned_alloc(64, bkm_kern_gemm_workspace_bytes(&cfg));
+            c[t] = malloc((size_t)(m * n) * sizeof(float));
+            ck_assert_ptr_nonnull(ws);
+            ck_assert_int_eq(bkm_kern_sgemm(&cfg, cases[ci].ta, cases[ci].tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
+                                            c[t], n, ws, &err), BKM_OK);
+            bkm_free(ws);
+            ck_assert_msg(memcmp(c[0], c[t], (size_t)(m * n) * sizeof(float)) == 0,
+                          "%c%c %lldx%lldx%lld: nt=%d nt_jc=%d differs from one thread", cases[ci].ta, cases[ci].tb,
+                          (long long)m, (long long)n, (long long)k, nts[t], jcs[t]);
+        }
+        for (int t = 0; t < 4; t++)
+            free(c[t]);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
 /* nt = 1 called from inside a parallel region: each thread its own C and workspace. */
 START_TEST(nt1_inside_parallel_region)
 {
@@ -553,6 +598,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, odd_shapes_vs_reference);
         tcase_add_test(tc, all_transposes_alpha_beta);
         tcase_add_test(tc, two_threads);
+        tcase_add_test(tc, same_bits_for_any_thread_count);
         tcase_add_test(tc, nt1_inside_parallel_region);
         tcase_add_test(tc, degenerate_sizes);
         suite_add_tcase(s, tc);
