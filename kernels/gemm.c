@@ -501,7 +501,7 @@ static int gemm_use_dot(const bkm_gemm_cfg_t *cfg, int ta, int tb, int64_t m)
     return cfg->isa == BKM_ISA_AVX512 && !ta && tb && m <= cfg->mc;
 }
 
-#define GEMM_DOT_NR 6 /* rows of B per tile of bkm__gemm_dot_avx512 */
+#define GEMM_DOT_NR BKM_GEMM_DOT_NR
 
 /* Depth of the dot path: kc when given, else one tile of B (GEMM_DOT_NR rows) in half of L1. */
 static int64_t gemm_dot_kc(const bkm_gemm_cfg_t *cfg)

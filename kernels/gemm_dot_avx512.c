@@ -10,8 +10,8 @@
 
 #include <immintrin.h>
 
-#define DOT_MR 4
-#define DOT_NR 6
+#define DOT_MR BKM_GEMM_DOT_MR
+#define DOT_NR BKM_GEMM_DOT_NR
 #ifndef DOT_PF
 #define DOT_PF 512 /* floats ahead along a B row on its first use (from memory) */
 #endif
@@ -34,7 +34,7 @@ static inline __attribute__((always_inline)) void dot_tile(const int R, const in
                                                            const float *restrict b, int64_t ldb, float *restrict c,
                                                            int64_t ldc, float alpha, float beta)
 {
-    __m512 acc[DOT_MR][DOT_NR];
+    __m512 acc[DOT_MR][8]; /* DOT_NR <= 8 columns used */
     int64_t p = 0;
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++)
@@ -64,10 +64,10 @@ static inline __attribute__((always_inline)) void dot_tile(const int R, const in
     }
     for (int i = 0; i < R; i++) {
         const __m512 z = _mm512_setzero_ps();
-        _Alignas(16) float s[8];
+        _Alignas(16) float s[12];
         _mm_store_ps(s, hsum4(acc[i][0], C > 1 ? acc[i][1] : z, C > 2 ? acc[i][2] : z, C > 3 ? acc[i][3] : z));
         if (C > 4)
-            _mm_store_ps(s + 4, hsum4(acc[i][4], C > 5 ? acc[i][5] : z, z, z));
+            _mm_store_ps(s + 4, hsum4(acc[i][4], C > 5 ? acc[i][5] : z, C > 6 ? acc[i][6] : z, C > 7 ? acc[i][7] : z));
         for (int j = 0; j < C; j++)
             c[i * ldc + j] = beta == 0.0f ? alpha * s[j] : alpha * s[j] + beta * c[i * ldc + j];
     }
@@ -80,14 +80,16 @@ static void dot_tile_any(int r, int cn, int pf, int64_t kb, const float *a, int6
 {
     if (cn == DOT_NR) {
         switch (r * 2 + (pf != 0)) {
-        case 9: dot_tile(4, DOT_NR, 1, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        case 8: dot_tile(4, DOT_NR, 0, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        case 7: dot_tile(3, DOT_NR, 1, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        case 6: dot_tile(3, DOT_NR, 0, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        case 5: dot_tile(2, DOT_NR, 1, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        case 4: dot_tile(2, DOT_NR, 0, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        case 3: dot_tile(1, DOT_NR, 1, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
-        default: dot_tile(1, DOT_NR, 0, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
+#define DOT_CASE(R)                                                                                            \
+    case 2 * (R) + 1: dot_tile(R, DOT_NR, 1, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;                  \
+    case 2 * (R): dot_tile(R, DOT_NR, 0, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
+#if DOT_MR >= 4
+            DOT_CASE(4)
+#endif
+            DOT_CASE(3)
+            DOT_CASE(2)
+#undef DOT_CASE
+        default: dot_tile(1, DOT_NR, pf, kb, a, lda, b, ldb, c, ldc, alpha, beta); return;
         }
     }
     /* a last column tile: one row at a time, its columns one by one */
