@@ -24,6 +24,8 @@ typedef struct {
     int samples, warmup, threads, json;
     int cpu_clock;                 /* --clock cpu: process CPU time / threads instead of wall time */
     bkm_isa_t isa;                 /* --param isa=... (default: best of this CPU) */
+    int64_t l1_bytes, l2_bytes;    /* this host's per-core L1d / L2 (hwloc), for the auto blocking */
+    char ta, tb;                   /* --trans: op(A), op(B) as stored ('N' or 'T') */
     const char *param[16];         /* --param mc=... kc=... nc=... nt_jc=... (checked by gemm_cfg_set) */
     int n_params;
 } bench_cfg_t;
@@ -33,7 +35,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: bench_gemm [options]\n"
             "Times the native BLIS-style SGEMM (bkm_kern_sgemm) and oneDNN's dnnl_sgemm on the same\n"
-            "row-major problem C = A * B, in one process, with the same number of OpenMP threads,\n"
+            "row-major problem C = op(A) * op(B), in one process, with the same number of OpenMP threads,\n"
             "interleaved A B A B after warm-up, and prints the median GFLOP/s of each, their ratio and\n"
             "the FP32 FMA peak measured by a calibration loop on the same threads.\n\n"
             "options:\n"
@@ -44,6 +46,8 @@ static void usage(FILE *f)
             "  --threads N      OpenMP threads for both (default: omp_get_max_threads(), i.e.\n"
             "                   OMP_NUM_THREADS)\n"
             "  --param K=V      native tunable: mc, kc, nc, nt_jc, or isa=generic|avx2|avx512\n"
+            "  --trans XY       how A and B are stored: NN (default, C = A * B), NT (C = A * B^T with\n"
+            "                   B stored N x K: the FC forward), TN or TT\n"
             "  --clock wall|cpu wall: monotonic wall clock (default). cpu: process CPU time divided by\n"
             "                   the threads, an estimate that excludes time the threads were descheduled\n"
             "                   when other processes compete for the cores (spin-waiting still counts)\n"
@@ -90,6 +94,7 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg, bkm_err_t *err)
     cfg->warmup = 2;
     cfg->threads = omp_get_max_threads();
     cfg->isa = BKM_ISA_AUTO;
+    cfg->ta = cfg->tb = 'N';
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = (i + 1 < argc) ? argv[i + 1] : NULL;
@@ -101,12 +106,18 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg, bkm_err_t *err)
             continue;
         }
         if (strcmp(a, "--size") != 0 && strcmp(a, "--samples") != 0 && strcmp(a, "--warmup") != 0 &&
-            strcmp(a, "--threads") != 0 && strcmp(a, "--param") != 0 && strcmp(a, "--clock") != 0)
+            strcmp(a, "--threads") != 0 && strcmp(a, "--param") != 0 && strcmp(a, "--clock") != 0 &&
+            strcmp(a, "--trans") != 0)
             return bkm_err_set(err, BKM_EINVAL, "unknown option '%s' (see --help)", a);
         if (val == NULL)
             return bkm_err_set(err, BKM_EINVAL, "%s needs a value (see --help)", a);
         i++;
-        if (strcmp(a, "--size") == 0) {
+        if (strcmp(a, "--trans") == 0) {
+            if (strlen(val) != 2 || (val[0] != 'N' && val[0] != 'T') || (val[1] != 'N' && val[1] != 'T'))
+                return bkm_err_set(err, BKM_EINVAL, "--trans '%s' is not NN, NT, TN or TT", val);
+            cfg->ta = val[0];
+            cfg->tb = val[1];
+        } else if (strcmp(a, "--size") == 0) {
             if (parse_size(val, cfg) != 0)
                 return bkm_err_set(err, BKM_EINVAL, "--size '%s' is not M or MxNxK with 1..65536 (max %d sizes)",
                                    val, MAX_SIZES);
@@ -182,15 +193,18 @@ static float *alloc_touch(size_t n, int threads, uint64_t seed)
     return p;
 }
 
-static int run_native(const bkm_gemm_cfg_t *g, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
-                      float *c, void *ws, bkm_err_t *err)
+static int run_native(const bench_cfg_t *cfg, const bkm_gemm_cfg_t *g, int64_t m, int64_t n, int64_t k,
+                      const float *a, const float *b, float *c, void *ws, bkm_err_t *err)
 {
-    return bkm_kern_sgemm(g, 'N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n, ws, err);
+    return bkm_kern_sgemm(g, cfg->ta, cfg->tb, m, n, k, 1.0f, a, cfg->ta == 'T' ? m : k, b, cfg->tb == 'T' ? k : n,
+                          0.0f, c, n, ws, err);
 }
 
-static int run_dnnl(int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c, bkm_err_t *err)
+static int run_dnnl(const bench_cfg_t *cfg, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                    float *c, bkm_err_t *err)
 {
-    dnnl_status_t st = dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+    dnnl_status_t st = dnnl_sgemm(cfg->ta, cfg->tb, m, n, k, 1.0f, a, cfg->ta == 'T' ? m : k, b,
+                                  cfg->tb == 'T' ? k : n, 0.0f, c, n);
     return st == dnnl_success ? BKM_OK : bkm_err_set(err, BKM_EDEP, "dnnl_sgemm: status %d", (int)st);
 }
 
@@ -221,12 +235,17 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
     const int64_t m = cfg->m[s], n = cfg->n[s], k = cfg->k[s];
     const double flops = bkm_kern_gemm_flops(m, n, k);
     bkm_gemm_cfg_t g;
+    bkm_gemm_plan_t plan;
     float *a = NULL, *b = NULL, *c1 = NULL, *c2 = NULL;
     double *t_nat = NULL, *t_dnn = NULL, max_diff = 0.0, g_nat, g_dnn, b_nat, b_dnn;
     void *ws = NULL;
     int rc;
 
     if ((rc = bench_gemm_cfg(cfg, &g, err)) < 0)
+        return rc;
+    g.l1_bytes = cfg->l1_bytes; /* the blocking the tunables leave open follows this host's caches */
+    g.l2_bytes = cfg->l2_bytes;
+    if ((rc = bkm_kern_gemm_plan(&g, cfg->ta, cfg->tb, m, n, k, &plan, err)) < 0)
         return rc;
     a = alloc_touch((size_t)(m * k), cfg->threads, 1);
     b = alloc_touch((size_t)(k * n), cfg->threads, 2);
@@ -241,7 +260,7 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
         goto out;
     }
     for (int w = 0; w < cfg->warmup; w++) {
-        if ((rc = run_native(&g, m, n, k, a, b, c1, ws, err)) < 0 || (rc = run_dnnl(m, n, k, a, b, c2, err)) < 0)
+        if ((rc = run_native(cfg, &g, m, n, k, a, b, c1, ws, err)) < 0 || (rc = run_dnnl(cfg, m, n, k, a, b, c2, err)) < 0)
             goto out;
     }
     /* Both must compute the same product (the sums differ only in rounding order). */
@@ -252,10 +271,10 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
     }
     for (int r = 0; r < cfg->samples; r++) {
         uint64_t t0 = bench_clock_ns(cfg);
-        if ((rc = run_native(&g, m, n, k, a, b, c1, ws, err)) < 0)
+        if ((rc = run_native(cfg, &g, m, n, k, a, b, c1, ws, err)) < 0)
             goto out;
         uint64_t t1 = bench_clock_ns(cfg);
-        if ((rc = run_dnnl(m, n, k, a, b, c2, err)) < 0)
+        if ((rc = run_dnnl(cfg, m, n, k, a, b, c2, err)) < 0)
             goto out;
         uint64_t t2 = bench_clock_ns(cfg);
         t_nat[r] = (double)(t1 - t0);
@@ -272,14 +291,17 @@ static int bench_one(const bench_cfg_t *cfg, int s, double peak, bkm_err_t *err)
         else
             snprintf(peak_s, sizeof peak_s, "null"); /* not measured on this clock */
         printf("{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"threads\":%d,\"ukr\":\"%s\",\"mc\":%d,\"kc\":%d,\"nc\":%d,"
-               "\"nt_jc\":%d,\"samples\":%d,\"native_gflops\":%.2f,\"onednn_gflops\":%.2f,\"ratio\":%.4f,"
+               "\"nt_jc\":%d,\"trans\":\"%c%c\",\"path\":\"%s\",\"kc_in_effect\":%d,\"k_passes\":%d,\"nc_in_effect\":%d,\"nt_jc_in_effect\":%d,"
+               "\"samples\":%d,\"native_gflops\":%.2f,\"onednn_gflops\":%.2f,\"ratio\":%.4f,"
                "\"native_best_gflops\":%.2f,\"onednn_best_gflops\":%.2f,\"peak_gflops\":%s,\"max_rel_diff\":%.3g}\n",
                (long long)m, (long long)n, (long long)k, cfg->threads, bkm_kern_gemm_ukr_name(&g), g.mc, g.kc, g.nc,
-               g.nt_jc, cfg->samples, g_nat, g_dnn, g_nat / g_dnn, b_nat, b_dnn, peak_s, max_diff);
+               g.nt_jc, cfg->ta, cfg->tb, plan.path, plan.kc, plan.k_passes, plan.nc, plan.nt_jc, cfg->samples, g_nat, g_dnn, g_nat / g_dnn, b_nat, b_dnn, peak_s, max_diff);
     } else {
-        printf("%5lldx%5lldx%5lld  %7.1f  %7.1f  %6.3f  %5.1f%%  %5.1f%%  %7.1f  %7.1f  %6.3f  %.1e\n", (long long)m,
-               (long long)n, (long long)k, g_nat, g_dnn, g_nat / g_dnn, 100.0 * g_nat / peak, 100.0 * g_dnn / peak,
-               b_nat, b_dnn, b_nat / b_dnn, max_diff);
+        printf("%5lldx%5lldx%5lld  %7.1f  %7.1f  %6.3f  %5.1f%%  %5.1f%%  %7.1f  %7.1f  %6.3f  %.1e  %s kc %dx%d nc %d "
+               "jc %d\n",
+               (long long)m, (long long)n, (long long)k, g_nat, g_dnn, g_nat / g_dnn, 100.0 * g_nat / peak,
+               100.0 * g_dnn / peak, b_nat, b_dnn, b_nat / b_dnn, max_diff, plan.path, plan.kc, plan.k_passes, plan.nc,
+               plan.nt_jc);
     }
     if (max_diff > 1e-3) /* a wrong result is never reported as a speed */
         rc = bkm_err_set(err, BKM_EVERIFY, "native and oneDNN results differ (max relative %.3g)", max_diff);
@@ -312,23 +334,31 @@ int main(int argc, char **argv)
         return bkm_status_exit_code(rc);
     }
     /* the default blocking the tunables leave open follows this host's L2 (before any parallel region) */
-    bkm_bench_host_caches(NULL, &g.l2_bytes, NULL);
+    bkm_bench_host_caches(&cfg.l1_bytes, &cfg.l2_bytes, NULL);
+    g.l1_bytes = cfg.l1_bytes;
+    g.l2_bytes = cfg.l2_bytes;
     omp_set_num_threads(cfg.threads); /* oneDNN uses omp_get_max_threads() */
     peak = bkm_kern_peak_gflops(g.isa, cfg.threads);
     /* The calibration runs on the wall clock; against CPU-time figures its % would mislead. */
     if (cfg.cpu_clock)
         peak = NAN;
     if (!cfg.json) {
-        printf("threads %d, native %s (mc/kc/nc %d/%d/%d), oneDNN %d.%d.%d, samples %d (ABAB), %s clock\n",
-               cfg.threads, bkm_kern_gemm_ukr_name(&g), g.mc, g.kc, g.nc, dnnl_version()->major,
+        char kc_s[16];
+        if (g.kc > 0)
+            snprintf(kc_s, sizeof kc_s, "%d", (int)g.kc);
+        else
+            snprintf(kc_s, sizeof kc_s, "auto");
+        printf("C = op(A) op(B), %c%c; threads %d, native %s (mc/kc/nc %d/%s/%d), oneDNN %d.%d.%d, samples %d "
+               "(ABAB), %s clock\n",
+               cfg.ta, cfg.tb, cfg.threads, bkm_kern_gemm_ukr_name(&g), g.mc, kc_s, g.nc, dnnl_version()->major,
                dnnl_version()->minor, dnnl_version()->patch, cfg.samples,
                cfg.cpu_clock ? "process-CPU-time / threads" : "wall");
         if (cfg.cpu_clock)
             printf("FMA peak: not comparable with CPU-time figures (run with --clock wall)\n");
         else
             printf("measured %s FMA peak on %d threads: %.1f GFLOP/s\n", bkm_kern_isa_name(g.isa), cfg.threads, peak);
-        printf("%-19s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %6s  %s\n", "M x N x K", "native", "oneDNN", "ratio",
-               "nat%pk", "dnn%pk", "nat-best", "dnn-best", "ratio", "maxdiff");
+        printf("%-19s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %6s  %-7s  %s\n", "M x N x K", "native", "oneDNN", "ratio",
+               "nat%pk", "dnn%pk", "nat-best", "dnn-best", "ratio", "maxdiff", "native blocks in effect");
         printf("%-19s  %-43s  %-25s\n", "", "(GFLOP/s, median of the ABAB samples)", "(best sample)");
     }
     for (int s = 0; s < cfg.n_sizes; s++) {

@@ -21,7 +21,7 @@ static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"algo", 0, 3, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c)"},
     {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
-    {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = the ISA default"},
+    {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = auto (the ISA default, deeper from L2 for many rows)"},
     {"nc", 0, 65536, 0, 1, "GEMM columns of B per block, multiple of nr; 0 = the ISA default"},
     {"nt_jc", 0, 4096, 0, 1, "algo 2: ways the GEMM column loop is split (divides the threads); 0 = auto"},
     {"fuse", 0, 7, 3, 1, "network native engine, a sum of: 1 ReLU in the conv forward store, 2 max pooling with the ReLU before it (ReLU after the pool, ReLU backward in its scatter), 4 ReLU backward in the next conv's bwd-data store; 0 separate passes"},
@@ -86,6 +86,7 @@ static int conv2d_gemm_cfg(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *param
         cv->gcfg.nc = v[P_NC];
     cv->gcfg.nt_jc = cv->algo == ALGO_GEMM ? v[P_NT_JC] : 0;
     cv->gcfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
+    cv->gcfg.l1_bytes = params != NULL ? params->cache.l1d : 0;
     return bkm_kern_gemm_cfg_check(&cv->gcfg, err);
 }
 

@@ -210,7 +210,7 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->mr = cfg->mr;
     f->nr = cfg->nr;
     f->mc = cfg->mc;
-    f->kc = cfg->kc;
+    f->kc = bkm__kern_gemm_kc(cfg);
     f->nt = nt < 1 ? 1 : nt;
     f->edge = cfg->isa == BKM_ISA_AVX512 && cfg->nr == 32;
     f->icg = d->ic / d->g;

@@ -409,7 +409,7 @@ static const bkm_param_desc_t conv3d_params[P_COUNT] = {
      "threads, 2 dynamic chunks of whole lines taken in turn (a preempted thread leaves its chunks to the others), "
      "0 serial"},
     {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
-    {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
+    {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the GEMM's auto: the ISA default, deeper from L2 for many rows)"},
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
     {"bww", 0, 2, 0, 1, "backward-weights of algo 3: 1 the unfolded conv2d; 2 vol2col + GEMM, batch-level (as "
      "algo 1); 0 auto (2 when a column of the vol2col matrix is short, ic*kd*kh*kw <= " "64, e.g. one input channel)"},

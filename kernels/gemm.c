@@ -17,7 +17,7 @@
 #define GEMM_PARAMS(MR, NR, MC, KC, NC)                                                              \
     {                                                                                                \
         {"mc", MR, (GEMM_MC_MAX / MR) * MR, MC, MR, "rows of A packed per block (L2), multiple of mr"}, \
-        {"kc", 1, GEMM_KC_MAX, KC, 1, "depth of one packed block (B micro-panel in L1)"},            \
+        {"kc", 0, GEMM_KC_MAX, 0, 1, "depth of one packed block; 0 = auto: " #KC ", or from the L2 size when rows are many"}, \
         {"nc", NR, (GEMM_NC_MAX / NR) * NR, NC, NR, "columns of B packed per block (L3), multiple of nr"}, \
         {"nt_jc", 0, GEMM_NT_MAX, 0, 1, "ways the JC (column) loop is split; must divide nt; 0 = auto"}, \
     }
@@ -71,7 +71,7 @@ int bkm__kern_gemm_cfg_defaults(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *e
     cfg->mr = u->mr;
     cfg->nr = u->nr;
     cfg->mc = u->mc_def;
-    cfg->kc = u->kc_def;
+    cfg->kc = 0; /* auto: bkm__kern_gemm_kc, or per call from the L2 size */
     cfg->nc = u->nc_def;
     cfg->nt = 1;
     cfg->nt_jc = 0;
@@ -87,6 +87,31 @@ int bkm_kern_gemm_cfg_init(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err)
     if (cfg->nt < 1)
         cfg->nt = 1;
     return BKM_OK;
+}
+
+int32_t bkm__kern_gemm_kc(const bkm_gemm_cfg_t *cfg)
+{
+    const bkm_gemm_ukr_desc_t *u = gemm_ukr_for(cfg->isa);
+    return cfg->kc > 0 ? cfg->kc : u != NULL ? u->kc_def : 256;
+}
+
+/* Deepest block the auto kc gives a call whose packed B block serves several row blocks: the
+ * packed A block (mc x kc) and one B micro-panel (kc x nr) in half of the per-core L2, so that C
+ * is read and written k / kc times instead of k / kc_def times. 64 floats granularity. */
+static int64_t gemm_kc_l2(const bkm_gemm_cfg_t *cfg)
+{
+    const int64_t l2 = cfg->l2_bytes > 0 ? cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
+    int64_t kc = l2 / 2 / (int64_t)sizeof(float) / (cfg->mc + cfg->nr) / 64 * 64;
+    if (kc < 64)
+        kc = 64;
+    return kc > GEMM_KC_MAX ? GEMM_KC_MAX : kc;
+}
+
+/* Largest kc any call with @p cfg packs (sizes the workspace). */
+static int64_t gemm_kc_bound(const bkm_gemm_cfg_t *cfg)
+{
+    int64_t kc = bkm__kern_gemm_kc(cfg), l2 = cfg->kc > 0 ? 0 : gemm_kc_l2(cfg);
+    return kc > l2 ? kc : l2;
 }
 
 /* Bounds and multiple-of rule of one tunable; err names the parameter and value. */
@@ -186,8 +211,10 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
     for (size_t i = 0; i < n_pd; i++)
         if ((rc = bkm_kern_gemm_cfg_set(cfg, pd[i].name, v[i], err)) < 0)
             return rc;
-    if (params != NULL)
+    if (params != NULL) {
         cfg->l2_bytes = params->cache.l2;
+        cfg->l1_bytes = params->cache.l1d;
+    }
     return bkm_kern_gemm_cfg_check(cfg, err);
 }
 
@@ -278,18 +305,18 @@ static int gemm_auto_jc(int nth, int max_d, int64_t m, int64_t n)
 /* Floats of one packed-B buffer and one packed-A buffer, each rounded to 64 bytes. */
 static size_t gemm_b_floats(const bkm_gemm_cfg_t *cfg)
 {
-    return (size_t)round_up((int64_t)cfg->kc * round_up(cfg->nc, cfg->nr), GEMM_ALIGN_FLOATS);
+    return (size_t)round_up(gemm_kc_bound(cfg) * round_up(cfg->nc, cfg->nr), GEMM_ALIGN_FLOATS);
 }
 
 static size_t gemm_a_floats(const bkm_gemm_cfg_t *cfg)
 {
-    return (size_t)round_up((int64_t)round_up(cfg->mc, cfg->mr) * cfg->kc, GEMM_ALIGN_FLOATS);
+    return (size_t)round_up((int64_t)round_up(cfg->mc, cfg->mr) * gemm_kc_bound(cfg), GEMM_ALIGN_FLOATS);
 }
 
 size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg)
 {
     int32_t nt, nt_jc;
-    if (cfg == NULL || cfg->mr < 1 || cfg->nr < 1 || cfg->mc < 1 || cfg->kc < 1 || cfg->nc < 1)
+    if (cfg == NULL || cfg->mr < 1 || cfg->nr < 1 || cfg->mc < 1 || cfg->kc < 0 || cfg->nc < 1)
         return 0;
     nt = cfg->nt < 1 ? 1 : cfg->nt;
     nt_jc = gemm_ws_jc(nt, cfg->nt_jc);
@@ -345,8 +372,9 @@ typedef struct gemm_job {
     const float *a, *b;
     float *c;
     int64_t lda, ldb, ldc;
-    int64_t mc, kc, nc;
-    size_t l2_bytes; /* per-core L2 (cfg, or the default) */
+    int64_t mc, kc, nc; /* blocks of this call and team (gemm_job_plan) */
+    int64_t k_iters;    /* depth blocks: k split into passes of kc (the last may be shorter) */
+    size_t l2_bytes;    /* per-core L2 (cfg, or the default) */
     float *bpack, *apack;
     size_t b_floats, a_floats;
     int nt_jc;
@@ -364,6 +392,10 @@ static void gemm_pack_b(const gemm_job_t *job, float *restrict dst, int64_t pc, 
         if (!job->tb) {
             const float *s = job->b + pc * job->ldb + j0;
             for (int64_t p = 0; p < kb; p++) {
+                /* rows lie a page or more apart: no hardware prefetcher follows them */
+                const char *f = (const char *)(s + (p + 24) * job->ldb);
+                __builtin_prefetch(f, 0, 3);
+                __builtin_prefetch(f + (nn - 1) * (int64_t)sizeof(float), 0, 3);
                 memcpy(d + p * nr, s + p * job->ldb, (size_t)nn * sizeof(float));
                 for (int64_t j = nn; j < nr; j++)
                     d[p * nr + j] = 0.0f;
@@ -420,6 +452,8 @@ static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, 
 {
     const int64_t mr = job->u->mr, nr = job->u->nr, ldc = job->ldc;
     const bkm_gemm_ukr_t fn = job->u->fn;
+    /* the AVX-512 kernels for at most BKM_CONV2D_FAST_EDGE_M rows of a 32-column panel (alpha 1) */
+    const int edge = job->u->isa == BKM_ISA_AVX512 && nr == 32 && job->alpha == 1.0f;
     _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
     for (int64_t jr = 0; jr < nb; jr += nr) {
         int64_t nn = min64(nr, nb - jr);
@@ -430,6 +464,10 @@ static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, 
             float *c = job->c + (ic + ir) * ldc + jc + jr;
             if (mm == mr && nn == nr) {
                 fn(kb, apan, bpan, c, ldc, job->alpha, beta);
+                continue;
+            }
+            if (edge && mm <= BKM_CONV2D_FAST_EDGE_M && nn == nr) { /* a short last row panel: live rows only */
+                bkm__conv2d_fast_edge_avx512(mm, kb, apan, mr, bpan, c, ldc, beta);
                 continue;
             }
             /* Edge tile: full tile into scratch, then merge the valid m x n part. */
@@ -444,6 +482,122 @@ static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, 
     }
 }
 
+static int gemm_trans(char t, const char *which, bkm_err_t *err)
+{
+    if (t == 'N' || t == 'n')
+        return 0;
+    if (t == 'T' || t == 't')
+        return 1;
+    return bkm_err_set(err, BKM_EINVAL, "%s='%c' (0x%02x) is not 'N' or 'T'", which,
+                       (t >= 32 && t < 127) ? t : '?', (unsigned char)t);
+}
+
+/* A * B^T with few rows and AVX-512 (FC forward at batch size, LSTM dh): both operands read in
+ * place along k by bkm__gemm_dot_avx512, no packing; the same tiles of B for any thread count,
+ * each element computed by one thread in one order, so the bits do not depend on it. Few = at
+ * most mc rows: what the packed driver would give one row block per thread. */
+static int gemm_use_dot(const bkm_gemm_cfg_t *cfg, int ta, int tb, int64_t m)
+{
+    return cfg->isa == BKM_ISA_AVX512 && !ta && tb && m <= cfg->mc;
+}
+
+#define GEMM_DOT_NR BKM_GEMM_DOT_NR
+
+/* Depth of the dot path: kc when given, else one tile of B (GEMM_DOT_NR rows) in half of L1. */
+static int64_t gemm_dot_kc(const bkm_gemm_cfg_t *cfg)
+{
+    const int64_t l1 = cfg->l1_bytes > 0 ? cfg->l1_bytes : BKM_KERN_L1D_DEFAULT;
+    const int64_t kc = l1 / 2 / (int64_t)sizeof(float) / GEMM_DOT_NR / 64 * 64;
+    return cfg->kc > 0 ? cfg->kc : kc < 64 ? 64 : kc;
+}
+
+static void gemm_dot(const bkm_gemm_cfg_t *cfg, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    const int64_t kc = gemm_dot_kc(cfg), tiles = (n + GEMM_DOT_NR - 1) / GEMM_DOT_NR;
+    if (cfg->nt <= 1 || tiles < 2) {
+        bkm__gemm_dot_avx512(m, n, k, kc, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+#pragma omp parallel num_threads(cfg->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t j0 = min64(n, tiles * t / nth * GEMM_DOT_NR), j1 = min64(n, tiles * (t + 1) / nth * GEMM_DOT_NR);
+        if (j1 > j0)
+            bkm__gemm_dot_avx512(m, j1 - j0, k, kc, alpha, a, lda, b + j0 * ldb, ldb, beta, c + j0, ldc);
+    }
+}
+
+/* The blocking of one call for a team of @p nth threads (every thread computes the same): the JC
+ * split, then kc and nc from the shape each thread gets. job->m, n, k, mc, l2_bytes and u are set. */
+static void gemm_job_plan(gemm_job_t *job, const bkm_gemm_cfg_t *cfg, int nth)
+{
+    const int64_t mr = job->u->mr, nr = job->u->nr;
+    int64_t m_pan, rows, kc_max, nc_l2;
+    if (nth <= 1)
+        job->nt_jc = 1;
+    else if (cfg->nt_jc <= 0)
+        job->nt_jc = gemm_auto_jc(nth, gemm_ws_jc(cfg->nt, 0), job->m, job->n);
+    else /* the runtime may give fewer threads than asked: split the team we got */
+        job->nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+    m_pan = (job->m + mr - 1) / mr;
+    rows = (m_pan + nth / job->nt_jc - 1) / (nth / job->nt_jc) * mr;
+    /* More rows than one block: an auto kc goes as deep as L2 holds (fewer passes over C), in
+     * passes of equal depth. Decided on m, not on a thread's rows, so that the passes (and the
+     * bits) do not depend on the thread count. */
+    kc_max = bkm__kern_gemm_kc(cfg);
+    if (cfg->kc == 0 && job->m > job->mc && gemm_kc_l2(cfg) > kc_max)
+        kc_max = gemm_kc_l2(cfg);
+    job->k_iters = (job->k + kc_max - 1) / kc_max;
+    job->kc = cfg->kc > 0 ? cfg->kc : (job->k + job->k_iters - 1) / job->k_iters;
+    /* A thread with a single IC block (few rows: FC layers, the batch) uses each packed B block
+     * once, right after packing it: a block that fits half of L2 is consumed from L2 instead of
+     * round-tripping through L3. */
+    nc_l2 = (int64_t)(job->l2_bytes / 2 / sizeof(float)) / (job->kc < job->k ? job->kc : job->k) / nr * nr;
+    job->nc = rows <= job->mc && nc_l2 >= nr && nc_l2 < cfg->nc ? nc_l2 : cfg->nc;
+}
+
+int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                       bkm_gemm_plan_t *plan, bkm_err_t *err)
+{
+    gemm_job_t job;
+    int rc, ta, tb;
+    if (plan == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "gemm_plan: NULL plan");
+    if ((rc = bkm_kern_gemm_cfg_check(cfg, err)) < 0)
+        return rc;
+    if ((ta = gemm_trans(transa, "transa", err)) < 0)
+        return ta;
+    if ((tb = gemm_trans(transb, "transb", err)) < 0)
+        return tb;
+    if (m < 1 || n < 1 || k < 1)
+        return bkm_err_set(err, BKM_EINVAL, "gemm_plan: size m=%lld n=%lld k=%lld is not positive", (long long)m,
+                           (long long)n, (long long)k);
+    memset(plan, 0, sizeof(*plan));
+    if (gemm_use_dot(cfg, ta, tb, m)) {
+        plan->path = "dot";
+        plan->nt_jc = cfg->nt;
+        plan->kc = (int32_t)gemm_dot_kc(cfg);
+        plan->k_passes = (int32_t)((k + plan->kc - 1) / plan->kc);
+        return BKM_OK;
+    }
+    plan->path = "packed";
+    memset(&job, 0, sizeof(job));
+    job.u = gemm_ukr_for(cfg->isa);
+    job.m = m;
+    job.n = n;
+    job.k = k;
+    job.mc = cfg->mc;
+    job.l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
+    gemm_job_plan(&job, cfg, cfg->nt);
+    plan->nt_jc = job.nt_jc;
+    plan->mc = (int32_t)job.mc;
+    plan->kc = (int32_t)job.kc;
+    plan->nc = (int32_t)job.nc;
+    plan->k_passes = (int32_t)job.k_iters;
+    return BKM_OK;
+}
+
 /* Loops 5, 4, 3 (JC, PC, IC) for thread @p tid of @p nth; every thread runs the same number of
  * barriers, so a thread without work still keeps step with its team. */
 static void gemm_thread(const gemm_job_t *job, int tid, int nth)
@@ -455,15 +609,9 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
     const int64_t n_pan = (job->n + nr - 1) / nr, m_pan = (job->m + mr - 1) / mr;
     const int64_t n_lo = min64(job->n, n_pan * g / nt_jc * nr), n_hi = min64(job->n, n_pan * (g + 1) / nt_jc * nr);
     const int64_t m_lo = min64(job->m, m_pan * r / nt_ic * mr), m_hi = min64(job->m, m_pan * (r + 1) / nt_ic * mr);
-    /* A thread with a single IC block (few rows: FC layers, the batch) uses each packed B block
-     * once, right after packing it: a block that fits half of L2 is consumed from L2 instead of
-     * round-tripping through L3. Every thread computes the same nc. */
-    const int64_t rows = (m_pan + nt_ic - 1) / nt_ic * mr;
-    const int64_t nc_l2 = (int64_t)(job->l2_bytes / 2 / sizeof(float)) / (job->kc < job->k ? job->kc : job->k) / nr * nr;
-    const int64_t nc = rows <= job->mc && nc_l2 >= nr && nc_l2 < job->nc ? nc_l2 : job->nc;
     /* Same count for every group, so that all threads meet the same barriers. */
+    const int64_t kc = job->kc, nc = job->nc, k_iters = job->k_iters;
     const int64_t n_iters = (((n_pan + nt_jc - 1) / nt_jc) * nr + nc - 1) / nc;
-    const int64_t k_iters = (job->k + job->kc - 1) / job->kc;
     float *bp = job->bpack + (size_t)g * job->b_floats;
     float *ap = job->apack + (size_t)tid * job->a_floats;
 
@@ -471,8 +619,8 @@ static void gemm_thread(const gemm_job_t *job, int tid, int nth)
         int64_t jc = n_lo + jt * nc;
         int64_t nb = min64(nc, n_hi - jc);
         for (int64_t pt = 0; pt < k_iters; pt++) {
-            int64_t pc = pt * job->kc;
-            int64_t kb = min64(job->kc, job->k - pc);
+            int64_t pc = pt * kc;
+            int64_t kb = min64(kc, job->k - pc);
             float beta = pt == 0 ? job->beta : 1.0f;
             if (nb > 0) {
                 int64_t np = (nb + nr - 1) / nr;
@@ -503,15 +651,6 @@ static void gemm_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc
             c[i * ldc + j] = (beta == 0.0f) ? 0.0f : beta * c[i * ldc + j];
 }
 
-static int gemm_trans(char t, const char *which, bkm_err_t *err)
-{
-    if (t == 'N' || t == 'n')
-        return 0;
-    if (t == 'T' || t == 't')
-        return 1;
-    return bkm_err_set(err, BKM_EINVAL, "%s='%c' (0x%02x) is not 'N' or 'T'", which,
-                       (t >= 32 && t < 127) ? t : '?', (unsigned char)t);
-}
 
 int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
@@ -550,6 +689,11 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     if (ws == NULL || ((uintptr_t)ws & 63u) != 0)
         return bkm_err_set(err, BKM_EINVAL, "sgemm: workspace %p is NULL or not 64-byte aligned", ws);
 
+    if (gemm_use_dot(cfg, ta, tb, m)) {
+        gemm_dot(cfg, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return BKM_OK;
+    }
+
     memset(&job, 0, sizeof(job));
     job.u = gemm_ukr_for(cfg->isa);
     job.ta = ta;
@@ -566,8 +710,6 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     job.ldb = ldb;
     job.ldc = ldc;
     job.mc = cfg->mc;
-    job.kc = cfg->kc;
-    job.nc = cfg->nc;
     job.l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
     job.b_floats = gemm_b_floats(cfg);
     job.a_floats = gemm_a_floats(cfg);
@@ -575,19 +717,16 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     job.apack = job.bpack + (size_t)gemm_ws_jc(cfg->nt, cfg->nt_jc) * job.b_floats;
 
     if (cfg->nt == 1) {
-        job.nt_jc = 1;
+        gemm_job_plan(&job, cfg, 1);
         gemm_thread(&job, 0, 1);
         return BKM_OK;
     }
 #pragma omp parallel num_threads(cfg->nt) firstprivate(job)
     {
         /* The runtime may give fewer threads than asked (nesting, thread limit): split over the
-         * team we got. Every thread computes the same split. The workspace is still large enough. */
+         * team we got. Every thread computes the same plan. The workspace is still large enough. */
         int nth = omp_get_num_threads();
-        if (cfg->nt_jc <= 0)
-            job.nt_jc = gemm_auto_jc(nth, gemm_ws_jc(cfg->nt, 0), m, n);
-        else
-            job.nt_jc = nth == cfg->nt ? gemm_nt_jc(cfg->nt, cfg->nt_jc) : gemm_nt_jc(nth, cfg->nt_jc);
+        gemm_job_plan(&job, cfg, nth);
         gemm_thread(&job, omp_get_thread_num(), nth);
     }
     return BKM_OK;

@@ -39,6 +39,19 @@ int bkm__kern_gemm_cfg_defaults(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *e
 /* Resolve @p params against the tunables of cfg->isa, set them and check the whole cfg (nt as
  * already set): the one sequence that op creation and bkm_kern_gemm_params_check share. */
 int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *params, bkm_err_t *err);
+/* The fixed depth block of @p cfg: kc when given, else the micro-kernel's default (kc = 0 is auto:
+ * bkm_kern_sgemm may go deeper, from the L2 size, for calls with several row blocks). */
+int32_t bkm__kern_gemm_kc(const bkm_gemm_cfg_t *cfg);
+/* C = alpha * A * B^T + beta * C, A m x k and B n x k row-major, read in place (no packing), in
+ * passes of kc along k: the AVX-512 path of bkm_kern_sgemm for few rows (gemm_dot_avx512.c). */
+#ifndef BKM_GEMM_DOT_MR
+#define BKM_GEMM_DOT_MR 4 /* rows of A per tile of the dot path */
+#endif
+#ifndef BKM_GEMM_DOT_NR
+#define BKM_GEMM_DOT_NR 6 /* rows of B per tile (<= 8) */
+#endif
+void bkm__gemm_dot_avx512(int64_t m, int64_t n, int64_t k, int64_t kc, float alpha, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* Peak-calibration FMA chains (peak*.c): run @p iters iterations of independent FMA chains and
  * return the number of floating-point operations executed (2 per lane per FMA). The result is

@@ -358,6 +358,7 @@ int bkm_kern_fc_create(bkm_kern_fc_t **out, const bkm_fc_desc_t *d, const bkm_ke
         if ((rc = bkm_kern_gemm_cfg_set(&fc->cfg, pd[i].name, v[i], err)) < 0)
             goto out;
     fc->cfg.l2_bytes = params != NULL ? params->cache.l2 : 0;
+    fc->cfg.l1_bytes = params != NULL ? params->cache.l1d : 0;
     if ((rc = bkm_kern_gemm_cfg_check(&fc->cfg, err)) < 0)
         goto out;
     ws_bytes = bkm_kern_gemm_workspace_bytes(&fc->cfg);

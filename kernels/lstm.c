@@ -70,7 +70,7 @@ static const bkm_param_desc_t lstm_params[P_COUNT] = {
     {"grain", 16, 1 << 24, 4096, 16,
      "algo 1: elements of N*H per chunk of the gate pass (forward and backward); one chunk runs serially"},
     {"mc", 0, 4096, 0, 1, "GEMM row block (0 = the ISA's default; else a multiple of mr)"},
-    {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the ISA's default)"},
+    {"kc", 0, 4096, 0, 1, "GEMM depth block (0 = the GEMM's auto: the ISA default, deeper from L2 for many rows)"},
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
 };
 

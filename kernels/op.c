@@ -235,7 +235,7 @@ out:
 typedef struct {
     bkm_gemm_cfg_t cfg;
     void *ws;
-    char impl[64];
+    char impl[128];
 } native_gemm_t;
 
 static int native_gemm_exec(bkm_kern_op_t *op, bkm_dir_t dir, bkm_err_t *err)
@@ -298,8 +298,15 @@ static int native_gemm_create(bkm_kern_op_t **out, int64_t m, int64_t n, int64_t
         goto out;
     }
     memset(g->ws, 0, ws_bytes);
-    snprintf(g->impl, sizeof(g->impl), "native:gemm.%s_%dx%d", bkm_kern_isa_name(g->cfg.isa), (int)g->cfg.mr,
-             (int)g->cfg.nr);
+    {
+        /* the blocking this shape resolves to (auto kc / nt_jc), as it runs: provenance */
+        bkm_gemm_plan_t plan;
+        if ((rc = bkm_kern_gemm_plan(&g->cfg, 'N', 'N', m, n, k, &plan, err)) < 0)
+            goto out;
+        snprintf(g->impl, sizeof(g->impl), "native:gemm.%s_%dx%d.%s(mc=%d,kc=%d*%d,nc=%d,jc=%d)",
+                 bkm_kern_isa_name(g->cfg.isa), (int)g->cfg.mr, (int)g->cfg.nr, plan.path, (int)plan.mc,
+                 (int)plan.kc, (int)plan.k_passes, (int)plan.nc, (int)plan.nt_jc);
+    }
     op->len[BKM_ARG_SRC] = (size_t)(m * k);
     op->len[BKM_ARG_WEI] = (size_t)(k * n);
     op->len[BKM_ARG_DST] = (size_t)(m * n);

@@ -33,10 +33,19 @@ static float rnd(uint64_t *s)
 }
 
 typedef struct {
-    int blocks;   /* 0 = defaults (larger than the small problems), 1 = small, 2 = odd kc */
+    int blocks;   /* 0 = defaults (larger than the small problems), 1 = small, 2 = odd kc,
+                   * 3 = auto kc with an L2 that makes it deeper than the default (see deep_l2) */
     int nt, nt_jc;
     int ld_pad;   /* extra elements in every leading dimension */
 } run_opts_t;
+
+/* An L2 size for which the auto kc of a call with more rows than mc is DEEP_KC: deeper than every
+ * micro-kernel's default, so that a k of a few hundred takes several passes of equal depth. */
+#define DEEP_KC 576
+static int64_t deep_l2(const bkm_gemm_cfg_t *cfg)
+{
+    return (int64_t)DEEP_KC * 2 * (int64_t)sizeof(float) * (cfg->mc + cfg->nr);
+}
 
 static void make_cfg(bkm_gemm_cfg_t *cfg, const run_opts_t *o)
 {
@@ -50,6 +59,10 @@ static void make_cfg(bkm_gemm_cfg_t *cfg, const run_opts_t *o)
         cfg->mc = cfg->mr;
         cfg->kc = 7;
         cfg->nc = 3 * cfg->nr;
+    } else if (o->blocks == 3) {
+        cfg->mc = 2 * cfg->mr;
+        cfg->kc = 0;
+        cfg->l2_bytes = deep_l2(cfg);
     }
     cfg->nt = o->nt;
     cfg->nt_jc = o->nt_jc;
@@ -152,9 +165,11 @@ START_TEST(all_transposes_alpha_beta)
     static const char tr[4][2] = {{'N', 'N'}, {'N', 'T'}, {'T', 'N'}, {'T', 'T'}};
     for (int t = 0; t < 4; t++) {
         for (int i = 0; i < 4; i++) {
-            for (int blocks = 0; blocks < 3; blocks++) {
+            for (int blocks = 0; blocks < 4; blocks++) {
                 run_opts_t o = {.blocks = blocks, .nt = 1, .nt_jc = 1, .ld_pad = 5};
                 check_case(tr[t][0], tr[t][1], 65, 33, 100, abs_list[i].alpha, abs_list[i].beta, &o);
+                if (blocks == 3) /* rows > mc and k > DEEP_KC: three passes of 500 */
+                    check_case(tr[t][0], tr[t][1], 70, 40, 1500, abs_list[i].alpha, abs_list[i].beta, &o);
                 check_case(tr[t][0], tr[t][1], 257, 31, 13, abs_list[i].alpha, abs_list[i].beta, &o);
                 check_case(tr[t][0], tr[t][1], 1, 257, 1, abs_list[i].alpha, abs_list[i].beta, &o);
             }
@@ -168,13 +183,60 @@ START_TEST(two_threads)
 {
     static const int jcs[] = {1, 2, 0};
     for (int t = 0; t < 3; t++) {
-        for (int blocks = 0; blocks < 3; blocks++) {
+        for (int blocks = 0; blocks < 4; blocks++) {
             run_opts_t o = {.blocks = blocks, .nt = 2, .nt_jc = jcs[t], .ld_pad = 1};
+            if (blocks == 3)
+                check_case('N', 'N', 130, 70, 1201, 1.0f, 0.5f, &o);
             check_case('N', 'N', 257, 100, 65, 1.0f, 0.0f, &o);
             check_case('T', 'T', 100, 257, 33, 0.5f, -1.5f, &o);
             check_case('N', 'T', 3, 7, 257, -2.0f, 1.0f, &o);  /* fewer rows/columns than threads' tiles */
             check_case('T', 'N', 1, 1, 1, 1.0f, 0.0f, &o);
         }
+    }
+}
+END_TEST
+
+/* The same bits for 1, 2 and 3 threads and any split: every element is computed by one thread in
+ * one order (the auto depth is decided on the shape, not on a thread's share), on the packed path
+ * (auto kc deeper than the default, short last row panel) and on the dot path (N,T, few rows). */
+START_TEST(same_bits_for_any_thread_count)
+{
+    static const struct { char ta, tb; int64_t m, n, k; int blocks; } cases[] = {
+        {'N', 'N', 130, 70, 1201, 3}, {'N', 'N', 40, 70, 1100, 3}, {'T', 'N', 100, 65, 700, 3},
+        {'N', 'T', 20, 50, 1300, 0},
+        {'N', 'T', 3, 7, 257, 0},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int64_t m = cases[ci].m, n = cases[ci].n, k = cases[ci].k;
+        const int64_t lda = cases[ci].ta == 'T' ? m : k, ldb = cases[ci].tb == 'T' ? k : n;
+        float *a = malloc((size_t)(m * k) * sizeof(float)), *b = malloc((size_t)(k * n) * sizeof(float));
+        float *c[4];
+        uint64_t seed = 99 + ci;
+        for (int64_t i = 0; i < m * k; i++)
+            a[i] = rnd(&seed);
+        for (int64_t i = 0; i < k * n; i++)
+            b[i] = rnd(&seed);
+        for (int t = 0; t < 4; t++) { /* nt 1; 2 auto; 2 split over rows; 3 */
+            static const int nts[4] = {1, 2, 2, 3}, jcs[4] = {1, 0, 1, 0};
+            run_opts_t o = {.blocks = cases[ci].blocks, .nt = nts[t], .nt_jc = jcs[t]};
+            bkm_gemm_cfg_t cfg;
+            bkm_err_t err = {0};
+            void *ws;
+            make_cfg(&cfg, &o);
+            ws = bkm_aligned_alloc(64, bkm_kern_gemm_workspace_bytes(&cfg));
+            c[t] = malloc((size_t)(m * n) * sizeof(float));
+            ck_assert_ptr_nonnull(ws);
+            ck_assert_int_eq(bkm_kern_sgemm(&cfg, cases[ci].ta, cases[ci].tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f,
+                                            c[t], n, ws, &err), BKM_OK);
+            bkm_free(ws);
+            ck_assert_msg(memcmp(c[0], c[t], (size_t)(m * n) * sizeof(float)) == 0,
+                          "%c%c %lldx%lldx%lld: nt=%d nt_jc=%d differs from one thread", cases[ci].ta, cases[ci].tb,
+                          (long long)m, (long long)n, (long long)k, nts[t], jcs[t]);
+        }
+        for (int t = 0; t < 4; t++)
+            free(c[t]);
+        free(a);
+        free(b);
     }
 }
 END_TEST
@@ -266,7 +328,8 @@ START_TEST(cfg_defaults_are_valid_and_published)
         ck_assert_int_eq(p[0].def, cfg.mc);
         ck_assert_int_eq(p[0].mult_of, cfg.mr);
         ck_assert_str_eq(p[1].name, "kc");
-        ck_assert_int_eq(p[1].def, cfg.kc);
+        ck_assert_int_eq(p[1].def, 0); /* auto */
+        ck_assert_int_eq(cfg.kc, 0);
         ck_assert_str_eq(p[2].name, "nc");
         ck_assert_int_eq(p[2].def, cfg.nc);
         ck_assert_int_eq(p[2].mult_of, cfg.nr);
@@ -292,9 +355,11 @@ START_TEST(cfg_check_names_bad_values)
     ck_assert_str_eq(err.msg, want);
 
     bad = cfg;
-    bad.kc = 0;
+    bad.kc = 0; /* auto */
+    ck_assert_int_eq(bkm_kern_gemm_cfg_check(&bad, &err), BKM_OK);
+    bad.kc = -1;
     ck_assert_int_eq(bkm_kern_gemm_cfg_check(&bad, &err), BKM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "kc=0 is out of range"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "kc=-1 is out of range"));
 
     bad = cfg;
     bad.kc = 100000;
@@ -407,6 +472,46 @@ START_TEST(params_check_agrees_with_op_create)
 }
 END_TEST
 
+/* What the auto blocking resolves to: the default depth for a call whose threads each have one row
+ * block, L2-deep passes of equal depth when the packed B block serves several, a given kc as is,
+ * and a workspace that holds the deepest block. */
+START_TEST(plan_follows_l2_and_rows)
+{
+    bkm_gemm_cfg_t cfg;
+    bkm_gemm_plan_t plan;
+    bkm_err_t err = {0};
+    run_opts_t o = {.blocks = 3, .nt = 1, .nt_jc = 1};
+    int32_t kc_def;
+    make_cfg(&cfg, &o);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', cfg.mc, 100, 1500, &plan, &err), BKM_OK); /* one row block */
+    kc_def = plan.kc;
+    ck_assert_int_lt(kc_def, DEEP_KC);
+    ck_assert_int_eq(plan.k_passes, (1500 + kc_def - 1) / kc_def);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', cfg.mc + 1, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_int_eq(plan.kc, 500);
+    ck_assert_int_eq(plan.k_passes, 3);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', 1000, 100, DEEP_KC, &plan, &err), BKM_OK);
+    ck_assert_int_eq(plan.kc, DEEP_KC);
+    ck_assert_int_eq(plan.k_passes, 1);
+    ck_assert_uint_ge(bkm_kern_gemm_workspace_bytes(&cfg),
+                      (size_t)DEEP_KC * (size_t)(cfg.mc + cfg.nc) * sizeof(float));
+    cfg.kc = 300; /* given: fixed, the last pass shorter */
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', 1000, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_int_eq(plan.kc, 300);
+    ck_assert_int_eq(plan.k_passes, 5);
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'N', 0, 100, 1500, &plan, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "m=0"));
+    ck_assert_str_eq(plan.path, "packed");
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'X', 10, 100, 1500, &plan, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "transb='X'"));
+    /* A * B^T with at most mc rows: the AVX-512 dot path (in place), else packed */
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'T', cfg.mc, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_str_eq(plan.path, cfg.isa == BKM_ISA_AVX512 ? "dot" : "packed");
+    ck_assert_int_eq(bkm_kern_gemm_plan(&cfg, 'N', 'T', cfg.mc + 1, 100, 1500, &plan, &err), BKM_OK);
+    ck_assert_str_eq(plan.path, "packed");
+}
+END_TEST
+
 START_TEST(sgemm_rejects_bad_arguments)
 {
     bkm_gemm_cfg_t cfg;
@@ -493,6 +598,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, odd_shapes_vs_reference);
         tcase_add_test(tc, all_transposes_alpha_beta);
         tcase_add_test(tc, two_threads);
+        tcase_add_test(tc, same_bits_for_any_thread_count);
         tcase_add_test(tc, nt1_inside_parallel_region);
         tcase_add_test(tc, degenerate_sizes);
         suite_add_tcase(s, tc);
@@ -501,6 +607,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, cfg_defaults_are_valid_and_published);
         tcase_add_test(tc, cfg_check_names_bad_values);
         tcase_add_test(tc, params_check_agrees_with_op_create);
+        tcase_add_test(tc, plan_follows_l2_and_rows);
         tcase_add_test(tc, sgemm_rejects_bad_arguments);
         tcase_add_test(tc, isa_parse_and_names);
         tcase_add_test(tc, peak_calibration_runs);

@@ -192,9 +192,9 @@ START_TEST(fc_errors)
     ck_assert_ptr_nonnull(strstr(err.msg, "in0"));
     d.in = 8;
     bkm_kern_params_init(&p);
-    ck_assert_int_eq(bkm_kern_params_add(&p, "kc=0", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&p, "kc=-1", &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_fc_create(&fc, &d, &p, &err), BKM_EINVAL);
-    ck_assert_ptr_nonnull(strstr(err.msg, "kc=0"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "kc=-1"));
     ck_assert_ptr_null(fc);
 }
 END_TEST

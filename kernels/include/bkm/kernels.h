@@ -54,10 +54,11 @@ typedef struct bkm_param_desc {
 typedef struct bkm_gemm_cfg {
     bkm_isa_t isa;     /**< resolved ISA (never AUTO after init) */
     int32_t mr, nr;    /**< register tile fixed by the ISA's micro-kernel (read-only) */
-    int32_t mc, kc, nc;/**< cache blocks (tunables: multiples of mr / 1 / nr) */
+    int32_t mc, kc, nc;/**< cache blocks (tunables: multiples of mr / any / nr); kc = 0: auto */
     int32_t nt;        /**< threads to use (<= omp_get_max_threads()); 1 = no parallel region */
     int32_t nt_jc;     /**< ways the JC loop is split among nt threads (nt_ic = nt / nt_jc); 0 = auto */
     int64_t l2_bytes;  /**< per-core L2 for the blocking the tunables leave open; 0 = BKM_KERN_L2_DEFAULT */
+    int64_t l1_bytes;  /**< per-core L1d, likewise; 0 = BKM_KERN_L1D_DEFAULT */
 } bkm_gemm_cfg_t;
 
 /** Defaults for @p isa (BKM_ISA_AUTO = detect), nt = omp_get_max_threads(). */
@@ -66,6 +67,17 @@ int bkm_kern_gemm_cfg_init(bkm_gemm_cfg_t *cfg, bkm_isa_t isa, bkm_err_t *err);
 int bkm_kern_gemm_cfg_check(const bkm_gemm_cfg_t *cfg, bkm_err_t *err);
 /** Published tunables of SGEMM (mc, kc, nc, nt_jc) for @p isa; static storage. */
 const bkm_param_desc_t *bkm_kern_gemm_params(bkm_isa_t isa, size_t *n_params);
+/** The blocking one call of bkm_kern_sgemm with @p cfg uses for an m x n x k problem on cfg->nt
+ * threads: what the auto values (kc = 0, nt_jc = 0) resolve to, for provenance. */
+typedef struct bkm_gemm_plan {
+    const char *path; /**< "packed" (BLIS-style, both operands packed) or "dot" (A * B^T, few rows, AVX-512:
+                           both read in place along k); static storage */
+    int32_t nt_jc;    /**< ways the columns are split among the threads */
+    int32_t mc, kc, nc; /**< blocks in effect (kc: depth of every pass but possibly the last; dot: kc only) */
+    int32_t k_passes; /**< passes over C along k */
+} bkm_gemm_plan_t;
+int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
+                       bkm_gemm_plan_t *plan, bkm_err_t *err);
 /** Bytes of packing workspace one call with @p cfg needs (for any m, n, k). */
 size_t bkm_kern_gemm_workspace_bytes(const bkm_gemm_cfg_t *cfg);
 /** Zero the workspace @p ws (bkm_kern_gemm_workspace_bytes(cfg) bytes) from a team of cfg->nt
