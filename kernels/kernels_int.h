@@ -247,10 +247,12 @@ int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst,
 /* Max pooling with the ReLU before it (layers.c): fwd: dst = relu(maxpool(src)), which equals
  * maxpool(relu(src)) (argmax: a positive window maximum's first position, as over relu(src); a
  * window with no positive element gets a zero gradient either way); bwd: the pool's scatter of
- * diff_dst, each term kept only where src (the ReLU's input or output) at its argmax is > 0. */
+ * diff_dst, each term kept only where src (the ReLU's input or output) at its argmax is > 0, or,
+ * with dst non-NULL, where dst (the pool's output as the forward left it, or any sign-preserving
+ * in-place change of it) is > 0: the same test, read in order from a tensor a quarter the size. */
 void bkm__kern_maxpool_relu_fwd(const bkm_pool_desc_t *d, const float *src, float *dst, int32_t *argmax);
 void bkm__kern_maxpool_relu_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax,
-                               const float *src, float *diff_src);
+                                const float *src, const float *dst, float *diff_src);
 
 /* ======================================================================================== */
 /* conv3d (conv3d.c; owner: networks)                                                         */

@@ -172,9 +172,10 @@ void bkm__kern_maxpool_relu_fwd(const bkm_pool_desc_t *d, const float *src, floa
     maxpool_fwd(d, src, dst, argmax, 1);
 }
 
-/* mask: keep a term only where mask at its argmax is > 0 (NULL: every term) */
+/* mask: keep a term only where mask at its argmax is > 0; else omask: only where omask (the pool's
+ * output) is > 0; both NULL: every term */
 static void maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, const float *mask,
-                        float *diff_src)
+                        const float *omask, float *diff_src)
 {
     const int64_t planes = d->mb * d->c, ipl = d->ih * d->iw, opl = d->oh * d->ow;
     /* One plane per iteration: the scatter stays inside the plane, so threads never collide. */
@@ -184,7 +185,11 @@ static void maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const i
         const float *dd = diff_dst + pl * opl;
         const int32_t *am = argmax + pl * opl;
         memset(ds, 0, (size_t)ipl * sizeof(float));
-        if (mask == NULL) {
+        if (mask == NULL && omask != NULL) {
+            const float *om = omask + pl * opl;
+            for (int64_t i = 0; i < opl; i++) /* branch-free, as below */
+                ds[am[i]] += om[i] > 0.0f ? dd[i] : 0.0f;
+        } else if (mask == NULL) {
             for (int64_t i = 0; i < opl; i++)
                 ds[am[i]] += dd[i];
         } else {
@@ -200,13 +205,13 @@ static void maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const i
 
 void bkm_kern_maxpool_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax, float *diff_src)
 {
-    maxpool_bwd(d, diff_dst, argmax, NULL, diff_src);
+    maxpool_bwd(d, diff_dst, argmax, NULL, NULL, diff_src);
 }
 
 void bkm__kern_maxpool_relu_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax,
-                                const float *src, float *diff_src)
+                                const float *src, const float *dst, float *diff_src)
 {
-    maxpool_bwd(d, diff_dst, argmax, src, diff_src);
+    maxpool_bwd(d, diff_dst, argmax, dst != NULL ? NULL : src, dst, diff_src);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -8,7 +8,8 @@
  *   1: a conv2d followed by a ReLU stores relu(conv + bias) from its GEMM tiles (the ReLU's forward
  *      is then a no-op);
  *   2: a max pooling after a ReLU applies the ReLU's backward in its scatter (a term only where
- *      the ReLU's output at the argmax is > 0), and, when the ReLU's forward is not already in a
+ *      the ReLU's output at the argmax, the window's maximum, is > 0: tested on the pool's own
+ *      output unless a dropout changes it in place), and, when the ReLU's forward is not already in a
  *      conv store, the ReLU after the pool (relu(maxpool(x)) == maxpool(relu(x)): a quarter of
  *      the elements); its buffer then keeps x, whose positive entries are the ReLU's;
  *   4: a conv2d whose input is a ReLU's output applies that ReLU's backward in its bwd-data store
@@ -39,6 +40,7 @@ typedef struct nat_layer {
     /* fusions: conv fwd stores relu(); conv bwd_d / pool bwd apply the ReLU before them
      * backward; pool fwd applies the ReLU before it to its output; a ReLU handled by a neighbour */
     uint8_t relu_out, relu_bwd, pool_relu_fwd, skip_fwd, skip_bwd;
+    uint8_t pool_mask_out; /* pool bwd with the ReLU: test its own output (not changed in place since) */
 } nat_layer_t;
 
 typedef struct nat {
@@ -178,7 +180,14 @@ static void nat_plan_fusions(const bkm_net_t *net, nat_t *c, int fuse)
             l->skip_fwd = 1;
         }
         if (i + 1 < net->d.n_layers && L[i + 1].kind == BKM_NET_MAXPOOL && (fuse & FUSE_POOL)) {
+            /* the pool's output keeps its signs until the backward: no dropout in place (a dropped
+             * output's gradient is 0 too, but 0 * NaN is not; the input test keeps NaN's path) */
+            int keep = 1;
+            for (int j = i + 2; j < net->d.n_layers && (L[j].kind == BKM_NET_RELU || L[j].kind == BKM_NET_DROPOUT ||
+                                                         L[j].kind == BKM_NET_DROPOUT2D); j++)
+                keep &= L[j].kind == BKM_NET_RELU || L[j].drop <= 0.0f;
             c->l[i + 1].relu_bwd = 1;
+            c->l[i + 1].pool_mask_out = (uint8_t)keep;
             l->skip_bwd = 1;
             if (!l->skip_fwd) {
                 c->l[i + 1].pool_relu_fwd = 1;
@@ -312,7 +321,7 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
             break;
         case BKM_NET_MAXPOOL:
             if (l->relu_bwd)
-                bkm__kern_maxpool_relu_bwd(&l->pd, g, l->argmax, l->in, l->gin);
+                bkm__kern_maxpool_relu_bwd(&l->pd, g, l->argmax, l->in, l->pool_mask_out ? l->out : NULL, l->gin);
             else
                 bkm_kern_maxpool_bwd(&l->pd, g, l->argmax, l->gin);
             g = l->gin;

@@ -53,6 +53,23 @@ static void seed_params(const bkm_net_t *net, float *p, size_t n)
         }
 }
 
+/* The odd table with a dropout (p 0.5, in place) right after the first pool: the pool's backward
+ * then tests the ReLU's output rather than its own output, which the dropout zeroes in places
+ * (with finite gradients both give the same bits: a dropped output's gradient is zero too). */
+static void odd_table_dropout(bkm_net_desc_t *d)
+{
+    bkm_net_desc_t t;
+    odd_table(&t);
+    memset(d, 0, sizeof *d);
+    d->mb = t.mb, d->c = t.c, d->h = t.h, d->w = t.w, d->lr = t.lr;
+    for (int i = 0; i < t.n_layers; i++) {
+        const bkm_net_layer_t *l = &t.layer[i];
+        bkm_net_desc_add(d, l->kind, l->name, l->out, l->k, l->s, l->p);
+        if (strcmp(l->name, "p2") == 0)
+            bkm_net_desc_add(d, BKM_NET_DROPOUT, "d2", 0, 0, 0, 0)->drop = 0.5f;
+    }
+}
+
 typedef struct run {
     bkm_net_exec_t *ex;
     double loss1, loss2;
@@ -158,6 +175,8 @@ START_TEST(small_tables_fused_equal_unfused)
     odd_table(&d);
     fused_equals_unfused(&d, "odd", 0);
     fused_equals_unfused(&d, "odd", 1);
+    odd_table_dropout(&d);
+    fused_equals_unfused(&d, "odd+dropout", 0);
     pool_first(&d);
     fused_equals_unfused(&d, "pool_first", 0);
 }
