@@ -634,6 +634,10 @@ static void fwd_tile(const bkm_conv2d_fast_t *f, int64_t kb, const float *a, con
     const float *bias = epi != NULL && epi->bias != NULL ? epi->bias + g * f->ocg + i0 : NULL;
     if ((m == f->mr || use_edge(f, m)) && ncol == f->nr && p0 + f->nr <= f->pq) {
         float *c = dst + (n0 * f->d.oc + g * f->ocg + i0) * f->pq + p0;
+        if (epi != NULL && epi->mask != NULL) /* the mask rows reach cache while the tile computes */
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < ncol; j += 16)
+                    __builtin_prefetch(epi->mask + (c - dst) + i * f->pq + j, 0, 3);
         run_tile(f, m, kb, a, b, c, f->pq, first ? 0.0f : 1.0f);
         if (epi != NULL && (bias != NULL || epi->act != BKM_FAST_ACT_NONE))
             epi_tile(f, c, f->pq, m, ncol, bias, epi->act, epi->mask != NULL ? epi->mask + (c - dst) : NULL);
