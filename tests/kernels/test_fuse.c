@@ -149,19 +149,20 @@ static void same_bits(const run_t *a, const run_t *b, const char *what)
 }
 
 /* Every fusion setting against fuse=0, for conv2d algorithms 3 (the fused stores) and 1 (the
- * separate passes behind the fused entries). */
-static void fused_equals_unfused(const bkm_net_desc_t *d, const char *name, int algo1)
+ * separate passes behind the fused entries); @p isa: "isa=generic" for the scalar epilogues of
+ * algo 3, or "" (the CPU's). */
+static void fused_equals_unfused(const bkm_net_desc_t *d, const char *name, int algo1, const char *isa)
 {
     static const char *const fuse[] = {"fuse=1", "fuse=2", "fuse=4", "fuse=7"};
     const char *algo = algo1 ? "algo=1" : "algo=3";
-    const char *const off[] = {algo, "fuse=0", NULL};
+    const char *const off[] = {algo, "fuse=0", *isa ? isa : NULL, NULL};
     run_t ref;
     run_native(d, off, &ref);
     for (int k = 0; k < 4; k++) {
-        const char *const on[] = {algo, fuse[k], NULL};
+        const char *const on[] = {algo, fuse[k], *isa ? isa : NULL, NULL};
         char what[96];
         run_t r;
-        snprintf(what, sizeof what, "%s %s %s vs fuse=0", name, algo, fuse[k]);
+        snprintf(what, sizeof what, "%s %s %s %s vs fuse=0", name, algo, isa, fuse[k]);
         run_native(d, on, &r);
         same_bits(&r, &ref, what);
         run_free(&r);
@@ -173,12 +174,13 @@ START_TEST(small_tables_fused_equal_unfused)
 {
     bkm_net_desc_t d;
     odd_table(&d);
-    fused_equals_unfused(&d, "odd", 0);
-    fused_equals_unfused(&d, "odd", 1);
+    fused_equals_unfused(&d, "odd", 0, "");
+    fused_equals_unfused(&d, "odd", 0, "isa=generic");
+    fused_equals_unfused(&d, "odd", 1, "");
     odd_table_dropout(&d);
-    fused_equals_unfused(&d, "odd+dropout", 0);
+    fused_equals_unfused(&d, "odd+dropout", 0, "");
     pool_first(&d);
-    fused_equals_unfused(&d, "pool_first", 0);
+    fused_equals_unfused(&d, "pool_first", 0, "");
 }
 END_TEST
 
