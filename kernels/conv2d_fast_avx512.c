@@ -2,7 +2,7 @@
 /* AVX-512 edge kernels of the conv2d algo-3 driver (conv2d_fast.c) for 32-column B panels: the
  * last row panel of a GEMM whose row count is not a multiple of MR = 14 (AlexNet: 128 output
  * channels = 9 x 14 + 2; conv1: 64 = 4 x 14 + 8) would cost a full 14-row micro-kernel call for m
- * rows. These compute only the m <= 8 live rows; up to 4 rows with even and odd k steps in
+ * rows. These compute only the m <= 13 live rows; up to 4 rows with even and odd k steps in
  * separate accumulators so that the FMA latency is covered with so few rows. Called only after
  * run-time CPUID dispatch. */
 #include "kernels_int.h"
@@ -92,6 +92,12 @@ EDGE_KERNEL_WIDE(5)
 EDGE_KERNEL_WIDE(6)
 EDGE_KERNEL_WIDE(7)
 EDGE_KERNEL_WIDE(8)
+/* 9 to 13 rows (AlexNet conv2's 192 output channels = 13 x 14 + 10): up to 26 accumulators */
+EDGE_KERNEL_WIDE(9)
+EDGE_KERNEL_WIDE(10)
+EDGE_KERNEL_WIDE(11)
+EDGE_KERNEL_WIDE(12)
+EDGE_KERNEL_WIDE(13)
 
 void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
                                   int64_t ldc, float beta)
@@ -104,7 +110,12 @@ void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t 
     case 5: edge_rows_5(k, a, lda, b, c, ldc, beta); break;
     case 6: edge_rows_6(k, a, lda, b, c, ldc, beta); break;
     case 7: edge_rows_7(k, a, lda, b, c, ldc, beta); break;
-    default: edge_rows_8(k, a, lda, b, c, ldc, beta); break;
+    case 8: edge_rows_8(k, a, lda, b, c, ldc, beta); break;
+    case 9: edge_rows_9(k, a, lda, b, c, ldc, beta); break;
+    case 10: edge_rows_10(k, a, lda, b, c, ldc, beta); break;
+    case 11: edge_rows_11(k, a, lda, b, c, ldc, beta); break;
+    case 12: edge_rows_12(k, a, lda, b, c, ldc, beta); break;
+    default: edge_rows_13(k, a, lda, b, c, ldc, beta); break;
     }
 }
 

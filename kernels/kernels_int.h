@@ -181,7 +181,7 @@ void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const 
 /* AVX-512 edge kernel (conv2d_fast_avx512.c), for 32-column B panels only: C[m x 32] = A * B +
  * beta * C for the first 1 <= m <= BKM_CONV2D_FAST_EDGE_M rows of an A panel with lda floats per
  * k step (a[p * lda + i]); b[p * 32 + j]; row-major C (ldc); beta == 0 never reads C. */
-#define BKM_CONV2D_FAST_EDGE_M 8
+#define BKM_CONV2D_FAST_EDGE_M 13
 void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
                                   int64_t ldc, float beta);
 /* "native:im2col_packed.<isa>_<mr>x<nr>" (+ ".phase_split_fwd" when the fwd takes that path) into buf. */

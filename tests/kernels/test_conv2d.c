@@ -100,6 +100,7 @@ static const char *const shapes[] = {
     "mb2g2ic10ih8oc6kh1",                 /* grouped 1x1 */
     "mb2ic5ih8oc6kh1sh2",                 /* 1x1 stride 2: im2col */
     "mb5ic8ih6iw7oc13kh5ph2",             /* padding larger than half the image */
+    "mb2ic4ih9oc24kh5ph2",                /* 24 = 14 + 10 output rows: the 10-row edge kernel (conv2's 192) */
     "mb4ic2ih5iw3oc3kh2kw3sh1sw2ph0pw1",  /* everything asymmetric */
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
