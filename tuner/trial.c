@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -975,6 +977,35 @@ static void result_interrupted(bkm_tune_trial_result_t *r, const bkm_tune_runner
              rn->stop ? (int)*rn->stop : 0);
 }
 
+int bkm_tune_clear_stale_kmp(const char *dir, bkm_err_t *err)
+{
+    static const char prefix[] = "__KMP_REGISTERED_LIB_";
+    DIR *dp = opendir(dir != NULL ? dir : "/dev/shm");
+    struct dirent *de;
+    int removed = 0;
+    if (dp == NULL)
+        return bkm_err_set(err, BKM_EIO, "cannot read %s: %s", dir != NULL ? dir : "/dev/shm", strerror(errno));
+    while ((de = readdir(dp)) != NULL) {
+        struct stat st;
+        char *end;
+        long pid;
+        if (strncmp(de->d_name, prefix, sizeof prefix - 1) != 0)
+            continue;
+        errno = 0;
+        pid = strtol(de->d_name + sizeof prefix - 1, &end, 10);
+        if (errno != 0 || end == de->d_name + sizeof prefix - 1 || *end != '_' || pid <= 0)
+            continue;
+        if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) /* alive (or not ours to judge) */
+            continue;
+        if (unlinkat(dirfd(dp), de->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(dp);
+    return removed;
+}
+
 /* launcher (4-7 words) + worker, "worker", --spec, JSON, --parent, PID, --result-fd, N, NULL */
 #define RUNNER_ARGV_MAX 20
 
@@ -1106,6 +1137,7 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
     t0 = bkm_now_ns();
+    (void)bkm_tune_clear_stale_kmp("/dev/shm", NULL); /* best effort: a worker must not die of one */
     src = posix_spawn(&pid, exe, &fa, &attr, argv, envp);
     if (src != 0) {
         pid = -1;

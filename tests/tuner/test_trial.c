@@ -2,6 +2,7 @@
 /* Unit tests of the trial spec, the measurement protocol and the trial runner, driving a fake
  * worker (fake_worker.c) that crashes, hangs, fails or answers as told; plus the environment
  * the worker gets. */
+#define _DEFAULT_SOURCE 1 /* mkdtemp */
 #include <check.h>
 #include <dirent.h>
 #include <math.h>
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -669,6 +672,64 @@ START_TEST(measure_follows_the_protocol)
 }
 END_TEST
 
+static void touch_file(const char *dir, const char *name, size_t size)
+{
+    char path[512];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < size; i++)
+        fputc('x', f);
+    fclose(f);
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* A zero-length libomp registration of a dead process is removed (libomp 14 would SIGBUS the next
+ * process with that pid); a live process's, a sized one and other names stay; an unreadable
+ * directory is an error. */
+START_TEST(stale_kmp_registration_is_removed)
+{
+    char dir[] = "/tmp/bkm_kmp_XXXXXX", dead[64], alive[64], sized[64];
+    bkm_err_t err = {0};
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child); /* reaped: the pid names no process now */
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(dead, sizeof dead, "__KMP_REGISTERED_LIB_%d_0", (int)child);
+    snprintf(alive, sizeof alive, "__KMP_REGISTERED_LIB_%d_0", (int)getpid());
+    snprintf(sized, sizeof sized, "__KMP_REGISTERED_LIB_%d_1", (int)child);
+    touch_file(dir, dead, 0);
+    touch_file(dir, alive, 0);
+    touch_file(dir, sized, 1024);
+    touch_file(dir, "__KMP_REGISTERED_LIB_x_0", 0);
+    touch_file(dir, "unrelated", 0);
+    ck_assert_int_eq(bkm_tune_clear_stale_kmp(dir, &err), 1);
+    ck_assert(!file_exists(dir, dead));
+    ck_assert(file_exists(dir, alive));
+    ck_assert(file_exists(dir, sized));
+    ck_assert(file_exists(dir, "__KMP_REGISTERED_LIB_x_0"));
+    ck_assert(file_exists(dir, "unrelated"));
+    ck_assert_int_eq(bkm_tune_clear_stale_kmp(dir, &err), 0);
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+    ck_assert_int_eq(bkm_tune_clear_stale_kmp("/nonexistent/bkm-shm", &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/bkm-shm"));
+}
+END_TEST
+
 static Suite *trial_suite(void)
 {
     Suite *s = suite_create("trial");
@@ -698,6 +759,7 @@ static Suite *trial_suite(void)
     tcase_add_test(run, stop_interrupts_the_running_trial);
     tcase_add_test(run, sigterm_death_is_interrupted_when_the_stop_follows);
     tcase_add_test(run, ignored_sigchld_is_refused);
+    tcase_add_test(run, stale_kmp_registration_is_removed);
     suite_add_tcase(s, spec);
     suite_add_tcase(s, run);
     return s;

@@ -299,6 +299,15 @@ typedef struct bkm_tune_trial_result {
     double noise_share;          /**< its share (NaN when unknown) */
 } bkm_tune_trial_result_t;
 
+/** libomp 14 registers every process in @p dir (/dev/shm) as __KMP_REGISTERED_LIB_<pid>_<uid> and
+ *  maps that file at start-up; a zero-length one, left by a process killed between creating and
+ *  sizing it (the runner SIGKILLs worker groups), makes the next process that gets the same pid die
+ *  of SIGBUS before main. Removes the zero-length registrations of processes that no longer exist
+ *  (never a live process's, never a sized file: libomp recovers from those itself). The runner
+ *  calls it before each worker start.
+ *  @return the number of files removed (>= 0), or BKM_EIO when @p dir cannot be read (err). */
+int bkm_tune_clear_stale_kmp(const char *dir, bkm_err_t *err);
+
 /** Run one trial in a fresh worker process.
  *  The child's environment is runner->environ minus every OpenMP/affinity variable
  *  (bkm_tune_env_is_openmp) and every HWLOC_* variable, plus spec->env and
