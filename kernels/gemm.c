@@ -557,6 +557,31 @@ static void gemm_job_plan(gemm_job_t *job, const bkm_gemm_cfg_t *cfg, int nth)
     job->nc = rows <= job->mc && nc_l2 >= nr && nc_l2 < cfg->nc ? nc_l2 : cfg->nc;
 }
 
+/* The checks every entry makes first: the configuration, then the two transposes (into *ta, *tb). */
+static int gemm_check_call(const bkm_gemm_cfg_t *cfg, char transa, char transb, int *ta, int *tb, bkm_err_t *err)
+{
+    int rc;
+    if ((rc = bkm_kern_gemm_cfg_check(cfg, err)) < 0)
+        return rc;
+    if ((*ta = gemm_trans(transa, "transa", err)) < 0)
+        return *ta;
+    if ((*tb = gemm_trans(transb, "transb", err)) < 0)
+        return *tb;
+    return BKM_OK;
+}
+
+/* The fields of a job that gemm_job_plan reads. */
+static void gemm_job_init(gemm_job_t *job, const bkm_gemm_cfg_t *cfg, int64_t m, int64_t n, int64_t k)
+{
+    memset(job, 0, sizeof(*job));
+    job->u = gemm_ukr_for(cfg->isa);
+    job->m = m;
+    job->n = n;
+    job->k = k;
+    job->mc = cfg->mc;
+    job->l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
+}
+
 int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
                        bkm_gemm_plan_t *plan, bkm_err_t *err)
 {
@@ -564,12 +589,8 @@ int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int6
     int rc, ta, tb;
     if (plan == NULL)
         return bkm_err_set(err, BKM_EINVAL, "gemm_plan: NULL plan");
-    if ((rc = bkm_kern_gemm_cfg_check(cfg, err)) < 0)
+    if ((rc = gemm_check_call(cfg, transa, transb, &ta, &tb, err)) < 0)
         return rc;
-    if ((ta = gemm_trans(transa, "transa", err)) < 0)
-        return ta;
-    if ((tb = gemm_trans(transb, "transb", err)) < 0)
-        return tb;
     if (m < 1 || n < 1 || k < 1)
         return bkm_err_set(err, BKM_EINVAL, "gemm_plan: size m=%lld n=%lld k=%lld is not positive", (long long)m,
                            (long long)n, (long long)k);
@@ -582,13 +603,7 @@ int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int6
         return BKM_OK;
     }
     plan->path = "packed";
-    memset(&job, 0, sizeof(job));
-    job.u = gemm_ukr_for(cfg->isa);
-    job.m = m;
-    job.n = n;
-    job.k = k;
-    job.mc = cfg->mc;
-    job.l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
+    gemm_job_init(&job, cfg, m, n, k);
     gemm_job_plan(&job, cfg, cfg->nt);
     plan->nt_jc = job.nt_jc;
     plan->mc = (int32_t)job.mc;
@@ -658,12 +673,8 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
 {
     gemm_job_t job;
     int rc, ta, tb;
-    if ((rc = bkm_kern_gemm_cfg_check(cfg, err)) < 0)
+    if ((rc = gemm_check_call(cfg, transa, transb, &ta, &tb, err)) < 0)
         return rc;
-    if ((ta = gemm_trans(transa, "transa", err)) < 0)
-        return ta;
-    if ((tb = gemm_trans(transb, "transb", err)) < 0)
-        return tb;
     if (m < 0 || n < 0 || k < 0)
         return bkm_err_set(err, BKM_EINVAL, "sgemm: negative size m=%lld n=%lld k=%lld", (long long)m,
                            (long long)n, (long long)k);
@@ -694,13 +705,9 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
         return BKM_OK;
     }
 
-    memset(&job, 0, sizeof(job));
-    job.u = gemm_ukr_for(cfg->isa);
+    gemm_job_init(&job, cfg, m, n, k);
     job.ta = ta;
     job.tb = tb;
-    job.m = m;
-    job.n = n;
-    job.k = k;
     job.alpha = alpha;
     job.beta = beta;
     job.a = a;
@@ -709,8 +716,6 @@ int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t 
     job.lda = lda;
     job.ldb = ldb;
     job.ldc = ldc;
-    job.mc = cfg->mc;
-    job.l2_bytes = cfg->l2_bytes > 0 ? (size_t)cfg->l2_bytes : BKM_KERN_L2_DEFAULT;
     job.b_floats = gemm_b_floats(cfg);
     job.a_floats = gemm_a_floats(cfg);
     job.bpack = (float *)ws;
