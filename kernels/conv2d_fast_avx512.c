@@ -11,6 +11,17 @@
 
 #define EDGE_NR 32
 
+/* One row of an edge tile: c[0, 32) = r + beta * c (beta == 0 never reads C: it may hold NaN). */
+static inline void edge_store_row(float *c, __m512 r0, __m512 r1, float beta)
+{
+    if (beta != 0.0f) {
+        r0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c), r0);
+        r1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + 16), r1);
+    }
+    _mm512_storeu_ps(c, r0);
+    _mm512_storeu_ps(c + 16, r1);
+}
+
 #define EDGE_KERNEL(M)                                                                                          \
     static void edge_rows_##M(int64_t k, const float *restrict a, int64_t lda, const float *restrict b,        \
                               float *restrict c, int64_t ldc, float beta)                                      \
@@ -43,15 +54,8 @@
                 e1[i] = _mm512_fmadd_ps(x, b1, e1[i]);                                                          \
             }                                                                                                   \
         }                                                                                                       \
-        for (int i = 0; i < M; i++) {                                                                           \
-            __m512 r0 = _mm512_add_ps(e0[i], o0[i]), r1 = _mm512_add_ps(e1[i], o1[i]);                          \
-            if (beta != 0.0f) { /* beta == 0 never reads C (it may hold NaN) */                                \
-                r0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + i * ldc), r0);                  \
-                r1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + i * ldc + 16), r1);             \
-            }                                                                                                   \
-            _mm512_storeu_ps(c + i * ldc, r0);                                                                  \
-            _mm512_storeu_ps(c + i * ldc + 16, r1);                                                             \
-        }                                                                                                       \
+        for (int i = 0; i < M; i++)                                                                             \
+            edge_store_row(c + i * ldc, _mm512_add_ps(e0[i], o0[i]), _mm512_add_ps(e1[i], o1[i]), beta);        \
     }
 
 EDGE_KERNEL(1)
@@ -59,7 +63,7 @@ EDGE_KERNEL(2)
 EDGE_KERNEL(3)
 EDGE_KERNEL(4)
 
-/* 5 to 8 rows: two accumulators per row (10 to 16 zmm) already cover the FMA latency. */
+/* 5 to 13 rows: two accumulators per row (10 to 26 zmm) already cover the FMA latency. */
 #define EDGE_KERNEL_WIDE(M)                                                                                     \
     static void edge_rows_##M(int64_t k, const float *restrict a, int64_t lda, const float *restrict b,        \
                               float *restrict c, int64_t ldc, float beta)                                      \
@@ -77,15 +81,8 @@ EDGE_KERNEL(4)
                 e1[i] = _mm512_fmadd_ps(x, b1, e1[i]);                                                          \
             }                                                                                                   \
         }                                                                                                       \
-        for (int i = 0; i < M; i++) {                                                                           \
-            __m512 r0 = e0[i], r1 = e1[i];                                                                      \
-            if (beta != 0.0f) { /* beta == 0 never reads C (it may hold NaN) */                                \
-                r0 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + i * ldc), r0);                  \
-                r1 = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_loadu_ps(c + i * ldc + 16), r1);             \
-            }                                                                                                   \
-            _mm512_storeu_ps(c + i * ldc, r0);                                                                  \
-            _mm512_storeu_ps(c + i * ldc + 16, r1);                                                             \
-        }                                                                                                       \
+        for (int i = 0; i < M; i++)                                                                             \
+            edge_store_row(c + i * ldc, e0[i], e1[i], beta);                                                    \
     }
 
 EDGE_KERNEL_WIDE(5)
@@ -190,17 +187,25 @@ void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, 
 /* The fwd store's epilogue on rows [0, m), columns [0, n) of c (ldc): c += bias[i] (bias NULL:
  * none), then BKM_FAST_ACT_RELU: c > 0 ? c : 0, or BKM_FAST_ACT_MASK: mask > 0 ? c : 0 (mask at
  * c's offsets). Compare-and-select, as the scalar passes: NaN and -0 give +0 as they do there. */
-void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias, int act,
-                                 const float *mask)
+/* Lanes [0, n) of a 16-lane chunk (n >= 16: all). */
+static inline __mmask16 lanes(int64_t n)
+{
+    return (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u);
+}
+
+/* The fwd store's epilogue: dst rows [0, m), columns [0, n) (ldd) = act(src (lds) + bias[i]) (bias
+ * NULL: none; mask at dst's offsets). src may be dst (in place). */
+static void epi_rows(const float *src, int64_t lds, float *dst, int64_t ldd, int64_t m, int64_t n, const float *bias,
+                     int act, const float *mask)
 {
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t i = 0; i < m; i++) {
-        float *r = c + i * ldc;
-        const float *mk = mask != NULL ? mask + i * ldc : NULL;
+        const float *s = src + i * lds, *mk = mask != NULL ? mask + i * ldd : NULL;
+        float *r = dst + i * ldd;
         const __m512 bv = _mm512_set1_ps(bias != NULL ? bias[i] : 0.0f);
         for (int64_t j = 0; j < n; j += 16) {
-            const __mmask16 lm = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1u);
-            __m512 v = _mm512_maskz_loadu_ps(lm, r + j);
+            const __mmask16 lm = lanes(n - j);
+            __m512 v = _mm512_maskz_loadu_ps(lm, s + j);
             if (bias != NULL)
                 v = _mm512_add_ps(v, bv);
             if (act == BKM_FAST_ACT_RELU)
@@ -210,6 +215,12 @@ void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, co
             _mm512_mask_storeu_ps(r + j, lm, v);
         }
     }
+}
+
+void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias, int act,
+                                 const float *mask)
+{
+    epi_rows(c, ldc, c, ldc, m, n, bias, act, mask);
 }
 
 /* Phase-split forward (conv2d_fast.c, "s2d"): one M-row by 32-column tile, C (ld 32) = A * B over
@@ -297,7 +308,7 @@ static void phase_row(const float *row, int64_t iw, int64_t x0, int64_t sw, int6
 static void copy_row(const float *s, int64_t n, float *o)
 {
     for (int64_t j = 0; j < n; j += 16) {
-        const __mmask16 m = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1u);
+        const __mmask16 m = lanes(n - j);
         _mm512_mask_storeu_ps(o + j, m, _mm512_maskz_loadu_ps(m, s + j));
     }
 }
@@ -322,7 +333,7 @@ void bkm__conv2d_fast_s2d_band_avx512(const bkm_conv2d_desc_t *d, const float *i
                     if (!in)
                         for (int64_t j = 0; j < ws; j += 16)
                             _mm512_mask_storeu_ps(o + ph * slab + j,
-                                                  (__mmask16)(ws - j >= 16 ? 0xffffu : (1u << (ws - j)) - 1u),
+                                                  lanes(ws - j),
                                                   _mm512_setzero_ps());
                     else if (first == NULL)
                         phase_row(row, d->iw, ph - d->pw, d->sw, ws, idx, o + ph * slab);
@@ -340,22 +351,7 @@ void bkm__conv2d_fast_s2d_band_avx512(const bkm_conv2d_desc_t *d, const float *i
 void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
                                        const float *bias, int act, const float *mask)
 {
-    const __m512 zero = _mm512_setzero_ps();
-    for (int64_t i = 0; i < m; i++) {
-        const __m512 bv = _mm512_set1_ps(bias != NULL ? bias[i] : 0.0f);
-        for (int64_t j = 0; j < len; j += 16) {
-            const __mmask16 lm = (__mmask16)(len - j >= 16 ? 0xffffu : (1u << (len - j)) - 1u);
-            __m512 v = _mm512_maskz_loadu_ps(lm, tile + i * 32 + j);
-            if (bias != NULL)
-                v = _mm512_add_ps(v, bv);
-            if (act == BKM_FAST_ACT_RELU)
-                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
-            else if (act == BKM_FAST_ACT_MASK)
-                v = _mm512_maskz_mov_ps(
-                    _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(lm, mask + i * ldc + j), zero, _CMP_GT_OQ), v);
-            _mm512_mask_storeu_ps(c + i * ldc + j, lm, v);
-        }
-    }
+    epi_rows(tile, 32, c, ldc, m, len, bias, act, mask);
 }
 
 /* Stride-1 col2im of the kw taps of one (channel, kernel row) over one output-row segment (conv2d_fast.c):
