@@ -20,6 +20,38 @@ static inline __m512 tap16(const float *in, int64_t off, int64_t sw, __mmask16 m
     return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, step, in + off, 4);
 }
 
+/* The masks of n <= 16 windows: m, lanes 0..n-1; lo and hi, the lanes of the two vectors whose
+ * permute gives stride 2 (lanes 0..2n-2 of the pair). */
+static inline void tap_masks(int64_t n, __mmask16 *m, __mmask16 *lo, __mmask16 *hi)
+{
+    *m = (__mmask16)((1u << n) - 1u);
+    *lo = (__mmask16)(n > 8 ? 0xffffu : (1u << (2 * n - 1)) - 1u);
+    *hi = (__mmask16)(n <= 8 ? 0u : n == 16 ? 0x7fffu : (1u << (2 * (n - 8) - 1)) - 1u);
+}
+
+/* One tap of a 2-D window row: replace where strictly greater (and remember where, and that some
+ * tap did). */
+static inline void pool_tap(const float *in, int64_t off, int64_t sw, __mmask16 m, __mmask16 lo, __mmask16 hi,
+                            __m512i even, __m512i step, __m512 *best, __m512i *bi, __mmask16 *any)
+{
+    const __m512 v = tap16(in, off, sw, m, lo, hi, even, step);
+    const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, *best, _CMP_GT_OQ);
+    *best = _mm512_mask_mov_ps(*best, gt, v);
+    *bi = _mm512_mask_mov_epi32(*bi, gt, _mm512_add_epi32(_mm512_set1_epi32((int)off), step));
+    *any |= gt;
+}
+
+/* Store the n (mask m) results; lanes no tap replaced (all-NaN or all -inf windows, rare) get their
+ * window's first element, as the reference returns. */
+static inline void pool_store(const float *in, __m512 best, __m512i bi, __mmask16 any, __m512i first, __mmask16 m,
+                              float *out, int32_t *am)
+{
+    if ((any & m) != m)
+        best = _mm512_mask_i32gather_ps(best, (__mmask16)(m & ~any), first, in, 4);
+    _mm512_mask_storeu_ps(out, m, best);
+    _mm512_mask_storeu_epi32(am, m, bi);
+}
+
 void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
                              int64_t nc, float *out, int32_t *am, const float *pf, int64_t npf)
 {
@@ -31,29 +63,16 @@ void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb
     for (int64_t p = 0; p < npf; p += 16)
         _mm_prefetch((const char *)(pf + p), _MM_HINT_T0);
     for (int64_t j = 0; j < nc; j += 16) {
-        const int64_t n = nc - j < 16 ? nc - j : 16;
-        const __mmask16 m = (__mmask16)((1u << n) - 1u);
-        /* stride 2: lanes 0..2n-2 of the two vectors hold the n windows' first taps */
-        const __mmask16 lo = (__mmask16)(n > 8 ? 0xffffu : (1u << (2 * n - 1)) - 1u);
-        const __mmask16 hi = (__mmask16)(n <= 8 ? 0u : n == 16 ? 0x7fffu : (1u << (2 * (n - 8) - 1)) - 1u);
-        const int64_t base = x0 + j * sw;
+        const int64_t n = nc - j < 16 ? nc - j : 16, base = x0 + j * sw;
+        __mmask16 m, lo, hi, any = 0; /* any: lanes some tap replaced */
         __m512 best = _mm512_set1_ps(-__builtin_inff());
         const __m512i first = _mm512_add_epi32(_mm512_set1_epi32((int)(ya * iw + base)), step);
         __m512i bi = first;
-        __mmask16 any = 0; /* lanes some tap replaced; the others keep the window's first element */
+        tap_masks(n, &m, &lo, &hi);
         for (int64_t y = ya; y < yb; y++)
-            for (int64_t x = 0; x < kw; x++) {
-                const int64_t off = y * iw + base + x;
-                const __m512 v = tap16(in, off, sw, m, lo, hi, even, step);
-                const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, best, _CMP_GT_OQ);
-                best = _mm512_mask_mov_ps(best, gt, v);
-                bi = _mm512_mask_mov_epi32(bi, gt, _mm512_add_epi32(_mm512_set1_epi32((int)off), step));
-                any |= gt;
-            }
-        if ((any & m) != m) /* all-NaN or all -inf windows (rare): the reference returns their first element */
-            best = _mm512_mask_i32gather_ps(best, (__mmask16)(m & ~any), first, in, 4);
-        _mm512_mask_storeu_ps(out + j, m, best);
-        _mm512_mask_storeu_epi32(am + j, m, bi);
+            for (int64_t x = 0; x < kw; x++)
+                pool_tap(in, y * iw + base + x, sw, m, lo, hi, even, step, &best, &bi, &any);
+        pool_store(in, best, bi, any, first, m, out + j, am + j);
     }
 }
 
@@ -72,12 +91,11 @@ void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb
         const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);           \
         const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));                              \
         const __m512i even = _mm512_add_epi32(lane, lane);                                                      \
-        const __mmask16 m = (__mmask16)((1u << nc) - 1u);                                                       \
-        const __mmask16 lo = (__mmask16)(nc > 8 ? 0xffffu : (1u << (2 * nc - 1)) - 1u);                         \
-        const __mmask16 hi = (__mmask16)(nc <= 8 ? 0u : nc == 16 ? 0x7fffu : (1u << (2 * (nc - 8) - 1)) - 1u);  \
+        __mmask16 m, lo, hi;                                                                                    \
         __m512 best[R];                                                                                         \
         __m512i bi[R], first[R];                                                                                \
         __mmask16 any[R];                                                                                       \
+        tap_masks(nc, &m, &lo, &hi);                                                                            \
         for (int q = 0; q < R; q++) {                                                                           \
             best[q] = _mm512_set1_ps(-__builtin_inff());                                                        \
             first[q] = _mm512_add_epi32(_mm512_set1_epi32((int)((y0 + q * sh) * iw + x0)), step);               \
@@ -86,20 +104,11 @@ void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb
         }                                                                                                       \
         for (int64_t y = 0; y < kh; y++)                                                                        \
             for (int64_t x = 0; x < kw; x++)                                                                    \
-                for (int q = 0; q < R; q++) {                                                                   \
-                    const int64_t off = (y0 + q * sh + y) * iw + x0 + x;                                        \
-                    const __m512 v = tap16(in, off, sw, m, lo, hi, even, step);                                 \
-                    const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, best[q], _CMP_GT_OQ);                    \
-                    best[q] = _mm512_mask_mov_ps(best[q], gt, v);                                               \
-                    bi[q] = _mm512_mask_mov_epi32(bi[q], gt, _mm512_add_epi32(_mm512_set1_epi32((int)off), step)); \
-                    any[q] |= gt;                                                                               \
-                }                                                                                               \
-        for (int q = 0; q < R; q++) {                                                                           \
-            if ((any[q] & m) != m)                                                                              \
-                best[q] = _mm512_mask_i32gather_ps(best[q], (__mmask16)(m & ~any[q]), first[q], in, 4);         \
-            _mm512_mask_storeu_ps(out + q * ldo, m, best[q]);                                                   \
-            _mm512_mask_storeu_epi32(am + q * ldo, m, bi[q]);                                                   \
-        }                                                                                                       \
+                for (int q = 0; q < R; q++)                                                                     \
+                    pool_tap(in, (y0 + q * sh + y) * iw + x0 + x, sw, m, lo, hi, even, step, &best[q], &bi[q],  \
+                             &any[q]);                                                                          \
+        for (int q = 0; q < R; q++)                                                                             \
+            pool_store(in, best[q], bi[q], any[q], first[q], m, out + q * ldo, am + q * ldo);                   \
     }
 
 POOL_ROWS_KERNEL(2)
@@ -126,14 +135,12 @@ void bkm__maxpool3d_row_avx512(const float *in, int64_t plane, int64_t za, int64
     const __m512i step = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)sw));
     const __m512i even = _mm512_add_epi32(lane, lane);
     for (int64_t j = 0; j < nc; j += 16) {
-        const int64_t n = nc - j < 16 ? nc - j : 16;
-        const __mmask16 m = (__mmask16)((1u << n) - 1u);
-        const __mmask16 lo = (__mmask16)(n > 8 ? 0xffffu : (1u << (2 * n - 1)) - 1u);
-        const __mmask16 hi = (__mmask16)(n <= 8 ? 0u : n == 16 ? 0x7fffu : (1u << (2 * (n - 8) - 1)) - 1u);
-        const int64_t base = x0 + j * sw;
+        const int64_t n = nc - j < 16 ? nc - j : 16, base = x0 + j * sw;
+        __mmask16 m, lo, hi;
         __m512 best = _mm512_setzero_ps();
         __m512i bi = _mm512_setzero_si512();
         int started = 0;
+        tap_masks(n, &m, &lo, &hi);
         for (int64_t z = za; z < zb; z++)
             for (int64_t y = ya; y < yb; y++)
                 for (int64_t x = 0; x < kw; x++) {
