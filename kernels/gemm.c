@@ -17,7 +17,7 @@
 #define GEMM_PARAMS(MR, NR, MC, KC, NC)                                                              \
     {                                                                                                \
         {"mc", MR, (GEMM_MC_MAX / MR) * MR, MC, MR, "rows of A packed per block (L2), multiple of mr"}, \
-        {"kc", 0, GEMM_KC_MAX, 0, 1, "depth of one packed block; 0 = auto: " #KC ", or from the L2 size when rows are many"}, \
+        {"kc", 0, GEMM_KC_MAX, 0, 1, "depth of one packed block; 0 = auto: " #KC ", or from the L2 size when m > mc"}, \
         {"nc", NR, (GEMM_NC_MAX / NR) * NR, NC, NR, "columns of B packed per block (L3), multiple of nr"}, \
         {"nt_jc", 0, GEMM_NT_MAX, 0, 1, "ways the JC (column) loop is split; must divide nt; 0 = auto"}, \
     }
@@ -218,15 +218,6 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
     return bkm_kern_gemm_cfg_check(cfg, err);
 }
 
-/* Value given for @p key in @p p, or @p def. */
-static int32_t params_value(const bkm_kern_params_t *p, const char *key, int32_t def)
-{
-    for (int i = 0; p != NULL && i < p->n; i++)
-        if (strcmp(p->kv[i].key, key) == 0)
-            return p->kv[i].value;
-    return def;
-}
-
 int bkm_kern_gemm_params_check(const bkm_kern_params_t *params, int nt, bkm_err_t *err)
 {
     bkm_gemm_cfg_t cfg;
@@ -234,7 +225,7 @@ int bkm_kern_gemm_params_check(const bkm_kern_params_t *params, int nt, bkm_err_
     if (rc < 0)
         return rc;
     /* thread count unknown: nt_jc is held to its bounds only */
-    cfg.nt = nt > 0 ? nt : params_value(params, "nt_jc", 1);
+    cfg.nt = nt > 0 ? nt : bkm__kern_params_value(params, "nt_jc", 1);
     if (cfg.nt < 1)
         cfg.nt = 1;
     if ((rc = bkm__kern_gemm_cfg_apply(&cfg, params, err)) < 0)
@@ -501,28 +492,32 @@ static int gemm_use_dot(const bkm_gemm_cfg_t *cfg, int ta, int tb, int64_t m)
     return cfg->isa == BKM_ISA_AVX512 && !ta && tb && m <= cfg->mc;
 }
 
-#define GEMM_DOT_NR BKM_GEMM_DOT_NR
-
-/* Depth of the dot path: kc when given, else one tile of B (GEMM_DOT_NR rows) in half of L1. */
+/* Depth of the dot path: kc when given, else one tile of B (BKM_GEMM_DOT_NR rows) in half of L1. */
 static int64_t gemm_dot_kc(const bkm_gemm_cfg_t *cfg)
 {
     const int64_t l1 = cfg->l1_bytes > 0 ? cfg->l1_bytes : BKM_KERN_L1D_DEFAULT;
-    const int64_t kc = l1 / 2 / (int64_t)sizeof(float) / GEMM_DOT_NR / 64 * 64;
+    const int64_t kc = l1 / 2 / (int64_t)sizeof(float) / BKM_GEMM_DOT_NR / 64 * 64;
     return cfg->kc > 0 ? cfg->kc : kc < 64 ? 64 : kc;
+}
+
+/* Threads the dot path uses: the columns are split in whole tiles, so one tile is one thread. */
+static int gemm_dot_threads(const bkm_gemm_cfg_t *cfg, int64_t n)
+{
+    return cfg->nt <= 1 || n <= BKM_GEMM_DOT_NR ? 1 : cfg->nt;
 }
 
 static void gemm_dot(const bkm_gemm_cfg_t *cfg, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
-    const int64_t kc = gemm_dot_kc(cfg), tiles = (n + GEMM_DOT_NR - 1) / GEMM_DOT_NR;
-    if (cfg->nt <= 1 || tiles < 2) {
+    const int64_t kc = gemm_dot_kc(cfg), tiles = (n + BKM_GEMM_DOT_NR - 1) / BKM_GEMM_DOT_NR;
+    if (gemm_dot_threads(cfg, n) == 1) {
         bkm__gemm_dot_avx512(m, n, k, kc, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
 #pragma omp parallel num_threads(cfg->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const int64_t j0 = min64(n, tiles * t / nth * GEMM_DOT_NR), j1 = min64(n, tiles * (t + 1) / nth * GEMM_DOT_NR);
+        const int64_t j0 = min64(n, tiles * t / nth * BKM_GEMM_DOT_NR), j1 = min64(n, tiles * (t + 1) / nth * BKM_GEMM_DOT_NR);
         if (j1 > j0)
             bkm__gemm_dot_avx512(m, j1 - j0, k, kc, alpha, a, lda, b + j0 * ldb, ldb, beta, c + j0, ldc);
     }
@@ -597,7 +592,7 @@ int bkm_kern_gemm_plan(const bkm_gemm_cfg_t *cfg, char transa, char transb, int6
     memset(plan, 0, sizeof(*plan));
     if (gemm_use_dot(cfg, ta, tb, m)) {
         plan->path = "dot";
-        plan->nt_jc = cfg->nt;
+        plan->nt_jc = gemm_dot_threads(cfg, n);
         plan->kc = (int32_t)gemm_dot_kc(cfg);
         plan->k_passes = (int32_t)((k + plan->kc - 1) / plan->kc);
         return BKM_OK;
@@ -665,7 +660,6 @@ static void gemm_scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc
         for (int64_t j = 0; j < n; j++)
             c[i * ldc + j] = (beta == 0.0f) ? 0.0f : beta * c[i * ldc + j];
 }
-
 
 int bkm_kern_sgemm(const bkm_gemm_cfg_t *cfg, char transa, char transb, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,

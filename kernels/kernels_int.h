@@ -42,14 +42,12 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
 /* The fixed depth block of @p cfg: kc when given, else the micro-kernel's default (kc = 0 is auto:
  * bkm_kern_sgemm may go deeper, from the L2 size, for calls with several row blocks). */
 int32_t bkm__kern_gemm_kc(const bkm_gemm_cfg_t *cfg);
+/* Value given for @p key in @p p (NULL: none), or @p def (op.c). */
+int32_t bkm__kern_params_value(const bkm_kern_params_t *p, const char *key, int32_t def);
 /* C = alpha * A * B^T + beta * C, A m x k and B n x k row-major, read in place (no packing), in
  * passes of kc along k: the AVX-512 path of bkm_kern_sgemm for few rows (gemm_dot_avx512.c). */
-#ifndef BKM_GEMM_DOT_MR
-#define BKM_GEMM_DOT_MR 4 /* rows of A per tile of the dot path */
-#endif
-#ifndef BKM_GEMM_DOT_NR
+#define BKM_GEMM_DOT_MR 4 /* rows of A per tile of the dot path (2 to 4; 3 x 8 and 2 x 8 measured no faster) */
 #define BKM_GEMM_DOT_NR 6 /* rows of B per tile (<= 8) */
-#endif
 void bkm__gemm_dot_avx512(int64_t m, int64_t n, int64_t k, int64_t kc, float alpha, const float *a, int64_t lda,
                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 

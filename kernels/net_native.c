@@ -158,15 +158,6 @@ static int nat_layer_create(bkm_net_exec_t *ex, nat_t *c, int i, const bkm_kern_
     return BKM_OK;
 }
 
-/* The "fuse" tunable of @p kp (validated by the conv2d table), else FUSE_DEFAULT. */
-static int nat_fuse(const bkm_kern_params_t *kp)
-{
-    for (int j = 0; kp != NULL && j < kp->n; j++)
-        if (strcmp(kp->kv[j].key, "fuse") == 0)
-            return kp->kv[j].value;
-    return FUSE_DEFAULT;
-}
-
 /* Mark the fusions of the table (see the file comment). */
 static void nat_plan_fusions(const bkm_net_t *net, nat_t *c, int fuse)
 {
@@ -217,7 +208,8 @@ static int nat_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
     for (int i = 0; i < net->d.n_layers; i++)
         if ((rc = nat_layer_create(ex, c, i, kp, err)) < 0)
             return bkm_err_prefix(err, "net layer %d (%s)", i, net->d.layer[i].name);
-    nat_plan_fusions(net, c, nat_fuse(kp));
+    /* the "fuse" tunable (validated by the conv2d table) */
+    nat_plan_fusions(net, c, bkm__kern_params_value(kp, "fuse", FUSE_DEFAULT));
     return BKM_OK;
 }
 

@@ -49,6 +49,14 @@ int bkm_kern_params_add(bkm_kern_params_t *p, const char *kv, bkm_err_t *err)
     return BKM_OK;
 }
 
+int32_t bkm__kern_params_value(const bkm_kern_params_t *p, const char *key, int32_t def)
+{
+    for (int i = 0; p != NULL && i < p->n; i++)
+        if (strcmp(p->kv[i].key, key) == 0)
+            return p->kv[i].value;
+    return def;
+}
+
 int bkm_kern_params_resolve(const bkm_kern_params_t *p, const bkm_param_desc_t *desc, size_t n_desc, int32_t *vals,
                             bkm_err_t *err)
 {
