@@ -51,7 +51,49 @@ static const bkm_cli_cmd_spec_t best_cmd = {
             "            3 the database is missing, not a bkm database or damaged\n",
 };
 
-static void print_json(const bkm_db_best_t *b)
+/* The counters of the best setting's own processes: a value only where it was counted and not
+ * contradicted by the OS; otherwise how many processes found it unavailable or disagreeing, why. */
+static void json_counters(bkm_json_w_t *w, const bkm_db_counter_summary_t *c, size_t n)
+{
+    bkm_json_arr_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "name"), bkm_json_str(w, c[i].name);
+        bkm_json_key(w, "state");
+        bkm_json_str(w, c[i].counted ? "counted" : c[i].disagrees ? "disagrees" : "unavailable");
+        bkm_json_key(w, "median"), bkm_json_double(w, c[i].median);
+        bkm_json_key(w, "domain"), bkm_json_str(w, c[i].domain[0] ? c[i].domain : NULL);
+        bkm_json_key(w, "processes_counted"), bkm_json_int(w, c[i].counted);
+        bkm_json_key(w, "processes_unavailable"), bkm_json_int(w, c[i].unavailable);
+        bkm_json_key(w, "processes_disagreeing"), bkm_json_int(w, c[i].disagrees);
+        bkm_json_key(w, "reason"), bkm_json_str(w, c[i].reason[0] ? c[i].reason : NULL);
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+}
+
+static void print_counters(const bkm_db_counter_summary_t *c, size_t n)
+{
+    if (n > 0)
+        printf("  counters over the best setting's processes:\n");
+    for (size_t i = 0; i < n; i++) {
+        int all = c[i].counted + c[i].unavailable + c[i].disagrees;
+        if (c[i].counted)
+            printf("    %-26s median %.6g over %d process(es)%s%s%s", c[i].name, c[i].median, c[i].counted,
+                   c[i].domain[0] ? " (" : "", c[i].domain, c[i].domain[0] ? " domain)" : "");
+        else
+            printf("    %-26s %s in %d of %d process(es)", c[i].name,
+                   c[i].disagrees ? "disagrees with the OS" : "unavailable", c[i].disagrees ? c[i].disagrees
+                                                                                           : c[i].unavailable, all);
+        if (c[i].counted && (c[i].unavailable || c[i].disagrees))
+            printf("; %d unavailable, %d disagreeing with the OS", c[i].unavailable, c[i].disagrees);
+        if (c[i].reason[0])
+            printf(": %s", c[i].reason);
+        printf("\n");
+    }
+}
+
+static void print_json(const bkm_db_best_t *b, const bkm_db_counter_summary_t *ctr, size_t n_ctr)
 {
     bkm_buf_t out;
     bkm_json_w_t w;
@@ -86,6 +128,8 @@ static void print_json(const bkm_db_best_t *b)
         bkm_json_raw(&w, b->evidence_json);
     else
         bkm_json_null(&w);
+    bkm_json_key(&w, "counters");
+    json_counters(&w, ctr, n_ctr);
     bkm_json_obj_end(&w);
     printf("%s\n", bkm_buf_str(&out));
     bkm_buf_free(&out);
@@ -154,7 +198,7 @@ out:
     bkm_json_free(ev);
 }
 
-static void print_text(const bkm_db_best_t *b)
+static void print_text(const bkm_db_best_t *b, const bkm_db_counter_summary_t *ctr, size_t n_ctr)
 {
     printf("best-known setting for node %s, workload %s (stored %s, sweep %s)\n", b->node, b->workload,
            b->created_at ? b->created_at : "?", b->sweep_uuid ? b->sweep_uuid : "?");
@@ -165,6 +209,7 @@ static void print_text(const bkm_db_best_t *b)
     printf("  %s\n", b->significant ? "significant: beats the default beyond the noise"
                                     : "not significant: the default setting stands");
     print_evidence(b->evidence_json);
+    print_counters(ctr, n_ctr);
 }
 
 int bkm_cli_best(int argc, char **argv)
@@ -174,7 +219,9 @@ int bkm_cli_best(int argc, char **argv)
     char node_name[64];
     int found = 0, ret;
     bkm_db_t *db = NULL;
-    bkm_db_best_t b;
+    bkm_db_best_t b = {0};
+    bkm_db_counter_summary_t *ctr = NULL;
+    size_t n_ctr = 0;
     bkm_err_t err = {0};
     if (bkm_cli_opt_parse_cmd(&best_cmd, argc, argv, &o, &ret))
         return ret;
@@ -189,9 +236,12 @@ int bkm_cli_best(int argc, char **argv)
         return 2;
     if ((ret = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) == BKM_OK)
         ret = bkm_db_best_get(db, node, o.workload, &b, &found, &err);
+    if (ret == BKM_OK && found)
+        ret = bkm_db_config_counters(db, b.sweep_id, b.config_json, &ctr, &n_ctr, &err);
     bkm_db_close(db);
     if (ret < 0) {
         fprintf(stderr, "tune best: %s\n", err.msg);
+        bkm_db_best_clear(&b);
         return bkm_status_exit_code(ret);
     }
     if (!found) {
@@ -200,9 +250,10 @@ int bkm_cli_best(int argc, char **argv)
         return 1;
     }
     if (o.json)
-        print_json(&b);
+        print_json(&b, ctr, n_ctr);
     else
-        print_text(&b);
+        print_text(&b, ctr, n_ctr);
+    bkm_free(ctr);
     bkm_db_best_clear(&b);
     return 0;
 }

@@ -215,10 +215,14 @@ static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_tria
     if (r->check_kind[0])
         printf("check       %s %.9g\n", r->check_kind, r->check_value);
     for (int i = 0; i < r->n_counters; i++) {
-        if (r->counters[i].available)
-            printf("counter     %-24s %lld\n", r->counters[i].name, r->counters[i].value);
+        const bkm_counter_t *c = &r->counters[i];
+        if (bkm_counter_presentable(c))
+            printf("counter     %-24s %lld%s%s%s\n", c->name, c->value, c->domain[0] ? "  (" : "", c->domain,
+                   c->domain[0] ? " domain)" : "");
+        else if (c->available)
+            printf("counter     %-24s disagrees with the OS: %s\n", c->name, c->reason);
         else
-            printf("counter     %-24s unavailable: %s\n", r->counters[i].name, r->counters[i].reason);
+            printf("counter     %-24s unavailable: %s\n", c->name, c->reason);
     }
     if (r->doc && bkm_json_get(r->doc, "noise")) {
         const bkm_json_t *n = bkm_json_get(r->doc, "noise"), *t = bkm_json_get(n, "totals");

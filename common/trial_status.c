@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Names of trial statuses, shared by the runner (tuner/) and the store (results/). */
+/* Names of trial statuses and the counter states, shared by the runner (tuner/) and the store (results/). */
 #include <string.h>
 
 #include "bkm/common.h"
@@ -27,4 +27,9 @@ int bkm_trial_status_parse(const char *name, int *status, bkm_err_t *err)
         }
     return bkm_err_set(err, BKM_EINVAL, "unknown trial status '%s' (ok, crashed, timeout, failed, binding-mismatch)",
                        name ? name : "(null)");
+}
+
+int bkm_counter_presentable(const bkm_counter_t *c)
+{
+    return c != NULL && c->available && !c->disagrees;
 }

@@ -1029,10 +1029,16 @@ static void counter_cell(bkm_buf_t *out, const cfg_agg_t *c, const char *name)
     P("<td>");
     if (!hit)
         P("<span class=\"na\">not recorded</span>");
-    else if (jstr(hit, "unavailable"))
-        P("<span class=\"na\">unavailable: "), E(jstr(hit, "unavailable")), P("</span>");
-    else
+    else if (jstr(hit, "state") && strcmp(jstr(hit, "state"), "unavailable") == 0)
+        P("<span class=\"na\">unavailable: "), E(jstr(hit, "reason") ? jstr(hit, "reason") : "?"), P("</span>");
+    else if (jstr(hit, "state") && strcmp(jstr(hit, "state"), "disagrees") == 0)   /* both figures, no value */
+        P("<span class=\"na\">disagrees with the OS: "), E(jstr(hit, "reason") ? jstr(hit, "reason") : "?"),
+            P("</span>");
+    else {
         bkm__rep_num(out, bkm_json_get_num(hit, "value", NAN), "%.6g");
+        if (jstr(hit, "domain"))
+            P(" <span class=\"na\">("), E(jstr(hit, "domain")), P(")</span>");
+    }
     P("</td>");
 }
 

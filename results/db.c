@@ -83,6 +83,14 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "CREATE TABLE gate_run(id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, mode TEXT NOT NULL,"
     "  hostname TEXT, fingerprint TEXT, git_revision TEXT, reference TEXT, threshold REAL, alpha REAL,"
     "  regressions INTEGER NOT NULL, verdict TEXT NOT NULL, results_json TEXT NOT NULL);",
+    /* 5 -> 6: the counting domain of each counter and its check against the OS's own figure for
+     * the same threads and region (os_value from os_source); disagrees is NULL when they agree or
+     * nothing was checked, else why they contradict (value then holds PAPI's figure, which is not
+     * a measurement to present). Older rows: see BKM__DB_COUNTER_LEGACY_FIX. */
+    "ALTER TABLE counter ADD COLUMN domain TEXT;"
+    "ALTER TABLE counter ADD COLUMN os_value REAL;"
+    "ALTER TABLE counter ADD COLUMN os_source TEXT;"
+    "ALTER TABLE counter ADD COLUMN disagrees TEXT;" BKM__DB_COUNTER_LEGACY_FIX("0"),
 };
 
 /* ---------------------------------------------------------------------------------------- */

@@ -55,7 +55,44 @@ static void csv_noise(bkm_buf_t *b, const char *noise_json)
     bkm_json_free(doc);
 }
 
-static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r)
+/* The stored counters of one trial, read through @p st (SELECT name, value, unavailable,
+ * domain, os_value, os_source, disagrees ... WHERE trial_id = ?1). A disagreeing counter is
+ * exported with both figures and the reason, never as a plain value. */
+static int export_counters_csv(bkm_db_t *db, sqlite3_stmt *st, int64_t trial_id, bkm_buf_t *cell, bkm_err_t *err)
+{
+    int rc;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, trial_id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (cell->len > 0)
+            bkm_buf_puts(cell, ";");
+        bkm_buf_puts(cell, name ? name : "");
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+            bkm_buf_puts(cell, "=unavailable");
+        else if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+            bkm_buf_printf(cell, "=disagrees(papi %.17g/os %.17g)", sqlite3_column_double(st, 1),
+                           sqlite3_column_double(st, 4));
+        else
+            bkm_buf_printf(cell, "=%.17g", sqlite3_column_double(st, 1));
+    }
+    return rc == SQLITE_DONE ? BKM_OK : bkm__db_err(db, rc, "read counters", err);
+}
+
+static int export_counters_json(bkm_db_t *db, sqlite3_stmt *st, int64_t trial_id, bkm_json_w_t *w, bkm_err_t *err)
+{
+    int rc;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, trial_id);
+    bkm_json_key(w, "counters");
+    bkm_json_arr_begin(w);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        bkm__db_counter_json(st, w);
+    bkm_json_arr_end(w);
+    return rc == SQLITE_DONE ? BKM_OK : bkm__db_err(db, rc, "read counters", err);
+}
+
+static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r, const char *counters)
 {
     bkm_buf_printf(b, "%lld,", (long long)r->id);
     csv_str(b, r->sweep_uuid);
@@ -89,6 +126,8 @@ static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r)
     bkm_buf_puts(b, ",");
     csv_num(b, r->noise_share);
     csv_noise(b, r->noise_json);
+    bkm_buf_puts(b, ",");
+    csv_str(b, counters);
     bkm_buf_puts(b, "\r\n");
 }
 
@@ -146,34 +185,54 @@ static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
             bkm_json_null(w);
         bkm_json_free(doc);
     }
-    bkm_json_obj_end(w);
 }
 
 int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out, bkm_err_t *err)
 {
     bkm_db_trial_list_t l = {0};
+    sqlite3_stmt *ctr = NULL;
+    bkm_buf_t cell;
     bkm_json_w_t w;
     int ret;
+    bkm_buf_init(&cell);
     if (fmt != BKM_DB_EXPORT_CSV && fmt != BKM_DB_EXPORT_JSON)
         return bkm_err_set(err, BKM_EINVAL, "unknown export format %d", (int)fmt);
     if ((ret = bkm_db_trials_query(db, f, &l, err)) < 0)
         return ret;
+    /* a database read as it is may predate the counters' domain and OS check (schema 6) */
+    if ((ret = bkm__db_prepare(db, bkm__db_has_column(db, "main", "counter", "disagrees")
+                                       ? "SELECT " BKM__DB_COUNTER_COLS("") " FROM counter WHERE trial_id = ?1 "
+                                         "ORDER BY name"
+                                       : "SELECT " BKM__DB_COUNTER_COLS_LEGACY("") " FROM counter WHERE "
+                                         "trial_id = ?1 ORDER BY name",
+                               &ctr, err)) < 0)
+        goto out;
     if (fmt == BKM_DB_EXPORT_CSV) {
         bkm_buf_puts(out, "id,sweep,node,workload,status,role,round,config,n_samples,median_ms,min_ms,mad_ms,"
                           "ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,"
-                          "voluntary_switches,involuntary_switches,migrations,steal_share\r\n");
-        for (size_t i = 0; i < l.n; i++)
-            csv_row(out, &l.rows[i]);
+                          "voluntary_switches,involuntary_switches,migrations,steal_share,counters\r\n");
+        for (size_t i = 0; i < l.n && ret == BKM_OK; i++) {
+            bkm_buf_free(&cell);
+            bkm_buf_init(&cell);
+            if ((ret = export_counters_csv(db, ctr, l.rows[i].id, &cell, err)) == BKM_OK)
+                csv_row(out, &l.rows[i], bkm_buf_str(&cell));
+        }
     } else {
         bkm_json_w_init(&w, out, 1);
         bkm_json_arr_begin(&w);
-        for (size_t i = 0; i < l.n; i++)
+        for (size_t i = 0; i < l.n && ret == BKM_OK; i++) {
             json_row(&w, &l.rows[i]);
+            ret = export_counters_json(db, ctr, l.rows[i].id, &w, err);
+            bkm_json_obj_end(&w);
+        }
         bkm_json_arr_end(&w);
         bkm_buf_puts(out, "\n");
     }
-    if (out->oom)
+    if (ret == BKM_OK && (out->oom || cell.oom))
         ret = bkm_err_set(err, BKM_ENOMEM, "out of memory exporting %zu trials of %s", l.n, db->path);
+out:
+    sqlite3_finalize(ctr);
+    bkm_buf_free(&cell);
     bkm_db_trial_list_free(&l);
     return ret;
 }

@@ -57,16 +57,20 @@ static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_mer
 {
     sqlite3_stmt *list = NULL, *ins = NULL, *smp = NULL, *cnt = NULL;
     char sql[2048];
-    int ret, rc;
+    int ret, rc, legacy = !bkm__db_has_column(db, "src", "counter", "domain");
+    int64_t first_new = 0;   /* the first trial copied from an older source: its counters get the fix-up */
     if ((ret = bkm__db_prepare(db, "SELECT id FROM src.trial WHERE sweep_id = ?1 ORDER BY id", &list, err)) < 0 ||
         (ret = trial_copy_sql(db, sql, sizeof sql, err)) < 0 || (ret = bkm__db_prepare(db, sql, &ins, err)) < 0 ||
         (ret = bkm__db_prepare(db,
                                "INSERT INTO main.sample(trial_id, idx, ms) SELECT ?2, idx, ms FROM src.sample "
                                "WHERE trial_id = ?1",
                                &smp, err)) < 0 ||
-        (ret = bkm__db_prepare(db,
-                               "INSERT INTO main.counter(trial_id, name, value, unavailable) SELECT ?2, name, "
-                               "value, unavailable FROM src.counter WHERE trial_id = ?1",
+        (ret = bkm__db_prepare(db, legacy ? "INSERT INTO main.counter(trial_id, name, value, unavailable) SELECT ?2, "
+                                            "name, value, unavailable FROM src.counter WHERE trial_id = ?1"
+                                          : "INSERT INTO main.counter(trial_id, name, value, unavailable, domain, "
+                                            "os_value, os_source, disagrees) SELECT ?2, name, value, unavailable, "
+                                            "domain, os_value, os_source, disagrees FROM src.counter WHERE "
+                                            "trial_id = ?1",
                                &cnt, err)) < 0)
         goto out;
     sqlite3_bind_int64(list, 1, src_id);
@@ -79,6 +83,8 @@ static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_mer
             continue;
         }
         nid = sqlite3_last_insert_rowid(db->h);
+        if (first_new == 0)
+            first_new = nid;
         st->trials_new++;
         if ((ret = run2(db, smp, old, nid, &st->samples, "copy samples", err)) < 0 ||
             (ret = run2(db, cnt, old, nid, &st->counters, "copy counters", err)) < 0)
@@ -86,6 +92,14 @@ static int merge_trials(bkm_db_t *db, int64_t src_id, int64_t dst_id, bkm_db_mer
     }
     if (rc != SQLITE_DONE)
         ret = bkm__db_err(db, rc, "read source trials", err);
+    if (ret == BKM_OK && legacy && first_new > 0) {   /* the trial id is ours: formatted, not foreign text */
+        char fix[1536];
+        if ((size_t)snprintf(fix, sizeof fix, BKM__DB_COUNTER_LEGACY_FIX("%lld"), (long long)first_new,
+                             (long long)first_new) >= sizeof fix)
+            ret = bkm_err_set(err, BKM_EINVAL, "merge: counter fix-up statement too long");
+        else
+            ret = bkm__db_exec(db, fix, err);
+    }
 out:
     sqlite3_finalize(list);
     sqlite3_finalize(ins);

@@ -97,13 +97,8 @@ static int report_counters(bkm_db_t *db, sqlite3_stmt *ctr, int64_t trial_id, bk
     sqlite3_bind_int64(ctr, 1, trial_id);
     bkm_json_key(w, "counters");
     bkm_json_arr_begin(w);
-    while ((rc = sqlite3_step(ctr)) == SQLITE_ROW) {
-        bkm_json_obj_begin(w);
-        bkm_json_key(w, "name"), put_col_text(w, ctr, 0);
-        bkm_json_key(w, "value"), put_col_num(w, ctr, 1);
-        bkm_json_key(w, "unavailable"), put_col_text(w, ctr, 2);
-        bkm_json_obj_end(w);
-    }
+    while ((rc = sqlite3_step(ctr)) == SQLITE_ROW)
+        bkm__db_counter_json(ctr, w);
     bkm_json_arr_end(w);
     return rc == SQLITE_DONE ? BKM_OK : bkm__db_err(db, rc, "read counters", err);
 }
@@ -113,10 +108,11 @@ static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w
     sqlite3_stmt *st = NULL, *ctr = NULL;
     int ret, rc = SQLITE_DONE;
     char sql[1024];
-    /* a database read as it is may predate the noise evidence (schema 4) or the per-layer
-     * times (schema 5): their columns read as NULL there */
+    /* a database read as it is may predate the noise evidence (schema 4), the per-layer times
+     * (schema 5) or the counters' domain and OS check (schema 6): their columns read as NULL there */
     int noise = bkm__db_has_column(db, "main", "trial", "noise_json"),
-        layers = bkm__db_has_column(db, "main", "trial", "layers_json");
+        layers = bkm__db_has_column(db, "main", "trial", "layers_json"),
+        checked = bkm__db_has_column(db, "main", "counter", "disagrees");
     snprintf(sql, sizeof sql,
              "SELECT t.id, t.sweep_id, t.config_json, t.status, t.role, t.round, t.error, t.stderr_tail, "
              "t.exit_info, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, t.ci_hi_ms, t.gflops, "
@@ -124,7 +120,10 @@ static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w
              "sweep s ON s.id = t.sweep_id WHERE " REPORT_WHERE " ORDER BY t.id",
              layers ? "t.layers_json" : "NULL", noise ? "t.noise_share, t.disturbed, t.noise_json" : "NULL, NULL, NULL");
     if ((ret = bkm__db_prepare(db, sql, &st, err)) < 0 ||
-        (ret = bkm__db_prepare(db, "SELECT name, value, unavailable FROM counter WHERE trial_id = ?1 ORDER BY name",
+        (ret = bkm__db_prepare(db, checked ? "SELECT " BKM__DB_COUNTER_COLS("") " FROM counter WHERE trial_id = ?1 "
+                                             "ORDER BY name"
+                                           : "SELECT " BKM__DB_COUNTER_COLS_LEGACY("") " FROM counter WHERE "
+                                             "trial_id = ?1 ORDER BY name",
                                &ctr, err)) < 0)
         goto out;
     bind_filter(st, f);

@@ -29,6 +29,38 @@ int bkm__db_fs_check(const char *path, int shared_ok, char *warning, size_t n, b
 /* SQLite's shared read lock on @p path through a new descriptor (*fd, -1 when none). */
 int bkm__db_shared_lock(const char *path, int *fd, bkm_err_t *err);
 
+/* Counters stored before schema 6 were counted in PAPI's default domain, user only: the
+ * kernel-side events among them (context switches, migrations) read 0 there by construction.
+ * Migration 6 and a merge of an older source fix such rows up (BKM__DB_COUNTER_LEGACY_FIX, from
+ * trial id @p first_trial on: a literal, or "%lld" for a format); a database read as it is is
+ * read through BKM__DB_COUNTER_COLS_LEGACY, which presents them the same way. */
+#define BKM__DB_KERNEL_SIDE_NAMES                                                                    \
+    "('perf::CONTEXT-SWITCHES', 'perf::CS', 'perf::PERF_COUNT_SW_CONTEXT_SWITCHES', "                  \
+    "'perf::CPU-MIGRATIONS', 'perf::MIGRATIONS', 'perf::PERF_COUNT_SW_CPU_MIGRATIONS', "               \
+    "'perf::CGROUP-SWITCHES', 'perf::PERF_COUNT_SW_CGROUP_SWITCHES')"
+#define BKM__DB_LEGACY_REASON                                                                        \
+    "'counted in the user domain only (bkm before schema 6), where this kernel-side event reads 0 "   \
+    "by construction'"
+#define BKM__DB_COUNTER_LEGACY_FIX(first_trial)                                                      \
+    "UPDATE main.counter SET value = NULL, unavailable = " BKM__DB_LEGACY_REASON " WHERE trial_id >= " \
+    first_trial " AND unavailable IS NULL AND domain IS NULL AND name IN " BKM__DB_KERNEL_SIDE_NAMES ";" \
+    "UPDATE main.counter SET domain = 'user' WHERE trial_id >= " first_trial                          \
+    " AND unavailable IS NULL AND domain IS NULL;"
+/* The select list name, value, unavailable, domain, os_value, os_source, disagrees of the counter
+ * table (columns prefixed with @p p, e.g. "c."), for the current schema and for an older one. */
+#define BKM__DB_COUNTER_COLS(p)                                                                      \
+    p "name, " p "value, " p "unavailable, " p "domain, " p "os_value, " p "os_source, " p "disagrees"
+#define BKM__DB_COUNTER_COLS_LEGACY(p)                                                               \
+    p "name, CASE WHEN " p "unavailable IS NULL AND " p "name IN " BKM__DB_KERNEL_SIDE_NAMES           \
+    " THEN NULL ELSE " p "value END, CASE WHEN " p "unavailable IS NULL AND " p "name IN "             \
+    BKM__DB_KERNEL_SIDE_NAMES " THEN " BKM__DB_LEGACY_REASON " ELSE " p "unavailable END, "            \
+    "CASE WHEN " p "unavailable IS NULL THEN 'user' END, NULL, NULL, NULL"
+
+/* Write the counter row at @p st (columns as BKM__DB_COUNTER_COLS) as {name, state: "counted" |
+ * "unavailable" | "disagrees", value (null unless counted), domain, papi_value (disagreeing
+ * only), os_value, os_source, reason}. */
+void bkm__db_counter_json(sqlite3_stmt *st, bkm_json_w_t *w);
+
 /* Map an SQLite result code to a bkm status and message naming the database and @p what. */
 int bkm__db_err(bkm_db_t *db, int rc, const char *what, bkm_err_t *err);
 /* Run SQL without results. */

@@ -321,7 +321,9 @@ static int insert_children(bkm_db_t *db, const bkm_db_trial_t *t, int64_t id, bk
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return bkm__db_err(db, rc, "store samples", err);
-    if ((ret = bkm__db_prepare(db, "INSERT INTO counter(trial_id, name, value, unavailable) VALUES(?1, ?2, ?3, ?4)",
+    if ((ret = bkm__db_prepare(db,
+                               "INSERT INTO counter(trial_id, name, value, unavailable, domain, os_value, os_source, "
+                               "disagrees) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                                &st, err)) < 0)
         return ret;
     for (size_t i = 0; i < t->n_counters && rc == SQLITE_DONE; i++) {
@@ -334,6 +336,14 @@ static int insert_children(bkm_db_t *db, const bkm_db_trial_t *t, int64_t id, bk
         else
             sqlite3_bind_null(st, 3);
         bkm__bind_text(st, 4, c->available ? NULL : (c->reason[0] ? c->reason : "unavailable"));
+        bkm__bind_text(st, 5, c->available && c->domain[0] ? c->domain : NULL);
+        if (c->available && c->os_source[0])
+            sqlite3_bind_int64(st, 6, (sqlite3_int64)c->os_value);
+        else
+            sqlite3_bind_null(st, 6);
+        bkm__bind_text(st, 7, c->available && c->os_source[0] ? c->os_source : NULL);
+        bkm__bind_text(st, 8, c->available && c->disagrees ? (c->reason[0] ? c->reason : "disagrees with the OS")
+                                                           : NULL);
         rc = sqlite3_step(st);
     }
     sqlite3_finalize(st);

@@ -449,6 +449,8 @@ static long long slot_value(const noise_slot_t *s, const char *name, int *ok)
         return s->b.ru.ru_minflt - s->a.ru.ru_minflt;
     if (strcmp(name, "major_faults") == 0)
         return s->b.ru.ru_majflt - s->a.ru.ru_majflt;
+    if (strcmp(name, "cpu_ns") == 0)
+        return (long long)(ru_cpu_s(&s->a.ru, &s->b.ru) * 1e9 + 0.5);
     *ok = 0;
     return 0;
 }

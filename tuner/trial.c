@@ -387,10 +387,28 @@ static void result_reset_numbers(bkm_tune_trial_result_t *r)
     r->noise_share = NAN;
 }
 
+/* The counter state of one event of the worker's "counters" object: "values" (counted),
+ * "disagree" (counted, contradicted by the OS: both figures) or "unavailable" (with the reason);
+ * "domains" and "os_checked" add the domain and the OS figure it was checked against. */
+static int result_counter_number(const bkm_json_t *m, const char *what, long long *v, bkm_err_t *err)
+{
+    if (m == NULL || m->type != BKM_JSON_NUM) {
+        *v = -1;
+        return BKM_OK;
+    }
+    if (!(fabs(m->num) < 0x1p63))   /* NaN, Inf, beyond long long */
+        return bkm_err_set(err, BKM_EINVAL, "non-finite or out-of-range value %g of counter %s", m->num, what);
+    *v = (long long)m->num;
+    return BKM_OK;
+}
+
 static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c, bkm_err_t *err)
 {
-    const bkm_json_t *vals = bkm_json_get(c, "values"), *un = bkm_json_get(c, "unavailable");
-    size_t n = (vals ? vals->n_children : 0) + (un ? un->n_children : 0);
+    const bkm_json_t *vals = bkm_json_get(c, "values"), *un = bkm_json_get(c, "unavailable"),
+                     *dis = bkm_json_get(c, "disagree"), *dom = bkm_json_get(c, "domains"),
+                     *chk = bkm_json_get(c, "os_checked");
+    size_t n = (vals ? vals->n_children : 0) + (un ? un->n_children : 0) + (dis ? dis->n_children : 0);
+    int rc;
     if (n == 0)
         return BKM_OK;
     r->counters = bkm_calloc(n, sizeof *r->counters);
@@ -398,16 +416,39 @@ static int result_parse_counters(bkm_tune_trial_result_t *r, const bkm_json_t *c
         return bkm_err_set(err, BKM_ENOMEM, "out of memory for %zu counters", n);
     for (const bkm_json_t *m = vals ? vals->child : NULL; m; m = m->next) {
         bkm_counter_t *e = &r->counters[r->n_counters++];
+        const bkm_json_t *ck = chk ? bkm_json_get(chk, m->key) : NULL;
         snprintf(e->name, sizeof e->name, "%s", m->key);
         e->available = 1;
-        if (m->type == BKM_JSON_NUM && !(fabs(m->num) < 0x1p63))   /* NaN, Inf, beyond long long */
-            return bkm_err_set(err, BKM_EINVAL, "non-finite or out-of-range value %g of counter %s", m->num, m->key);
-        e->value = m->type == BKM_JSON_NUM ? (long long)m->num : 0;
+        if ((rc = result_counter_number(m, m->key, &e->value, err)) < 0 ||
+            (rc = result_counter_number(ck ? bkm_json_get(ck, "os") : NULL, m->key, &e->os_value, err)) < 0)
+            return rc;
+        if (e->value < 0)
+            e->value = 0;
+        if (e->os_value >= 0)   /* checked against the OS: its figure and source */
+            snprintf(e->os_source, sizeof e->os_source, "%s",
+                     bkm_json_get_str(ck, "os_source") ? bkm_json_get_str(ck, "os_source") : "the OS");
+    }
+    for (const bkm_json_t *m = dis ? dis->child : NULL; m; m = m->next) {
+        bkm_counter_t *e = &r->counters[r->n_counters++];
+        snprintf(e->name, sizeof e->name, "%s", m->key);
+        e->available = e->disagrees = 1;
+        if ((rc = result_counter_number(bkm_json_get(m, "papi"), m->key, &e->value, err)) < 0 ||
+            (rc = result_counter_number(bkm_json_get(m, "os"), m->key, &e->os_value, err)) < 0)
+            return rc;
+        snprintf(e->os_source, sizeof e->os_source, "%s",
+                 bkm_json_get_str(m, "os_source") ? bkm_json_get_str(m, "os_source") : "the OS");
+        snprintf(e->reason, sizeof e->reason, "%s",
+                 bkm_json_get_str(m, "reason") ? bkm_json_get_str(m, "reason") : "disagrees with the OS");
     }
     for (const bkm_json_t *m = un ? un->child : NULL; m; m = m->next) {
         bkm_counter_t *e = &r->counters[r->n_counters++];
         snprintf(e->name, sizeof e->name, "%s", m->key);
         snprintf(e->reason, sizeof e->reason, "%s", m->type == BKM_JSON_STR ? m->str : "unavailable");
+    }
+    for (int i = 0; dom && i < r->n_counters; i++) {
+        const char *d = bkm_json_get_str(dom, r->counters[i].name);
+        if (d != NULL)
+            snprintf(r->counters[i].domain, sizeof r->counters[i].domain, "%s", d);
     }
     return BKM_OK;
 }

@@ -514,6 +514,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     rc = bkm_tune_measure(spec, worker_iter_fn, &it, ctr, noise, spec->threads, &s, err);
     if (rc < 0)
         goto out;
+    bkm_tune_counters_crosscheck(ctr, noise);   /* PAPI against the OS, same threads and region */
     rc = bkm_wl_check(wl, &check, err);
     if (rc < 0)
         goto out;

@@ -88,7 +88,10 @@ static const char hostile_doc[] =
     "\"median_ms\":1.5,\"gflops\":2,\"binding\":{\"bound\":true,\"runtimes\":\"<script>r</script>\",\"threads\":"
     "[{\"thread\":0,\"tid\":1,\"cpu\":0,\"planned\":\"<script>\",\"actual\":\"0\",\"match\":true}]},"
     "\"layers\":[{\"layer\":\"<script>l</script>\",\"kind\":\"conv\",\"direction\":\"fwd\",\"ms\":1,\"gflops\":1}],"
-    "\"counters\":[{\"name\":\"<script>c</script>\",\"value\":null,\"unavailable\":\"<script>why</script>\"}],"
+    "\"counters\":[{\"name\":\"<script>c</script>\",\"state\":\"unavailable\",\"value\":null,\"reason\":"
+    "\"<script>why</script>\"},{\"name\":\"perf::CS\",\"state\":\"disagrees\",\"value\":null,\"papi_value\":0,"
+    "\"os_value\":16155,\"reason\":\"<b>PAPI 0</b>, the OS 16155\"},{\"name\":\"perf::TASK-CLOCK\",\"state\":"
+    "\"counted\",\"value\":4242,\"domain\":\"<i>user</i>\"}],"
     "\"noise_share\":0.55,\"disturbed\":true,\"noise\":{\"share\":0.55,\"threshold\":0.1,\"wait_share\":0.5,"
     "\"steal_share\":null,\"totals\":{\"involuntary_switches\":7,\"migrations\":null},\"process\":{\"rusage\":"
     "{\"cpu_per_wall\":0.25},\"proc-stat\":{\"unavailable\":\"<script>st</script>\"}},\"threads\":[{\"proc-sched\":"
@@ -113,6 +116,10 @@ START_TEST(hostile_strings_stay_text)
     ck_assert_ptr_nonnull(strstr(h, "&lt;script&gt;alert(1)&lt;/script&gt;"));
     ck_assert_ptr_nonnull(strstr(h, "&lt;/pre&gt;&lt;script&gt;t&lt;/script&gt;")); /* the stderr tail */
     ck_assert_ptr_nonnull(strstr(h, "unavailable: &lt;script&gt;why&lt;/script&gt;"));
+    /* a counter the OS contradicts: the disagreement, never PAPI's figure as its value */
+    ck_assert_ptr_nonnull(strstr(h, "<td>perf::CS</td><td><span class=\"na\">disagrees with the OS: "
+                                    "&lt;b&gt;PAPI 0&lt;/b&gt;, the OS 16155</span></td>"));
+    ck_assert_ptr_nonnull(strstr(h, "<td>perf::TASK-CLOCK</td><td>4242 <span class=\"na\">(&lt;i&gt;user&lt;/i&gt;)"));
     free(h);
 }
 END_TEST

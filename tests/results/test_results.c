@@ -179,6 +179,14 @@ END_TEST
     "CREATE TABLE counter(trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE, name TEXT NOT" \
     " NULL, value REAL, unavailable TEXT, PRIMARY KEY(trial_id, name)) WITHOUT ROWID;"
 
+/* What schema version 2 added (merge provenance, best-known settings). */
+#define FIXTURE_V2_TABLES                                                                                 \
+    "ALTER TABLE sweep ADD COLUMN source_file TEXT; ALTER TABLE sweep ADD COLUMN merged_at TEXT;"          \
+    "CREATE TABLE best(id INTEGER PRIMARY KEY, node TEXT NOT NULL, workload TEXT NOT NULL,"               \
+    " sweep_id INTEGER REFERENCES sweep(id) ON DELETE SET NULL, config_json TEXT NOT NULL,"               \
+    " median_ms REAL NOT NULL, ci_lo_ms REAL, ci_hi_ms REAL, default_median_ms REAL,"                     \
+    " speedup REAL, significant INTEGER NOT NULL, evidence_json TEXT, created_at TEXT NOT NULL);"
+
 START_TEST(migrates_version_1)
 {
     const char *p = pth("old.sqlite");
@@ -248,11 +256,7 @@ START_TEST(migrates_version_2)
                " status TEXT NOT NULL DEFAULT 'running' CHECK(status IN ('running', 'done', 'partial', 'failed')));"
                "CREATE INDEX sweep_by_key ON sweep(key, id);"
                FIXTURE_TRIAL_TABLES
-               "ALTER TABLE sweep ADD COLUMN source_file TEXT; ALTER TABLE sweep ADD COLUMN merged_at TEXT;"
-               "CREATE TABLE best(id INTEGER PRIMARY KEY, node TEXT NOT NULL, workload TEXT NOT NULL,"
-               " sweep_id INTEGER REFERENCES sweep(id) ON DELETE SET NULL, config_json TEXT NOT NULL,"
-               " median_ms REAL NOT NULL, ci_lo_ms REAL, ci_hi_ms REAL, default_median_ms REAL,"
-               " speedup REAL, significant INTEGER NOT NULL, evidence_json TEXT, created_at TEXT NOT NULL);"
+               FIXTURE_V2_TABLES
                "CREATE INDEX best_by_node ON best(node, workload, id);"
                "CREATE INDEX trial_by_sweep_status ON trial(sweep_id, status);"
                "INSERT INTO sweep(uuid, key, node, workload, started_at, status, source_file)"
@@ -656,6 +660,164 @@ static void make_db(const char *p, const char *key, const char *node, int n)
     bkm_db_close(db);
 }
 
+/* A counter contradicted by the OS is stored with both figures and its reason, and every reader
+ * (export JSON and CSV, the report's document, the per-configuration summary behind `tune best`)
+ * shows the disagreement, never the PAPI figure as a value; an agreeing one carries its domain and
+ * the OS figure it was checked against. */
+START_TEST(counter_states_round_trip)
+{
+    const char *p = pth("cs.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_buf_t b;
+    bkm_json_t *j = NULL;
+    bkm_db_counter_summary_t *cs = NULL;
+    size_t n = 0;
+    double ms[3] = {1.0, 1.1, 1.2};
+    bkm_counter_t c[3] = {
+        {.name = "perf::CONTEXT-SWITCHES", .available = 1, .disagrees = 1, .value = 0, .os_value = 16155,
+         .os_source = "rusage voluntary+involuntary switches", .domain = "user",
+         .reason = "PAPI counted 0 in the user domain, the OS 16155"},
+        {.name = "perf::TASK-CLOCK", .available = 1, .value = 5000000, .os_value = 5100000,
+         .os_source = "rusage user+system CPU time (ns)", .domain = "user"},
+        {.name = "perf::CPU-MIGRATIONS", .available = 0,
+         .reason = "happens in the kernel, so it needs the kernel domain: not permitted"}};
+    bkm_db_trial_t t;
+    int64_t sid;
+    ck_assert_int_eq(bkm_db_open(&db, p, BKM_DB_CREATE, &err), BKM_OK);
+    sid = new_sweep(db, "kc", 0);
+    bkm_db_trial_init(&t);
+    t.sweep_id = sid;
+    t.config_json = "{\"threads\":2}";
+    t.status = BKM_TRIAL_OK;
+    t.samples_ms = ms;
+    t.n_samples = 3;
+    t.median_ms = 1.1;
+    t.counters = c;
+    t.n_counters = 3;
+    ck_assert_msg(bkm_db_trial_insert(db, &t, NULL, NULL, &err) == BKM_OK, "%s", err.msg);
+    /* export JSON: states, the disagreeing value null with both figures, the reason */
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_JSON, &b, &err), BKM_OK);
+    ck_assert_msg(bkm_json_parse(b.data, &j, &err) == BKM_OK, "%s", err.msg);
+    {
+        const bkm_json_t *ctr = bkm_json_get(bkm_json_at(j, 0), "counters");
+        ck_assert_uint_eq(ctr->n_children, 3);
+        for (const bkm_json_t *e = ctr->child; e; e = e->next) {
+            const char *name = bkm_json_get_str(e, "name"), *state = bkm_json_get_str(e, "state");
+            if (strcmp(name, "perf::CONTEXT-SWITCHES") == 0) {
+                ck_assert_str_eq(state, "disagrees");
+                ck_assert_int_eq(bkm_json_get(e, "value")->type, BKM_JSON_NULL);
+                ck_assert_double_eq(bkm_json_get_num(e, "papi_value", -1), 0);
+                ck_assert_double_eq(bkm_json_get_num(e, "os_value", -1), 16155);
+                ck_assert_ptr_nonnull(strstr(bkm_json_get_str(e, "reason"), "16155"));
+            } else if (strcmp(name, "perf::TASK-CLOCK") == 0) {
+                ck_assert_str_eq(state, "counted");
+                ck_assert_double_eq(bkm_json_get_num(e, "value", -1), 5000000);
+                ck_assert_double_eq(bkm_json_get_num(e, "os_value", -1), 5100000);
+                ck_assert_str_eq(bkm_json_get_str(e, "domain"), "user");
+            } else {
+                ck_assert_str_eq(state, "unavailable");
+                ck_assert_int_eq(bkm_json_get(e, "value")->type, BKM_JSON_NULL);
+                ck_assert_ptr_nonnull(strstr(bkm_json_get_str(e, "reason"), "kernel domain"));
+            }
+        }
+    }
+    bkm_json_free(j);
+    bkm_buf_free(&b);
+    /* export CSV: the counters cell */
+    ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_CSV, &b, &err), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, ",perf::CONTEXT-SWITCHES=disagrees(papi 0/os 16155);"
+                                         "perf::CPU-MIGRATIONS=unavailable;perf::TASK-CLOCK=5000000\r\n"));
+    bkm_buf_free(&b);
+    /* the report's document */
+    ck_assert_int_eq(bkm_db_report_json(db, NULL, &b, &err), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"state\":\"disagrees\",\"value\":null,\"domain\":\"user\",\"papi_value\":0,"
+                                         "\"os_value\":16155,\"os_source\":\"rusage voluntary+involuntary switches\","
+                                         "\"reason\":\"PAPI counted 0 in the user domain, the OS 16155\""));
+    bkm_buf_free(&b);
+    /* the summary `tune best` shows */
+    ck_assert_int_eq(bkm_db_config_counters(db, sid, "{\"threads\":2}", &cs, &n, &err), BKM_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(cs[0].name, "perf::CONTEXT-SWITCHES");
+    ck_assert_int_eq(cs[0].counted, 0);
+    ck_assert_int_eq(cs[0].disagrees, 1);
+    ck_assert(isnan(cs[0].median));
+    ck_assert_str_eq(cs[1].name, "perf::CPU-MIGRATIONS");
+    ck_assert_int_eq(cs[1].unavailable, 1);
+    ck_assert_int_eq(cs[2].counted, 1);
+    ck_assert_double_eq(cs[2].median, 5000000);
+    ck_assert_str_eq(cs[2].domain, "user");
+    bkm_free(cs);
+    bkm_db_close(db);
+}
+END_TEST
+
+/* Counters stored before schema 6 were counted in the user domain: a kernel-side event's 0 there
+ * is no measurement. Read as it is, merged, or migrated, it is unavailable with that reason; the
+ * other events keep their value, in the user domain. */
+START_TEST(legacy_counters_are_not_measurements)
+{
+    const char *p = pth("v2c.sqlite");
+    bkm_db_t *db = NULL, *m = NULL;
+    bkm_err_t err = {0};
+    bkm_buf_t b;
+    bkm_db_counter_summary_t *cs = NULL;
+    size_t n = 0;
+    raw_sql(p, FIXTURE_HEAD
+               "CREATE TABLE sweep(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, key TEXT NOT NULL, command TEXT,"
+               " label TEXT, node TEXT NOT NULL, workload TEXT NOT NULL, strategy TEXT, git_revision TEXT NOT NULL"
+               " DEFAULT 'unknown', host_id INTEGER REFERENCES host(id), started_at TEXT NOT NULL, finished_at TEXT,"
+               " status TEXT NOT NULL DEFAULT 'running' CHECK(status IN ('running', 'done', 'partial', 'failed')));"
+               FIXTURE_TRIAL_TABLES
+               FIXTURE_V2_TABLES
+               "INSERT INTO sweep(uuid, key, node, workload, started_at, status) VALUES('u5', 'k5', 'knl', 'gemm', 'x', 'done');"
+               "INSERT INTO trial(sweep_id, config_key, config_json, status, n_samples, median_ms)"
+               " VALUES(1, '{\"t\":1}', '{\"t\":1}', 'ok', 1, 2.5);"
+               "INSERT INTO sample VALUES(1, 0, 2.5);"
+               "INSERT INTO counter VALUES(1, 'perf::CONTEXT-SWITCHES', 0.0, NULL), (1, 'perf::CPU-MIGRATIONS', 0.0, NULL),"
+               " (1, 'perf::TASK-CLOCK', 123.0, NULL), (1, 'PAPI_TOT_CYC', NULL, 'Event does not exist');"
+               "PRAGMA user_version = 2;");
+    /* read as it is */
+    ck_assert_msg(bkm_db_open(&db, p, BKM_DB_READONLY, &err) == BKM_OK, "%s", err.msg);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_CSV, &b, &err), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, ",PAPI_TOT_CYC=unavailable;perf::CONTEXT-SWITCHES=unavailable;"
+                                         "perf::CPU-MIGRATIONS=unavailable;perf::TASK-CLOCK=123\r\n"));
+    bkm_buf_free(&b);
+    ck_assert_int_eq(bkm_db_config_counters(db, 1, "{\"t\":1}", &cs, &n, &err), BKM_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_str_eq(cs[1].name, "perf::CONTEXT-SWITCHES");
+    ck_assert_int_eq(cs[1].unavailable, 1);
+    ck_assert_ptr_nonnull(strstr(cs[1].reason, "user domain only"));
+    ck_assert_str_eq(cs[3].domain, "user");
+    bkm_free(cs);
+    bkm_db_close(db);
+    /* merged into a current database */
+    ck_assert_msg(bkm_db_open(&m, pth("v2cm.sqlite"), BKM_DB_CREATE, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_db_merge(m, p, NULL, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_report_json(m, NULL, &b, &err), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"name\":\"perf::CONTEXT-SWITCHES\",\"state\":\"unavailable\",\"value\":null,"
+                                         "\"domain\":null,\"os_value\":null,\"os_source\":null,\"reason\":"
+                                         "\"counted in the user domain only"));
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"name\":\"perf::TASK-CLOCK\",\"state\":\"counted\",\"value\":123,"
+                                         "\"domain\":\"user\""));
+    bkm_buf_free(&b);
+    bkm_db_close(m);
+    /* migrated in place */
+    ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_db_report_json(db, NULL, &b, &err), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"name\":\"perf::CPU-MIGRATIONS\",\"state\":\"unavailable\",\"value\":null,"
+                                         "\"domain\":null,\"os_value\":null,\"os_source\":null,\"reason\":"
+                                         "\"counted in the user domain only"));
+    ck_assert_ptr_nonnull(strstr(b.data, "{\"name\":\"PAPI_TOT_CYC\",\"state\":\"unavailable\",\"value\":null,"
+                                         "\"domain\":null,\"os_value\":null,\"os_source\":null,\"reason\":"
+                                         "\"Event does not exist\""));
+    bkm_buf_free(&b);
+    bkm_db_close(db);
+}
+END_TEST
+
 START_TEST(merge_is_idempotent)
 {
     const char *a = pth("a.sqlite"), *b = pth("b.sqlite"), *out = pth("out/all.sqlite"), *bad = pth("bad.sqlite");
@@ -747,9 +909,11 @@ START_TEST(export_parses_back)
     ck_assert_ptr_nonnull(strstr(b.data, ",\"{\"\"affinity\"\":\"\"compact,\\\"\"1\\\"\"\"\",\"\"threads\"\":3}\","));
     ck_assert_ptr_nonnull(strstr(b.data, ",crashed,search,0,"));
     ck_assert_ptr_nonnull(strstr(b.data, ",error,disturbed,noise_share,voluntary_switches,involuntary_switches,"
-                                         "migrations,steal_share\r\n"));
-    ck_assert_ptr_nonnull(strstr(b.data, ",1,0.40000000000000002,1,7,2,0.01\r\n"));
-    ck_assert_ptr_nonnull(strstr(b.data, ",,,,,,\r\n"));   /* a trial without evidence: empty cells */
+                                         "migrations,steal_share,counters\r\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, ",1,0.40000000000000002,1,7,2,0.01,PAPI_TOT_CYC=unavailable;"
+                                         "perf::TASK-CLOCK=2000000\r\n"));
+    /* a trial without evidence: empty cells */
+    ck_assert_ptr_nonnull(strstr(b.data, ",,,,,,PAPI_TOT_CYC=unavailable;perf::TASK-CLOCK=1000000\r\n"));
     bkm_buf_free(&b);
     /* filters */
     bkm_db_filter_t f = {.node = "haswell"};
@@ -1154,6 +1318,8 @@ static Suite *results_suite(void)
     tcase_add_test(tc, kill_9_then_resume);
     tcase_add_test(tc, merge_is_idempotent);
     tcase_add_test(tc, export_parses_back);
+    tcase_add_test(tc, counter_states_round_trip);
+    tcase_add_test(tc, legacy_counters_are_not_measurements);
     tcase_add_test(tc, best_store_and_get);
     tcase_add_test(tc, report_document_and_gate_runs);
     tcase_add_test(tc, readonly_open_writes_nothing);

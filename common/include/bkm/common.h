@@ -104,13 +104,28 @@ int bkm_trial_status_parse(const char *name, int *status, bkm_err_t *err);
 
 /** One counter reading over a trial (a PAPI event summed over the trial's threads): one record
  *  from the worker's measurement (bkm/tuner.h) through the runner's result to the store
- *  (bkm/results.h, column REAL). */
+ *  (bkm/results.h, column REAL). An event is in one of three states: counted (available, not
+ *  disagreeing: value is a measurement), unavailable (reason says why; value is not a
+ *  measurement), or counted but contradicted by the operating system's own figure for the same
+ *  threads and region beyond its granularity (disagrees: value and os_value are both kept, reason
+ *  says by how much; neither is presented as the event's value). */
 typedef struct bkm_counter {
     char name[64];         /**< PAPI preset or native name, e.g. "perf::TASK-CLOCK" */
     int available;         /**< 1: counted; 0: unavailable, see reason (value is ignored) */
+    int disagrees;         /**< 1: counted, but the OS's figure contradicts it (see reason) */
     long long value;       /**< sum over all counted threads (task-clock: ns) */
-    char reason[160];      /**< why unavailable (PAPI_strerror), "" when available */
+    long long os_value;    /**< the OS's figure it was checked against (when os_source is set) */
+    char os_source[64];    /**< where os_value came from ("rusage voluntary+involuntary switches"); "" not checked */
+    char domain[16];       /**< counting domain in effect: "user", "kernel", "user+kernel"; "" unknown */
+    char reason[200];      /**< why unavailable or why it disagrees; "" when counted and agreeing */
 } bkm_counter_t;
+
+/** 1 when @p c holds a measurement to present (counted, and not contradicted by the OS). */
+int bkm_counter_presentable(const bkm_counter_t *c);
+
+/** The median of the @p n values at @p v (sorted in place, ascending; the mean of the two middle
+ *  values when @p n is even); NaN when @p n is 0. The values must not be NaN. */
+double bkm_median(double *v, size_t n);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */

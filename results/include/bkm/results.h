@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /** Current schema version (PRAGMA user_version). Older databases are migrated on open. */
-#define BKM_DB_SCHEMA_VERSION 5
+#define BKM_DB_SCHEMA_VERSION 6
 /** Oldest schema a read-only open reads as it is (version 3 only widened the sweep status
  *  CHECK to 'interrupted'); an older one must be migrated by a read-write open first. */
 #define BKM_DB_SCHEMA_READ_MIN 2
@@ -248,6 +248,22 @@ int bkm_db_best_store(bkm_db_t *db, const bkm_db_best_t *best, bkm_err_t *err);
 int bkm_db_best_get(bkm_db_t *db, const char *node, const char *workload, bkm_db_best_t *best,
                     int *found, bkm_err_t *err);
 void bkm_db_best_clear(bkm_db_best_t *best);
+
+/** One counter over the processes (ok trials) of one configuration of a sweep: how many counted
+ *  it (and agreed with the OS), found it unavailable, or were contradicted by the OS; the median
+ *  of the counted values only. */
+typedef struct bkm_db_counter_summary {
+    char name[64];
+    char domain[16];      /**< counting domain of the first process that recorded one; "" unknown */
+    int counted, unavailable, disagrees;
+    double median;        /**< of the counted values; NaN when none */
+    char reason[200];     /**< the first unavailable or disagreement reason; "" when none */
+} bkm_db_counter_summary_t;
+/** The counters of the ok trials of sweep @p sweep_id whose configuration is @p config_json
+ *  (canonical JSON, as in bkm_db_best_t), one summary per event, by name. *out (free with
+ *  bkm_free) is NULL and *n 0 when there are none. @return BKM_OK, or a database error. */
+int bkm_db_config_counters(bkm_db_t *db, int64_t sweep_id, const char *config_json, bkm_db_counter_summary_t **out,
+                           size_t *n, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Check that @p path is a bkm database of the current schema without modifying it (header,

@@ -63,7 +63,33 @@ int bkm_tune_counters_stop(bkm_tune_counters_t *ctr, bkm_err_t *err);
 const bkm_counter_t *bkm_tune_counters_values(const bkm_tune_counters_t *ctr, int *n);
 /** Number of threads whose event sets were started (0 before start). */
 int bkm_tune_counters_threads(const bkm_tune_counters_t *ctr);
-/** Write {"threads_counted":N,"values":{name:value,...},"unavailable":{name:reason,...}}. */
+/** Which of bkm's known perf software events @p name is (aliases and libpfm4 qualifiers
+ *  accepted: "perf::CS:u=1"); -1 for any other event. *kernel_side = 1 for events that happen in
+ *  kernel code (context switches, migrations, page faults), which PAPI's default user domain
+ *  reads as 0 by construction: the session asks for them in the user and kernel domains, and
+ *  where that is not permitted (kernel.perf_event_paranoid >= 2 without root or CAP_PERFMON)
+ *  records them unavailable naming the sysctl, never as 0. */
+int bkm_tune_counter_kind(const char *name, int *kernel_side);
+/** The largest difference between a PAPI figure and the OS's figure for the same @p threads over
+ *  the same region that is still agreement: 4 events (5 ms for times, @p time_ns) per thread for
+ *  the snapshots that counting brackets, plus 5% of the larger figure; for times also 25 us per
+ *  context switch of those threads (@p switches, < 0 unknown), the scheduler's path around a
+ *  switch that perf's clock events leave out and the OS's CPU time includes. */
+long long bkm_tune_counter_granularity(long long papi, long long os, int threads, int time_ns, long long switches);
+/** Check one counted event against the OS's own figure @p os_value (< 0: none, nothing checked)
+ *  from @p os_source: records both; beyond bkm_tune_counter_granularity marks it disagreeing
+ *  with the reason (both figures). @return 1 when it disagrees, else 0. */
+int bkm_tune_counter_check_os(bkm_counter_t *c, long long os_value, const char *os_source, int threads,
+                              int time_ns, long long switches);
+/** After the timed region: check every counted event that the OS also counts (context switches,
+ *  migrations, page faults, task/CPU clock) against the noise evidence @p noise of the same
+ *  threads and region (bkm_tune_noise_total). @return the number that disagree. */
+typedef struct bkm_tune_noise bkm_tune_noise_t;
+int bkm_tune_counters_crosscheck(bkm_tune_counters_t *ctr, const bkm_tune_noise_t *noise);
+/** Write {"threads_counted":N, "kernel_domain":"permitted"|"not asked for"|why not,
+ *  "values":{name:value} (counted and not contradicted), "unavailable":{name:reason},
+ *  "disagree":{name:{papi, os, os_source, reason}}, "domains":{name:"user+kernel"},
+ *  "os_checked":{name:{os, os_source}}}. */
 void bkm_tune_counters_to_json(const bkm_tune_counters_t *ctr, bkm_json_w_t *w);
 /** Stop if running, free, and shut PAPI down. NULL is a no-op. */
 void bkm_tune_counters_close(bkm_tune_counters_t *ctr);
@@ -129,7 +155,8 @@ void bkm_tune_noise_process_end(bkm_tune_noise_t *noise);
 double bkm_tune_noise_share(const bkm_tune_noise_t *noise);
 int bkm_tune_noise_disturbed(const bkm_tune_noise_t *noise);
 /** Sum over threads of a per-thread value: "voluntary_switches", "involuntary_switches",
- *  "minor_faults", "major_faults" (rusage), "migrations" (proc-sched); -1 when unavailable. */
+ *  "minor_faults", "major_faults", "cpu_ns" (user + system CPU time, rusage), "migrations"
+ *  (proc-sched); -1 when unavailable. */
 long long bkm_tune_noise_total(const bkm_tune_noise_t *noise, const char *name);
 /** Write the session as one JSON object (see the README's "Noise evidence" section). */
 void bkm_tune_noise_to_json(const bkm_tune_noise_t *noise, bkm_json_w_t *w);
