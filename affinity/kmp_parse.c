@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Strict parsers for the OpenMP affinity environment (KMP_AFFINITY, KMP_BLOCKTIME, KMP_HW_SUBSET,
  * OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) and the precedence rules between them, following
- * LLVM libomp 14 (reference/affinity.md §1). Where libomp only warns, bkm fails and names the
+ * LLVM libomp 14 (docs/affinity.md §1). Where libomp only warns, bkm fails and names the
  * token, so that the tuner never emits a setting the runtime would silently change. */
 #include "planner_int.h"
 
@@ -763,7 +763,7 @@ int bkm_aff_gomp_parse(const char *s, char *proclist, size_t n, bkm_err_t *err)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Precedence (reference §1.3)                                                               */
+/* Precedence (docs/affinity.md §1.3)                                                        */
 
 static int wait_policy_parse(const char *s, int *active, bkm_err_t *err)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The topology libomp itself sees (its KMP_AFFINITY=verbose map, read from a child process),
  * compared with hwloc's; and the correction that makes libomp read hwloc's view (a cpuinfo file
- * for KMP_TOPOLOGY_METHOD=cpuinfo) when they differ (reference/affinity.md §3.3). */
+ * for KMP_TOPOLOGY_METHOD=cpuinfo) when they differ (docs/affinity.md §3.3). */
 #include "affinity_int.h"
 
 #include <ctype.h>

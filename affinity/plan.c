@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The affinity planner: the OS-PU set of every thread of the outermost OpenMP team, computed the
- * way LLVM libomp 14 computes it (reference/affinity.md §2.1): socket/core/thread topology built
+ * way LLVM libomp 14 computes it (docs/affinity.md §2.1): socket/core/thread topology built
  * from the allowed PUs (respect) and filtered by KMP_HW_SUBSET, granularity masks, the
  * compact/scatter sort keys, dups/nodups, the gtid → mask mapping (hidden helpers removed, so omp
  * thread k uses mask k + offset), balanced, explicit proclists and OMP_PLACES/OMP_PROC_BIND

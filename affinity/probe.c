@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Binding probe: what the kernel says about every thread of an OpenMP team, which other threads
- * the process has, and which OpenMP runtimes are mapped (reference/affinity.md §3.1, §3.2). */
+ * the process has, and which OpenMP runtimes are mapped (docs/affinity.md §3.1, §3.2). */
 #include "affinity_int.h"
 
 #include <ctype.h>

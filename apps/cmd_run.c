@@ -197,7 +197,7 @@ static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_tria
         printf("rate        %.2f GFLOP/s (median; %.4g FLOP per iteration)\n", r->gflops, r->flops_per_iter);
     }
     if (r->n_samples > 0 && r->samples_ms && strcmp(spec->workload, "conv3d") == 0) {
-        /* the seed's own line (berkely.py, workloads.md §5): the mean over the timed iterations */
+        /* the seed's own line (berkely.py, docs/workloads.md §5): the mean over the timed iterations */
         double sum = 0.0;
         for (int i = 0; i < r->n_samples; i++)
             sum += r->samples_ms[i];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `tune train`: the synchronous-SGD training run fmnist-sgd over MPI (workloads.md §7), one process
+/* `tune train`: the synchronous-SGD training run fmnist-sgd over MPI (docs/workloads.md §7), one process
  * per rank under `mpiexec -n P` (or srun, or alone). A thin layer: options into a configuration,
  * bkm_train_run, per-epoch lines from rank 0 on stdout, rank 0's JSON with --json. */
 #include <stddef.h>

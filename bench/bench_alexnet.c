@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_alexnet: one AlexNet training step (torchvision layers, workloads.md §3) with the oneDNN
+/* bench_alexnet: one AlexNet training step (torchvision layers, docs/workloads.md §3) with the oneDNN
  * chain and the native chain in the same process, same threads, same seeded weights and data,
  * steps interleaved (oneDNN, native, oneDNN, ...) after warm-up. Prints fwd / bwd / update / total
  * ms (averages, as the seed script), images/s, GFLOP/s over fwd+bwd, % of the measured FMA peak,

@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "Times the native conv2d (im2col/1x1 + SGEMM) and the oneDNN conv2d through the same op\n"
             "abstraction (bkm_kern_conv2d_op_create) on the same seeded inputs, in one process with the\n"
             "same OpenMP threads, interleaved native/oneDNN after warm-up, and prints the median GFLOP/s\n"
-            "of each (dense FLOP count, workloads.md §2), the ratio native/oneDNN and, per direction, the\n"
+            "of each (dense FLOP count, docs/workloads.md §2), the ratio native/oneDNN and, per direction, the\n"
             "geometric mean of the ratios.\n\n"
             "options:\n"
             "  --layer DESC     alexnet:conv1..alexnet:conv5 or a benchdnn descriptor such as\n"

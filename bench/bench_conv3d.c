@@ -2,7 +2,7 @@
 /* bench_conv3d: (1) vol2col and col2vol of the seed's conv3d_2 image (ic64 33x33x18, 3^3 kernel)
  * serial vs split over the OpenMP threads (evenly, and in dynamic chunks), interleaved, best and median
  * of the repetitions and the median of the per-repetition ratios; (2) the
- * conv3d workload (the NERSC seed network, workloads.md §5, or one layer with --shape) on the
+ * conv3d workload (the NERSC seed network, docs/workloads.md §5, or one layer with --shape) on the
  * native and oneDNN backends in one process, same threads, same seeded data, iterations
  * interleaved after warm-up; ms per iteration (forward + loss + backward, as berkely.py), GFLOP/s,
  * % of the FMA peak measured on the same threads, CPU share, the native/oneDNN ratio, and the

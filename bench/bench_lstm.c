@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_lstm: the lstm workload (workloads.md §6, default the seed's 64,50,500,500 training) on the
+/* bench_lstm: the lstm workload (docs/workloads.md §6, default the seed's 64,50,500,500 training) on the
  * native and oneDNN backends in one process, same threads, same seeded data, iterations
  * interleaved after warm-up (oneDNN, native, oneDNN, native, ...). Prints per backend the median
  * and mean ms per iteration, forward and backward ms, GFLOP/s (§2 formula, from the median),

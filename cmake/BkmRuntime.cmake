@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# One OpenMP runtime per process (design.md, reference/affinity.md §3.2).
+# One OpenMP runtime per process (docs/affinity.md §3.2).
 #
 # Debian's libdnnl links libgomp.so.1. Our binaries are built by clang -fopenmp, so libomp is a
 # direct dependency and oneDNN's GOMP_* calls bind to libomp. But libgomp.so.1 would still be

@@ -12,7 +12,7 @@
 #define CONV_DIM_MAX   (1LL << 24)
 #define CONV_ELEMS_MAX (1LL << 36)
 
-/* torchvision AlexNet ("one weird trick" variant, workloads.md §3): no groups, no LRN. */
+/* torchvision AlexNet ("one weird trick" variant, docs/workloads.md §3): no groups, no LRN. */
 static const struct {
     const char *name;
     int64_t ic, ih, oc, kh, sh, ph;
@@ -23,7 +23,7 @@ static const struct {
     {"alexnet:conv4", 384, 13, 256, 3, 1, 1},
     {"alexnet:conv5", 256, 13, 256, 3, 1, 1},
 };
-#define ALEXNET_MB_DEFAULT 128 /* the NERSC seed batch (workloads.md §3) */
+#define ALEXNET_MB_DEFAULT 128 /* the NERSC seed batch (docs/workloads.md §3) */
 
 /* Which descriptor entries were written explicitly. */
 enum { F_G, F_MB, F_IC, F_IH, F_IW, F_OC, F_OH, F_OW, F_KH, F_KW, F_SH, F_SW, F_PH, F_PW, F_COUNT };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The measurement protocol of a trial (design.md): warm-up until stable, then timed samples,
+/* The measurement protocol of a trial (docs/measurement.md): warm-up until stable, then timed samples,
  * at least a count and a time, adaptive while the 95% CI of the median is wide; counters around
  * the timed loop. */
 #include <math.h>

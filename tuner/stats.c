@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Measurement statistics: robust summaries, the order-statistic CI of the median, the
- * Mann-Whitney U test (reference/tuning-practice.md 3.1-3.3), and the claim rule on one value
+ * Mann-Whitney U test (docs/measurement.md, "Statistics used"), and the claim rule on one value
  * per process: drift-cancelling order, Holm correction, Hodges-Lehmann ratio with its exact
  * rank interval. */
 #include <math.h>

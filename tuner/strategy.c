@@ -43,7 +43,7 @@ struct bkm_tune_strategy {
  * one process's value, divided by sqrt(processes). Chosen from {0.5, 1, 2} (and the race's share
  * from {1/4, 1/3, 1/2, 2/3}) leave-one-recording-out on the non-flat, undisturbed recordings of
  * tests/tuner/data: each choice made on the others met the issue's bar on the held-out eligible
- * recording (README, "Search strategies, replayed honestly") */
+ * recording (docs/measurement.md, "How local's constants were chosen") */
 #define RACE_SIGMAS 0.5
 
 const char *const *bkm_tune_strategy_names(void)
@@ -128,7 +128,7 @@ int bkm_tune_strategy_create(bkm_tune_strategy_t **out, const char *name, const 
     if (kind == S_LOCAL) {
         /* half the budget is kept for the race (chosen leave-one-recording-out with RACE_SIGMAS:
          * a quarter or a third raced too little, two thirds searched too little); a search
-         * without a race commits to lucky processes (README) */
+         * without a race commits to lucky processes (docs/measurement.md) */
         s->reserve = s->budget / 2;
         memcpy(s->perm, s->order, s->n_order * sizeof *s->perm);
         s->n_perm = s->n_order;

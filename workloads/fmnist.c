@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `fmnist-sgd`: synchronous data-parallel SGD over MPI on Fashion-MNIST (workloads.md §7), the
+/* `fmnist-sgd`: synchronous data-parallel SGD over MPI on Fashion-MNIST (docs/workloads.md §7), the
  * seed's mnist_dist.py recipe done so that P ranks train exactly what one rank trains:
  *  - one permutation of the training set per epoch, drawn from the seed and the epoch number, the
  *    same on every rank; global batch b is samples perm[b*B .. b*B+B), rank r takes its r-th slice

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `alexnet`: one training step of torchvision AlexNet (workloads.md §3): forward, mean cross-
+/* `alexnet`: one training step of torchvision AlexNet (docs/workloads.md §3): forward, mean cross-
  * entropy over softmax, backward (no bwd-data for conv1), plain SGD (lr 0.01, no momentum), eval
  * mode (dropout off). The network is the table bkm_net_desc_alexnet; wl_net.c runs it on the
  * executor of the chosen backend. */

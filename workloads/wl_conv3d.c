@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `conv3d`: the NERSC conv3d seed network (workloads.md §5, berkely.py) as a table: forward, the
+/* `conv3d`: the NERSC conv3d seed network (docs/workloads.md §5, berkely.py) as a table: forward, the
  * loss (log-softmax over the batch, NLL) and backward per iteration, no update; or, with
  * shape=<benchdnn 3-D descriptor>, one conv3d layer in every direction (forward, backward-data,
  * backward-weights), timed on its own inside a minimal table (the layer, an FC, the
@@ -97,7 +97,7 @@ static double c3_flops(const bkm_wl_t *wl)
 
 const bkm_wl_entry_t bkm__wl_conv3d = {
     {"conv3d",
-     "The NERSC conv3d seed network (MlWoo/PyTorch-benchmark berkely.py, workloads.md §5): input 4x1x35x35x20, "
+     "The NERSC conv3d seed network (MlWoo/PyTorch-benchmark berkely.py, docs/workloads.md §5): input 4x1x35x35x20, "
      "conv3d 1->64->64 (3^3), max pool 2, conv3d 64->128->128, max pool 2, FC 6400->512->512, log-softmax over "
      "the batch dimension + NLL loss; one iteration = forward + loss + backward (conv3d_1 without bwd-data), no "
      "optimizer step, 51.96 GFLOP per 4-sample iteration. With shape=<benchdnn 3-D descriptor> one conv3d "

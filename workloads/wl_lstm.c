@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* `lstm`: the seed's LSTM benchmark (workloads.md §6, xhzhao LSTM.py): an L-layer unidirectional
+/* `lstm`: the seed's LSTM benchmark (docs/workloads.md §6, xhzhao LSTM.py): an L-layer unidirectional
  * LSTM over an input (T, N, I), random initial states; inference = the forward pass, training =
  * forward + L1 loss against a seeded random target + backward through time (no optimizer step).
  * The network is a table (bkm_net_desc_lstm_seed: sequence input, LSTM stack, L1 loss) run by the
@@ -109,11 +109,11 @@ static double lstm_items(const bkm_wl_t *wl, const char **unit)
 
 const bkm_wl_entry_t bkm__wl_lstm = {
     {"lstm",
-     "The seed's LSTM benchmark (xhzhao/pytorch-rnn-benchmark LSTM.py, workloads.md §6): an L-layer "
+     "The seed's LSTM benchmark (xhzhao/pytorch-rnn-benchmark LSTM.py, docs/workloads.md §6): an L-layer "
      "unidirectional LSTM (gates i, f, g, o) over an input of T steps x N sentences x I features, random "
      "initial states. One iteration: inference = the forward pass; training = forward + L1 loss against a "
      "seeded random target + backward through time (data and weight gradients, no optimizer step). FLOPs "
-     "(workloads.md §2): forward sum over layers of T*2*N*4H*(I_l+H), training 3x. Sentences/s = N / the "
+     "(docs/workloads.md §2): forward sum over layers of T*2*N*4H*(I_l+H), training 3x. Sentences/s = N / the "
      "iteration time. Check value: the first iteration's L1 loss.",
      "loss"},
     lstm_own,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Strict parsing of KMP_AFFINITY, KMP_BLOCKTIME, KMP_HW_SUBSET, OMP_PLACES, OMP_PROC_BIND,
- * GOMP_CPU_AFFINITY and the precedence rules (reference/affinity.md §1). Every case libomp 14
+ * GOMP_CPU_AFFINITY and the precedence rules (docs/affinity.md §1). Every case libomp 14
  * only warns about must be an error whose message names the offending token. */
 #include <check.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The affinity planner against every row of reference/affinity.md §2.2 (Cori Haswell), §2.3 (KNL,
+/* The affinity planner against every row of docs/affinity.md §2.2 (Cori Haswell), §2.3 (KNL,
  * without and with tiles), the libomp column of §1.8 (OMP_PLACES/OMP_PROC_BIND), §1.9
  * (GOMP_CPU_AFFINITY), §1.7 (KMP_HW_SUBSET), precedence (§1.3) and the initial mask. Topologies
  * are hwloc synthetic descriptions with Cori's OS numbering, identical on any machine. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Proof that a bkm binary runs on exactly one OpenMP runtime, LLVM libomp, for its own code and
- * for oneDNN's (design.md "One OpenMP runtime"; reference/affinity.md §3.2).
+ * for oneDNN's (docs/affinity.md §3.2).
  *
  * Debian's libdnnl links libgomp.so.1. bkm_executable() links libomp directly and adds a
  * DT_RPATH folder where libgomp.so.1 is a link to libomp.so.5, so the real libgomp is never

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Hostile input (issue 7 §2): values that crashed or hung `tune` end with exit 2 and a message that
+# Hostile input (docs/cli.md): values that crashed or hung `tune` end with exit 2 and a message that
 # names the value, promptly (every command runs under `timeout 10`, so a hang fails the test
 # instead of blocking it), and nothing is written: no database, no sweep row.
 set -u

@@ -122,7 +122,7 @@ START_TEST(desc_named_alexnet)
 {
     static const int64_t ic[] = {3, 64, 192, 384, 256}, oc[] = {64, 192, 384, 256, 256};
     static const int64_t oh[] = {55, 27, 13, 13, 13}, kh[] = {11, 5, 3, 3, 3};
-    /* fwd MAC per image from workloads.md §3 (millions). */
+    /* fwd MAC per image from docs/workloads.md §3 (millions). */
     static const double mac[] = {70.28, 223.95, 112.14, 149.52, 99.68};
     for (int i = 0; i < 5; i++) {
         char name[32];

@@ -38,7 +38,7 @@ START_TEST(desc_grammar)
     bkm_conv3d_desc_t d;
     bkm_err_t err = {0};
     bkm_buf_t b;
-    /* the seed's conv3d_2 (workloads.md §5) */
+    /* the seed's conv3d_2 (docs/workloads.md §5) */
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse("mb4ic64id33ih33iw18oc64kd3", 0, &d, &err), BKM_OK);
     ck_assert_int_eq(d.od, 31);
     ck_assert_int_eq(d.oh, 31);

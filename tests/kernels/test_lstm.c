@@ -48,7 +48,7 @@ START_TEST(desc_and_flops)
     bkm_lstm_desc_t d;
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_kern_lstm_desc_init(&d, 64, 50, 500, 500, 1, &err), BKM_OK);
-    /* workloads.md §6: 12.80 GF forward per iteration at [64,50,500,500], 3x for training */
+    /* docs/workloads.md §6: 12.80 GF forward per iteration at [64,50,500,500], 3x for training */
     ck_assert_msg(fabs(bkm_kern_lstm_flops(&d, 0) - 12.8e9) < 1e3, "%g", bkm_kern_lstm_flops(&d, 0));
     ck_assert_msg(fabs(bkm_kern_lstm_flops(&d, 1) - 38.4e9) < 1e3, "%g", bkm_kern_lstm_flops(&d, 1));
     /* parameters 4H(I+H)+4H per layer (one bias: oneDNN's and the seed's two biases summed) */

@@ -64,7 +64,7 @@ START_TEST(conv3d_seed_table)
     bkm_err_t err = {0};
     bkm_net_desc_conv3d_seed(&d, 4);
     ck_assert_msg(bkm_net_init(&net, &d, &err) == BKM_OK, "%s", err.msg);
-    /* workloads.md §5: 33x33x18, 31x31x16, 15x15x8, 13x13x6, 11x11x4, 5x5x2 (-> 6400) */
+    /* docs/workloads.md §5: 33x33x18, 31x31x16, 15x15x8, 13x13x6, 11x11x4, 5x5x2 (-> 6400) */
     static const int64_t dhw[6][3] = {{33, 33, 18}, {31, 31, 16}, {15, 15, 8}, {13, 13, 6}, {11, 11, 4}, {5, 5, 2}};
     for (int i = 0; i < 6; i++) {
         ck_assert_int_eq(net.li[i].out.d, dhw[i][0]);
@@ -360,7 +360,7 @@ START_TEST(per_layer_times)
 }
 END_TEST
 
-/* The MPI recipe's tables (workloads.md §7): parameter counts, and native and oneDNN against the
+/* The MPI recipe's tables (docs/workloads.md §7): parameter counts, and native and oneDNN against the
  * reference (lr 0: gradients only, the caller updates). */
 START_TEST(mnist_tables)
 {

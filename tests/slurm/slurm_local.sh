@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# A real Slurm on localhost for the tests (sourced; ../shared/reference/slurm-local.md): a private
+# A real Slurm on localhost for the tests (sourced; docs/slurm.md, "Tests"): a private
 # munged, slurmctld and one slurmd ("nid00001", the host's real CPUs, features of the caller's
 # choice) under one private folder, on free ports, with SLURM_CONF exported. Skips (exit 77, with
 # the reason) when the packages are missing, the tests do not run as root, or the daemons do not

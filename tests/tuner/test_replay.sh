@@ -18,8 +18,8 @@
 #    best at <= 25% of the evaluations on every recording.
 set -u
 : "${BKM_TUNE:?}" "${BKM_SOURCE_DIR:?}"
-# the issue asks for 3: convtun, convtun3 and convtun5 are (README, "Search strategies, replayed
-# honestly"); which ones are is computed from the data by `tune replay`, not listed here
+# the issue asks for 3: convtun, convtun3 and convtun5 are (docs/measurement.md, "The
+# recordings"); which ones are is computed from the data by `tune replay`, not listed here
 MIN_ELIGIBLE=${MIN_ELIGIBLE:-3}
 data=$BKM_SOURCE_DIR/tests/tuner/data
 tmp=$(mktemp -d)

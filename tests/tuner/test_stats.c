@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the statistics in tuner/stats.c against hand-computed values: medians, MAD, the
- * order-statistic CI ranks of reference/tuning-practice.md 3.1, Mann-Whitney p-values (exact
+ * order-statistic CI ranks of docs/measurement.md ("Statistics used"), Mann-Whitney p-values (exact
  * values enumerated over all C(m+n, m) arrangements), outliers, and the claim rule on one value per
  * process (order, Holm correction, exact rank interval of the ratio) with controlled inputs. */
 #include <check.h>
@@ -76,7 +76,7 @@ END_TEST
 
 START_TEST(median_ci_ranks_match_table)
 {
-    /* reference/tuning-practice.md 3.1 */
+    /* docs/measurement.md, "Statistics used" */
     static const size_t tab[][3] = {{10, 2, 9},   {15, 4, 12}, {20, 6, 15}, {30, 10, 21},
                                     {50, 18, 33}, {8, 1, 8},   {6, 1, 6}};
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {

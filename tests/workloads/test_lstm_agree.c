@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The `lstm` workload: native and oneDNN from the same seed agree on the first-iteration loss
  * (1e-3 relative) in both modes, on a small odd two-layer shape and a slice of the seed's shape;
- * FLOPs follow workloads.md §2; bad shapes and sizes too big for memory are named. */
+ * FLOPs follow docs/workloads.md §2; bad shapes and sizes too big for memory are named. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

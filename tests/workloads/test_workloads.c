@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Workload registry: lookups, the merged parameter lists, configuration errors naming the bad
- * value, FLOP counts against workloads.md, and small gemm / conv2d runs on both backends. */
+ * value, FLOP counts against docs/workloads.md, and small gemm / conv2d runs on both backends. */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <check.h>
 #include <math.h>
@@ -313,7 +313,7 @@ START_TEST(alexnet_flops_match_workloads_md)
     ck_assert_int_eq(net.li[12].out.h, 6);   /* pool5: 256 x 6 x 6 = 9216 */
     ck_assert_int_eq(net.li[12].out.c * net.li[12].out.h * net.li[12].out.w, 9216);
     ck_assert_int_eq(net.classes, 1000);
-    /* workloads.md §3: fwd 1.428 GF/img, training 4.145 GF/img, 530.5 GF per 128-image step,
+    /* docs/workloads.md §3: fwd 1.428 GF/img, training 4.145 GF/img, 530.5 GF per 128-image step,
      * 61.10 M parameters */
     ck_assert_msg(fabs(net.flops_fwd / 128 / 1e9 - 1.428) < 0.0005, "%g", net.flops_fwd);
     ck_assert_msg(fabs(net.flops_train / 128 / 1e9 - 4.145) < 0.0005, "%g", net.flops_train);

@@ -279,7 +279,7 @@ typedef struct bkm_aff_kmp {
     char proclist[BKM_AFF_PROCLIST_MAX];    /**< normalised text between the brackets, "" = none */
 } bkm_aff_kmp_t;
 
-/** Parse KMP_AFFINITY strictly: every case libomp 14 warns about (reference §1.4) is
+/** Parse KMP_AFFINITY strictly: every case libomp 14 warns about (docs/affinity.md §1.4) is
  *  BKM_EINVAL with a message naming the offending token. NULL or "" gives an all-unset value. */
 int bkm_aff_kmp_parse(const char *kmp_affinity, bkm_aff_kmp_t *out, bkm_err_t *err);
 
@@ -326,7 +326,7 @@ int bkm_aff_proc_bind_parse(const char *s, bkm_aff_proc_bind_t *out, bkm_err_t *
  *  explicit proclist text ("0,5,7,8,9") written to @p proclist (size @p n). */
 int bkm_aff_gomp_parse(const char *s, char *proclist, size_t n, bkm_err_t *err);
 
-/* ---- Resolved settings (precedence of reference §1.3 applied) ---------------------------- */
+/* ---- Resolved settings (precedence of docs/affinity.md §1.3 applied) --------------------- */
 
 /** Where the placement comes from after precedence. */
 typedef enum {

@@ -53,7 +53,7 @@ int bkm_err_set(bkm_err_t *err, int code, const char *fmt, ...) BKM_PRINTF(3, 4)
 int bkm_err_prefix(bkm_err_t *err, const char *fmt, ...) BKM_PRINTF(2, 3);
 /** Static name of a status code, never NULL ("invalid argument", ...). */
 const char *bkm_strerror(int code);
-/** Exit code of `tune` for a status (design.md): 0 ok, 1 check failed, 2 bad input,
+/** Exit code of `tune` for a status (docs/architecture.md, "Exit codes"): 0 ok, 1 check failed, 2 bad input,
  *  3 environment problem. */
 int bkm_status_exit_code(int code);
 

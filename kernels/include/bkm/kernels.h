@@ -3,7 +3,7 @@
  * fp32 deep-learning kernels, forward and backward: SGEMM (BLIS-style, ISA-dispatched),
  * conv2d, pooling, ReLU, fully connected, dropout, softmax + cross-entropy, SGD. Each has a
  * native implementation and a oneDNN backend, a naive reference implementation, a FLOP count
- * (reference/workloads.md §2) and published tunables with bounds and multiple-of rules.
+ * (docs/workloads.md §2) and published tunables with bounds and multiple-of rules.
  *
  * Kernels never bind threads and never allocate inside a timed call: workspace needs are
  * reported up front and allocated by the caller (the workload).
@@ -138,12 +138,12 @@ typedef struct bkm_conv2d_desc {
 } bkm_conv2d_desc_t;
 /** Parse a benchdnn-style descriptor ("mb32ic192ih13oc384oh13kh3ph1", `_` separators allowed,
  *  missing w copies h, outputs/padding deduced) or a named layer "alexnet:conv1".."alexnet:conv5"
- *  (torchvision AlexNet, workloads.md §3) with batch @p mb_override (0 = keep). Checks: positive
+ *  (torchvision AlexNet, docs/workloads.md §3) with batch @p mb_override (0 = keep). Checks: positive
  *  output size, groups divide channels, declared oh/ow consistent. err names the bad value. */
 int bkm_kern_conv2d_desc_parse(const char *text, int64_t mb_override, bkm_conv2d_desc_t *d, bkm_err_t *err);
 /** Canonical descriptor string ("mb32_g1ic192oc384_ih13oh13kh3sh1ph1_iw13ow13kw3sw1pw1"). */
 void bkm_kern_conv2d_desc_format(const bkm_conv2d_desc_t *d, bkm_buf_t *out);
-/** FLOPs of one direction (workloads.md §2: 2*N*K*(C/G)*R*S*P*Q, same for each direction). */
+/** FLOPs of one direction (docs/workloads.md §2: 2*N*K*(C/G)*R*S*P*Q, same for each direction). */
 double bkm_kern_conv2d_flops(const bkm_conv2d_desc_t *d);
 
 /** A prepared benchmark operation. Buffers are owned by the op, in the user layout (NCHW / OIHW
@@ -357,7 +357,7 @@ int bkm_kern_conv3d_desc_parse(const char *text, int64_t mb_override, bkm_conv3d
 int bkm_kern_conv3d_desc_check(bkm_conv3d_desc_t *d, bkm_err_t *err);
 /** Canonical descriptor string ("mb4ic1oc64_id35od33kd3sd1pd0_ih35oh33kh3sh1ph0_iw20ow18kw3sw1pw0"). */
 void bkm_kern_conv3d_desc_format(const bkm_conv3d_desc_t *d, bkm_buf_t *out);
-/** FLOPs of one direction: 2*N*K*C*T*R*S*O*P*Q (workloads.md §2). */
+/** FLOPs of one direction: 2*N*K*C*T*R*S*O*P*Q (docs/workloads.md §2). */
 double bkm_kern_conv3d_flops(const bkm_conv3d_desc_t *d);
 
 /** vol2col of one image: col[(c,z,y,x)][(o,p,q)] = src[c][o*sd-pd+z][p*sh-ph+y][q*sw-pw+x] (0 in
@@ -444,7 +444,7 @@ size_t bkm_kern_lstm_param_count(const bkm_lstm_desc_t *d);
 /** Offsets (floats) of layer @p l's Wx, Wh and b inside the flat parameter array. */
 void bkm_kern_lstm_param_offsets(const bkm_lstm_desc_t *d, int64_t l, size_t *off_wx, size_t *off_wh,
                                  size_t *off_b);
-/** FLOPs (workloads.md §2): forward sum over layers of T * 2 * N * 4H * (I_l + H); training
+/** FLOPs (docs/workloads.md §2): forward sum over layers of T * 2 * N * 4H * (I_l + H); training
  *  (@p training != 0: forward + backward) is 3x that. */
 double bkm_kern_lstm_flops(const bkm_lstm_desc_t *d, int training);
 

@@ -2,7 +2,7 @@
 /** @file bkm/net.h
  * Networks as data: a network is a table of layers (bkm_net_desc_t). bkm_net_init checks the table
  * once (shapes chain, sizes positive) and derives once every layer's input/output shape, parameter
- * count and offsets, and FLOPs per direction (reference/workloads.md §2). An executor runs one
+ * count and offsets, and FLOPs per direction (docs/workloads.md §2). An executor runs one
  * training step of ANY such table (forward, softmax cross-entropy loss, backward, SGD update) on
  * one engine: native (this suite's kernels), oneDNN (primitives, blocked layouts between layers) or
  * the naive reference (double accumulation, the test oracle). Adding a network is adding a table.
@@ -43,13 +43,13 @@ typedef enum {
     BKM_NET_CONV3D,   /**< 3-D convolution + bias (NCDHW, OIDHW), cubic kernel k, stride s, padding p */
     BKM_NET_MAXPOOL3D,/**< 3-D max pooling, cubic window k, stride s, padding p */
     BKM_NET_LOSS_BATCH,/**< log-softmax over the BATCH dimension, then the mean negative log-likelihood of
-                           each sample's label (berkely.py's log_softmax(dim=0) quirk, workloads.md §5);
+                           each sample's label (berkely.py's log_softmax(dim=0) quirk, docs/workloads.md §5);
                            last layer, after an FC */
     BKM_NET_LSTM,     /**< a stack of k unidirectional LSTM layers (bkm_kern_lstm_*), hidden size out, on a
                            sequence; its parameters are the kernel's flat array (Wx, Wh, b per layer in
                            turn, n_bias 0); initial states from bkm_net_exec_state (zero by default) */
     BKM_NET_LOSS_L1,  /**< mean |y - target| over every element of its input, the target from
-                           bkm_net_exec_target (xhzhao LSTM.py's L1Loss, workloads.md §6); last layer */
+                           bkm_net_exec_target (xhzhao LSTM.py's L1Loss, docs/workloads.md §6); last layer */
     BKM_NET_DROPOUT2D /**< dropout of whole channels (PyTorch Dropout2d); like BKM_NET_DROPOUT, the identity
                            when its probability drop is 0 and in forward-only evaluation */
 } bkm_net_kind_t;
@@ -91,14 +91,14 @@ typedef struct bkm_net_desc {
 /** Append a layer to @p d (no check; bkm_net_init checks). Returns the layer or NULL when full. */
 bkm_net_layer_t *bkm_net_desc_add(bkm_net_desc_t *d, bkm_net_kind_t kind, const char *name, int64_t out, int64_t k,
                                   int64_t s, int64_t p);
-/** torchvision AlexNet (workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01, ending in the
+/** torchvision AlexNet (docs/workloads.md §3) at batch @p mb, 3x224x224 input, lr 0.01, ending in the
  *  loss layer. */
 void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb);
-/** The NERSC conv3d seed network exactly (workloads.md §5, berkely.py): input mb x 1 x 35x35x20,
+/** The NERSC conv3d seed network exactly (docs/workloads.md §5, berkely.py): input mb x 1 x 35x35x20,
  *  conv3d 1->64->64 (3^3), max pool 2, conv3d 64->128->128, max pool 2, FC 6400->512->512, loss
  *  over the batch dimension; no activations, no update step (lr 0). The seed's batch is 4. */
 void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb);
-/** The seed CNN of the MPI MNIST recipe (workloads.md §7) at batch @p mb, 1x28x28 input: conv 1->10
+/** The seed CNN of the MPI MNIST recipe (docs/workloads.md §7) at batch @p mb, 1x28x28 input: conv 1->10
  *  k5, max pool 2, ReLU, conv 10->20 k5, dropout2d, max pool 2, ReLU, FC 320->50, ReLU, dropout,
  *  FC 50->10, log-softmax + NLL (the loss layer: softmax cross-entropy is the same function);
  *  21,840 parameters; both dropouts with probability @p dropout (the seed's is 0.5; 0 = off); lr 0
@@ -108,7 +108,7 @@ void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb, float dropout);
  *  parameters; lr 0 (the caller updates the parameters). */
 void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb);
 
-/** The seed's LSTM benchmark (workloads.md §6, xhzhao LSTM.py): a sequence input of @p t steps x
+/** The seed's LSTM benchmark (docs/workloads.md §6, xhzhao LSTM.py): a sequence input of @p t steps x
  *  @p n sentences x @p i features, one LSTM stack of @p layers layers with hidden size @p h, the L1
  *  loss; no update (lr 0); the data gradient of the input is computed (grad_input 1), as the
  *  kernels' training FLOPs (3 x forward) count it. @p inference: forward + loss only. */
@@ -145,7 +145,7 @@ typedef struct bkm_net {
     int64_t classes;              /**< features entering the loss */
     size_t n_input;               /**< floats of the input (mb x c x d x h x w) */
     double flops_fwd;             /**< forward of the parameter layers */
-    double flops_train;           /**< forward + backward (workloads.md §2: 3 x fwd minus the first bwd-data) */
+    double flops_train;           /**< forward + backward (docs/workloads.md §2: 3 x fwd minus the first bwd-data) */
 } bkm_net_t;
 
 /** Engines. */

@@ -42,7 +42,7 @@ typedef struct bkm_slurm_setting {
 /** Read a stored configuration ({"threads":N,"env":{...},"params":{...},"backend":...}, as the
  *  tuner stores it) into @p s. BKM_EINVAL naming the member that is missing or unusable. */
 int bkm_slurm_setting_from_config(const char *config_json, bkm_slurm_setting_t *s, bkm_err_t *err);
-/** The setting the seed published for Cori (reference workloads.md, affinity.md §5):
+/** The setting the seed published for Cori (docs/affinity.md §5):
  *  KMP_AFFINITY=granularity=fine,compact,1,0, KMP_BLOCKTIME=1, 32 threads on "haswell" and 68 on
  *  "knl". BKM_EINVAL naming @p node for any other node. */
 int bkm_slurm_setting_seed(const char *node, bkm_slurm_setting_t *s, bkm_err_t *err);
@@ -52,7 +52,7 @@ int bkm_slurm_setting_seed(const char *node, bkm_slurm_setting_t *s, bkm_err_t *
 int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err);
 
 /** srun's CPUs per task and binding for @p ranks_per_node ranks on a node of @p pus logical CPUs
- *  and @p cores cores, by NERSC's rules (affinity.md §5): -c = pus / R when R divides the cores
+ *  and @p cores cores, by NERSC's rules (docs/affinity.md §5): -c = pus / R when R divides the cores
  *  (or, beyond one rank per core, the CPUs), else floor(cores / R) x (pus / cores); --cpu-bind=
  *  threads when R exceeds the cores, else cores. BKM_EINVAL when R is 0 or above @p pus. */
 typedef struct bkm_slurm_layout {

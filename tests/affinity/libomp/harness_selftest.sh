@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Validates the fake-topology harness (shim + probe + KMP_CPUINFO_FILE) against the [RUN] rows of
-# reference/affinity.md §2.2 (Haswell 2x16x2, Cori numbering), §2.3 (KNL 68x4, no tiles), §1.5
+# docs/affinity.md §2.2 (Haswell 2x16x2, Cori numbering), §2.3 (KNL 68x4, no tiles), §1.5
 # (respect, dups/nodups) and §1.7 (KMP_HW_SUBSET), before the differential test trusts it.
 # Needs $BKM_SHIM, $BKM_PROBE, $BKM_LIBOMP_DIFF (set by CTest).
 set -u

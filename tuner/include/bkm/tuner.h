@@ -158,7 +158,7 @@ int bkm_tune_noise_disturbed(const bkm_tune_noise_t *noise);
  *  "minor_faults", "major_faults", "cpu_ns" (user + system CPU time, rusage), "migrations"
  *  (proc-sched); -1 when unavailable. */
 long long bkm_tune_noise_total(const bkm_tune_noise_t *noise, const char *name);
-/** Write the session as one JSON object (see the README's "Noise evidence" section). */
+/** Write the session as one JSON object (see docs/measurement.md, "Noise evidence"). */
 void bkm_tune_noise_to_json(const bkm_tune_noise_t *noise, bkm_json_w_t *w);
 /** Free. NULL is a no-op. */
 void bkm_tune_noise_close(bkm_tune_noise_t *noise);
@@ -388,7 +388,7 @@ typedef struct bkm_tune_samples {
     const char *stop_reason;     /**< "ci", "max-samples", "max-time", "cap" (static string) */
 } bkm_tune_samples_t;
 
-/** Run the protocol of design.md on @p fn: warm-up (>= 1 iteration, until two consecutive
+/** Run the protocol of docs/measurement.md on @p fn: warm-up (>= 1 iteration, until two consecutive
  *  iterations are within 10% or spec->warmup iterations), then timed samples with bkm_now_ns,
  *  >= spec->min_samples and >= spec->min_time_s, continued up to spec->max_samples and
  *  spec->max_time_s while the 95% CI half-width exceeds spec->target_ci_rel x median. Warm-up
@@ -520,7 +520,7 @@ int bkm_tune_stats_holm(const double *p, size_t m, double *adj, bkm_err_t *err);
 /* Samples inside one worker process are not independent (page placement, frequency, neighbours
  * vary per process), so a claim "X beats the default" is decided on ONE value per process (the
  * median of its samples): R processes per side, measured in an order that cancels drift, and a
- * correction for the number of candidates tested (design.md, Measurement protocol). */
+ * correction for the number of candidates tested (docs/measurement.md, "Claims"). */
 
 /** Most re-runs of one disturbed confirmation process (--rerun-disturbed). */
 #define BKM_TUNE_RERUN_DISTURBED_MAX 10
@@ -867,8 +867,8 @@ typedef struct bkm_tune_strategy bkm_tune_strategy_t;
  *  The default is chosen with `tune replay` (50 seeds, 25% of the evaluations, the unseen-runs
  *  oracle: a configuration's runs returned without replacement, half of them held out as the
  *  judge) on the exhaustive sweeps of tests/tuner/data; its two constants (the race's half of
- *  the budget, the interval's 0.5 sigma) were validated leave-one-recording-out (README, "Search
- *  strategies, replayed honestly"); tests/tuner/test_replay.sh holds it to the issue's bar on
+ *  the budget, the interval's 0.5 sigma) were validated leave-one-recording-out (docs/measurement.md,
+ *  "How local's constants were chosen"); tests/tuner/test_replay.sh holds it to the issue's bar on
  *  every recording that can test it. Without the race local committed to lucky processes. */
 #define BKM_TUNE_STRATEGY_DEFAULT "local"
 const char *const *bkm_tune_strategy_names(void);

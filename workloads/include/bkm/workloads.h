@@ -108,7 +108,7 @@ int bkm_wl_run(bkm_wl_t *wl, bkm_wl_sample_t *s, bkm_err_t *err);
 int bkm_wl_check(bkm_wl_t *wl, bkm_buf_t *out, bkm_err_t *err);
 /** The check value as a number (same as bkm_wl_check). */
 int bkm_wl_check_value(bkm_wl_t *wl, double *value, bkm_err_t *err);
-/** FLOPs of one iteration (workloads.md §2: gemm 2mnk; conv2d per direction times the directions
+/** FLOPs of one iteration (docs/workloads.md §2: gemm 2mnk; conv2d per direction times the directions
  *  run; alexnet training 3 x forward minus conv1 bwd-data). */
 double bkm_wl_flops(const bkm_wl_t *wl);
 /** Implementations used, e.g. "onednn:jit:avx512_core" or "native:im2col_gemm..." (owned). */
@@ -156,7 +156,7 @@ typedef struct bkm_mnist {
 int bkm_mnist_load(const char *dir, bkm_mnist_t *m, bkm_err_t *err);
 void bkm_mnist_free(bkm_mnist_t *m);
 
-/** `fmnist-sgd`: synchronous data-parallel SGD over MPI (workloads.md §7). Parameters (key=value,
+/** `fmnist-sgd`: synchronous data-parallel SGD over MPI (docs/workloads.md §7). Parameters (key=value,
  *  the same as `--param`): epochs, batch (global), lr, momentum, model (cnn|mlp), dropout, allreduce (mpi|flat|ring|overlap), bucket_kb, reduce
  *  (mean|sum), data, trace, verbose_ranks, seed, backend (native|onednn), bcast (start|epoch),
  *  micro (micro-batch: exact, P-independent gradient sums), train_limit, test_limit. bkm_train_params lists them with defaults and help. */
