@@ -97,6 +97,13 @@ struct bkm_kern_op {
     void *priv;                        /* backend private data */
 };
 
+/* Seed of the inputs every backend's op gets (bkm_kern_*_op_create: seed + argument). */
+#define BKM_OP_SEED 0x6b6d62ULL /* "bkm" */
+/* Native backend (op_native.c). Same contract as the public creators (params non-NULL). */
+int bkm__kern_native_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs,
+                                      const bkm_kern_params_t *p, bkm_err_t *err);
+int bkm__kern_native_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k,
+                                    const bkm_kern_params_t *p, bkm_err_t *err);
 /* oneDNN backend (onednn_op.c). Same contract as the public creators. BKM_ENOTSUP when oneDNN has
  * no implementation for the problem, BKM_EINVAL naming an unknown tunable key (the oneDNN backend
  * publishes no tunables), BKM_EDEP for any other oneDNN failure (message names the call). */
