@@ -51,6 +51,15 @@ int32_t bkm__kern_params_value(const bkm_kern_params_t *p, const char *key, int3
 void bkm__gemm_dot_avx512(int64_t m, int64_t n, int64_t k, int64_t kc, float alpha, const float *a, int64_t lda,
                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* AVX-512 edge kernel (gemm_edge_avx512.c), for 32-column B panels only: C[m x 32] = A * B + beta * C
+ * for the first 1 <= m <= BKM_GEMM_EDGE_M rows of an A panel with lda floats per k step
+ * (a[p * lda + i]); b[p * 32 + j]; row-major C (ldc); beta == 0 never reads C. The short last row
+ * panel of the SGEMM driver and of the conv2d algo-3 driver. */
+#define BKM_GEMM_EDGE_M 13
+#define BKM_GEMM_EDGE_NR 32
+void bkm__gemm_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                           float beta);
+
 /* Peak-calibration FMA chains (peak*.c): run @p iters iterations of independent FMA chains and
  * return the number of floating-point operations executed (2 per lane per FMA). The result is
  * written through @p sink so that the compiler cannot remove the chains. */
@@ -183,12 +192,6 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f);
 void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, float *dst);
 void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, float *diff_src);
 void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const float *diff_dst, float *diff_wei);
-/* AVX-512 edge kernel (conv2d_fast_avx512.c), for 32-column B panels only: C[m x 32] = A * B +
- * beta * C for the first 1 <= m <= BKM_CONV2D_FAST_EDGE_M rows of an A panel with lda floats per
- * k step (a[p * lda + i]); b[p * 32 + j]; row-major C (ldc); beta == 0 never reads C. */
-#define BKM_CONV2D_FAST_EDGE_M 13
-void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
-                                  int64_t ldc, float beta);
 /* "native:im2col_packed.<isa>_<mr>x<nr>" (+ ".phase_split_fwd" when the fwd takes that path) into buf. */
 /* bwd_w B packing by window rows (conv2d_fast_avx512.c), 1 <= len <= 16: o[t * nr + l] = in[t * sw + l]
  * where 0 <= ix + t * sw + l < iw, else 0, for t < seg, l < len (in == NULL: all zeros). */
