@@ -2,7 +2,7 @@
 /* Seeded buffers: the counter-based hash, the seeded parallel fill that gives every backend
  * identical inputs, the zeroing by the caller's team (first touch), and the user-layout argument
  * buffers of a benchmark op (sizes, allocation, release). */
-#include "kernels_int.h"
+#include "backend_int.h"
 
 #include <string.h>
 

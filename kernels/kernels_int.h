@@ -68,62 +68,6 @@ double bkm__peak_chain_avx2(int64_t iters, float *sink);
 double bkm__peak_chain_avx512(int64_t iters, float *sink);
 
 /* ======================================================================================== */
-/* Benchmark-op object and the oneDNN backend (onednn*.c; owner: onednn)                     */
-/* ======================================================================================== */
-/* Op layout PROPOSED to the conv engineer (op.c): the public bkm_kern_op_* functions dispatch
- * through op->vt; everything a generic function needs (problem, user buffers, tunables) sits
- * in the common part, backend/kernel private data behind op->priv.
- *   bkm_kern_op_buffer(op, arg, n)  -> op->buf[arg], *n = op->len[arg]
- *   bkm_kern_op_prepare/exec/finish -> op->vt->prepare/exec/finish
- *   bkm_kern_op_impl(op, dir)       -> op->vt->impl(op, dir)
- *   bkm_kern_op_flops(op, dir)      -> conv2d: bkm_kern_conv2d_flops(&op->conv) if dir is in
- *                                      op->dirs; gemm: bkm_kern_gemm_flops(m, n, k); else 0
- *   bkm_kern_op_params(op, n)       -> op->params, op->n_params
- *   bkm_kern_op_destroy(op)         -> if (op) op->vt->destroy(op)   (frees everything)
- * GEMM ops use BKM_ARG_SRC = A (m x k), BKM_ARG_WEI = B (k x n), BKM_ARG_DST = C (m x n),
- * row-major, and only the direction BKM_DIR_FWD. */
-typedef enum { BKM_OP_CONV2D = 1, BKM_OP_GEMM = 2 } bkm_op_kind_t;
-
-struct bkm_kern_op_vtbl {
-    int (*prepare)(bkm_kern_op_t *op, bkm_err_t *err);
-    int (*exec)(bkm_kern_op_t *op, bkm_dir_t dir, bkm_err_t *err);
-    int (*finish)(bkm_kern_op_t *op, bkm_err_t *err);
-    const char *(*impl)(const bkm_kern_op_t *op, bkm_dir_t dir);
-    void (*destroy)(bkm_kern_op_t *op);
-};
-
-struct bkm_kern_op {
-    const struct bkm_kern_op_vtbl *vt;
-    bkm_backend_t be;
-    bkm_op_kind_t kind;
-    int dirs;                          /* BKM_DIR_* bits the op was created for */
-    bkm_conv2d_desc_t conv;            /* kind == BKM_OP_CONV2D */
-    int64_t m, n, k;                   /* kind == BKM_OP_GEMM */
-    float *buf[BKM_ARG_COUNT];         /* user layout, 64-byte aligned, owned; NULL if unused */
-    size_t len[BKM_ARG_COUNT];         /* elements */
-    const bkm_param_desc_t *params;    /* static storage */
-    size_t n_params;
-    void *priv;                        /* backend private data */
-};
-
-/* Seed of the inputs every backend's op gets (bkm_kern_*_op_create: seed + argument). */
-#define BKM_OP_SEED 0x6b6d62ULL /* "bkm" */
-/* Native backend (op_native.c). Same contract as the public creators (params non-NULL). */
-int bkm__kern_native_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs,
-                                      const bkm_kern_params_t *p, bkm_err_t *err);
-int bkm__kern_native_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k,
-                                    const bkm_kern_params_t *p, bkm_err_t *err);
-/* oneDNN backend (onednn_op.c). Same contract as the public creators. BKM_ENOTSUP when oneDNN has
- * no implementation for the problem, BKM_EINVAL naming an unknown tunable key (the oneDNN backend
- * publishes no tunables), BKM_EDEP for any other oneDNN failure (message names the call). */
-int bkm__kern_onednn_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs,
-                                      const bkm_kern_params_t *p, bkm_err_t *err);
-int bkm__kern_onednn_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k,
-                                    const bkm_kern_params_t *p, bkm_err_t *err);
-/* Map a dnnl_status_t (passed as int) to a BKM code with a message naming @p what. */
-int bkm__kern_onednn_status(int st, const char *what, bkm_err_t *err);
-
-/* ======================================================================================== */
 /* conv2d, layers and the op dispatcher (conv2d*.c, im2col.c, layers*.c, op.c; owner: conv)   */
 /* ======================================================================================== */
 
@@ -147,14 +91,6 @@ void bkm__kern_fill_seeded(float *p, size_t n, uint64_t seed);
 void bkm__kern_zero_team(float *p, size_t n);
 /* 64-bit counter-based mixer (splitmix64 finaliser) used by the fill and by dropout. */
 uint64_t bkm__kern_hash64(uint64_t seed, uint64_t i);
-
-/* Allocate op->buf[a] (64-byte aligned) for every op->len[a] > 0, fill each with seeded values
- * (seed + a) in parallel; BKM_ENOMEM naming the argument. Used by the native and oneDNN ops. */
-int bkm__kern_op_alloc_buffers(bkm_kern_op_t *op, uint64_t seed, bkm_err_t *err);
-/* Set op->len[] for a conv2d op with directions @p dirs (user layouts, NCHW / goihw). */
-void bkm__kern_op_conv2d_lens(bkm_kern_op_t *op);
-/* Free op->buf[] (NULL-safe) and op itself; the vtable destroy functions end with this. */
-void bkm__kern_op_free(bkm_kern_op_t *op);
 
 /* ======================================================================================== */
 /* AVX-512 transposing pack (gemm_ukr_avx512.c; call only where AVX-512 was detected), w <= 32:

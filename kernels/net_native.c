@@ -365,4 +365,4 @@ static int nat_finish(bkm_net_exec_t *ex, bkm_err_t *err)
     return BKM_OK; /* parameters and gradients already live in the flat user-layout arrays */
 }
 
-const bkm__net_ops_t bkm__net_native_ops = {nat_create, nat_prepare, nat_step, nat_finish, nat_destroy};
+const bkm__net_vtbl_t bkm__net_native_vtbl = {nat_create, nat_prepare, nat_step, nat_finish, nat_destroy};

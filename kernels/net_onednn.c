@@ -888,4 +888,4 @@ out:
     return rc;
 }
 
-const bkm__net_ops_t bkm__net_onednn_ops = {odn_create, odn_prepare, odn_step, odn_finish, odn_destroy};
+const bkm__net_vtbl_t bkm__net_onednn_vtbl = {odn_create, odn_prepare, odn_step, odn_finish, odn_destroy};

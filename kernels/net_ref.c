@@ -256,4 +256,4 @@ static int ref_finish(bkm_net_exec_t *ex, bkm_err_t *err)
     return BKM_OK;
 }
 
-const bkm__net_ops_t bkm__net_ref_ops = {ref_create, ref_prepare, ref_step, ref_finish, ref_destroy};
+const bkm__net_vtbl_t bkm__net_ref_vtbl = {ref_create, ref_prepare, ref_step, ref_finish, ref_destroy};

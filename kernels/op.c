@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Benchmark operations: creation through the backend table (backend.c), the generic
  * bkm_kern_op_* functions (dispatch through op->vt), and the seeded inputs every backend shares. */
-#include "kernels_int.h"
+#include "backend_int.h"
 
 /* Same seeded inputs for every backend, so that their outputs can be compared. */
 static void op_fill_inputs(bkm_kern_op_t *op)
@@ -12,8 +12,16 @@ static void op_fill_inputs(bkm_kern_op_t *op)
             bkm__kern_fill_seeded(op->buf[inputs[i]], op->len[inputs[i]], BKM_OP_SEED + (uint64_t)inputs[i]);
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* Native conv2d op                                                                          */
+/* The backend @p be, which must have benchmark ops (every row with ops has both kinds). */
+static int op_backend(bkm_backend_t be, const char *what, const bkm__backend_t **b, bkm_err_t *err)
+{
+    *b = bkm__backend((int)be);
+    if (*b == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "%s op: backend %d is unknown", what, (int)be);
+    if ((*b)->conv2d_op == NULL || (*b)->gemm_op == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "%s op: the %s backend has no benchmark ops", what, (*b)->name);
+    return BKM_OK;
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Public op API                                                                             */
@@ -21,6 +29,7 @@ static void op_fill_inputs(bkm_kern_op_t *op)
 int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs, bkm_backend_t be,
                               const bkm_kern_params_t *params, bkm_err_t *err)
 {
+    const bkm__backend_t *b;
     bkm_kern_params_t none;
     int rc;
     if (op == NULL || d == NULL)
@@ -33,17 +42,9 @@ int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, in
         bkm_kern_params_init(&none);
         params = &none;
     }
-    switch (be) {
-    case BKM_BACKEND_NATIVE:
-        rc = bkm__kern_native_conv2d_op_create(op, d, dirs, params, err);
-        break;
-    case BKM_BACKEND_ONEDNN:
-        rc = bkm__kern_onednn_conv2d_op_create(op, d, dirs, params, err);
-        break;
-    default:
-        return bkm_err_set(err, BKM_EINVAL, "conv2d op: backend %d is unknown", (int)be);
-    }
-    if (rc == BKM_OK)
+    if ((rc = op_backend(be, "conv2d", &b, err)) < 0)
+        return rc;
+    if ((rc = b->conv2d_op(op, d, dirs, params, err)) == BKM_OK)
         op_fill_inputs(*op);
     return rc;
 }
@@ -51,6 +52,7 @@ int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, in
 int bkm_kern_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k, bkm_backend_t be,
                             const bkm_kern_params_t *params, bkm_err_t *err)
 {
+    const bkm__backend_t *b;
     bkm_kern_params_t none;
     int rc;
     if (op == NULL)
@@ -64,17 +66,9 @@ int bkm_kern_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k,
         bkm_kern_params_init(&none);
         params = &none;
     }
-    switch (be) {
-    case BKM_BACKEND_NATIVE:
-        rc = bkm__kern_native_gemm_op_create(op, m, n, k, params, err);
-        break;
-    case BKM_BACKEND_ONEDNN:
-        rc = bkm__kern_onednn_gemm_op_create(op, m, n, k, params, err);
-        break;
-    default:
-        return bkm_err_set(err, BKM_EINVAL, "gemm op: backend %d is unknown", (int)be);
-    }
-    if (rc == BKM_OK)
+    if ((rc = op_backend(be, "gemm", &b, err)) < 0)
+        return rc;
+    if ((rc = b->gemm_op(op, m, n, k, params, err)) == BKM_OK)
         op_fill_inputs(*op);
     return rc;
 }

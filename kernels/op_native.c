@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The native backend's benchmark ops: conv2d (bkm_kern_conv2d_*) and GEMM (bkm_kern_sgemm) behind
  * the op vtable. Every buffer and workspace is allocated here, at creation. */
-#include "kernels_int.h"
+#include "backend_int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static void native_conv_destroy(bkm_kern_op_t *op)
     bkm__kern_op_free(op);
 }
 
-static const struct bkm_kern_op_vtbl native_conv_vtbl = {native_nop, native_conv_exec, native_nop, native_conv_impl,
+static const bkm__op_vtbl_t native_conv_vtbl = {native_nop, native_conv_exec, native_nop, native_conv_impl,
                                                          native_conv_destroy};
 
 int bkm__kern_native_conv2d_op_create(bkm_kern_op_t **out, const bkm_conv2d_desc_t *d, int dirs,
@@ -106,7 +106,7 @@ static void native_gemm_destroy(bkm_kern_op_t *op)
     bkm__kern_op_free(op);
 }
 
-static const struct bkm_kern_op_vtbl native_gemm_vtbl = {native_nop, native_gemm_exec, native_nop, native_gemm_impl,
+static const bkm__op_vtbl_t native_gemm_vtbl = {native_nop, native_gemm_exec, native_nop, native_gemm_impl,
                                                          native_gemm_destroy};
 
 int bkm__kern_native_gemm_op_create(bkm_kern_op_t **out, int64_t m, int64_t n, int64_t k,

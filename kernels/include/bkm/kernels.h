@@ -120,12 +120,18 @@ double bkm_kern_peak_gflops(bkm_isa_t isa, int nthreads);
 
 
 /* ======================================================================================== */
-/* Benchmark operations: one kernel, one problem, one backend (section owned by the conv2d/  */
-/* layers work; the oneDNN backend implements the same contract). Signatures are the contract.*/
+/* Benchmark operations: one kernel, one problem, one backend (every backend implements the    */
+/* same contract).                                                                            */
 /* ======================================================================================== */
 
-typedef enum { BKM_BACKEND_NATIVE = 0, BKM_BACKEND_ONEDNN = 1 } bkm_backend_t;
-const char *bkm_kern_backend_name(bkm_backend_t be);            /* "native", "onednn" */
+/** Backends: this suite's kernels, oneDNN, and the naive reference (the test oracle, which runs
+ *  networks and LSTM stacks, bkm/net.h, but has no benchmark ops). The network engines of
+ *  bkm/net.h are these backends. */
+typedef enum { BKM_BACKEND_NATIVE = 0, BKM_BACKEND_ONEDNN = 1, BKM_BACKEND_REF = 2 } bkm_backend_t;
+/** "native", "onednn", "ref" ("unknown" for any other value). */
+const char *bkm_kern_backend_name(bkm_backend_t be);
+/** Parse the name of a backend with benchmark ops: "native", "onednn" (or "dnnl"); BKM_EINVAL
+ *  naming any other name. */
 int bkm_kern_backend_parse(const char *name, bkm_backend_t *be, bkm_err_t *err);
 
 typedef enum { BKM_DIR_FWD = 1, BKM_DIR_BWD_D = 2, BKM_DIR_BWD_W = 4, BKM_DIR_ALL = 7 } bkm_dir_t;
