@@ -47,7 +47,7 @@ typedef struct bkm_param_desc {
 } bkm_param_desc_t;
 
 /* ======================================================================================== */
-/* SGEMM (section owned by the GEMM work; signatures below are the contract for conv2d/FC)   */
+/* SGEMM (BLIS-style; conv2d, conv3d, FC and LSTM are built on it)                            */
 /* ======================================================================================== */
 
 /** Blocking and threading of one SGEMM call: a plain value. */
@@ -258,7 +258,7 @@ void bkm_kern_conv2d_ref_bwd_weights(const bkm_conv2d_desc_t *d, const float *sr
                                      float *diff_wei, float *diff_bias);
 
 /* ======================================================================================== */
-/* Layers (section owned by the conv2d/layers work): the CNN building blocks besides conv2d,  */
+/* Layers: the CNN building blocks besides conv2d,                                            */
 /* native + naive reference each, forward and backward. Activations are NCHW (pooling) or     */
 /* [mb][features] row-major (FC, softmax). Native versions use OpenMP where it pays and must  */
 /* be called from outside a parallel region; none allocates.                                  */
@@ -345,7 +345,7 @@ void bkm_kern_sgd_ref_step(size_t n, float *w, const float *g, float *v, float l
 double bkm_kern_sgd_flops(size_t n, float mu, float wd);
 
 /* ======================================================================================== */
-/* conv3d and 3-D max pooling (owner: networks): NCDHW fp32, weights OIDHW, vol2col + SGEMM. */
+/* conv3d and 3-D max pooling: NCDHW fp32, weights OIDHW, vol2col + SGEMM.                    */
 /* ======================================================================================== */
 
 /** conv3d problem, benchdnn conventions (no groups, no dilation). */
@@ -431,7 +431,7 @@ void bkm_kern_maxpool3d_ref_bwd(const bkm_pool3d_desc_t *d, const float *src, co
                                 float *diff_src);
 
 /* ======================================================================================== */
-/* LSTM (owner: networks): unidirectional, L layers, fp32, gate order i, f, g (c~), o — the     */
+/* LSTM: unidirectional, L layers, fp32, gate order i, f, g (c~), o — the                      */
 /* order of oneDNN's vanilla LSTM and PyTorch's nn.LSTM.                                        */
 /* Layouts: x [T][N][I], y [T][N][H], states h0/c0/hT/cT [L][N][H]; parameters one flat array, */
 /* per layer l in turn: Wx_l [I_l][4][H], Wh_l [H][4][H], b_l [4][H] (I_0 = I, I_l = H for    */
