@@ -167,12 +167,11 @@ static int window_axis(const bkm_net_layer_t *l, int i, const char *axis, int64_
     return BKM_OK;
 }
 
-int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
+/* The input of @p d as the shape the first layer gets (*s), or BKM_EINVAL naming the value. */
+static int net_input(const bkm_net_desc_t *d, bkm_net_shape_t *s, bkm_err_t *err)
 {
     int64_t c = d->c, dd = d->d ? d->d : 1, h = d->h, w = d->w;
-    int nsp = d->d ? 3 : 2, seen_param = 0, first_param = -1, rc;
-    size_t off = 0;
-    memset(net, 0, sizeof *net);
+    int nsp = d->d ? 3 : 2;
     if (d->mb <= 0 || c <= 0 || h <= 0 || w <= 0 || d->d < 0)
         return bkm_err_set(err, BKM_EINVAL, "net: input mb=%lld c=%lld d=%lld h=%lld w=%lld: every size must be "
                            "positive (d = 0 for a 2-D input)", (long long)d->mb, (long long)c, (long long)d->d,
@@ -192,143 +191,190 @@ int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
                            BKM_NET_MAX_LAYERS);
     if (!(d->lr >= 0.0f) || !isfinite(d->lr))
         return bkm_err_set(err, BKM_EINVAL, "net: learning rate %g must be >= 0", (double)d->lr);
-    net->n_input = (size_t)(d->mb * c * dd * h * w);
-    for (int i = 0; i < d->n_layers; i++) {
-        const bkm_net_layer_t *l = &d->layer[i];
-        bkm_net_layer_info_t *li = &net->li[i];
-        int64_t nin = c * dd * h * w;
-        int is3 = l->kind == BKM_NET_CONV3D || l->kind == BKM_NET_MAXPOOL3D;
-        li->in = (bkm_net_shape_t){c, dd, h, w, nsp};
-        switch (l->kind) {
-        case BKM_NET_CONV:
-        case BKM_NET_MAXPOOL:
-        case BKM_NET_CONV3D:
-        case BKM_NET_MAXPOOL3D: {
-            int conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
-            int64_t taps;
-            if (nsp != (is3 ? 3 : 2))
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): a %s layer needs a %s input, not %s", i,
-                                   l->name, bkm_net_kind_name(l->kind), is3 ? "3-D (NCDHW)" : "2-D (NCHW)",
-                                   nsp == 0 ? "flat features" : nsp == 3 ? "a 3-D one" : nsp == 1 ? "a sequence"
+    *s = (bkm_net_shape_t){c, dd, h, w, nsp};
+    return BKM_OK;
+}
+
+/* A conv or max pooling layer (2-D or 3-D) @p i on the shape *s: its parameters and forward FLOPs
+ * into @p li, *s becomes its output. */
+static int window_layer(const bkm_net_desc_t *d, int i, bkm_net_layer_info_t *li, bkm_net_shape_t *s, bkm_err_t *err)
+{
+    const bkm_net_layer_t *l = &d->layer[i];
+    int is3 = l->kind == BKM_NET_CONV3D || l->kind == BKM_NET_MAXPOOL3D;
+    int conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
+    int64_t taps;
+    int rc;
+    if (s->nsp != (is3 ? 3 : 2))
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): a %s layer needs a %s input, not %s", i,
+                           l->name, bkm_net_kind_name(l->kind), is3 ? "3-D (NCDHW)" : "2-D (NCHW)",
+                           s->nsp == 0 ? "flat features" : s->nsp == 3 ? "a 3-D one" : s->nsp == 1 ? "a sequence"
                                                                                                  : "a 2-D one");
-            if (l->k <= 0 || l->s <= 0 || l->p < 0 || (conv && l->out <= 0))
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld s=%lld p=%lld out=%lld: sizes must be "
-                                   "positive (padding non-negative)", i, l->name, (long long)l->k, (long long)l->s,
-                                   (long long)l->p, (long long)l->out);
-            if (!conv && l->p >= l->k)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): padding p=%lld must be smaller than the "
-                                   "window k=%lld", i, l->name, (long long)l->p, (long long)l->k);
-            if (is3 && (rc = window_axis(l, i, "d", dd, &dd, err)) < 0)
-                return rc;
-            if ((rc = window_axis(l, i, "h", h, &h, err)) < 0 || (rc = window_axis(l, i, "w", w, &w, err)) < 0)
-                return rc;
-            if (conv) {
-                taps = l->k * l->k * (is3 ? l->k : 1);
-                if (l->out > NET_MAX_ELEMS / (c * taps) || l->out > NET_MAX_ELEMS / (d->mb * dd * h * w))
-                    return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld is too large", i, l->name,
-                                       (long long)l->out);
-                li->n_wei = l->out * c * taps;
-                li->n_bias = l->out;
-                li->flops[BKM_NET_FWD] = 2.0 * (double)d->mb * (double)l->out * (double)c * (double)taps *
-                                         (double)(dd * h * w);
-                c = l->out;
-            }
-            break;
-        }
-        case BKM_NET_FC:
-            if (nsp == 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an FC layer on a sequence is not supported "
-                                   "(sequences flow through LSTM and dropout layers into the L1 loss)", i, l->name);
-            if (l->out <= 0 || l->out > NET_MAX_ELEMS / nin || l->out > NET_MAX_ELEMS / d->mb)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld must be in [1, %lld]", i, l->name,
-                                   (long long)l->out, (long long)(NET_MAX_ELEMS / (nin > d->mb ? nin : d->mb)));
-            li->n_wei = l->out * nin;
-            li->n_bias = l->out;
-            li->flops[BKM_NET_FWD] = 2.0 * (double)d->mb * (double)nin * (double)l->out;
-            c = l->out;
-            dd = h = w = 1;
-            nsp = 0;
-            break;
-        case BKM_NET_LSTM: {
-            bkm_lstm_desc_t ld;
-            if (nsp != 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an LSTM layer needs a sequence input (desc t "
-                                   ">= 1)", i, l->name);
-            if (l->k <= 0 || l->k > 64)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld stacked LSTM layers must be in [1, 64]",
-                                   i, l->name, (long long)l->k);
-            if (l->out <= 0 ||
-                (double)l->k * 4.0 * (double)l->out * ((double)c + (double)l->out + 1.0) > (double)NET_MAX_ELEMS ||
-                (double)l->k * 4.0 * (double)l->out * (double)d->mb * (double)(h + 1) > (double)NET_MAX_ELEMS)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): hidden size out=%lld must be positive and fit "
-                                   "the batch and steps", i, l->name, (long long)l->out);
-            if ((rc = bkm_kern_lstm_desc_init(&ld, d->mb, h, c, l->out, l->k, err)) < 0)
-                return bkm_err_prefix(err, "net layer %d (%s)", i, l->name);
-            li->n_wei = (int64_t)bkm_kern_lstm_param_count(&ld);
-            li->n_bias = 0;
-            li->flops[BKM_NET_FWD] = bkm_kern_lstm_flops(&ld, 0);
-            c = l->out;
-            break;
-        }
-        case BKM_NET_LOSS_L1:
-            if (i != d->n_layers - 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
-                                   i, l->name, d->n_layers);
-            if (nsp != 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the L1 loss is implemented for sequence "
-                                   "networks only (desc t >= 1)", i, l->name);
-            net->classes = c;
-            break;
-        case BKM_NET_LOSS:
-        case BKM_NET_LOSS_BATCH:
-            if (i != d->n_layers - 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
-                                   i, l->name, d->n_layers);
-            if (i == 0 || d->layer[i - 1].kind != BKM_NET_FC)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must follow an FC layer", i, l->name);
-            net->classes = c;
-            break;
-        case BKM_NET_RELU:
-            break;
-        case BKM_NET_DROPOUT:
-        case BKM_NET_DROPOUT2D:
-            if (!(l->drop >= 0.0f && l->drop < 1.0f))
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): dropout probability %g outside [0, 1)", i,
-                                   l->name, (double)l->drop);
-            break;
-        default:
-            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): unknown kind %d", i, l->name, (int)l->kind);
-        }
-        li->out = (bkm_net_shape_t){c, dd, h, w, nsp};
-        li->need_bwd_d = seen_param || d->grad_input != 0;
-        if (li->n_wei) {
-            seen_param = 1;
-            if (first_param < 0)
-                first_param = i;
-            li->wei_off = off;
-            off += align16((size_t)li->n_wei);
-            li->bias_off = off;
-            off += align16((size_t)li->n_bias);
-            net->n_trainable += li->n_wei + li->n_bias;
-            li->flops[BKM_NET_BWD_W] = li->flops[BKM_NET_FWD];
-            if (li->need_bwd_d)
-                li->flops[BKM_NET_BWD_D] = li->flops[BKM_NET_FWD];
-            if (d->lr > 0.0f)
-                li->flops[BKM_NET_UPD] = 2.0 * (double)(li->n_wei + li->n_bias);
-            if (l->kind == BKM_NET_LSTM) /* one backward-through-time call: 2 x forward, less the input's
-                                          * data gradient (T*2*N*4H*I) when nothing needs it */
-                li->flops[BKM_NET_BWD_D] = 2.0 * li->flops[BKM_NET_FWD] -
-                                           (li->need_bwd_d ? 0.0 : 2.0 * (double)(d->mb * h * 4 * l->out) * (double)li->in.c),
-                li->flops[BKM_NET_BWD_W] = 0.0;
-        }
-        li->need_bwd = seen_param || d->grad_input != 0;
-        net->flops_fwd += li->flops[BKM_NET_FWD];
-        net->flops_train += li->flops[BKM_NET_FWD] + li->flops[BKM_NET_BWD_D] + li->flops[BKM_NET_BWD_W];
+    if (l->k <= 0 || l->s <= 0 || l->p < 0 || (conv && l->out <= 0))
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld s=%lld p=%lld out=%lld: sizes must be "
+                           "positive (padding non-negative)", i, l->name, (long long)l->k, (long long)l->s,
+                           (long long)l->p, (long long)l->out);
+    if (!conv && l->p >= l->k)
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): padding p=%lld must be smaller than the "
+                           "window k=%lld", i, l->name, (long long)l->p, (long long)l->k);
+    if (is3 && (rc = window_axis(l, i, "d", s->d, &s->d, err)) < 0)
+        return rc;
+    if ((rc = window_axis(l, i, "h", s->h, &s->h, err)) < 0 || (rc = window_axis(l, i, "w", s->w, &s->w, err)) < 0)
+        return rc;
+    if (conv) {
+        taps = l->k * l->k * (is3 ? l->k : 1);
+        if (l->out > NET_MAX_ELEMS / (s->c * taps) || l->out > NET_MAX_ELEMS / (d->mb * s->d * s->h * s->w))
+            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld is too large", i, l->name,
+                               (long long)l->out);
+        li->n_wei = l->out * s->c * taps;
+        li->n_bias = l->out;
+        li->flops[BKM_NET_FWD] = 2.0 * (double)d->mb * (double)l->out * (double)s->c * (double)taps *
+                                 (double)(s->d * s->h * s->w);
+        s->c = l->out;
+    }
+    return BKM_OK;
+}
+
+/* An FC layer @p i on *s (flattened), as window_layer. */
+static int fc_layer(const bkm_net_desc_t *d, int i, bkm_net_layer_info_t *li, bkm_net_shape_t *s, bkm_err_t *err)
+{
+    const bkm_net_layer_t *l = &d->layer[i];
+    int64_t nin = s->c * s->d * s->h * s->w;
+    if (s->nsp == 1)
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an FC layer on a sequence is not supported "
+                           "(sequences flow through LSTM and dropout layers into the L1 loss)", i, l->name);
+    if (l->out <= 0 || l->out > NET_MAX_ELEMS / nin || l->out > NET_MAX_ELEMS / d->mb)
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld must be in [1, %lld]", i, l->name,
+                           (long long)l->out, (long long)(NET_MAX_ELEMS / (nin > d->mb ? nin : d->mb)));
+    li->n_wei = l->out * nin;
+    li->n_bias = l->out;
+    li->flops[BKM_NET_FWD] = 2.0 * (double)d->mb * (double)nin * (double)l->out;
+    *s = (bkm_net_shape_t){l->out, 1, 1, 1, 0};
+    return BKM_OK;
+}
+
+/* An LSTM stack @p i on the sequence *s, as window_layer. */
+static int lstm_layer(const bkm_net_desc_t *d, int i, bkm_net_layer_info_t *li, bkm_net_shape_t *s, bkm_err_t *err)
+{
+    const bkm_net_layer_t *l = &d->layer[i];
+    bkm_lstm_desc_t ld;
+    int rc;
+    if (s->nsp != 1)
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an LSTM layer needs a sequence input (desc t "
+                           ">= 1)", i, l->name);
+    if (l->k <= 0 || l->k > 64)
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld stacked LSTM layers must be in [1, 64]",
+                           i, l->name, (long long)l->k);
+    if (l->out <= 0 ||
+        (double)l->k * 4.0 * (double)l->out * ((double)s->c + (double)l->out + 1.0) > (double)NET_MAX_ELEMS ||
+        (double)l->k * 4.0 * (double)l->out * (double)d->mb * (double)(s->h + 1) > (double)NET_MAX_ELEMS)
+        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): hidden size out=%lld must be positive and fit "
+                           "the batch and steps", i, l->name, (long long)l->out);
+    if ((rc = bkm_kern_lstm_desc_init(&ld, d->mb, s->h, s->c, l->out, l->k, err)) < 0)
+        return bkm_err_prefix(err, "net layer %d (%s)", i, l->name);
+    li->n_wei = (int64_t)bkm_kern_lstm_param_count(&ld);
+    li->n_bias = 0;
+    li->flops[BKM_NET_FWD] = bkm_kern_lstm_flops(&ld, 0);
+    s->c = l->out;
+    return BKM_OK;
+}
+
+/* Layer @p i of @p d on the shape *s: checked, its parameter counts and forward FLOPs into
+ * net->li[i] (and the classes into net, for a loss); *s becomes its output. */
+static int net_layer(bkm_net_t *net, const bkm_net_desc_t *d, int i, bkm_net_shape_t *s, bkm_err_t *err)
+{
+    const bkm_net_layer_t *l = &d->layer[i];
+    bkm_net_layer_info_t *li = &net->li[i];
+    switch (l->kind) {
+    case BKM_NET_CONV:
+    case BKM_NET_MAXPOOL:
+    case BKM_NET_CONV3D:
+    case BKM_NET_MAXPOOL3D:
+        return window_layer(d, i, li, s, err);
+    case BKM_NET_FC:
+        return fc_layer(d, i, li, s, err);
+    case BKM_NET_LSTM:
+        return lstm_layer(d, i, li, s, err);
+    case BKM_NET_LOSS_L1:
+        if (i != d->n_layers - 1)
+            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
+                               i, l->name, d->n_layers);
+        if (s->nsp != 1)
+            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the L1 loss is implemented for sequence "
+                               "networks only (desc t >= 1)", i, l->name);
+        net->classes = s->c;
+        return BKM_OK;
+    case BKM_NET_LOSS:
+    case BKM_NET_LOSS_BATCH:
+        if (i != d->n_layers - 1)
+            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
+                               i, l->name, d->n_layers);
+        if (i == 0 || d->layer[i - 1].kind != BKM_NET_FC)
+            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must follow an FC layer", i, l->name);
+        net->classes = s->c;
+        return BKM_OK;
+    case BKM_NET_RELU:
+        return BKM_OK;
+    case BKM_NET_DROPOUT:
+    case BKM_NET_DROPOUT2D:
+        if (!(l->drop >= 0.0f && l->drop < 1.0f))
+            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): dropout probability %g outside [0, 1)", i,
+                               l->name, (double)l->drop);
+        return BKM_OK;
+    }
+    return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): unknown kind %d", i, l->name, (int)l->kind);
+}
+
+/* The backward of layer @p i (its input and output shapes and forward set): whether it runs,
+ * its parameters' offsets from *off on (advanced), and its FLOPs per direction. *seen_param: a
+ * parameter layer is at or before i (updated). */
+static void net_layer_backward(bkm_net_t *net, const bkm_net_desc_t *d, int i, size_t *off, int *seen_param)
+{
+    const bkm_net_layer_t *l = &d->layer[i];
+    bkm_net_layer_info_t *li = &net->li[i];
+    li->need_bwd_d = *seen_param || d->grad_input != 0;
+    if (li->n_wei) {
+        *seen_param = 1;
+        li->wei_off = *off;
+        *off += align16((size_t)li->n_wei);
+        li->bias_off = *off;
+        *off += align16((size_t)li->n_bias);
+        net->n_trainable += li->n_wei + li->n_bias;
+        li->flops[BKM_NET_BWD_W] = li->flops[BKM_NET_FWD];
+        if (li->need_bwd_d)
+            li->flops[BKM_NET_BWD_D] = li->flops[BKM_NET_FWD];
+        if (d->lr > 0.0f)
+            li->flops[BKM_NET_UPD] = 2.0 * (double)(li->n_wei + li->n_bias);
+        if (l->kind == BKM_NET_LSTM) /* one backward-through-time call: 2 x forward, less the input's
+                                      * data gradient (T*2*N*4H*I) when nothing needs it */
+            li->flops[BKM_NET_BWD_D] = 2.0 * li->flops[BKM_NET_FWD] -
+                                       (li->need_bwd_d ? 0.0 : 2.0 * (double)(d->mb * li->out.h * 4 * l->out) * (double)li->in.c),
+            li->flops[BKM_NET_BWD_W] = 0.0;
+    }
+    li->need_bwd = *seen_param || d->grad_input != 0;
+    net->flops_fwd += li->flops[BKM_NET_FWD];
+    net->flops_train += li->flops[BKM_NET_FWD] + li->flops[BKM_NET_BWD_D] + li->flops[BKM_NET_BWD_W];
+}
+
+int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
+{
+    bkm_net_shape_t s;
+    int seen_param = 0, rc;
+    size_t off = 0;
+    memset(net, 0, sizeof *net);
+    if ((rc = net_input(d, &s, err)) < 0)
+        return rc;
+    net->n_input = (size_t)(d->mb * s.c * s.d * s.h * s.w);
+    for (int i = 0; i < d->n_layers; i++) {
+        net->li[i].in = s;
+        if ((rc = net_layer(net, d, i, &s, err)) < 0)
+            return rc;
+        net->li[i].out = s;
+        net_layer_backward(net, d, i, &off, &seen_param);
     }
     if (!bkm_net_kind_is_loss(d->layer[d->n_layers - 1].kind))
         return bkm_err_set(err, BKM_EINVAL, "net: the last layer (%s) must be a loss layer",
                            d->layer[d->n_layers - 1].name);
-    if (first_param < 0)
+    if (!seen_param)
         return bkm_err_set(err, BKM_EINVAL, "net: no layer has parameters (nothing to train)");
     if (d->inference && d->t == 0)
         return bkm_err_set(err, BKM_EINVAL, "net: inference=1 is implemented for sequence networks only (desc t >= 1)");
