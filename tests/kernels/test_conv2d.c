@@ -2,13 +2,13 @@
 /* conv2d: descriptor grammar (good and bad), FLOP count, every direction of the native conv2d
  * against the reference on small odd shapes for every algorithm, tile size and ISA, tunable
  * validation, and the op abstraction (native conv2d and GEMM ops, oneDNN op against native). */
-#include <check.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 
 /* ---------------------------------------------------------------------------------------- */
@@ -655,11 +655,10 @@ static Suite *conv2d_suite(int isa)
 
 /* test_conv2d: everything but the per-ISA micro-kernel runs; test_conv2d generic|avx2|avx512:
  * those for one ISA, exit 77 (skipped) when this CPU lacks it. */
-int main(int argc, char **argv)
+static Suite *conv2d_suite_of_args(int argc, char **argv, int *status)
 {
     static const char *const names[] = {"generic", "avx2", "avx512"};
-    SRunner *sr;
-    int failed, isa = -1;
+    int isa = -1;
     if (argc > 1) {
         char kv[32];
         bkm_kern_params_t p;
@@ -669,18 +668,17 @@ int main(int argc, char **argv)
                 isa = i;
         if (isa < 0) {
             fprintf(stderr, "usage: test_conv2d [generic|avx2|avx512]\n");
-            return 2;
+            *status = 2;
+            return NULL;
         }
         snprintf(kv, sizeof kv, "isa=%s", names[isa]);
         bkm_kern_params_init(&p);
         if (bkm_kern_params_add(&p, kv, &err) == BKM_ENOTSUP) {
-            printf("skip: this CPU lacks %s (%s)\n", names[isa], err.msg);
-            return 77;
+            *status = bkm_check_skip("this CPU lacks %s (%s)", names[isa], err.msg);
+            return NULL;
         }
     }
-    sr = srunner_create(conv2d_suite(isa));
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return conv2d_suite(isa);
 }
+
+BKM_CHECK_MAIN_ARGS(conv2d_suite_of_args)

@@ -3,11 +3,11 @@
  * equals serial bit for bit, col2vol is vol2col's adjoint), every direction against the naive
  * references on small odd shapes (stride, padding, non-cubic), and finite-difference gradient
  * checks of conv3d and 3-D pooling. */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 #include "net_test.h"
 
@@ -378,7 +378,7 @@ START_TEST(pool3d_matches_reference_and_gradient)
 }
 END_TEST
 
-int main(void)
+static Suite *conv3d_suite(void)
 {
     Suite *s = suite_create("conv3d");
     TCase *tc = tcase_create("conv3d");
@@ -392,9 +392,7 @@ int main(void)
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 7);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(conv3d_suite)

@@ -6,12 +6,12 @@
  * fused engine agrees with the reference engine. The phase-split forward of strided wide-window
  * convolutions (AlexNet conv1's path) against the naive reference, over one band and several; max
  * pooling of several output rows at once (AlexNet's pool2 and pool5 planes) with -inf and NaN windows. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/net.h"
 #include "net_test.h"
 
@@ -326,7 +326,7 @@ START_TEST(fuse_value_checked)
 }
 END_TEST
 
-int main(void)
+static Suite *fuse_suite(void)
 {
     Suite *s = suite_create("fuse");
     TCase *tc = tcase_create("core");
@@ -338,9 +338,7 @@ int main(void)
     tcase_add_test(tc, phase_split_fwd_matches_reference);
     tcase_add_test(tc, pool_rows_nonfinite_windows);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+BKM_CHECK_MAIN(fuse_suite)

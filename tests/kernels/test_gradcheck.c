@@ -3,12 +3,12 @@
  * conv2d(+bias) -> ReLU -> maxpool 3x3/2 -> FC(+bias) -> softmax + cross-entropy.
  * The analytic gradients of every conv weight and bias, every FC weight and bias and every input
  * element (backward chain of the same layers) are compared with central differences of the loss. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 
 #define MB 2
@@ -158,18 +158,14 @@ START_TEST(cnn_gradients_match_central_differences)
 }
 END_TEST
 
-int main(void)
+static Suite *gradcheck_suite(void)
 {
     Suite *s = suite_create("gradcheck");
     TCase *tc = tcase_create("cnn");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cnn_gradients_match_central_differences);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(gradcheck_suite)

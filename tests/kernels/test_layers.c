@@ -2,13 +2,13 @@
 /* CNN layers: every native layer, forward and backward, against its naive reference; max-pool
  * ties and padding, in-place ReLU, FC with and without bias on every ISA, dropout determinism
  * across thread counts, softmax + cross-entropy, SGD with momentum and weight decay. */
-#include <check.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 
 static float *rand_buf(size_t n, unsigned seed, int quantize)
@@ -321,12 +321,4 @@ static Suite *layers_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(layers_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(layers_suite)

@@ -3,11 +3,11 @@
  * naive reference on small odd shapes (1-3 layers, I != H, with and without initial and final
  * state gradients, one and several gate chunks), finite-difference gradient checks of the
  * reference over a few steps, and bad tunables. */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 
 static double rel_diff(const float *a, const float *b, size_t n)
@@ -274,7 +274,7 @@ START_TEST(bad_tunables)
 }
 END_TEST
 
-int main(void)
+static Suite *lstm_suite(void)
 {
     Suite *s = suite_create("lstm");
     TCase *tc = tcase_create("lstm");
@@ -285,9 +285,7 @@ int main(void)
     tcase_add_test(tc, bad_tunables);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(lstm_suite)

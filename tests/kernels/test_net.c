@@ -2,12 +2,12 @@
 /* Networks as data: the table's one-time check and derivations, every error naming its value, and
  * one training step of small odd tables on the native and oneDNN executors against the reference
  * executor over the same table (loss, updated parameters, gradients), plus per-layer timing. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/net.h"
 #include "net_test.h"
 
@@ -613,7 +613,7 @@ START_TEST(dropout_training)
 }
 END_TEST
 
-int main(void)
+static Suite *net_suite(void)
 {
     Suite *s = suite_create("net");
     TCase *tc = tcase_create("table");
@@ -634,9 +634,7 @@ int main(void)
     tcase_add_test(tc, dropout_training);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(net_suite)

@@ -4,12 +4,12 @@
  * executors against the reference executor over the same small odd tables (losses, gradients,
  * updated parameters over two steps, inference), a finite-difference check of the executor's
  * gradients on a few time steps, and the seed table (bkm_net_desc_lstm_seed). */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/net.h"
 #include "net_test.h"
 
@@ -310,7 +310,7 @@ START_TEST(seed_table_engines_agree)
 }
 END_TEST
 
-int main(void)
+static Suite *net_lstm_suite(void)
 {
     Suite *s = suite_create("net_lstm");
     TCase *tc = tcase_create("table");
@@ -323,9 +323,7 @@ int main(void)
     tcase_add_test(tc, seed_table_engines_agree);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(net_lstm_suite)

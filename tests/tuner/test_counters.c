@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the PAPI counter session: list parsing, unavailable events recorded with a
  * reason, software events counting a busy loop over every thread of the team. */
-#include <check.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/tuner.h"
 
 static const bkm_counter_t *find_counter(const bkm_tune_counters_t *c, const char *name)
@@ -131,7 +131,7 @@ static Suite *counters_suite(void)
     return s;
 }
 
-/* PAPI must be usable at all, else skip (77). Probed in a child so that this process starts
+/* PAPI must be usable at all, else skip (BKM_CHECK_SKIP). Probed in a child so that this process starts
  * no PAPI state before Check forks. */
 static int papi_usable(void)
 {
@@ -142,13 +142,11 @@ static int papi_usable(void)
         bkm_err_t err = {0};
         const bkm_counter_t *tc;
         if (bkm_tune_counters_open(&c, "perf::TASK-CLOCK", &err) < 0) {
-            printf("skip: PAPI cannot initialise here: %s\n", err.msg);
-            _exit(77);
+            _exit(bkm_check_skip("PAPI cannot initialise here: %s", err.msg));
         }
         tc = bkm_tune_counters_values(c, &status);
         if (!tc[0].available) {
-            printf("skip: the software event perf::TASK-CLOCK is unavailable: %s\n", tc[0].reason);
-            _exit(77);
+            _exit(bkm_check_skip("the software event perf::TASK-CLOCK is unavailable: %s", tc[0].reason));
         }
         bkm_tune_counters_close(c);
         _exit(0);
@@ -158,13 +156,14 @@ static int papi_usable(void)
     return WEXITSTATUS(status) == 0;
 }
 
-int main(void)
+/* The suite, or none (exit 77) when PAPI is unusable here; the probe says why. */
+static Suite *counters_suite_here(int argc, char **argv, int *status)
 {
-    if (!papi_usable())
-        return 77;
-    SRunner *sr = srunner_create(counters_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    if (!papi_usable()) {
+        *status = BKM_CHECK_SKIP;
+        return NULL;
+    }
+    return counters_suite();
 }
+
+BKM_CHECK_MAIN_ARGS(counters_suite_here)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* oneDNN backend against the naive references: the conv2d op (every direction, odd shapes with
  * groups, strides and padding) and the GEMM op. (Networks on oneDNN: tests/kernels/test_net.c.) */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 
 /* max |a - b| / max(1, max |b|) */
@@ -144,11 +144,4 @@ static Suite *onednn_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(onednn_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(onednn_suite)
