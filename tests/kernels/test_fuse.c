@@ -13,7 +13,7 @@
 
 #include "bkm_check.h"
 #include "bkm/net.h"
-#include "net_test.h"
+#include "kern_test.h"
 
 /* conv (stride 1) -> ReLU -> conv -> ReLU -> pool -> conv (stride 2) -> dropout(0) -> ReLU -> pool
  * -> FC -> ReLU -> FC -> loss: ReLU into a conv's bwd-data (column-tile path), a ReLU after a conv
@@ -95,9 +95,7 @@ static void run_native(const bkm_net_desc_t *d, const char *const *params, run_t
     ck_assert_msg(bkm_net_exec_create(&r->ex, &net, BKM_NET_NATIVE, &kp, &err) == BKM_OK, "%s", err.msg);
     float *in = bkm_net_exec_input(r->ex, &n);
     fill(in, n, 1, 1.0f);
-    int32_t *lab = bkm_net_exec_labels(r->ex, &n);
-    for (size_t i = 0; i < n; i++)
-        lab[i] = (int32_t)((i * 5 + 2) % (size_t)net.classes);
+    net_test_labels(r->ex);
     float *p = bkm_net_exec_params(r->ex, &n);
     seed_params(&net, p, n);
     ck_assert_msg(bkm_net_exec_prepare(r->ex, &err) == BKM_OK, "%s", err.msg);

@@ -10,6 +10,7 @@
 
 #include "bkm_check.h"
 #include "bkm/kernels.h"
+#include "kern_test.h"
 
 #define MB 2
 #define NCLS 4
@@ -28,17 +29,6 @@ typedef struct {
     float *dc, *dp, *dlogits;
 } net_t;
 
-static float *rnd(size_t n, unsigned seed, float scale)
-{
-    float *p = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
-    }
-    return p;
-}
-
 static void net_init(net_t *n)
 {
     bkm_err_t err = {0};
@@ -56,11 +46,11 @@ static void net_init(net_t *n)
     n->n_p = (size_t)(MB * n->fd.in);
     n->n_wc = (size_t)(n->cd.oc * n->cd.ic * n->cd.kh * n->cd.kw);
     n->n_wf = (size_t)(n->fd.out * n->fd.in);
-    n->x = rnd(n->n_x, 1, 1.0f);
-    n->wc = rnd(n->n_wc, 2, 0.5f);
-    n->bc = rnd((size_t)n->cd.oc, 3, 0.2f);
-    n->wf = rnd(n->n_wf, 4, 0.5f);
-    n->bf = rnd(NCLS, 5, 0.2f);
+    n->x = rnd_nr(n->n_x, 1, 1.0f);
+    n->wc = rnd_nr(n->n_wc, 2, 0.5f);
+    n->bc = rnd_nr((size_t)n->cd.oc, 3, 0.2f);
+    n->wf = rnd_nr(n->n_wf, 4, 0.5f);
+    n->bf = rnd_nr(NCLS, 5, 0.2f);
     n->c = malloc(n->n_c * 4), n->dc = malloc(n->n_c * 4);
     n->p = malloc(n->n_p * 4), n->dp = malloc(n->n_p * 4);
     n->am = malloc(n->n_p * sizeof(int32_t));

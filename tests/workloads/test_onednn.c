@@ -7,20 +7,7 @@
 
 #include "bkm_check.h"
 #include "bkm/kernels.h"
-
-/* max |a - b| / max(1, max |b|) */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double md = 0.0, mb = 1.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > md || isnan(d))
-            md = isnan(d) ? INFINITY : d;
-        if (fabs((double)b[i]) > mb)
-            mb = fabs((double)b[i]);
-    }
-    return md / mb;
-}
+#include "kern_test.h"
 
 static float *copy_of(const float *p, size_t n)
 {
