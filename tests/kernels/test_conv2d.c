@@ -526,6 +526,37 @@ START_TEST(op_errors)
 }
 END_TEST
 
+/* One table of backends: the names the op and network APIs print, the names parsed (backends with
+ * benchmark ops only), and the op creators refusing a backend without ops or an unknown one. */
+START_TEST(backend_table)
+{
+    static const char *const names[] = {"native", "onednn", "ref"};
+    bkm_conv2d_desc_t d;
+    bkm_kern_op_t *op = NULL;
+    bkm_backend_t be;
+    bkm_err_t err = {0};
+    for (int b = 0; b < 3; b++) {
+        ck_assert_str_eq(bkm_kern_backend_name((bkm_backend_t)b), names[b]);
+        ck_assert_str_eq(bkm_net_engine_name((bkm_net_engine_t)b), names[b]);
+    }
+    ck_assert_str_eq(bkm_kern_backend_name((bkm_backend_t)3), "unknown");
+    ck_assert_str_eq(bkm_net_engine_name((bkm_net_engine_t)-1), "?");
+    ck_assert_int_eq(bkm_kern_backend_parse("native", &be, &err), BKM_OK);
+    ck_assert_int_eq(be, BKM_BACKEND_NATIVE);
+    ck_assert_int_eq(bkm_kern_backend_parse("dnnl", &be, &err), BKM_OK);
+    ck_assert_int_eq(be, BKM_BACKEND_ONEDNN);
+    ck_assert_int_eq(bkm_kern_backend_parse("ref", &be, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'ref'"));
+    parse_ok("mb2ic4ih8oc4kh3", 0, &d);
+    ck_assert_int_eq(bkm_kern_conv2d_op_create(&op, &d, BKM_DIR_FWD, BKM_BACKEND_REF, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ref backend"));
+    ck_assert_ptr_null(op);
+    ck_assert_int_eq(bkm_kern_gemm_op_create(&op, 8, 8, 8, (bkm_backend_t)9, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "backend 9"));
+    ck_assert_ptr_null(op);
+}
+END_TEST
+
 START_TEST(op_native_gemm_matches_reference)
 {
     bkm_kern_op_t *op = NULL;
@@ -639,6 +670,7 @@ static Suite *conv2d_suite(int isa)
     tcase_add_test(tc, op_native_gemm_matches_reference);
     tcase_add_loop_test(tc, op_onednn_agrees_with_native, 0, N_SHAPES);
     tcase_add_test(tc, op_onednn_gemm_agrees_with_native);
+    tcase_add_test(tc, backend_table);
     suite_add_tcase(s, tc);
     return s;
 }

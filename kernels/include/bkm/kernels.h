@@ -200,10 +200,11 @@ int bkm_kern_gemm_params_check(const bkm_kern_params_t *params, int nt, bkm_err_
 int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, int nt, bkm_err_t *err);
 
 /** Create a conv2d op for the directions in @p dirs. Allocates every buffer (untimed).
- *  BKM_ENOTSUP if the backend cannot do it; BKM_EINVAL naming a bad tunable. */
+ *  BKM_ENOTSUP if the backend cannot do it; BKM_EINVAL naming a bad tunable, or a backend without
+ *  benchmark ops (BKM_BACKEND_REF) or unknown. */
 int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs, bkm_backend_t be,
                               const bkm_kern_params_t *params, bkm_err_t *err);
-/** Create a GEMM op (C = A * B, row-major, m x k times k x n). */
+/** Create a GEMM op (C = A * B, row-major, m x k times k x n); errors as for conv2d. */
 int bkm_kern_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k, bkm_backend_t be,
                             const bkm_kern_params_t *params, bkm_err_t *err);
 /** User-layout buffer of an argument (NULL if the op has none); element count in *n. */
