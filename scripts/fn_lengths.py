@@ -15,6 +15,7 @@ Reads the source as text: comments, string and character literals and preprocess
 a block is a function when the text before it ends in a parameter list.
 """
 import argparse
+import bisect
 import os
 import re
 import sys
@@ -100,14 +101,7 @@ def functions(path):
             line_at.append(k + 1)
 
     def line_of(off):
-        lo, hi = 0, len(line_at) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if line_at[mid] <= off:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1
+        return bisect.bisect_right(line_at, off)
 
     open_fn = None  # (name, first line) of the function whose body is open
     transparent = 0  # extern "C" { ... } blocks that do not nest
