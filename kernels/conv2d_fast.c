@@ -212,7 +212,7 @@ static int fast_create(bkm_conv2d_fast_t **out, const bkm_conv2d_desc_t *d, cons
     f->mc = cfg->mc;
     f->kc = bkm__kern_gemm_kc(cfg);
     f->nt = nt < 1 ? 1 : nt;
-    f->edge = cfg->isa == BKM_ISA_AVX512 && cfg->nr == 32;
+    f->edge = cfg->isa == BKM_ISA_AVX512 && cfg->nr == BKM_GEMM_EDGE_NR;
     f->icg = d->ic / d->g;
     f->ocg = d->oc / d->g;
     f->kdim = f->icg * d->kh * d->kw;
@@ -577,17 +577,17 @@ static void pack_b_bwd_w_rows(const bkm_conv2d_fast_t *f, const float *srcg, int
 
 /* One mr x nr tile of dst[g] rows [i0, i0 + mr) and batch columns [col, col + ncol). */
 /* Rows [0, m) of a register tile: the micro-kernel, or the AVX-512 edge kernel for a last row
- * panel of at most BKM_CONV2D_FAST_EDGE_M rows (rows past m are then not written). */
+ * panel of at most BKM_GEMM_EDGE_M rows (rows past m are then not written). */
 static int use_edge(const bkm_conv2d_fast_t *f, int64_t m)
 {
-    return f->edge && m < f->mr && m <= BKM_CONV2D_FAST_EDGE_M;
+    return f->edge && m < f->mr && m <= BKM_GEMM_EDGE_M;
 }
 
 static void run_tile(const bkm_conv2d_fast_t *f, int64_t m, int64_t kb, const float *a, const float *b, float *c,
                      int64_t ldc, float beta)
 {
     if (use_edge(f, m))
-        bkm__conv2d_fast_edge_avx512(m, kb, a, f->mr, b, c, ldc, beta);
+        bkm__gemm_edge_avx512(m, kb, a, f->mr, b, c, ldc, beta);
     else
         f->ukr(kb, a, b, c, ldc, 1.0f, beta);
 }

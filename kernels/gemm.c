@@ -443,8 +443,8 @@ static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, 
 {
     const int64_t mr = job->u->mr, nr = job->u->nr, ldc = job->ldc;
     const bkm_gemm_ukr_t fn = job->u->fn;
-    /* the AVX-512 kernels for at most BKM_CONV2D_FAST_EDGE_M rows of a 32-column panel (alpha 1) */
-    const int edge = job->u->isa == BKM_ISA_AVX512 && nr == 32 && job->alpha == 1.0f;
+    /* the AVX-512 edge kernel for at most BKM_GEMM_EDGE_M rows of a 32-column panel (alpha 1) */
+    const int edge = job->u->isa == BKM_ISA_AVX512 && nr == BKM_GEMM_EDGE_NR && job->alpha == 1.0f;
     _Alignas(64) float tile[BKM_GEMM_MR_MAX * BKM_GEMM_NR_MAX];
     for (int64_t jr = 0; jr < nb; jr += nr) {
         int64_t nn = min64(nr, nb - jr);
@@ -457,8 +457,8 @@ static void gemm_macro(const gemm_job_t *job, const float *ap, const float *bp, 
                 fn(kb, apan, bpan, c, ldc, job->alpha, beta);
                 continue;
             }
-            if (edge && mm <= BKM_CONV2D_FAST_EDGE_M && nn == nr) { /* a short last row panel: live rows only */
-                bkm__conv2d_fast_edge_avx512(mm, kb, apan, mr, bpan, c, ldc, beta);
+            if (edge && mm <= BKM_GEMM_EDGE_M && nn == nr) { /* a short last row panel: live rows only */
+                bkm__gemm_edge_avx512(mm, kb, apan, mr, bpan, c, ldc, beta);
                 continue;
             }
             /* Edge tile: full tile into scratch, then merge the valid m x n part. */

@@ -1,14 +1,52 @@
 /* SPDX-License-Identifier: MIT */
 /* Private declarations shared inside kernels/ (never installed, never included outside it).
- * Each engineer keeps a separate section; add yours below the SGEMM one. */
+ *
+ * The files of kernels/ call one another without a cycle (the CTest test kernels_dag checks the
+ * built objects with nm). Bottom first; a file calls only files of its own group or of the groups
+ * above it:
+ *   base      isa.c (CPUID dispatch), params.c (--param sets), buffer.c (seeded fill and zeroing,
+ *             op argument buffers)
+ *   GEMM      gemm.c (the BLIS-style driver, its tunables and plan) over gemm_ukr_<isa>.c (the
+ *             micro-kernels), gemm_edge_avx512.c (short row panels of 32-column panels) and
+ *             gemm_dot_avx512.c (A * B^T with few rows); gemm_ref.c; peak*.c (FMA peak)
+ *   kernels   im2col.c, conv2d_desc.c, conv2d.c (the native conv2d object) over conv2d_fast.c and
+ *             conv2d_fast_avx512.c (algo 3); layers.c and layers_avx512.c (pooling, ReLU, FC,
+ *             dropout, softmax cross-entropy, SGD); conv3d.c; lstm.c; their references
+ *             conv2d_ref.c, layers_ref.c, conv3d_ref.c, lstm_ref.c; onednn.c (what the oneDNN
+ *             files share, onednn_int.h) and lstm_onednn.c
+ *   objects   what the backends run (backend_int.h): the ops op_native.c and onednn_op.c; the
+ *             network tables net_desc.c, what the engines share net_common.c, and the engines
+ *             net_native.c, net_onednn.c, net_ref.c (net_int.h)
+ *   table     backend.c: the one table of backends, through which ops, LSTM stacks and network
+ *             engines are created
+ *   front     op.c (bkm_kern_op_*), net_seq.c (sequence networks over any backend's LSTM stacks),
+ *             net.c (bkm_net_exec_*)
+ * This header declares what the base, GEMM and kernels groups share. The *_avx2.c and *_avx512.c
+ * files are the only ones compiled with vector ISA flags; their functions are called only after
+ * run-time CPUID dispatch. */
 #ifndef BKM_KERNELS_INT_H
 #define BKM_KERNELS_INT_H
 
 #include "bkm/kernels.h"
 
-/* ======================================================================================== */
-/* SGEMM micro-kernels (gemm.c, gemm_ukr_*.c, peak*.c)                                        */
-/* ======================================================================================== */
+/* ---------------------------------------------------------------------------------------- */
+/* Base: tunable sets and seeded buffers (params.c, buffer.c)                                 */
+
+/* Value given for @p key in @p p (NULL: none), or @p def. */
+int32_t bkm__kern_params_value(const bkm_kern_params_t *p, const char *key, int32_t def);
+
+/* Deterministic fill with values in [-1, 1) from a counter-based hash of (seed, index); parallel
+ * (first touch by the thread that later works on the same part under static schedules). */
+void bkm__kern_fill_seeded(float *p, size_t n, uint64_t seed);
+/* Zero n floats from the calling thread's OpenMP team under the static schedule of the compute's
+ * loops over flat arrays (element i by the thread whose static chunk holds i): first touch puts
+ * each page on the socket of the thread that later works on it, not all on the master's. */
+void bkm__kern_zero_team(float *p, size_t n);
+/* 64-bit counter-based mixer (splitmix64 finaliser) used by the fill and by dropout. */
+uint64_t bkm__kern_hash64(uint64_t seed, uint64_t i);
+
+/* ---------------------------------------------------------------------------------------- */
+/* SGEMM (gemm.c, gemm_ukr_<isa>.c, gemm_edge_avx512.c, gemm_dot_avx512.c, peak*.c)           */
 
 /* Largest register tile of any micro-kernel: bounds the driver's on-stack edge tile. */
 #define BKM_GEMM_MR_MAX 16
@@ -42,14 +80,21 @@ int bkm__kern_gemm_cfg_apply(bkm_gemm_cfg_t *cfg, const bkm_kern_params_t *param
 /* The fixed depth block of @p cfg: kc when given, else the micro-kernel's default (kc = 0 is auto:
  * bkm_kern_sgemm may go deeper, from the L2 size, for calls with several row blocks). */
 int32_t bkm__kern_gemm_kc(const bkm_gemm_cfg_t *cfg);
-/* Value given for @p key in @p p (NULL: none), or @p def (op.c). */
-int32_t bkm__kern_params_value(const bkm_kern_params_t *p, const char *key, int32_t def);
 /* C = alpha * A * B^T + beta * C, A m x k and B n x k row-major, read in place (no packing), in
  * passes of kc along k: the AVX-512 path of bkm_kern_sgemm for few rows (gemm_dot_avx512.c). */
 #define BKM_GEMM_DOT_MR 4 /* rows of A per tile of the dot path (2 to 4; 3 x 8 and 2 x 8 measured no faster) */
 #define BKM_GEMM_DOT_NR 6 /* rows of B per tile (<= 8) */
 void bkm__gemm_dot_avx512(int64_t m, int64_t n, int64_t k, int64_t kc, float alpha, const float *a, int64_t lda,
                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* AVX-512 edge kernel (gemm_edge_avx512.c), for 32-column B panels only: C[m x 32] = A * B + beta * C
+ * for the first 1 <= m <= BKM_GEMM_EDGE_M rows of an A panel with lda floats per k step
+ * (a[p * lda + i]); b[p * 32 + j]; row-major C (ldc); beta == 0 never reads C. The short last row
+ * panel of the SGEMM driver and of the conv2d algo-3 driver. */
+#define BKM_GEMM_EDGE_M 13
+#define BKM_GEMM_EDGE_NR 32
+void bkm__gemm_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                           float beta);
 
 /* Peak-calibration FMA chains (peak*.c): run @p iters iterations of independent FMA chains and
  * return the number of floating-point operations executed (2 per lane per FMA). The result is
@@ -58,58 +103,12 @@ double bkm__peak_chain_generic(int64_t iters, float *sink);
 double bkm__peak_chain_avx2(int64_t iters, float *sink);
 double bkm__peak_chain_avx512(int64_t iters, float *sink);
 
-/* ======================================================================================== */
-/* Benchmark-op object and the oneDNN backend (onednn*.c; owner: onednn)                     */
-/* ======================================================================================== */
-/* Op layout PROPOSED to the conv engineer (op.c): the public bkm_kern_op_* functions dispatch
- * through op->vt; everything a generic function needs (problem, user buffers, tunables) sits
- * in the common part, backend/kernel private data behind op->priv.
- *   bkm_kern_op_buffer(op, arg, n)  -> op->buf[arg], *n = op->len[arg]
- *   bkm_kern_op_prepare/exec/finish -> op->vt->prepare/exec/finish
- *   bkm_kern_op_impl(op, dir)       -> op->vt->impl(op, dir)
- *   bkm_kern_op_flops(op, dir)      -> conv2d: bkm_kern_conv2d_flops(&op->conv) if dir is in
- *                                      op->dirs; gemm: bkm_kern_gemm_flops(m, n, k); else 0
- *   bkm_kern_op_params(op, n)       -> op->params, op->n_params
- *   bkm_kern_op_destroy(op)         -> if (op) op->vt->destroy(op)   (frees everything)
- * GEMM ops use BKM_ARG_SRC = A (m x k), BKM_ARG_WEI = B (k x n), BKM_ARG_DST = C (m x n),
- * row-major, and only the direction BKM_DIR_FWD. */
-typedef enum { BKM_OP_CONV2D = 1, BKM_OP_GEMM = 2 } bkm_op_kind_t;
+/* AVX-512 transposing pack (gemm_ukr_avx512.c), w <= 32:
+ * d[p * w + i] = i < rows ? s[i * lds + p] : 0 for p < kb, i < w (16 x 16 register transposes). */
+void bkm__pack_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t kb, float *d, int64_t w);
 
-struct bkm_kern_op_vtbl {
-    int (*prepare)(bkm_kern_op_t *op, bkm_err_t *err);
-    int (*exec)(bkm_kern_op_t *op, bkm_dir_t dir, bkm_err_t *err);
-    int (*finish)(bkm_kern_op_t *op, bkm_err_t *err);
-    const char *(*impl)(const bkm_kern_op_t *op, bkm_dir_t dir);
-    void (*destroy)(bkm_kern_op_t *op);
-};
-
-struct bkm_kern_op {
-    const struct bkm_kern_op_vtbl *vt;
-    bkm_backend_t be;
-    bkm_op_kind_t kind;
-    int dirs;                          /* BKM_DIR_* bits the op was created for */
-    bkm_conv2d_desc_t conv;            /* kind == BKM_OP_CONV2D */
-    int64_t m, n, k;                   /* kind == BKM_OP_GEMM */
-    float *buf[BKM_ARG_COUNT];         /* user layout, 64-byte aligned, owned; NULL if unused */
-    size_t len[BKM_ARG_COUNT];         /* elements */
-    const bkm_param_desc_t *params;    /* static storage */
-    size_t n_params;
-    void *priv;                        /* backend private data */
-};
-
-/* oneDNN backend (onednn_op.c). Same contract as the public creators. BKM_ENOTSUP when oneDNN has
- * no implementation for the problem, BKM_EINVAL naming an unknown tunable key (the oneDNN backend
- * publishes no tunables), BKM_EDEP for any other oneDNN failure (message names the call). */
-int bkm__kern_onednn_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs,
-                                      const bkm_kern_params_t *p, bkm_err_t *err);
-int bkm__kern_onednn_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k,
-                                    const bkm_kern_params_t *p, bkm_err_t *err);
-/* Map a dnnl_status_t (passed as int) to a BKM code with a message naming @p what. */
-int bkm__kern_onednn_status(int st, const char *what, bkm_err_t *err);
-
-/* ======================================================================================== */
-/* conv2d, layers and the op dispatcher (conv2d*.c, im2col.c, layers*.c, op.c; owner: conv)   */
-/* ======================================================================================== */
+/* ---------------------------------------------------------------------------------------- */
+/* conv2d (im2col.c, conv2d.c; algo 3: conv2d_fast.c, conv2d_fast_avx512.c)                   */
 
 /* Column matrix of one image and one group for output pixels [p0, p0 + np): rows are
  * (c, r, s) for c in [c0, c1) of the group's channels (row index (c * kh + r) * kw + s, rows of
@@ -122,42 +121,13 @@ void bkm__kern_im2col(const bkm_conv2d_desc_t *d, const float *src, int64_t c0, 
 void bkm__kern_col2im(const bkm_conv2d_desc_t *d, const float *col, int64_t c0, int64_t c1, int64_t p0,
                       int64_t np, float *diff_src);
 
-/* Deterministic fill with values in [-1, 1) from a counter-based hash of (seed, index); parallel
- * (first touch by the thread that later works on the same part under static schedules). */
-void bkm__kern_fill_seeded(float *p, size_t n, uint64_t seed);
-/* Zero n floats from the calling thread's OpenMP team under the static schedule of the compute's
- * loops over flat arrays (element i by the thread whose static chunk holds i): first touch puts
- * each page on the socket of the thread that later works on it, not all on the master's. */
-void bkm__kern_zero_team(float *p, size_t n);
-/* 64-bit counter-based mixer (splitmix64 finaliser) used by the fill and by dropout. */
-uint64_t bkm__kern_hash64(uint64_t seed, uint64_t i);
-
-/* Allocate op->buf[a] (64-byte aligned) for every op->len[a] > 0, fill each with seeded values
- * (seed + a) in parallel; BKM_ENOMEM naming the argument. Used by the native and oneDNN ops. */
-int bkm__kern_op_alloc_buffers(bkm_kern_op_t *op, uint64_t seed, bkm_err_t *err);
-/* Set op->len[] for a conv2d op with directions @p dirs (user layouts, NCHW / goihw). */
-void bkm__kern_op_conv2d_lens(bkm_kern_op_t *op);
-/* Free op->buf[] (NULL-safe) and op itself; the vtable destroy functions end with this. */
-void bkm__kern_op_free(bkm_kern_op_t *op);
-
-/* ======================================================================================== */
-/* AVX-512 transposing pack (gemm_ukr_avx512.c; call only where AVX-512 was detected), w <= 32:
- * d[p * w + i] = i < rows ? s[i * lds + p] : 0 for p < kb, i < w (16 x 16 register transposes). */
-void bkm__pack_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t kb, float *d, int64_t w);
-
-/* AVX-512 max pooling of the interior output columns of one row (layers_avx512.c): nc outputs,
- * the first window's column x0, rows [ya, yb), kw taps per row, stride sw; int32 indices.
- * [pf, pf + npf) is prefetched (input the following rows read; inside the source tensor). */
-void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
-                             int64_t nc, float *out, int32_t *am, const float *pf, int64_t npf);
-/* AVX-512 3-D max pooling of the interior output columns of one output row (layers_avx512.c):
- * planes [za, zb) of plane floats, rows [ya, yb), nc outputs from column x0 at stride sw; the
- * offsets fit int32. */
-void bkm__maxpool3d_row_avx512(const float *in, int64_t plane, int64_t za, int64_t zb, int64_t iw, int64_t ya,
-                               int64_t yb, int64_t kw, int64_t x0, int64_t sw, int64_t nc, float *out, int32_t *am);
-
-/* conv2d algo 3: packed-weights im2col driver (conv2d_fast.c; owner: convfast)               */
-/* ======================================================================================== */
+/* The native conv2d object's fused entries (conv2d.c): any algo (the fast one fuses, the others
+ * run the separate pass after). fwd: dst = relu(conv + bias); bwd_data: diff_src = relu'(y) *
+ * bwd_data(diff_dst), y the ReLU's output (the conv's input). Same arguments as the public ones. */
+int bkm__kern_conv2d_fwd_relu(bkm_kern_conv2d_t *cv, const float *src, const float *wei, const float *bias,
+                              float *dst, bkm_err_t *err);
+int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, const float *y,
+                                   float *diff_src, bkm_err_t *err);
 
 /* Workspace and geometry of the algo-3 path of one native conv2d object. */
 typedef struct bkm_conv2d_fast bkm_conv2d_fast_t;
@@ -176,13 +146,8 @@ void bkm__conv2d_fast_destroy(bkm_conv2d_fast_t *f);
 void bkm__conv2d_fast_fwd(bkm_conv2d_fast_t *f, const float *src, const float *wei, const float *bias, float *dst);
 void bkm__conv2d_fast_bwd_data(bkm_conv2d_fast_t *f, const float *diff_dst, const float *wei, float *diff_src);
 void bkm__conv2d_fast_bwd_weights(bkm_conv2d_fast_t *f, const float *src, const float *diff_dst, float *diff_wei);
-/* AVX-512 edge kernel (conv2d_fast_avx512.c), for 32-column B panels only: C[m x 32] = A * B +
- * beta * C for the first 1 <= m <= BKM_CONV2D_FAST_EDGE_M rows of an A panel with lda floats per
- * k step (a[p * lda + i]); b[p * 32 + j]; row-major C (ldc); beta == 0 never reads C. */
-#define BKM_CONV2D_FAST_EDGE_M 13
-void bkm__conv2d_fast_edge_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b, float *c,
-                                  int64_t ldc, float beta);
 /* "native:im2col_packed.<isa>_<mr>x<nr>" (+ ".phase_split_fwd" when the fwd takes that path) into buf. */
+void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
 /* bwd_w B packing by window rows (conv2d_fast_avx512.c), 1 <= len <= 16: o[t * nr + l] = in[t * sw + l]
  * where 0 <= ix + t * sw + l < iw, else 0, for t < seg, l < len (in == NULL: all zeros). */
 void bkm__conv2d_fast_rows_avx512(int64_t seg, int64_t len, const float *in, int64_t sw, int64_t ix, int64_t iw,
@@ -196,8 +161,7 @@ typedef struct bkm__fast_run {
 /* One packed im2col row (conv2d_fast_avx512.c): every run into row + q * kb * nr + jj. */
 void bkm__conv2d_fast_pack_row_avx512(const bkm__fast_run_t *r, int32_t n_runs, const float *base, int64_t sw,
                                       int64_t kb, int64_t nr, float *row);
-void bkm__conv2d_fast_name(const bkm_conv2d_fast_t *f, bkm_isa_t isa, char *buf, size_t size);
-/* Fusions (owner: fuse). Activation of the fwd store's epilogue, applied once per tile after its
+/* Fusions. Activation of the fwd store's epilogue, applied once per tile after its
  * last depth block (after the bias): NONE, RELU (v > 0 ? v : 0), MASK (ReLU backward: mask > 0 ?
  * v : 0, mask in dst's layout), with the same operations, so the same bits, as the separate passes. */
 enum { BKM_FAST_ACT_NONE = 0, BKM_FAST_ACT_RELU = 1, BKM_FAST_ACT_MASK = 2 };
@@ -212,9 +176,8 @@ void bkm__conv2d_fast_bwd_data_mask(bkm_conv2d_fast_t *f, const float *diff_dst,
  * (NULL: none), then the activation; mask at c's offsets. */
 void bkm__conv2d_fast_epi_avx512(float *c, int64_t ldc, int64_t m, int64_t n, const float *bias, int act,
                                  const float *mask);
-/* Phase-split fwd (conv2d_fast.c), AVX-512: the tile (C ld 32, aligned, rows [0, m), m <= 14; row p
- * of B at b + boff[p]); and (also the scratch-tile store of the fwd) columns [0, len) of an m-row tile with 32 floats per row
- * into c (ldc) with the fwd epilogue (bias NULL: none; mask: at c's offsets). */
+/* Phase-split fwd (conv2d_fast.c), AVX-512: one tile C (ld 32, aligned, rows [0, m), m <= 14) = A * B
+ * over k depth steps, row p of B at b + boff[p]. */
 void bkm__conv2d_fast_s2d_tile_avx512(int64_t m, int64_t k, const float *a, int64_t lda, const float *b,
                                       const int32_t *boff, float *c);
 /* The phase-split band of output rows [oy0, oy0 + nrow) of one image (img: its channel 0) into q:
@@ -222,12 +185,29 @@ void bkm__conv2d_fast_s2d_tile_avx512(int64_t m, int64_t k, const float *a, int6
  * column xx * sw + ph - pw of row (oy0 + oyb) * sh - ph_pad + r (0 outside the input). */
 void bkm__conv2d_fast_s2d_band_avx512(const bkm_conv2d_desc_t *d, const float *img, int64_t oy0, int64_t nrow,
                                       int64_t ws, int64_t slab, float *q);
+/* Columns [0, len) of an m-row tile with 32 floats per row into c (ldc) through the fwd epilogue
+ * (bias NULL: none; mask at c's offsets): the store of the phase-split tile and of the fwd's
+ * scratch tile. */
 void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, float *c, int64_t ldc,
-                                       const float *bias, int act, const float *mask);
-/* bwd_d, stride 1 (conv2d_fast.c): out[x0 + t + s] += o[s * ld + t] for s < kw, t < len, inside [0, iw),
+                                   const float *bias, int act, const float *mask);
+/* bwd_d, stride 1 (conv2d_fast_avx512.c): out[x0 + t + s] += o[s * ld + t] for s < kw, t < len, inside [0, iw),
  * the taps of each output in the order s = 0, 1, ... (AVX-512). */
 void bkm__conv2d_fast_col2im_row_avx512(const float *o, int64_t ld, int64_t kw, int64_t len, int64_t x0, int64_t iw,
                                         float *out);
+/* ---------------------------------------------------------------------------------------- */
+/* Pooling and ReLU (layers.c, layers_avx512.c)                                               */
+
+/* AVX-512 max pooling of the interior output columns of one row (layers_avx512.c): nc outputs,
+ * the first window's column x0, rows [ya, yb), kw taps per row, stride sw; int32 indices.
+ * [pf, pf + npf) is prefetched (input the following rows read; inside the source tensor). */
+void bkm__maxpool_row_avx512(const float *in, int64_t iw, int64_t ya, int64_t yb, int64_t kw, int64_t x0, int64_t sw,
+                             int64_t nc, float *out, int32_t *am, const float *pf, int64_t npf);
+/* AVX-512 3-D max pooling of the interior output columns of one output row (layers_avx512.c):
+ * planes [za, zb) of plane floats, rows [ya, yb), nc outputs from column x0 at stride sw; the
+ * offsets fit int32. */
+void bkm__maxpool3d_row_avx512(const float *in, int64_t plane, int64_t za, int64_t zb, int64_t iw, int64_t ya,
+                               int64_t yb, int64_t kw, int64_t x0, int64_t sw, int64_t nc, float *out, int32_t *am);
+
 /* Max pooling of r = 2 or 4 output rows at once (layers_avx512.c): row q (< r) has its window rows
  * [y0 + q sh, y0 + q sh + kh) inside the input and nc <= 16 interior columns from column x0 at
  * stride sw; outputs and indices at out / am + q * ldo. Same bits as bkm__maxpool_row_avx512.
@@ -235,13 +215,6 @@ void bkm__conv2d_fast_col2im_row_avx512(const float *o, int64_t ld, int64_t kw, 
 void bkm__maxpool_rows_avx512(int64_t r, const float *in, int64_t iw, int64_t y0, int64_t sh, int64_t kh, int64_t kw,
                               int64_t x0, int64_t sw, int64_t nc, float *out, int64_t ldo, int32_t *am, const float *pf,
                               int64_t npf);
-/* The native conv2d object's fused entries (conv2d.c): any algo (the fast one fuses, the others
- * run the separate pass after). fwd: dst = relu(conv + bias); bwd_data: diff_src = relu'(y) *
- * bwd_data(diff_dst), y the ReLU's output (the conv's input). Same arguments as the public ones. */
-int bkm__kern_conv2d_fwd_relu(bkm_kern_conv2d_t *cv, const float *src, const float *wei, const float *bias,
-                              float *dst, bkm_err_t *err);
-int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, const float *y,
-                                   float *diff_src, bkm_err_t *err);
 /* Max pooling with the ReLU before it (layers.c): fwd: dst = relu(maxpool(src)), which equals
  * maxpool(relu(src)) (argmax: a positive window maximum's first position, as over relu(src); a
  * window with no positive element gets a zero gradient either way); bwd: the pool's scatter of
@@ -252,9 +225,8 @@ void bkm__kern_maxpool_relu_fwd(const bkm_pool_desc_t *d, const float *src, floa
 void bkm__kern_maxpool_relu_bwd(const bkm_pool_desc_t *d, const float *diff_dst, const int32_t *argmax,
                                 const float *src, const float *dst, float *diff_src);
 
-/* ======================================================================================== */
-/* conv3d (conv3d.c; owner: networks)                                                         */
-/* ======================================================================================== */
+/* ---------------------------------------------------------------------------------------- */
+/* conv3d (conv3d.c)                                                                          */
 
 /* Part @p t of an even @p nt-way split of vol2col's / col2vol's flat range: what thread t of a
  * team of nt runs inside bkm_kern_vol2col / bkm_kern_col2vol (tests call it without a team). */

@@ -3,7 +3,7 @@
  * recurrent SGEMM per step, one fused parallel element-wise pass per step (bias, sigmoid, tanh,
  * cell and hidden products), and backward through time with the same structure plus three
  * whole-sequence SGEMMs per layer (dX, dWx, dWh). Every buffer is allocated at creation. */
-#include "kernels_int.h"
+#include "backend_int.h"
 
 #include <math.h>
 #include <omp.h>
@@ -566,4 +566,45 @@ out:
     if (rc < 0)
         bkm_err_prefix(err, "lstm bwd");
     return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The native backend's LSTM stack (backend_int.h): this object behind the LSTM vtable       */
+
+static int nat_lstm_fwd(bkm__lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w, float *y,
+                        float *hT, float *cT, bkm_err_t *err)
+{
+    return bkm_kern_lstm_fwd(ls->priv, x, h0, c0, w, y, hT, cT, err);
+}
+
+static int nat_lstm_bwd(bkm__lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w,
+                        const float *dy, const float *dhT, const float *dcT, float *dx, float *dh0, float *dc0,
+                        float *dw, bkm_err_t *err)
+{
+    return bkm_kern_lstm_bwd(ls->priv, x, w, dy, dhT, dcT, dx, dh0, dc0, dw, err);
+}
+
+static const char *nat_lstm_impl(const bkm__lstm_t *ls)
+{
+    return bkm_kern_lstm_impl(ls->priv);
+}
+
+static void nat_lstm_destroy(bkm__lstm_t *ls)
+{
+    bkm_kern_lstm_destroy(ls->priv);
+    ls->priv = NULL;
+    ls->vt = NULL;
+}
+
+static const bkm__lstm_vtbl_t nat_lstm_vtbl = {nat_lstm_fwd, nat_lstm_bwd, nat_lstm_impl, nat_lstm_destroy};
+
+int bkm__lstm_native_create(bkm__lstm_t *ls, const bkm_lstm_desc_t *d, int training, const bkm_kern_params_t *p,
+                            bkm_err_t *err)
+{
+    bkm_kern_lstm_t *obj = NULL;
+    int rc = bkm_kern_lstm_create(&obj, d, p, err);
+    if (rc < 0)
+        return rc;
+    *ls = (bkm__lstm_t){&nat_lstm_vtbl, *d, obj};
+    return BKM_OK;
 }

@@ -398,3 +398,44 @@ out:
         bkm_err_prefix(err, "lstm bwd (oneDNN)");
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------- */
+/* The oneDNN backend's LSTM stack (backend_int.h): this object behind the LSTM vtable        */
+
+static int odnn_lstm_fwd(bkm__lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w, float *y,
+                         float *hT, float *cT, bkm_err_t *err)
+{
+    return bkm_kern_lstm_onednn_fwd(ls->priv, x, h0, c0, w, y, hT, cT, err);
+}
+
+static int odnn_lstm_bwd(bkm__lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w,
+                         const float *dy, const float *dhT, const float *dcT, float *dx, float *dh0, float *dc0,
+                         float *dw, bkm_err_t *err)
+{
+    return bkm_kern_lstm_onednn_bwd(ls->priv, x, w, dy, dhT, dcT, dx, dh0, dc0, dw, err);
+}
+
+static const char *odnn_lstm_impl(const bkm__lstm_t *ls)
+{
+    return bkm_kern_lstm_onednn_impl(ls->priv);
+}
+
+static void odnn_lstm_destroy(bkm__lstm_t *ls)
+{
+    bkm_kern_lstm_onednn_destroy(ls->priv);
+    ls->priv = NULL;
+    ls->vt = NULL;
+}
+
+static const bkm__lstm_vtbl_t odnn_lstm_vtbl = {odnn_lstm_fwd, odnn_lstm_bwd, odnn_lstm_impl, odnn_lstm_destroy};
+
+int bkm__lstm_onednn_create(bkm__lstm_t *ls, const bkm_lstm_desc_t *d, int training, const bkm_kern_params_t *p,
+                            bkm_err_t *err)
+{
+    bkm_kern_lstm_onednn_t *obj = NULL;
+    int rc = bkm_kern_lstm_onednn_create(&obj, d, training, err);
+    if (rc < 0)
+        return rc;
+    *ls = (bkm__lstm_t){&odnn_lstm_vtbl, *d, obj};
+    return BKM_OK;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Naive LSTM references: every step and gate written out in double, the oracle of the native and
  * oneDNN LSTMs. Gate order i, f, g, o; layouts as in bkm/kernels.h. */
-#include "kernels_int.h"
+#include "backend_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -181,4 +181,39 @@ out:
     ref_state_free(&s);
     free(dyl), free(dxl), free(dg), free(dh), free(dc);
     return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The reference backend's LSTM stack (backend_int.h): the functions above, no state          */
+
+static int ref_lstm_fwd(bkm__lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w, float *y,
+                        float *hT, float *cT, bkm_err_t *err)
+{
+    return bkm_kern_lstm_ref_fwd(&ls->d, x, h0, c0, w, y, hT, cT, err);
+}
+
+static int ref_lstm_bwd(bkm__lstm_t *ls, const float *x, const float *h0, const float *c0, const float *w,
+                        const float *dy, const float *dhT, const float *dcT, float *dx, float *dh0, float *dc0,
+                        float *dw, bkm_err_t *err)
+{
+    return bkm_kern_lstm_ref_bwd(&ls->d, x, h0, c0, w, dy, dhT, dcT, dx, dh0, dc0, dw, err);
+}
+
+static const char *ref_lstm_impl(const bkm__lstm_t *ls)
+{
+    return "ref:naive";
+}
+
+static void ref_lstm_destroy(bkm__lstm_t *ls)
+{
+    ls->vt = NULL;
+}
+
+static const bkm__lstm_vtbl_t ref_lstm_vtbl = {ref_lstm_fwd, ref_lstm_bwd, ref_lstm_impl, ref_lstm_destroy};
+
+int bkm__lstm_ref_create(bkm__lstm_t *ls, const bkm_lstm_desc_t *d, int training, const bkm_kern_params_t *p,
+                         bkm_err_t *err)
+{
+    *ls = (bkm__lstm_t){&ref_lstm_vtbl, *d, NULL};
+    return BKM_OK;
 }

@@ -1,456 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Networks as data: the table (AlexNet's among them), its one-time check and derivations (shapes,
- * parameter offsets, FLOPs per layer and direction), and the executor front end that owns the
- * input, parameters, gradients and per-layer timing and dispatches to an engine. */
-#include <math.h>
+/* The network executor: owns the input, labels, parameters, gradients, initial states and
+ * per-layer timing, and runs the engine the table of backends lists for its backend (the sequence
+ * engine for sequence networks). */
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels_int.h"
 #include "net_int.h"
-
-const char *bkm_net_kind_name(bkm_net_kind_t kind)
-{
-    switch (kind) {
-    case BKM_NET_CONV: return "conv";
-    case BKM_NET_RELU: return "relu";
-    case BKM_NET_MAXPOOL: return "maxpool";
-    case BKM_NET_DROPOUT: return "dropout";
-    case BKM_NET_FC: return "fc";
-    case BKM_NET_LOSS: return "loss";
-    case BKM_NET_CONV3D: return "conv3d";
-    case BKM_NET_MAXPOOL3D: return "maxpool3d";
-    case BKM_NET_LOSS_BATCH: return "loss_batch";
-    case BKM_NET_LSTM: return "lstm";
-    case BKM_NET_LOSS_L1: return "loss_l1";
-    case BKM_NET_DROPOUT2D: return "dropout2d";
-    }
-    return "?";
-}
-
-int bkm_net_kind_is_loss(bkm_net_kind_t kind)
-{
-    return kind == BKM_NET_LOSS || kind == BKM_NET_LOSS_BATCH || kind == BKM_NET_LOSS_L1;
-}
-
-const char *bkm_net_dir_name(bkm_net_dir_t dir)
-{
-    static const char *const names[BKM_NET_NDIR] = {"fwd", "bwd_d", "bwd_w", "update"};
-    return (unsigned)dir < BKM_NET_NDIR ? names[dir] : "?";
-}
-
-const char *bkm_net_engine_name(bkm_net_engine_t eng)
-{
-    switch (eng) {
-    case BKM_NET_NATIVE: return "native";
-    case BKM_NET_ONEDNN: return "onednn";
-    case BKM_NET_REF: return "ref";
-    }
-    return "?";
-}
-
-bkm_net_layer_t *bkm_net_desc_add(bkm_net_desc_t *d, bkm_net_kind_t kind, const char *name, int64_t out, int64_t k,
-                                  int64_t s, int64_t p)
-{
-    bkm_net_layer_t *l;
-    if (d->n_layers < 0 || d->n_layers >= BKM_NET_MAX_LAYERS)
-        return NULL;
-    l = &d->layer[d->n_layers++];
-    memset(l, 0, sizeof *l);
-    l->kind = kind;
-    l->out = out;
-    l->k = k;
-    l->s = s;
-    l->p = p;
-    snprintf(l->name, sizeof l->name, "%s", name);
-    return l;
-}
-
-void bkm_net_desc_alexnet(bkm_net_desc_t *d, int64_t mb)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = mb;
-    d->c = 3;
-    d->h = d->w = 224;
-    d->lr = 0.01f;
-    /* torchvision.models.alexnet: features, (adaptive avgpool 6x6 = identity at 224), classifier */
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv1", 64, 11, 4, 2);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool1", 0, 3, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv2", 192, 5, 1, 2);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu2", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool2", 0, 3, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv3", 384, 3, 1, 1);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu3", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv4", 256, 3, 1, 1);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu4", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv5", 256, 3, 1, 1);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu5", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool5", 0, 3, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_DROPOUT, "drop6", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc6", 4096, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu6", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_DROPOUT, "drop7", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc7", 4096, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu7", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc8", 1000, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_LOSS, "loss", 0, 0, 0, 0);
-}
-
-void bkm_net_desc_conv3d_seed(bkm_net_desc_t *d, int64_t mb)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = mb;
-    d->c = 1;
-    d->d = 35;
-    d->h = 35;
-    d->w = 20;
-    d->lr = 0.0f; /* berkely.py times forward + loss + backward: no optimizer step */
-    bkm_net_desc_add(d, BKM_NET_CONV3D, "conv3d_1", 64, 3, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV3D, "conv3d_2", 64, 3, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL3D, "max_pool3d_1", 0, 2, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV3D, "conv3d_3", 128, 3, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV3D, "conv3d_4", 128, 3, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL3D, "max_pool3d_2", 0, 2, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 512, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 512, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_LOSS_BATCH, "nll_loss", 0, 0, 0, 0);
-}
-
-void bkm_net_desc_lstm_seed(bkm_net_desc_t *d, int64_t n, int64_t t, int64_t i, int64_t h, int64_t layers,
-                            int inference)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = n;
-    d->c = i;
-    d->h = d->w = 1;
-    d->t = t;
-    d->lr = 0.0f;      /* LSTM.py times forward (+ loss + backward): no optimizer step */
-    d->grad_input = 1; /* the kernels' training FLOPs (3 x forward) count the input's data gradient */
-    d->inference = inference != 0;
-    bkm_net_desc_add(d, BKM_NET_LSTM, "lstm", h, layers, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_LOSS_L1, "l1_loss", 0, 0, 0, 0);
-}
-
-void bkm_net_desc_mnist_cnn(bkm_net_desc_t *d, int64_t mb, float dropout)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = mb, d->c = 1, d->h = 28, d->w = 28;
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv1", 10, 5, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool1", 0, 2, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_CONV, "conv2", 20, 5, 1, 0);
-    bkm_net_desc_add(d, BKM_NET_DROPOUT2D, "drop2d", 0, 0, 0, 0)->drop = dropout;
-    bkm_net_desc_add(d, BKM_NET_MAXPOOL, "pool2", 0, 2, 2, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu2", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 50, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu3", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_DROPOUT, "drop", 0, 0, 0, 0)->drop = dropout;
-    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 10, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_LOSS, "nll", 0, 0, 0, 0);
-}
-
-void bkm_net_desc_mnist_mlp(bkm_net_desc_t *d, int64_t mb)
-{
-    memset(d, 0, sizeof *d);
-    d->mb = mb, d->c = 1, d->h = 28, d->w = 28;
-    bkm_net_desc_add(d, BKM_NET_FC, "fc1", 256, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_RELU, "relu1", 0, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_FC, "fc2", 10, 0, 0, 0);
-    bkm_net_desc_add(d, BKM_NET_LOSS, "nll", 0, 0, 0, 0);
-}
-
-/* Round a float count up to 16 (64 bytes), so every tensor in the flat arrays is 64-byte aligned. */
-static size_t align16(size_t n)
-{
-    return (n + 15u) & ~(size_t)15u;
-}
-
-/* Products of positive int64 sizes that would overflow are rejected by this bound (2^46 floats). */
-#define NET_MAX_ELEMS ((int64_t)1 << 46)
-
-/* One spatial axis of a window layer: the output size, or BKM_EINVAL naming the layer. */
-static int window_axis(const bkm_net_layer_t *l, int i, const char *axis, int64_t in, int64_t *out, bkm_err_t *err)
-{
-    if (in + 2 * l->p < l->k)
-        return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): window k=%lld is larger than the input %s=%lld padded "
-                           "by %lld", i, l->name, (long long)l->k, axis, (long long)in, (long long)l->p);
-    *out = (in + 2 * l->p - l->k) / l->s + 1;
-    return BKM_OK;
-}
-
-int bkm_net_init(bkm_net_t *net, const bkm_net_desc_t *d, bkm_err_t *err)
-{
-    int64_t c = d->c, dd = d->d ? d->d : 1, h = d->h, w = d->w;
-    int nsp = d->d ? 3 : 2, seen_param = 0, first_param = -1, rc;
-    size_t off = 0;
-    memset(net, 0, sizeof *net);
-    if (d->mb <= 0 || c <= 0 || h <= 0 || w <= 0 || d->d < 0)
-        return bkm_err_set(err, BKM_EINVAL, "net: input mb=%lld c=%lld d=%lld h=%lld w=%lld: every size must be "
-                           "positive (d = 0 for a 2-D input)", (long long)d->mb, (long long)c, (long long)d->d,
-                           (long long)h, (long long)w);
-    if (d->t < 0 || (d->t > 0 && (d->d != 0 || h != 1 || w != 1)))
-        return bkm_err_set(err, BKM_EINVAL, "net: input t=%lld: a sequence input has t >= 1 time steps with d = 0 and "
-                           "h = w = 1 (t = 0: an image input)", (long long)d->t);
-    if (d->t > 0) { /* a sequence: c features x t steps, time-major */
-        h = d->t;
-        nsp = 1;
-    }
-    if (d->mb > NET_MAX_ELEMS / c / dd / h / w)
-        return bkm_err_set(err, BKM_EINVAL, "net: input %lldx%lldx%lldx%lldx%lld is too large", (long long)d->mb,
-                           (long long)c, (long long)dd, (long long)h, (long long)w);
-    if (d->n_layers < 2 || d->n_layers > BKM_NET_MAX_LAYERS)
-        return bkm_err_set(err, BKM_EINVAL, "net: %d layers: need 2..%d ending with a loss layer", d->n_layers,
-                           BKM_NET_MAX_LAYERS);
-    if (!(d->lr >= 0.0f) || !isfinite(d->lr))
-        return bkm_err_set(err, BKM_EINVAL, "net: learning rate %g must be >= 0", (double)d->lr);
-    net->n_input = (size_t)(d->mb * c * dd * h * w);
-    for (int i = 0; i < d->n_layers; i++) {
-        const bkm_net_layer_t *l = &d->layer[i];
-        bkm_net_layer_info_t *li = &net->li[i];
-        int64_t nin = c * dd * h * w;
-        int is3 = l->kind == BKM_NET_CONV3D || l->kind == BKM_NET_MAXPOOL3D;
-        li->in = (bkm_net_shape_t){c, dd, h, w, nsp};
-        switch (l->kind) {
-        case BKM_NET_CONV:
-        case BKM_NET_MAXPOOL:
-        case BKM_NET_CONV3D:
-        case BKM_NET_MAXPOOL3D: {
-            int conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
-            int64_t taps;
-            if (nsp != (is3 ? 3 : 2))
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): a %s layer needs a %s input, not %s", i,
-                                   l->name, bkm_net_kind_name(l->kind), is3 ? "3-D (NCDHW)" : "2-D (NCHW)",
-                                   nsp == 0 ? "flat features" : nsp == 3 ? "a 3-D one" : nsp == 1 ? "a sequence"
-                                                                                                 : "a 2-D one");
-            if (l->k <= 0 || l->s <= 0 || l->p < 0 || (conv && l->out <= 0))
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld s=%lld p=%lld out=%lld: sizes must be "
-                                   "positive (padding non-negative)", i, l->name, (long long)l->k, (long long)l->s,
-                                   (long long)l->p, (long long)l->out);
-            if (!conv && l->p >= l->k)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): padding p=%lld must be smaller than the "
-                                   "window k=%lld", i, l->name, (long long)l->p, (long long)l->k);
-            if (is3 && (rc = window_axis(l, i, "d", dd, &dd, err)) < 0)
-                return rc;
-            if ((rc = window_axis(l, i, "h", h, &h, err)) < 0 || (rc = window_axis(l, i, "w", w, &w, err)) < 0)
-                return rc;
-            if (conv) {
-                taps = l->k * l->k * (is3 ? l->k : 1);
-                if (l->out > NET_MAX_ELEMS / (c * taps) || l->out > NET_MAX_ELEMS / (d->mb * dd * h * w))
-                    return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld is too large", i, l->name,
-                                       (long long)l->out);
-                li->n_wei = l->out * c * taps;
-                li->n_bias = l->out;
-                li->flops[BKM_NET_FWD] = 2.0 * (double)d->mb * (double)l->out * (double)c * (double)taps *
-                                         (double)(dd * h * w);
-                c = l->out;
-            }
-            break;
-        }
-        case BKM_NET_FC:
-            if (nsp == 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an FC layer on a sequence is not supported "
-                                   "(sequences flow through LSTM and dropout layers into the L1 loss)", i, l->name);
-            if (l->out <= 0 || l->out > NET_MAX_ELEMS / nin || l->out > NET_MAX_ELEMS / d->mb)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): out=%lld must be in [1, %lld]", i, l->name,
-                                   (long long)l->out, (long long)(NET_MAX_ELEMS / (nin > d->mb ? nin : d->mb)));
-            li->n_wei = l->out * nin;
-            li->n_bias = l->out;
-            li->flops[BKM_NET_FWD] = 2.0 * (double)d->mb * (double)nin * (double)l->out;
-            c = l->out;
-            dd = h = w = 1;
-            nsp = 0;
-            break;
-        case BKM_NET_LSTM: {
-            bkm_lstm_desc_t ld;
-            if (nsp != 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): an LSTM layer needs a sequence input (desc t "
-                                   ">= 1)", i, l->name);
-            if (l->k <= 0 || l->k > 64)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): k=%lld stacked LSTM layers must be in [1, 64]",
-                                   i, l->name, (long long)l->k);
-            if (l->out <= 0 ||
-                (double)l->k * 4.0 * (double)l->out * ((double)c + (double)l->out + 1.0) > (double)NET_MAX_ELEMS ||
-                (double)l->k * 4.0 * (double)l->out * (double)d->mb * (double)(h + 1) > (double)NET_MAX_ELEMS)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): hidden size out=%lld must be positive and fit "
-                                   "the batch and steps", i, l->name, (long long)l->out);
-            if ((rc = bkm_kern_lstm_desc_init(&ld, d->mb, h, c, l->out, l->k, err)) < 0)
-                return bkm_err_prefix(err, "net layer %d (%s)", i, l->name);
-            li->n_wei = (int64_t)bkm_kern_lstm_param_count(&ld);
-            li->n_bias = 0;
-            li->flops[BKM_NET_FWD] = bkm_kern_lstm_flops(&ld, 0);
-            c = l->out;
-            break;
-        }
-        case BKM_NET_LOSS_L1:
-            if (i != d->n_layers - 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
-                                   i, l->name, d->n_layers);
-            if (nsp != 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the L1 loss is implemented for sequence "
-                                   "networks only (desc t >= 1)", i, l->name);
-            net->classes = c;
-            break;
-        case BKM_NET_LOSS:
-        case BKM_NET_LOSS_BATCH:
-            if (i != d->n_layers - 1)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must be the last layer (%d layers)",
-                                   i, l->name, d->n_layers);
-            if (i == 0 || d->layer[i - 1].kind != BKM_NET_FC)
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): the loss must follow an FC layer", i, l->name);
-            net->classes = c;
-            break;
-        case BKM_NET_RELU:
-            break;
-        case BKM_NET_DROPOUT:
-        case BKM_NET_DROPOUT2D:
-            if (!(l->drop >= 0.0f && l->drop < 1.0f))
-                return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): dropout probability %g outside [0, 1)", i,
-                                   l->name, (double)l->drop);
-            break;
-        default:
-            return bkm_err_set(err, BKM_EINVAL, "net layer %d (%s): unknown kind %d", i, l->name, (int)l->kind);
-        }
-        li->out = (bkm_net_shape_t){c, dd, h, w, nsp};
-        li->need_bwd_d = seen_param || d->grad_input != 0;
-        if (li->n_wei) {
-            seen_param = 1;
-            if (first_param < 0)
-                first_param = i;
-            li->wei_off = off;
-            off += align16((size_t)li->n_wei);
-            li->bias_off = off;
-            off += align16((size_t)li->n_bias);
-            net->n_trainable += li->n_wei + li->n_bias;
-            li->flops[BKM_NET_BWD_W] = li->flops[BKM_NET_FWD];
-            if (li->need_bwd_d)
-                li->flops[BKM_NET_BWD_D] = li->flops[BKM_NET_FWD];
-            if (d->lr > 0.0f)
-                li->flops[BKM_NET_UPD] = 2.0 * (double)(li->n_wei + li->n_bias);
-            if (l->kind == BKM_NET_LSTM) /* one backward-through-time call: 2 x forward, less the input's
-                                          * data gradient (T*2*N*4H*I) when nothing needs it */
-                li->flops[BKM_NET_BWD_D] = 2.0 * li->flops[BKM_NET_FWD] -
-                                           (li->need_bwd_d ? 0.0 : 2.0 * (double)(d->mb * h * 4 * l->out) * (double)li->in.c),
-                li->flops[BKM_NET_BWD_W] = 0.0;
-        }
-        li->need_bwd = seen_param || d->grad_input != 0;
-        net->flops_fwd += li->flops[BKM_NET_FWD];
-        net->flops_train += li->flops[BKM_NET_FWD] + li->flops[BKM_NET_BWD_D] + li->flops[BKM_NET_BWD_W];
-    }
-    if (!bkm_net_kind_is_loss(d->layer[d->n_layers - 1].kind))
-        return bkm_err_set(err, BKM_EINVAL, "net: the last layer (%s) must be a loss layer",
-                           d->layer[d->n_layers - 1].name);
-    if (first_param < 0)
-        return bkm_err_set(err, BKM_EINVAL, "net: no layer has parameters (nothing to train)");
-    if (d->inference && d->t == 0)
-        return bkm_err_set(err, BKM_EINVAL, "net: inference=1 is implemented for sequence networks only (desc t >= 1)");
-    if (d->inference) /* forward and loss only */
-        for (int i = 0; i < d->n_layers; i++) {
-            net->li[i].flops[BKM_NET_BWD_D] = net->li[i].flops[BKM_NET_BWD_W] = net->li[i].flops[BKM_NET_UPD] = 0.0;
-            net->li[i].need_bwd = net->li[i].need_bwd_d = 0;
-        }
-    if (d->inference)
-        net->flops_train = net->flops_fwd;
-    net->n_params = off;
-    net->d = *d;
-    return BKM_OK;
-}
-
-int bkm__net_xent(const bkm_net_t *net, const float *logits, const int32_t *labels, float *grad, double *loss)
-{
-    int64_t mb = net->d.mb, nc = net->classes;
-    double l = 0.0;
-    if (net->d.layer[net->d.n_layers - 1].kind == BKM_NET_LOSS_BATCH) {
-        /* log-softmax over the batch for each class j; L = -(1/N) sum_n lp[n][y_n];
-         * dL/dx[m][j] = (cnt_j * softmax[m][j] - [y_m == j]) / N, cnt_j = samples labelled j */
-        for (int64_t j = 0; j < nc; j++) {
-            double mx = -INFINITY, se = 0.0;
-            int64_t cnt = 0;
-            for (int64_t n = 0; n < mb; n++)
-                mx = fmax(mx, (double)logits[n * nc + j]);
-            for (int64_t n = 0; n < mb; n++) {
-                se += exp((double)logits[n * nc + j] - mx);
-                cnt += labels[n] == j;
-            }
-            for (int64_t n = 0; n < mb; n++) {
-                double lp = (double)logits[n * nc + j] - mx - log(se);
-                if (labels[n] == j)
-                    l -= lp;
-                grad[n * nc + j] = (float)(((double)cnt * exp(lp) - (labels[n] == j ? 1.0 : 0.0)) / (double)mb);
-            }
-        }
-        *loss = l / (double)mb;
-        return BKM_OK;
-    }
-    return -1; /* the class-axis loss uses the layers' softmax cross-entropy */
-}
-
-double bkm_net_bytes(const bkm_net_t *net, bkm_net_engine_t eng)
-{
-    double act = (double)net->n_input, par = (double)net->n_params, col = 0.0;
-    for (int i = 0; i < net->d.n_layers; i++) {
-        const bkm_net_layer_info_t *li = &net->li[i];
-        act += (double)net->d.mb * (double)(li->out.c * li->out.d * li->out.h * li->out.w);
-        if (net->d.layer[i].kind == BKM_NET_LSTM) /* gates, states and gradient scratch of the stack */
-            col += (double)net->d.layer[i].k * (double)net->d.mb * (double)li->in.h * (double)li->out.c *
-                   (4.0 + 2.0 + 2.0) + (double)net->d.mb * (double)li->in.h * (double)li->out.c * 8.0;
-        if (net->d.layer[i].kind == BKM_NET_CONV3D) /* native: unfolded input and its gradient, 2-D output */
-            col += (double)net->d.mb * (double)li->out.d *
-                   (2.0 * (double)(li->in.c * net->d.layer[i].k * li->in.h * li->in.w) +
-                    (double)(li->out.c * li->out.h * li->out.w));
-    }
-    /* activations and their gradients (x2 more for oneDNN's layouts and pooling workspaces);
-     * parameters: user copy and gradient, plus value, gradient and a reordered copy for oneDNN. */
-    if (eng == BKM_NET_ONEDNN)
-        return 4.0 * (4.0 * act + 5.0 * par) + 256.0 * 1048576.0;
-    return 4.0 * (2.5 * act + 2.0 * par + col) + 256.0 * 1048576.0;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Executor front end                                                                         */
-
-void bkm__net_sgd(bkm_net_exec_t *ex, uint64_t *t)
-{
-    const bkm_net_t *net = &ex->net;
-    for (int i = 0; i < net->d.n_layers && net->d.lr > 0.0f; i++) {
-        const bkm_net_layer_info_t *li = &net->li[i];
-        if (!li->n_wei)
-            continue;
-        bkm_kern_sgd_step((size_t)li->n_wei, ex->params + li->wei_off, ex->grads + li->wei_off, NULL, net->d.lr,
-                          0.0f, 0.0f);
-        if (li->n_bias)
-            bkm_kern_sgd_step((size_t)li->n_bias, ex->params + li->bias_off, ex->grads + li->bias_off, NULL,
-                              net->d.lr, 0.0f, 0.0f);
-        bkm__net_lap(ex, i, BKM_NET_UPD, t);
-    }
-}
-
-void bkm__net_impl_add(char *buf, size_t cap, const char *name)
-{
-    size_t len = strlen(buf), nl = strlen(name);
-    const char *p = buf;
-    while (p && *p) {
-        const char *e = strchr(p, '+');
-        size_t pl = e ? (size_t)(e - p) : strlen(p);
-        if (pl == nl && strncmp(p, name, nl) == 0)
-            return;
-        p = e ? e + 1 : NULL;
-    }
-    if (len + nl + 2 < cap)
-        snprintf(buf + len, cap - len, "%s%s", len ? "+" : "", name);
-}
-
-float *bkm__net_zalloc(size_t n)
-{
-    size_t len = n ? n : 1;
-    float *p = bkm_aligned_alloc(64, len * sizeof(float));
-    if (p == NULL)
-        return NULL;
-    /* first touch by the calling thread's OpenMP team under the static schedule of the compute
-     * (as in the layers' loops over the flat NCHW / [mb][features] arrays) */
-    bkm__kern_zero_team(p, len);
-    return p;
-}
 
 int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engine_t eng, const bkm_kern_params_t *kp,
                         bkm_err_t *err)
@@ -468,14 +23,12 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
                              "and ref engines", i, net->d.layer[i].name, (double)net->d.layer[i].drop);
             goto out;
         }
-    switch (eng) {
-    case BKM_NET_NATIVE: ex->ops = &bkm__net_native_ops; break;
-    case BKM_NET_ONEDNN: ex->ops = &bkm__net_onednn_ops; break;
-    case BKM_NET_REF: ex->ops = &bkm__net_ref_ops; break;
-    default:
+    if ((ex->be = bkm__backend((int)eng)) == NULL) {
         rc = bkm_err_set(err, BKM_EINVAL, "net: unknown engine %d", (int)eng);
         goto out;
     }
+    /* a sequence network: one engine body over the LSTM stacks of the backend asked for */
+    ex->vt = net->d.t > 0 ? &bkm__net_seq_vtbl : ex->be->net;
     ex->n_input = net->n_input;
     ex->input = bkm__net_zalloc(ex->n_input);
     ex->labels = bkm_calloc((size_t)net->d.mb, sizeof(int32_t));
@@ -486,8 +39,6 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
                          ex->n_input, net->n_params);
         goto out;
     }
-    if (net->d.t > 0) /* a sequence network: one engine body, the kernels of the engine asked for */
-        ex->ops = &bkm__net_seq_ops;
     for (int i = 0; i < net->d.n_layers; i++) {
         const bkm_net_layer_t *l = &net->d.layer[i];
         if (l->kind == BKM_NET_LSTM) {
@@ -506,24 +57,13 @@ int bkm_net_exec_create(bkm_net_exec_t **exp, const bkm_net_t *net, bkm_net_engi
             }
         }
     }
-    if ((rc = ex->ops->create(ex, kp, err)) < 0)
+    if ((rc = ex->vt->create(ex, kp, err)) < 0)
         goto out;
     *exp = ex;
     ex = NULL;
 out:
     bkm_net_exec_destroy(ex);
     return rc;
-}
-
-/* Uniform [0, 1) from (key, stream, i): splitmix64 finaliser. */
-static double net_unit(uint64_t key, uint64_t stream, uint64_t i)
-{
-    uint64_t z = key * 0x9e3779b97f4a7c15ULL ^ (stream + 1) * 0xd1b54a32d192ed03ULL;
-    z += i * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
 }
 
 int bkm_net_exec_forward(bkm_net_exec_t *ex, const float **logits, bkm_err_t *err)
@@ -534,7 +74,7 @@ int bkm_net_exec_forward(bkm_net_exec_t *ex, const float **logits, bkm_err_t *er
         return bkm_err_set(err, BKM_ENOTSUP, "net: forward-only evaluation runs on the native and ref engines");
     ex->fwd_only = 1;
     ex->logits = NULL;
-    rc = ex->ops->step(ex, &st, err);
+    rc = ex->vt->step(ex, &st, err);
     ex->fwd_only = 0;
     *logits = ex->logits;
     return rc;
@@ -544,27 +84,6 @@ void bkm_net_exec_set_dropout(bkm_net_exec_t *ex, uint64_t key, int64_t first_sa
 {
     ex->drop_key = key;
     ex->drop_first = first_sample;
-}
-
-void bkm__net_dropout(const bkm_net_exec_t *ex, int layer, float *x)
-{
-    const bkm_net_layer_info_t *li = &ex->net.li[layer];
-    const double p = ex->net.d.layer[layer].drop;
-    const float scale = (float)(1.0 / (1.0 - p));
-    const int64_t c = li->in.c, sp = li->in.d * li->in.h * li->in.w, mb = ex->net.d.mb;
-    const int per_channel = ex->net.d.layer[layer].kind == BKM_NET_DROPOUT2D;
-#pragma omp parallel for schedule(static)
-    for (int64_t nc = 0; nc < mb * c; nc++) {
-        float *v = x + nc * sp;
-        uint64_t unit = (uint64_t)(ex->drop_first * c + nc); /* global (sample, channel) */
-        if (per_channel) {
-            float m = net_unit(ex->drop_key, (uint64_t)layer, unit) < p ? 0.0f : scale;
-            for (int64_t j = 0; j < sp; j++)
-                v[j] *= m;
-        } else
-            for (int64_t j = 0; j < sp; j++)
-                v[j] *= net_unit(ex->drop_key, (uint64_t)layer, unit * (uint64_t)sp + (uint64_t)j) < p ? 0.0f : scale;
-    }
 }
 
 void bkm_net_exec_set_grad_hook(bkm_net_exec_t *ex, bkm_net_grad_hook_fn fn, void *ctx)
@@ -627,7 +146,7 @@ int bkm_net_exec_prepare(bkm_net_exec_t *ex, bkm_err_t *err)
         if (ex->labels[i] < 0 || ex->labels[i] >= ex->net.classes)
             return bkm_err_set(err, BKM_EINVAL, "net: label[%lld] = %d outside [0, %lld)", (long long)i,
                                (int)ex->labels[i], (long long)ex->net.classes);
-    return ex->ops->prepare(ex, err);
+    return ex->vt->prepare(ex, err);
 }
 
 int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
@@ -635,7 +154,7 @@ int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
     int rc;
     if (ex->timing)
         memset(ex->last, 0, sizeof ex->last);
-    rc = ex->ops->step(ex, st, err);
+    rc = ex->vt->step(ex, st, err);
     if (rc == BKM_OK && ex->timing)
         ex->timed_steps++;
     return rc;
@@ -643,7 +162,7 @@ int bkm_net_exec_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 
 int bkm_net_exec_finish(bkm_net_exec_t *ex, bkm_err_t *err)
 {
-    return ex->ops->finish(ex, err);
+    return ex->vt->finish(ex, err);
 }
 
 void bkm_net_exec_set_timing(bkm_net_exec_t *ex, int on)
@@ -682,8 +201,8 @@ void bkm_net_exec_destroy(bkm_net_exec_t *ex)
 {
     if (!ex)
         return;
-    if (ex->ops)
-        ex->ops->destroy(ex);
+    if (ex->vt)
+        ex->vt->destroy(ex);
     bkm_free(ex->input);
     bkm_free(ex->labels);
     bkm_free(ex->params);

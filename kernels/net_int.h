@@ -3,22 +3,25 @@
 #ifndef BKM_NET_INT_H
 #define BKM_NET_INT_H
 
+#include "backend_int.h"
 #include "bkm/net.h"
 
-/* What an engine implements; the executor (net.c) owns the input, labels, parameters, gradients,
- * timing table and impl string, the engine its private state (ex->st). */
-typedef struct bkm__net_ops {
+/* What an engine implements (a backend's column .net, or the sequence engine); the executor
+ * (net.c) owns the input, labels, parameters, gradients, timing table and impl string, the engine
+ * its private state (ex->st). */
+struct bkm__net_vtbl {
     int (*create)(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t *err);
     int (*prepare)(bkm_net_exec_t *ex, bkm_err_t *err);
     int (*step)(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err);
     int (*finish)(bkm_net_exec_t *ex, bkm_err_t *err);
     void (*destroy)(bkm_net_exec_t *ex);
-} bkm__net_ops_t;
+};
 
 struct bkm_net_exec {
     bkm_net_t net;
     bkm_net_engine_t eng;
-    const bkm__net_ops_t *ops;
+    const bkm__backend_t *be;     /* the row of eng in the table of backends */
+    const bkm__net_vtbl_t *vt;    /* be->net, or the sequence engine */
     void *st;                     /* engine state */
     float *input;                 /* user NCHW input */
     size_t n_input;
@@ -52,11 +55,13 @@ void bkm__net_dropout(const bkm_net_exec_t *ex, int layer, float *x);
  * outside any parallel region, with the trial's team size in effect. */
 float *bkm__net_zalloc(size_t n);
 
-extern const bkm__net_ops_t bkm__net_native_ops;
-extern const bkm__net_ops_t bkm__net_onednn_ops;
-extern const bkm__net_ops_t bkm__net_ref_ops;
-/* Sequence networks (desc t >= 1: LSTM, dropout, L1 loss) on any engine: net_seq.c. */
-extern const bkm__net_ops_t bkm__net_seq_ops;
+/* The engines: native (net_native.c), oneDNN (net_onednn.c), the naive reference (net_ref.c), and
+ * the one engine of sequence networks (desc t >= 1: LSTM, dropout, L1 loss) over any backend's LSTM
+ * stacks (net_seq.c). */
+extern const bkm__net_vtbl_t bkm__net_native_vtbl;
+extern const bkm__net_vtbl_t bkm__net_onednn_vtbl;
+extern const bkm__net_vtbl_t bkm__net_ref_vtbl;
+extern const bkm__net_vtbl_t bkm__net_seq_vtbl;
 
 /* Per-layer lap: when timing is on, add the time since *t to layer @p layer, direction @p dir, and
  * restart *t. One clock read; nothing when timing is off. */

@@ -220,6 +220,112 @@ static int nat_prepare(bkm_net_exec_t *ex, bkm_err_t *err)
     return BKM_OK; /* computes on the user-layout input and parameters directly */
 }
 
+/* The forward of layer @p i (not the loss) of a step. */
+static int nat_layer_fwd(bkm_net_exec_t *ex, nat_t *c, int i, bkm_err_t *err)
+{
+    const bkm_net_t *net = &ex->net;
+    nat_layer_t *l = &c->l[i];
+    const bkm_net_layer_info_t *li = &net->li[i];
+    int rc = BKM_OK;
+    switch (net->d.layer[i].kind) {
+    case BKM_NET_CONV:
+        if (l->relu_out)
+            rc = bkm__kern_conv2d_fwd_relu(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off,
+                                           l->out, err);
+        else
+            rc = bkm_kern_conv2d_fwd(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out,
+                                     err);
+        break;
+    case BKM_NET_FC:
+        rc = bkm_kern_fc_fwd(l->fc, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
+        break;
+    case BKM_NET_MAXPOOL:
+        if (l->pool_relu_fwd)
+            bkm__kern_maxpool_relu_fwd(&l->pd, l->in, l->out, l->argmax);
+        else
+            bkm_kern_maxpool_fwd(&l->pd, l->in, l->out, l->argmax);
+        break;
+    case BKM_NET_CONV3D:
+        rc = bkm_kern_conv3d_fwd(l->cv3, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
+        break;
+    case BKM_NET_MAXPOOL3D:
+        bkm_kern_maxpool3d_fwd(&l->p3, l->in, l->out, l->argmax);
+        break;
+    case BKM_NET_RELU:
+        if (!l->skip_fwd)
+            bkm_kern_relu_fwd(l->n_in, l->in, l->in);
+        break;
+    case BKM_NET_DROPOUT:
+    case BKM_NET_DROPOUT2D: /* in place; the identity in eval mode */
+        if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
+            bkm__net_dropout(ex, i, l->in);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* The backward of layer @p i (need_bwd, not the loss) of a step: *g, the gradient of its output,
+ * becomes that of its input; the weight-gradient part is lapped under BKM_NET_BWD_W at *t. */
+static int nat_layer_bwd(bkm_net_exec_t *ex, nat_t *c, int i, float **g, uint64_t *t, bkm_err_t *err)
+{
+    const bkm_net_t *net = &ex->net;
+    nat_layer_t *l = &c->l[i];
+    const bkm_net_layer_info_t *li = &net->li[i];
+    const float *w = ex->params + li->wei_off;
+    float *dw = ex->grads + li->wei_off, *db = ex->grads + li->bias_off;
+    int rc = BKM_OK;
+    switch (net->d.layer[i].kind) {
+    case BKM_NET_CONV:
+        rc = bkm_kern_conv2d_bwd_weights(l->cv, l->in, *g, dw, db, err);
+        bkm__net_lap(ex, i, BKM_NET_BWD_W, t);
+        if (rc == BKM_OK && li->need_bwd_d && l->relu_bwd)
+            rc = bkm__kern_conv2d_bwd_data_relu(l->cv, *g, w, l->in, l->gin, err);
+        else if (rc == BKM_OK && li->need_bwd_d)
+            rc = bkm_kern_conv2d_bwd_data(l->cv, *g, w, l->gin, err);
+        *g = l->gin;
+        break;
+    case BKM_NET_FC:
+        rc = bkm_kern_fc_bwd_weights(l->fc, l->in, *g, dw, db, err);
+        bkm__net_lap(ex, i, BKM_NET_BWD_W, t);
+        if (rc == BKM_OK && li->need_bwd_d)
+            rc = bkm_kern_fc_bwd_data(l->fc, *g, w, l->gin, err);
+        *g = l->gin;
+        break;
+    case BKM_NET_MAXPOOL:
+        if (l->relu_bwd)
+            bkm__kern_maxpool_relu_bwd(&l->pd, *g, l->argmax, l->in, l->pool_mask_out ? l->out : NULL, l->gin);
+        else
+            bkm_kern_maxpool_bwd(&l->pd, *g, l->argmax, l->gin);
+        *g = l->gin;
+        break;
+    case BKM_NET_CONV3D:
+        rc = bkm_kern_conv3d_bwd_weights(l->cv3, l->in, *g, dw, db, err);
+        bkm__net_lap(ex, i, BKM_NET_BWD_W, t);
+        if (rc == BKM_OK && li->need_bwd_d)
+            rc = bkm_kern_conv3d_bwd_data(l->cv3, *g, w, l->gin, err);
+        *g = l->gin;
+        break;
+    case BKM_NET_MAXPOOL3D:
+        bkm_kern_maxpool3d_bwd(&l->p3, *g, l->argmax, l->gin);
+        *g = l->gin;
+        break;
+    case BKM_NET_RELU:
+        if (!l->skip_bwd)
+            bkm_kern_relu_bwd(l->n_in, l->y, *g, *g);
+        break;
+    case BKM_NET_DROPOUT:
+    case BKM_NET_DROPOUT2D:
+        if (net->d.layer[i].drop > 0.0f)
+            bkm__net_dropout(ex, i, *g);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
 static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 {
     const bkm_net_t *net = &ex->net;
@@ -233,44 +339,7 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 
     t0 = t = bkm_now_ns();
     for (int i = 0; i < loss_i; i++) {
-        nat_layer_t *l = &c->l[i];
-        const bkm_net_layer_info_t *li = &net->li[i];
-        switch (net->d.layer[i].kind) {
-        case BKM_NET_CONV:
-            if (l->relu_out)
-                rc = bkm__kern_conv2d_fwd_relu(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off,
-                                               l->out, err);
-            else
-                rc = bkm_kern_conv2d_fwd(l->cv, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out,
-                                         err);
-            break;
-        case BKM_NET_FC:
-            rc = bkm_kern_fc_fwd(l->fc, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
-            break;
-        case BKM_NET_MAXPOOL:
-            if (l->pool_relu_fwd)
-                bkm__kern_maxpool_relu_fwd(&l->pd, l->in, l->out, l->argmax);
-            else
-                bkm_kern_maxpool_fwd(&l->pd, l->in, l->out, l->argmax);
-            break;
-        case BKM_NET_CONV3D:
-            rc = bkm_kern_conv3d_fwd(l->cv3, l->in, ex->params + li->wei_off, ex->params + li->bias_off, l->out, err);
-            break;
-        case BKM_NET_MAXPOOL3D:
-            bkm_kern_maxpool3d_fwd(&l->p3, l->in, l->out, l->argmax);
-            break;
-        case BKM_NET_RELU:
-            if (!l->skip_fwd)
-                bkm_kern_relu_fwd(l->n_in, l->in, l->in);
-            break;
-        case BKM_NET_DROPOUT:
-        case BKM_NET_DROPOUT2D: /* in place; the identity in eval mode */
-            if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
-                bkm__net_dropout(ex, i, l->in);
-            break;
-        default:
-            break;
-        }
+        rc = nat_layer_fwd(ex, c, i, err);
         if (rc < 0)
             return bkm_err_prefix(err, "net layer %d (%s)", i, net->d.layer[i].name);
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
@@ -290,57 +359,8 @@ static int nat_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
     bkm__net_lap(ex, loss_i, BKM_NET_BWD_D, &t);
     g = c->dlogits;
     for (int i = loss_i - 1; i >= 0 && net->li[i].need_bwd; i--) {
-        nat_layer_t *l = &c->l[i];
         const bkm_net_layer_info_t *li = &net->li[i];
-        const float *w = ex->params + li->wei_off;
-        float *dw = ex->grads + li->wei_off, *db = ex->grads + li->bias_off;
-        switch (net->d.layer[i].kind) {
-        case BKM_NET_CONV:
-            rc = bkm_kern_conv2d_bwd_weights(l->cv, l->in, g, dw, db, err);
-            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (rc == BKM_OK && li->need_bwd_d && l->relu_bwd)
-                rc = bkm__kern_conv2d_bwd_data_relu(l->cv, g, w, l->in, l->gin, err);
-            else if (rc == BKM_OK && li->need_bwd_d)
-                rc = bkm_kern_conv2d_bwd_data(l->cv, g, w, l->gin, err);
-            g = l->gin;
-            break;
-        case BKM_NET_FC:
-            rc = bkm_kern_fc_bwd_weights(l->fc, l->in, g, dw, db, err);
-            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (rc == BKM_OK && li->need_bwd_d)
-                rc = bkm_kern_fc_bwd_data(l->fc, g, w, l->gin, err);
-            g = l->gin;
-            break;
-        case BKM_NET_MAXPOOL:
-            if (l->relu_bwd)
-                bkm__kern_maxpool_relu_bwd(&l->pd, g, l->argmax, l->in, l->pool_mask_out ? l->out : NULL, l->gin);
-            else
-                bkm_kern_maxpool_bwd(&l->pd, g, l->argmax, l->gin);
-            g = l->gin;
-            break;
-        case BKM_NET_CONV3D:
-            rc = bkm_kern_conv3d_bwd_weights(l->cv3, l->in, g, dw, db, err);
-            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (rc == BKM_OK && li->need_bwd_d)
-                rc = bkm_kern_conv3d_bwd_data(l->cv3, g, w, l->gin, err);
-            g = l->gin;
-            break;
-        case BKM_NET_MAXPOOL3D:
-            bkm_kern_maxpool3d_bwd(&l->p3, g, l->argmax, l->gin);
-            g = l->gin;
-            break;
-        case BKM_NET_RELU:
-            if (!l->skip_bwd)
-                bkm_kern_relu_bwd(l->n_in, l->y, g, g);
-            break;
-        case BKM_NET_DROPOUT:
-        case BKM_NET_DROPOUT2D:
-            if (net->d.layer[i].drop > 0.0f)
-                bkm__net_dropout(ex, i, g);
-            break;
-        default:
-            break;
-        }
+        rc = nat_layer_bwd(ex, c, i, &g, &t, err);
         if (rc < 0)
             return bkm_err_prefix(err, "net layer %d (%s) backward", i, net->d.layer[i].name);
         if (li->n_wei && ex->grad_hook)
@@ -365,4 +385,4 @@ static int nat_finish(bkm_net_exec_t *ex, bkm_err_t *err)
     return BKM_OK; /* parameters and gradients already live in the flat user-layout arrays */
 }
 
-const bkm__net_ops_t bkm__net_native_ops = {nat_create, nat_prepare, nat_step, nat_finish, nat_destroy};
+const bkm__net_vtbl_t bkm__net_native_vtbl = {nat_create, nat_prepare, nat_step, nat_finish, nat_destroy};

@@ -508,142 +508,172 @@ out:
 
 /* Backward of layer @p i: @p g holds the gradient wrt its output; on return the gradient wrt
  * its input (unset when no parameter layer precedes it: nothing needs it). */
-static int build_bwd(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_err_t *err)
+/* The backward of ReLU layer (record @p rec): the gradient in the layout it arrives in (*g, in
+ * place), the forward output converted if it differs. */
+static int bwd_relu(odn_t *net, onet_rec_t *rec, onet_tensor_t *g, bkm_err_t *err)
 {
-    const bkm_net_layer_t *l = &net->d.layer[i];
-    int rc = BKM_OK, first = !net->ex->net.li[i].need_bwd_d;
+    int rc = BKM_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    onet_step_t *s;
+    dnnl_eltwise_desc_t ed;
+    onet_tensor_t dst;
+    BKM_ODNN_TRY(dnnl_eltwise_backward_desc_init(&ed, dnnl_eltwise_relu_use_dst_for_bwd, &g->md, &rec->dst.md,
+                                                 0.0f, 0.0f));
+    BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ed, net->attr, net->eng, rec->fwd_pd));
+    if ((rc = net_convert(net, &rec->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &net->bwd, &dst,
+                          err)) < 0)
+        goto out;
+    rc = net_prim(net, pd, &net->bwd, &s, err);
+    pd = NULL;
+    if (rc < 0)
+        goto out;
+    step_arg(s, DNNL_ARG_DST, dst.mem);
+    step_arg(s, DNNL_ARG_DIFF_DST, g->mem);
+    step_arg(s, DNNL_ARG_DIFF_SRC, g->mem);
+    return BKM_OK;
+out:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+/* The backward of max pooling layer @p i (record @p rec): *g becomes the gradient of its input. */
+static int bwd_pool(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_err_t *err)
+{
+    int rc = BKM_OK;
     dnnl_primitive_desc_t pd = NULL;
     onet_step_t *s;
     onet_tensor_t gd, gsrc;
+    dnnl_pooling_desc_t pdsc;
+    dnnl_dim_t k[3], st[3], pl[3], pr[3];
+    window_of(net, i, k, st, pl, pr);
+    BKM_ODNN_TRY(dnnl_pooling_backward_desc_init(&pdsc, dnnl_pooling_max, &rec->src.md, &rec->dst.md, st, k, pl,
+                                                 pr));
+    BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &pdsc, net->attr, net->eng, rec->fwd_pd));
+    if ((rc = net_convert(net, g, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0), &net->bwd, &gd,
+                          err)) < 0)
+        goto out;
+    if ((rc = net_mem(net, &gsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_src_md, 0), NULL, err)) < 0)
+        goto out;
+    rc = net_prim(net, pd, &net->bwd, &s, err);
+    pd = NULL;
+    if (rc < 0)
+        goto out;
+    step_arg(s, DNNL_ARG_DIFF_DST, gd.mem);
+    step_arg(s, DNNL_ARG_WORKSPACE, rec->ws.mem);
+    step_arg(s, DNNL_ARG_DIFF_SRC, gsrc.mem);
+    *g = gsrc;
+    return BKM_OK;
+out:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
 
-    net->tag_layer = i;
+/* The backward of conv or FC layer @p i (record @p rec): backward weights, then, unless @p first
+ * (nothing needs its input's gradient), backward data, *g becoming the gradient of its input. */
+static int bwd_param(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, int first, bkm_err_t *err)
+{
+    const bkm_net_layer_t *l = &net->d.layer[i];
+    int rc = BKM_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    onet_step_t *s;
+    onet_tensor_t gd, gsrc;
+    int is_conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
+    dnnl_memory_desc_t src_any, wei_any, bias_any, dst_any;
+    const dnnl_memory_desc_t *wmd = &net->wei[i].w.md;
+    onet_tensor_t src, dw, db, w;
+    dnnl_dim_t kk[3], strides[3] = {0}, pad[3] = {0}, pr[3] = {0};
+    if (is_conv)
+        window_of(net, i, kk, strides, pad, pr);
+    if ((rc = any_md(&src_any, rec->src.md.ndims, rec->src.md.dims, err)) < 0 ||
+        (rc = any_md(&wei_any, wmd->ndims, wmd->dims, err)) < 0 ||
+        (rc = any_md(&bias_any, 1, &l->out, err)) < 0 ||
+        (rc = any_md(&dst_any, rec->dst.md.ndims, rec->dst.md.dims, err)) < 0)
+        goto out;
+    if (is_conv) {
+        dnnl_convolution_desc_t cd;
+        BKM_ODNN_TRY(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &src_any, &wei_any,
+                                                                 &bias_any, &dst_any, strides, pad, pr));
+        BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &cd, net->attr, net->eng, rec->fwd_pd));
+    } else {
+        dnnl_inner_product_desc_t ipd;
+        BKM_ODNN_TRY(dnnl_inner_product_backward_weights_desc_init(&ipd, &rec->src.md, &wei_any, &bias_any,
+                                                                   &rec->dst.md));
+        BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ipd, net->attr, net->eng, rec->fwd_pd));
+    }
+    if ((rc = net_convert(net, &rec->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &net->bwd, &src,
+                          err)) < 0 ||
+        (rc = net_convert(net, g, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0), &net->bwd, &gd,
+                          err)) < 0 ||
+        (rc = net_grad_target(net, &net->wei[i], dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0),
+                              &dw, err)) < 0 ||
+        (rc = net_grad_target(net, &net->bias[i], dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 1),
+                              &db, err)) < 0)
+        goto out;
+    rc = net_prim(net, pd, &net->bwd, &s, err);
+    pd = NULL;
+    if (rc < 0)
+        goto out;
+    step_arg(s, DNNL_ARG_SRC, src.mem);
+    step_arg(s, DNNL_ARG_DIFF_DST, gd.mem);
+    step_arg(s, DNNL_ARG_DIFF_WEIGHTS, dw.mem);
+    step_arg(s, DNNL_ARG_DIFF_BIAS, db.mem);
+    if (first)
+        return BKM_OK;
     net->tag_dir = BKM_NET_BWD_D;
-    if (rec->skip)
-        return BKM_OK;
-    if (l->kind == BKM_NET_RELU) {
-        dnnl_eltwise_desc_t ed;
-        onet_tensor_t dst;
-        /* gradient in the layout it arrives in; the forward output converted if it differs */
-        BKM_ODNN_TRY(dnnl_eltwise_backward_desc_init(&ed, dnnl_eltwise_relu_use_dst_for_bwd, &g->md, &rec->dst.md,
-                                                     0.0f, 0.0f));
-        BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ed, net->attr, net->eng, rec->fwd_pd));
-        if ((rc = net_convert(net, &rec->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &net->bwd, &dst,
-                              err)) < 0)
-            goto out;
-        rc = net_prim(net, pd, &net->bwd, &s, err);
-        pd = NULL;
-        if (rc < 0)
-            goto out;
-        step_arg(s, DNNL_ARG_DST, dst.mem);
-        step_arg(s, DNNL_ARG_DIFF_DST, g->mem);
-        step_arg(s, DNNL_ARG_DIFF_SRC, g->mem);
-        return BKM_OK;
-    }
-    if (l->kind == BKM_NET_MAXPOOL || l->kind == BKM_NET_MAXPOOL3D) {
-        dnnl_pooling_desc_t pdsc;
-        dnnl_dim_t k[3], st[3], pl[3], pr[3];
-        window_of(net, i, k, st, pl, pr);
-        BKM_ODNN_TRY(dnnl_pooling_backward_desc_init(&pdsc, dnnl_pooling_max, &rec->src.md, &rec->dst.md, st, k, pl,
-                                                     pr));
-        BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &pdsc, net->attr, net->eng, rec->fwd_pd));
-        if ((rc = net_convert(net, g, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0), &net->bwd, &gd,
-                              err)) < 0)
-            goto out;
-        if ((rc = net_mem(net, &gsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_src_md, 0), NULL, err)) < 0)
-            goto out;
-        rc = net_prim(net, pd, &net->bwd, &s, err);
-        pd = NULL;
-        if (rc < 0)
-            goto out;
-        step_arg(s, DNNL_ARG_DIFF_DST, gd.mem);
-        step_arg(s, DNNL_ARG_WORKSPACE, rec->ws.mem);
-        step_arg(s, DNNL_ARG_DIFF_SRC, gsrc.mem);
-        *g = gsrc;
-        return BKM_OK;
-    }
 
-    /* CONV or FC: backward weights, then backward data (skipped when nothing needs it). */
-    net->tag_dir = BKM_NET_BWD_W;
-    {
-        int is_conv = l->kind == BKM_NET_CONV || l->kind == BKM_NET_CONV3D;
-        dnnl_memory_desc_t src_any, wei_any, bias_any, dst_any;
-        const dnnl_memory_desc_t *wmd = &net->wei[i].w.md;
-        onet_tensor_t src, dw, db, w;
-        dnnl_dim_t kk[3], strides[3] = {0}, pad[3] = {0}, pr[3] = {0};
-        if (is_conv)
-            window_of(net, i, kk, strides, pad, pr);
-        if ((rc = any_md(&src_any, rec->src.md.ndims, rec->src.md.dims, err)) < 0 ||
-            (rc = any_md(&wei_any, wmd->ndims, wmd->dims, err)) < 0 ||
-            (rc = any_md(&bias_any, 1, &l->out, err)) < 0 ||
-            (rc = any_md(&dst_any, rec->dst.md.ndims, rec->dst.md.dims, err)) < 0)
+    if (is_conv) {
+        dnnl_convolution_desc_t cd;
+        BKM_ODNN_TRY(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &src_any, &wei_any,
+                                                              &dst_any, strides, pad, pr));
+        BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &cd, net->attr, net->eng, rec->fwd_pd));
+    } else {
+        dnnl_inner_product_desc_t ipd;
+        BKM_ODNN_TRY(dnnl_inner_product_backward_data_desc_init(&ipd, &rec->src.md, &wei_any, &rec->dst.md));
+        BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ipd, net->attr, net->eng, rec->fwd_pd));
+    }
+    if ((rc = net_convert(net, g, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0), &net->bwd, &gd,
+                          err)) < 0 ||
+        (rc = net_convert(net, &net->wei[i].w, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+                          &net->bwd, &w, err)) < 0 ||
+        (rc = net_mem(net, &gsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_src_md, 0), NULL, err)) < 0)
+        goto out;
+    rc = net_prim(net, pd, &net->bwd, &s, err);
+    pd = NULL;
+    if (rc < 0)
+        goto out;
+    step_arg(s, DNNL_ARG_DIFF_DST, gd.mem);
+    step_arg(s, DNNL_ARG_WEIGHTS, w.mem);
+    step_arg(s, DNNL_ARG_DIFF_SRC, gsrc.mem);
+    *g = gsrc;
+    if (rec->unflatten) {
+        dnnl_memory_desc_t plain4;
+        if ((rc = bkm__odnn_plain_md(&plain4, rec->in_nd, rec->in_dims, err)) < 0 ||
+            (rc = net_view(net, &gsrc, &plain4, g, err)) < 0)
             goto out;
-        if (is_conv) {
-            dnnl_convolution_desc_t cd;
-            BKM_ODNN_TRY(dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &src_any, &wei_any,
-                                                                     &bias_any, &dst_any, strides, pad, pr));
-            BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &cd, net->attr, net->eng, rec->fwd_pd));
-        } else {
-            dnnl_inner_product_desc_t ipd;
-            BKM_ODNN_TRY(dnnl_inner_product_backward_weights_desc_init(&ipd, &rec->src.md, &wei_any, &bias_any,
-                                                                       &rec->dst.md));
-            BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ipd, net->attr, net->eng, rec->fwd_pd));
-        }
-        if ((rc = net_convert(net, &rec->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &net->bwd, &src,
-                              err)) < 0 ||
-            (rc = net_convert(net, g, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0), &net->bwd, &gd,
-                              err)) < 0 ||
-            (rc = net_grad_target(net, &net->wei[i], dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0),
-                                  &dw, err)) < 0 ||
-            (rc = net_grad_target(net, &net->bias[i], dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 1),
-                                  &db, err)) < 0)
-            goto out;
-        rc = net_prim(net, pd, &net->bwd, &s, err);
-        pd = NULL;
-        if (rc < 0)
-            goto out;
-        step_arg(s, DNNL_ARG_SRC, src.mem);
-        step_arg(s, DNNL_ARG_DIFF_DST, gd.mem);
-        step_arg(s, DNNL_ARG_DIFF_WEIGHTS, dw.mem);
-        step_arg(s, DNNL_ARG_DIFF_BIAS, db.mem);
-        if (first)
-            return BKM_OK;
-        net->tag_dir = BKM_NET_BWD_D;
-
-        if (is_conv) {
-            dnnl_convolution_desc_t cd;
-            BKM_ODNN_TRY(dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &src_any, &wei_any,
-                                                                  &dst_any, strides, pad, pr));
-            BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &cd, net->attr, net->eng, rec->fwd_pd));
-        } else {
-            dnnl_inner_product_desc_t ipd;
-            BKM_ODNN_TRY(dnnl_inner_product_backward_data_desc_init(&ipd, &rec->src.md, &wei_any, &rec->dst.md));
-            BKM_ODNN_TRY(dnnl_primitive_desc_create(&pd, &ipd, net->attr, net->eng, rec->fwd_pd));
-        }
-        if ((rc = net_convert(net, g, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0), &net->bwd, &gd,
-                              err)) < 0 ||
-            (rc = net_convert(net, &net->wei[i].w, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-                              &net->bwd, &w, err)) < 0 ||
-            (rc = net_mem(net, &gsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_src_md, 0), NULL, err)) < 0)
-            goto out;
-        rc = net_prim(net, pd, &net->bwd, &s, err);
-        pd = NULL;
-        if (rc < 0)
-            goto out;
-        step_arg(s, DNNL_ARG_DIFF_DST, gd.mem);
-        step_arg(s, DNNL_ARG_WEIGHTS, w.mem);
-        step_arg(s, DNNL_ARG_DIFF_SRC, gsrc.mem);
-        *g = gsrc;
-        if (rec->unflatten) {
-            dnnl_memory_desc_t plain4;
-            if ((rc = bkm__odnn_plain_md(&plain4, rec->in_nd, rec->in_dims, err)) < 0 ||
-                (rc = net_view(net, &gsrc, &plain4, g, err)) < 0)
-                goto out;
-        }
     }
 out:
     if (pd)
         dnnl_primitive_desc_destroy(pd);
     return rc;
+}
+
+static int build_bwd(odn_t *net, int i, onet_rec_t *rec, onet_tensor_t *g, bkm_err_t *err)
+{
+    const bkm_net_layer_t *l = &net->d.layer[i];
+
+    net->tag_layer = i;
+    net->tag_dir = BKM_NET_BWD_D;
+    if (rec->skip)
+        return BKM_OK;
+    if (l->kind == BKM_NET_RELU)
+        return bwd_relu(net, rec, g, err);
+    if (l->kind == BKM_NET_MAXPOOL || l->kind == BKM_NET_MAXPOOL3D)
+        return bwd_pool(net, i, rec, g, err);
+    /* CONV or FC: backward weights, then backward data (skipped when nothing needs it). */
+    net->tag_dir = BKM_NET_BWD_W;
+    return bwd_param(net, i, rec, g, !net->ex->net.li[i].need_bwd_d, err);
 }
 
 static void odn_destroy(bkm_net_exec_t *ex)
@@ -888,4 +918,4 @@ out:
     return rc;
 }
 
-const bkm__net_ops_t bkm__net_onednn_ops = {odn_create, odn_prepare, odn_step, odn_finish, odn_destroy};
+const bkm__net_vtbl_t bkm__net_onednn_vtbl = {odn_create, odn_prepare, odn_step, odn_finish, odn_destroy};

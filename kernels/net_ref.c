@@ -101,6 +101,115 @@ static void pool3d_desc(const bkm_net_t *net, int i, bkm_pool3d_desc_t *d)
                              l->k, l->s, l->p};
 }
 
+/* The forward of layer @p i (not the loss) of a step: act[i + 1] from act[i]. */
+static void ref_layer_fwd(bkm_net_exec_t *ex, ref_t *r, int i)
+{
+    const bkm_net_t *net = &ex->net;
+    const bkm_net_layer_info_t *li = &net->li[i];
+    const float *w = ex->params + li->wei_off, *b = ex->params + li->bias_off;
+    const int64_t mb = net->d.mb;
+    switch (net->d.layer[i].kind) {
+    case BKM_NET_CONV: {
+        bkm_conv2d_desc_t d;
+        conv_desc(net, i, &d);
+        bkm_kern_conv2d_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
+        break;
+    }
+    case BKM_NET_FC: {
+        bkm_fc_desc_t d = {mb, li->in.c * li->in.d * li->in.h * li->in.w, net->d.layer[i].out, 1};
+        bkm_kern_fc_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
+        break;
+    }
+    case BKM_NET_CONV3D: {
+        bkm_conv3d_desc_t d;
+        conv3d_desc(net, i, &d);
+        bkm_kern_conv3d_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
+        break;
+    }
+    case BKM_NET_MAXPOOL3D: {
+        bkm_pool3d_desc_t d;
+        pool3d_desc(net, i, &d);
+        bkm_kern_maxpool3d_ref_fwd(&d, r->act[i], r->act[i + 1]);
+        break;
+    }
+    case BKM_NET_MAXPOOL: {
+        bkm_pool_desc_t d;
+        pool_desc(net, i, &d);
+        bkm_kern_maxpool_ref_fwd(&d, r->act[i], r->act[i + 1]);
+        break;
+    }
+    case BKM_NET_RELU:
+        bkm_kern_relu_ref_fwd(r->n[i], r->act[i], r->act[i + 1]);
+        break;
+    default: /* dropout: the identity in eval mode */
+        memcpy(r->act[i + 1], r->act[i], r->n[i] * sizeof(float));
+        if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
+            bkm__net_dropout(ex, i, r->act[i + 1]);
+        break;
+    }
+}
+
+/* The backward of layer @p i (need_bwd, not the loss) of a step: grad[i] from grad[i + 1]; the
+ * weight-gradient part is lapped under BKM_NET_BWD_W at *t. */
+static void ref_layer_bwd(bkm_net_exec_t *ex, ref_t *r, int i, uint64_t *t)
+{
+    const bkm_net_t *net = &ex->net;
+    const bkm_net_layer_info_t *li = &net->li[i];
+    const float *w = ex->params + li->wei_off;
+    float *dw = ex->grads + li->wei_off, *db = ex->grads + li->bias_off;
+    const float *g = r->grad[i + 1];
+    float *gin = r->grad[i];
+    const int64_t mb = net->d.mb;
+    switch (net->d.layer[i].kind) {
+    case BKM_NET_CONV: {
+        bkm_conv2d_desc_t d;
+        conv_desc(net, i, &d);
+        bkm_kern_conv2d_ref_bwd_weights(&d, r->act[i], g, dw, db);
+        bkm__net_lap(ex, i, BKM_NET_BWD_W, t);
+        if (li->need_bwd_d)
+            bkm_kern_conv2d_ref_bwd_data(&d, g, w, gin);
+        break;
+    }
+    case BKM_NET_CONV3D: {
+        bkm_conv3d_desc_t d;
+        conv3d_desc(net, i, &d);
+        bkm_kern_conv3d_ref_bwd_weights(&d, r->act[i], g, dw, db);
+        bkm__net_lap(ex, i, BKM_NET_BWD_W, t);
+        if (li->need_bwd_d)
+            bkm_kern_conv3d_ref_bwd_data(&d, g, w, gin);
+        break;
+    }
+    case BKM_NET_MAXPOOL3D: {
+        bkm_pool3d_desc_t d;
+        pool3d_desc(net, i, &d);
+        bkm_kern_maxpool3d_ref_bwd(&d, r->act[i], g, gin);
+        break;
+    }
+    case BKM_NET_FC: {
+        bkm_fc_desc_t d = {mb, li->in.c * li->in.d * li->in.h * li->in.w, net->d.layer[i].out, 1};
+        bkm_kern_fc_ref_bwd_weights(&d, r->act[i], g, dw, db);
+        bkm__net_lap(ex, i, BKM_NET_BWD_W, t);
+        if (li->need_bwd_d)
+            bkm_kern_fc_ref_bwd_data(&d, g, w, gin);
+        break;
+    }
+    case BKM_NET_MAXPOOL: {
+        bkm_pool_desc_t d;
+        pool_desc(net, i, &d);
+        bkm_kern_maxpool_ref_bwd(&d, r->act[i], g, gin);
+        break;
+    }
+    case BKM_NET_RELU:
+        bkm_kern_relu_ref_bwd(r->n[i], r->act[i + 1], g, gin);
+        break;
+    default:
+        memcpy(gin, g, r->n[i] * sizeof(float));
+        if (net->d.layer[i].drop > 0.0f)
+            bkm__net_dropout(ex, i, gin);
+        break;
+    }
+}
+
 static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 {
     const bkm_net_t *net = &ex->net;
@@ -113,47 +222,7 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
 
     t0 = t = bkm_now_ns();
     for (int i = 0; i < loss_i; i++) {
-        const bkm_net_layer_info_t *li = &net->li[i];
-        const float *w = ex->params + li->wei_off, *b = ex->params + li->bias_off;
-        switch (net->d.layer[i].kind) {
-        case BKM_NET_CONV: {
-            bkm_conv2d_desc_t d;
-            conv_desc(net, i, &d);
-            bkm_kern_conv2d_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
-            break;
-        }
-        case BKM_NET_FC: {
-            bkm_fc_desc_t d = {mb, li->in.c * li->in.d * li->in.h * li->in.w, net->d.layer[i].out, 1};
-            bkm_kern_fc_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
-            break;
-        }
-        case BKM_NET_CONV3D: {
-            bkm_conv3d_desc_t d;
-            conv3d_desc(net, i, &d);
-            bkm_kern_conv3d_ref_fwd(&d, r->act[i], w, b, r->act[i + 1]);
-            break;
-        }
-        case BKM_NET_MAXPOOL3D: {
-            bkm_pool3d_desc_t d;
-            pool3d_desc(net, i, &d);
-            bkm_kern_maxpool3d_ref_fwd(&d, r->act[i], r->act[i + 1]);
-            break;
-        }
-        case BKM_NET_MAXPOOL: {
-            bkm_pool_desc_t d;
-            pool_desc(net, i, &d);
-            bkm_kern_maxpool_ref_fwd(&d, r->act[i], r->act[i + 1]);
-            break;
-        }
-        case BKM_NET_RELU:
-            bkm_kern_relu_ref_fwd(r->n[i], r->act[i], r->act[i + 1]);
-            break;
-        default: /* dropout: the identity in eval mode */
-            memcpy(r->act[i + 1], r->act[i], r->n[i] * sizeof(float));
-            if (net->d.layer[i].drop > 0.0f && !ex->fwd_only)
-                bkm__net_dropout(ex, i, r->act[i + 1]);
-            break;
-        }
+        ref_layer_fwd(ex, r, i);
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
     }
     if (ex->fwd_only) { /* bkm_net_exec_forward: evaluation stops before the loss */
@@ -173,58 +242,7 @@ static int ref_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
     bkm__net_lap(ex, loss_i, BKM_NET_BWD_D, &t);
     for (int i = loss_i - 1; i >= 0 && net->li[i].need_bwd; i--) {
         const bkm_net_layer_info_t *li = &net->li[i];
-        const float *w = ex->params + li->wei_off;
-        float *dw = ex->grads + li->wei_off, *db = ex->grads + li->bias_off;
-        const float *g = r->grad[i + 1];
-        float *gin = r->grad[i];
-        switch (net->d.layer[i].kind) {
-        case BKM_NET_CONV: {
-            bkm_conv2d_desc_t d;
-            conv_desc(net, i, &d);
-            bkm_kern_conv2d_ref_bwd_weights(&d, r->act[i], g, dw, db);
-            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (li->need_bwd_d)
-                bkm_kern_conv2d_ref_bwd_data(&d, g, w, gin);
-            break;
-        }
-        case BKM_NET_CONV3D: {
-            bkm_conv3d_desc_t d;
-            conv3d_desc(net, i, &d);
-            bkm_kern_conv3d_ref_bwd_weights(&d, r->act[i], g, dw, db);
-            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (li->need_bwd_d)
-                bkm_kern_conv3d_ref_bwd_data(&d, g, w, gin);
-            break;
-        }
-        case BKM_NET_MAXPOOL3D: {
-            bkm_pool3d_desc_t d;
-            pool3d_desc(net, i, &d);
-            bkm_kern_maxpool3d_ref_bwd(&d, r->act[i], g, gin);
-            break;
-        }
-        case BKM_NET_FC: {
-            bkm_fc_desc_t d = {mb, li->in.c * li->in.d * li->in.h * li->in.w, net->d.layer[i].out, 1};
-            bkm_kern_fc_ref_bwd_weights(&d, r->act[i], g, dw, db);
-            bkm__net_lap(ex, i, BKM_NET_BWD_W, &t);
-            if (li->need_bwd_d)
-                bkm_kern_fc_ref_bwd_data(&d, g, w, gin);
-            break;
-        }
-        case BKM_NET_MAXPOOL: {
-            bkm_pool_desc_t d;
-            pool_desc(net, i, &d);
-            bkm_kern_maxpool_ref_bwd(&d, r->act[i], g, gin);
-            break;
-        }
-        case BKM_NET_RELU:
-            bkm_kern_relu_ref_bwd(r->n[i], r->act[i + 1], g, gin);
-            break;
-        default:
-            memcpy(gin, g, r->n[i] * sizeof(float));
-            if (net->d.layer[i].drop > 0.0f)
-                bkm__net_dropout(ex, i, gin);
-            break;
-        }
+        ref_layer_bwd(ex, r, i, &t);
         if (li->n_wei && ex->grad_hook)
             ex->grad_hook(ex->grad_ctx, i);
         if (!li->n_wei || li->need_bwd_d) /* a first parameter layer has no bwd-data */
@@ -256,4 +274,4 @@ static int ref_finish(bkm_net_exec_t *ex, bkm_err_t *err)
     return BKM_OK;
 }
 
-const bkm__net_ops_t bkm__net_ref_ops = {ref_create, ref_prepare, ref_step, ref_finish, ref_destroy};
+const bkm__net_vtbl_t bkm__net_ref_vtbl = {ref_create, ref_prepare, ref_step, ref_finish, ref_destroy};

@@ -2,9 +2,10 @@
 /* Sequence networks (desc t >= 1): a time-major sequence [T][mb][C] through LSTM stacks and
  * dropout (eval mode: the identity) into the L1 loss, on any engine. The body (activation and
  * gradient buffers, the loss, the phases and per-layer times, the SGD update) is one; each LSTM
- * layer calls the engine's kernels: native (kernels/lstm.c, fused gates), oneDNN (the vanilla
- * LSTM primitive, kernels/lstm_onednn.c) or the naive reference (kernels/lstm_ref.c, which
- * allocates its own scratch per call: the one exception to "a step never allocates", oracle only).
+ * layer is the LSTM stack the table of backends lists for the executor's backend: native
+ * (lstm.c, fused gates), oneDNN (the vanilla LSTM primitive, lstm_onednn.c) or the naive reference
+ * (lstm_ref.c, which allocates its own scratch per call: the one exception to "a step never
+ * allocates", oracle only).
  * Parameters and gradients are the executor's flat arrays, each LSTM layer's slice in the
  * kernels' own layout (Wx, Wh, b per stacked layer): no reorder at prepare or finish. */
 #include <math.h>
@@ -15,8 +16,7 @@
 
 typedef struct seq_layer {
     bkm_lstm_desc_t ld;
-    bkm_kern_lstm_t *nat;
-    bkm_kern_lstm_onednn_t *odn;
+    bkm__lstm_t ls;    /* the backend's LSTM stack (ls.vt NULL: none) */
     float *out;        /* owned output (LSTM) */
     float *gin;        /* owned gradient wrt the input (LSTM with need_bwd_d) */
     float *in, *y;     /* input and output (borrowed; dropout passes its input on) */
@@ -33,8 +33,8 @@ static void seq_destroy(bkm_net_exec_t *ex)
     if (!c)
         return;
     for (int i = 0; i < BKM_NET_MAX_LAYERS; i++) {
-        bkm_kern_lstm_destroy(c->l[i].nat);
-        bkm_kern_lstm_onednn_destroy(c->l[i].odn);
+        if (c->l[i].ls.vt != NULL)
+            c->l[i].ls.vt->destroy(&c->l[i].ls);
         bkm_free(c->l[i].out);
         bkm_free(c->l[i].gin);
     }
@@ -65,17 +65,9 @@ static int seq_create(bkm_net_exec_t *ex, const bkm_kern_params_t *kp, bkm_err_t
                                bkm_net_kind_name(nl->kind));
         if ((rc = bkm_kern_lstm_desc_init(&l->ld, net->d.mb, li->in.h, li->in.c, nl->out, nl->k, err)) < 0)
             return bkm_err_prefix(err, "net layer %d (%s)", i, nl->name);
-        if (ex->eng == BKM_NET_NATIVE) {
-            if ((rc = bkm_kern_lstm_create(&l->nat, &l->ld, kp, err)) < 0)
-                return bkm_err_prefix(err, "net layer %d (%s)", i, nl->name);
-            bkm__net_impl_add(ex->impl, sizeof ex->impl, bkm_kern_lstm_impl(l->nat));
-        } else if (ex->eng == BKM_NET_ONEDNN) {
-            if ((rc = bkm_kern_lstm_onednn_create(&l->odn, &l->ld, !net->d.inference, err)) < 0)
-                return bkm_err_prefix(err, "net layer %d (%s)", i, nl->name);
-            bkm__net_impl_add(ex->impl, sizeof ex->impl, bkm_kern_lstm_onednn_impl(l->odn));
-        } else {
-            bkm__net_impl_add(ex->impl, sizeof ex->impl, "ref:naive");
-        }
+        if ((rc = ex->be->lstm(&l->ls, &l->ld, !net->d.inference, kp, err)) < 0)
+            return bkm_err_prefix(err, "net layer %d (%s)", i, nl->name);
+        bkm__net_impl_add(ex->impl, sizeof ex->impl, l->ls.vt->impl(&l->ls));
         if (!(l->out = bkm__net_zalloc(n_out)) || (li->need_bwd_d && !(l->gin = bkm__net_zalloc(n_in))))
             return bkm_err_set(err, BKM_ENOMEM, "net layer %d (%s): cannot allocate %zu activations", i, nl->name,
                                n_out + n_in);
@@ -116,13 +108,7 @@ static int seq_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         const float *c0 = h0 ? h0 + ex->n_state[i] / 2 : NULL;
         if (net->d.layer[i].kind != BKM_NET_LSTM)
             continue;
-        if (l->nat)
-            rc = bkm_kern_lstm_fwd(l->nat, l->in, h0, c0, w, l->out, NULL, NULL, err);
-        else if (l->odn)
-            rc = bkm_kern_lstm_onednn_fwd(l->odn, l->in, h0, c0, w, l->out, NULL, NULL, err);
-        else
-            rc = bkm_kern_lstm_ref_fwd(&l->ld, l->in, h0, c0, w, l->out, NULL, NULL, err);
-        if (rc < 0)
+        if ((rc = l->ls.vt->fwd(&l->ls, l->in, h0, c0, w, l->out, NULL, NULL, err)) < 0)
             return bkm_err_prefix(err, "net layer %d (%s)", i, net->d.layer[i].name);
         bkm__net_lap(ex, i, BKM_NET_FWD, &t);
     }
@@ -138,13 +124,7 @@ static int seq_step(bkm_net_exec_t *ex, bkm_net_step_t *st, bkm_err_t *err)
         float *dw = ex->grads + li->wei_off;
         if (net->d.layer[i].kind != BKM_NET_LSTM)
             continue; /* dropout (eval): the gradient passes through */
-        if (l->nat)
-            rc = bkm_kern_lstm_bwd(l->nat, l->in, w, g, NULL, NULL, l->gin, NULL, NULL, dw, err);
-        else if (l->odn)
-            rc = bkm_kern_lstm_onednn_bwd(l->odn, l->in, w, g, NULL, NULL, l->gin, NULL, NULL, dw, err);
-        else
-            rc = bkm_kern_lstm_ref_bwd(&l->ld, l->in, h0, c0, w, g, NULL, NULL, l->gin, NULL, NULL, dw, err);
-        if (rc < 0)
+        if ((rc = l->ls.vt->bwd(&l->ls, l->in, h0, c0, w, g, NULL, NULL, l->gin, NULL, NULL, dw, err)) < 0)
             return bkm_err_prefix(err, "net layer %d (%s) backward", i, net->d.layer[i].name);
         bkm__net_lap(ex, i, BKM_NET_BWD_D, &t);
         g = l->gin;
@@ -165,4 +145,4 @@ static int seq_nothing(bkm_net_exec_t *ex, bkm_err_t *err)
     return BKM_OK;
 }
 
-const bkm__net_ops_t bkm__net_seq_ops = {seq_create, seq_nothing, seq_step, seq_nothing, seq_destroy};
+const bkm__net_vtbl_t bkm__net_seq_vtbl = {seq_create, seq_nothing, seq_step, seq_nothing, seq_destroy};

@@ -7,7 +7,10 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include "kernels_int.h"
+#include "backend_int.h"
+
+/* Map a dnnl_status_t (passed as int) to a BKM code with a message naming @p what. */
+int bkm__kern_onednn_status(int st, const char *what, bkm_err_t *err);
 
 /* Evaluate a dnnl call; on failure map its status (naming the call) and jump to `out`. Needs
  * `int rc` and `bkm_err_t *err` in scope. */

@@ -686,10 +686,91 @@ static int tr_step(tr_t *t, int e, int64_t b, double *loss_sum, double *comp, do
     return BKM_OK;
 }
 
+/* The figures of epoch @p e: this rank's sums @p loc and their sums over the ranks @p glob (loss,
+ * accuracy, compute and comm seconds, overlap bytes and hook seconds), the parameter checksum
+ * @p cs and the epoch's wall seconds; said on rank 0 (and each rank's own on the others) and
+ * written as one object of the "epochs" array. */
+static void tr_epoch_report(tr_t *t, bkm_json_w_t *w, int e, const double *loc, const double *glob, double cs,
+                            double wall)
+{
+    double loss = glob[0] / t->size / (double)t->steps, acc = glob[1] / (double)t->n_test;
+    double sps = (double)(t->steps * t->c.batch) / wall, comm = glob[3] / t->size, comp = glob[2] / t->size;
+    tr_say(t, 0, "epoch %d/%d: loss %.4f  test accuracy %.4f  %.0f samples/s  compute %.2f s  comm %.2f s "
+                 "(mean over ranks)",
+           e + 1, t->c.epochs, loss, acc, sps, comp, comm);
+    if (t->c.algo == AR_OVERLAP)
+        tr_say(t, 0, "epoch %d/%d: overlap: %.1f%% of the gradient bytes were reduced before backward ended "
+                     "(hidden); exposed comm %.2f s = wait after backward %.2f s + inside the hooks %.2f s",
+               e + 1, t->c.epochs, glob[5] > 0 ? 100.0 * glob[4] / glob[5] : 0.0, comm,
+               comm - glob[6] / t->size, glob[6] / t->size);
+    if (t->rank != 0)
+        tr_say(t, 1, "epoch %d/%d: local loss %.4f  compute %.2f s  comm %.2f s", e + 1, t->c.epochs,
+               loc[0] / (double)t->steps, loc[2], loc[3]);
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "epoch");
+    bkm_json_int(w, e + 1);
+    bkm_json_key(w, "loss");
+    bkm_json_double(w, loss);
+    bkm_json_key(w, "test_accuracy");
+    bkm_json_double(w, acc);
+    bkm_json_key(w, "samples_per_s");
+    bkm_json_double(w, sps);
+    bkm_json_key(w, "comm_s");
+    bkm_json_double(w, comm);
+    bkm_json_key(w, "compute_s");
+    bkm_json_double(w, comp);
+    bkm_json_key(w, "checksum");
+    bkm_json_double(w, cs);
+    if (t->c.algo == AR_OVERLAP) { /* how much communication backward hid */
+        bkm_json_key(w, "overlap");
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "reduced_during_backward_share");
+        bkm_json_double(w, glob[5] > 0 ? glob[4] / glob[5] : 0.0);
+        bkm_json_key(w, "bytes_per_step");
+        bkm_json_double(w, glob[5] / t->size / (double)t->steps);
+        bkm_json_key(w, "buckets");
+        bkm_json_int(w, t->nb);
+        bkm_json_key(w, "exposed_wait_s");
+        bkm_json_double(w, comm - glob[6] / t->size);
+        bkm_json_key(w, "hook_s");
+        bkm_json_double(w, glob[6] / t->size);
+        bkm_json_obj_end(w);
+    }
+    bkm_json_obj_end(w);
+}
+
+/* "step_ms": each rank's median step time, then the median and max over ranks (gathered on rank 0). */
+static int tr_step_times(tr_t *t, bkm_json_w_t *w, int64_t total, bkm_err_t *err)
+{
+    double *meds = NULL;
+    int mrc;
+    double mine = median_of(t->step_ms, (size_t)total);
+    if (!(meds = bkm_calloc((size_t)t->size, sizeof(double))))
+        return bkm_err_set(err, BKM_ENOMEM, "fmnist-sgd: out of memory");
+    if ((mrc = MPI_Gather(&mine, 1, MPI_DOUBLE, meds, 1, MPI_DOUBLE, 0, t->comm)) != MPI_SUCCESS) {
+        bkm_free(meds);
+        return mpi_fail(mrc, "MPI_Gather (step times)", err);
+    }
+    bkm_json_key(w, "step_ms");
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "per_rank_median");
+    bkm_json_arr_begin(w);
+    for (int r = 0; r < t->size; r++)
+        bkm_json_double(w, meds[r]);
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "max");
+    qsort(meds, (size_t)t->size, sizeof *meds, cmp_double);
+    bkm_json_double(w, meds[t->size - 1]);
+    bkm_json_key(w, "median");
+    bkm_json_double(w, median_of(meds, (size_t)t->size));
+    bkm_json_obj_end(w);
+    bkm_free(meds);
+    return BKM_OK;
+}
+
 static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
 {
     int64_t total = t->steps * t->c.epochs;
-    double *meds = NULL;
     int rc = BKM_OK, mrc;
     tr_say(t, 0, "fmnist-sgd: model %s (%lld parameters, dropout %g), %d rank%s x %d thread%s, batch %d (%d per rank, micro-batch %d%s), "
                  "allreduce %s, reduce %s, lr %g, momentum %g, %lld steps/epoch, data %s (%lld train, %lld test)",
@@ -732,52 +813,7 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
                                "fmnist-sgd: epoch %d: the parameters differ between ranks (checksums %.17g .. %.17g, "
                                "rank %d has %.17g)",
                                e + 1, -csm[1], csm[0], t->rank, cs[0]);
-        {
-            double loss = glob[0] / t->size / (double)t->steps, acc = glob[1] / (double)t->n_test;
-            double sps = (double)(t->steps * t->c.batch) / wall, comm = glob[3] / t->size, comp = glob[2] / t->size;
-            tr_say(t, 0, "epoch %d/%d: loss %.4f  test accuracy %.4f  %.0f samples/s  compute %.2f s  comm %.2f s "
-                         "(mean over ranks)",
-                   e + 1, t->c.epochs, loss, acc, sps, comp, comm);
-            if (t->c.algo == AR_OVERLAP)
-                tr_say(t, 0, "epoch %d/%d: overlap: %.1f%% of the gradient bytes were reduced before backward ended "
-                             "(hidden); exposed comm %.2f s = wait after backward %.2f s + inside the hooks %.2f s",
-                       e + 1, t->c.epochs, glob[5] > 0 ? 100.0 * glob[4] / glob[5] : 0.0, comm,
-                       comm - glob[6] / t->size, glob[6] / t->size);
-            if (t->rank != 0)
-                tr_say(t, 1, "epoch %d/%d: local loss %.4f  compute %.2f s  comm %.2f s", e + 1, t->c.epochs,
-                       loc[0] / (double)t->steps, loc[2], loc[3]);
-            bkm_json_obj_begin(w);
-            bkm_json_key(w, "epoch");
-            bkm_json_int(w, e + 1);
-            bkm_json_key(w, "loss");
-            bkm_json_double(w, loss);
-            bkm_json_key(w, "test_accuracy");
-            bkm_json_double(w, acc);
-            bkm_json_key(w, "samples_per_s");
-            bkm_json_double(w, sps);
-            bkm_json_key(w, "comm_s");
-            bkm_json_double(w, comm);
-            bkm_json_key(w, "compute_s");
-            bkm_json_double(w, comp);
-            bkm_json_key(w, "checksum");
-            bkm_json_double(w, cs[0]);
-            if (t->c.algo == AR_OVERLAP) { /* how much communication backward hid */
-                bkm_json_key(w, "overlap");
-                bkm_json_obj_begin(w);
-                bkm_json_key(w, "reduced_during_backward_share");
-                bkm_json_double(w, glob[5] > 0 ? glob[4] / glob[5] : 0.0);
-                bkm_json_key(w, "bytes_per_step");
-                bkm_json_double(w, glob[5] / t->size / (double)t->steps);
-                bkm_json_key(w, "buckets");
-                bkm_json_int(w, t->nb);
-                bkm_json_key(w, "exposed_wait_s");
-                bkm_json_double(w, comm - glob[6] / t->size);
-                bkm_json_key(w, "hook_s");
-                bkm_json_double(w, glob[6] / t->size);
-                bkm_json_obj_end(w);
-            }
-            bkm_json_obj_end(w);
-        }
+        tr_epoch_report(t, w, e, loc, glob, cs[0], wall);
     }
     bkm_json_arr_end(w);
     if (t->c.trace) {
@@ -787,31 +823,7 @@ static int tr_train(tr_t *t, bkm_json_w_t *w, bkm_err_t *err)
             bkm_json_double(w, t->step_loss[i]);
         bkm_json_arr_end(w);
     }
-    /* step time: each rank's median, then the median and max over ranks */
-    {
-        double mine = median_of(t->step_ms, (size_t)total);
-        if (!(meds = bkm_calloc((size_t)t->size, sizeof(double))))
-            return bkm_err_set(err, BKM_ENOMEM, "fmnist-sgd: out of memory");
-        if ((mrc = MPI_Gather(&mine, 1, MPI_DOUBLE, meds, 1, MPI_DOUBLE, 0, t->comm)) != MPI_SUCCESS) {
-            bkm_free(meds);
-            return mpi_fail(mrc, "MPI_Gather (step times)", err);
-        }
-        bkm_json_key(w, "step_ms");
-        bkm_json_obj_begin(w);
-        bkm_json_key(w, "per_rank_median");
-        bkm_json_arr_begin(w);
-        for (int r = 0; r < t->size; r++)
-            bkm_json_double(w, meds[r]);
-        bkm_json_arr_end(w);
-        bkm_json_key(w, "max");
-        qsort(meds, (size_t)t->size, sizeof *meds, cmp_double);
-        bkm_json_double(w, meds[t->size - 1]);
-        bkm_json_key(w, "median");
-        bkm_json_double(w, median_of(meds, (size_t)t->size));
-        bkm_json_obj_end(w);
-        bkm_free(meds);
-    }
-    return rc;
+    return tr_step_times(t, w, total, err);
 }
 
 /* The CPUs this rank's OpenMP threads may run on (the union of each thread's own mask). */

@@ -2,11 +2,11 @@
 /* Strict parsing of KMP_AFFINITY, KMP_BLOCKTIME, KMP_HW_SUBSET, OMP_PLACES, OMP_PROC_BIND,
  * GOMP_CPU_AFFINITY and the precedence rules (docs/affinity.md §1). Every case libomp 14
  * only warns about must be an error whose message names the offending token. */
-#include <check.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/affinity.h"
 
 /* KMP_AFFINITY @p s must fail with BKM_EINVAL and a message containing @p token. */
@@ -414,12 +414,4 @@ static Suite *parse_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(parse_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(parse_suite)

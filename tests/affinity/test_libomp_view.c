@@ -3,7 +3,6 @@
  * repeated across dies), the planner ordering by them as libomp does, the cpuinfo text bkm gives
  * libomp, the parser of libomp's verbose map, its comparison with hwloc, and the correction file. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/affinity.h"
 
 static bkm_topo_t *synth(const char *desc)
@@ -405,11 +405,4 @@ static Suite *view_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(view_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(view_suite)

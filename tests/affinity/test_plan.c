@@ -3,12 +3,12 @@
  * without and with tiles), the libomp column of §1.8 (OMP_PLACES/OMP_PROC_BIND), §1.9
  * (GOMP_CPU_AFFINITY), §1.7 (KMP_HW_SUBSET), precedence (§1.3) and the initial mask. Topologies
  * are hwloc synthetic descriptions with Cori's OS numbering, identical on any machine. */
-#include <check.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/affinity.h"
 
 static char haswell_desc[1024];
@@ -793,12 +793,4 @@ static Suite *plan_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(plan_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(plan_suite)

@@ -3,7 +3,6 @@
  * (this binary re-executed with --probe-child N and the variables set), because libomp reads its
  * environment once, at its first use in the process. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/affinity.h"
 #include "child.h"
 
@@ -258,13 +258,15 @@ static Suite *probe_suite(void)
     return s;
 }
 
-int main(int argc, char **argv) /* debugging: CK_FORK=no CK_RUN_CASE=kmp ./test_probe */
+/* The suite, or none with the status of the --probe-child mode (the child process the tests start).
+ * Debugging: CK_FORK=no CK_RUN_CASE=kmp ./test_probe */
+static Suite *probe_suite_or_child(int argc, char **argv, int *status)
 {
-    if (argc == 3 && strcmp(argv[1], "--probe-child") == 0)
-        return probe_child(argv[2]);
-    SRunner *sr = srunner_create(probe_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    if (argc == 3 && strcmp(argv[1], "--probe-child") == 0) {
+        *status = probe_child(argv[2]);
+        return NULL;
+    }
+    return probe_suite();
 }
+
+BKM_CHECK_MAIN_ARGS(probe_suite_or_child)

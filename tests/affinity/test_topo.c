@@ -9,7 +9,6 @@
  *                   l1d:2(size=32KiB) core:1 pu:4(indexes=0,68,136,204,1,69,...)" --of xml
  * with subtype="DRAM" / subtype="MCDRAM" added to the two NUMANode objects by hand. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 
 #include <hwloc.h>
 
+#include "bkm_check.h"
 #include "bkm/affinity.h"
 
 #define KNL_FLAT_XML BKM_SOURCE_DIR "/tests/affinity/data/knl-flat.xml"
@@ -564,11 +564,5 @@ static Suite *topo_suite(void)
     return s;
 }
 
-int main(void) /* debugging: CK_FORK=no CK_RUN_CASE=xml ./test_topo */
-{
-    SRunner *sr = srunner_create(topo_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+/* debugging: CK_FORK=no CK_RUN_CASE=xml ./test_topo */
+BKM_CHECK_MAIN(topo_suite)

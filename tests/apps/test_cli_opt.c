@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the option-table layer every `tune` command parses with (apps/cli_opt.c). */
 #define _GNU_SOURCE
-#include <check.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "cli_opt.h"
 
 typedef struct cfg {
@@ -286,12 +286,10 @@ START_TEST(required_alias_spelling_and_call_messages)
 }
 END_TEST
 
-int main(void)
+static Suite *cli_opt_suite(void)
 {
     Suite *s = suite_create("cli_opt");
     TCase *tc = tcase_create("parse");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, both_spellings_and_short_forms);
     tcase_add_test(tc, bad_values_name_option_value_and_range);
     tcase_add_test(tc, help_comes_from_the_table);
@@ -299,9 +297,7 @@ int main(void)
     tcase_add_test(tc, durations);
     tcase_add_test(tc, required_alias_spelling_and_call_messages);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(cli_opt_suite)

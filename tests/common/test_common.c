@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of common/: errors, buffers, JSON writer and reader, CPU sets, number parsing. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
@@ -11,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/common.h"
 
 START_TEST(err_names_value_and_maps_exit_codes)
@@ -597,11 +597,4 @@ static Suite *common_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(common_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(common_suite)

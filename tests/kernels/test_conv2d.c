@@ -2,28 +2,18 @@
 /* conv2d: descriptor grammar (good and bad), FLOP count, every direction of the native conv2d
  * against the reference on small odd shapes for every algorithm, tile size and ISA, tunable
  * validation, and the op abstraction (native conv2d and GEMM ops, oneDNN op against native). */
-#include <check.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
+#include "kern_test.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers                                                                                    */
-
-static float *rand_buf(size_t n, unsigned seed)
-{
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
 
 /* |got - ref| <= tol_per_term * terms + 1e-5 for every element; terms = products per element. */
 static void assert_close(const char *what, const float *got, const float *ref, size_t n, double terms)
@@ -56,14 +46,14 @@ static void check_conv(const char *text, const bkm_kern_params_t *params)
     int rc;
 
     parse_ok(text, 0, &d);
-    src = rand_buf(n_src(&d), 1);
-    wei = rand_buf(n_wei(&d), 2);
-    bias = rand_buf((size_t)d.oc, 3);
-    dd = rand_buf(n_dst(&d), 4);
-    dst = rand_buf(n_dst(&d), 5); /* garbage: outputs must be overwritten */
-    ds = rand_buf(n_src(&d), 6);
-    dw = rand_buf(n_wei(&d), 7);
-    db = rand_buf((size_t)d.oc, 8);
+    src = rnd_nr(n_src(&d), 1, 1.0f);
+    wei = rnd_nr(n_wei(&d), 2, 1.0f);
+    bias = rnd_nr((size_t)d.oc, 3, 1.0f);
+    dd = rnd_nr(n_dst(&d), 4, 1.0f);
+    dst = rnd_nr(n_dst(&d), 5, 1.0f); /* garbage: outputs must be overwritten */
+    ds = rnd_nr(n_src(&d), 6, 1.0f);
+    dw = rnd_nr(n_wei(&d), 7, 1.0f);
+    db = rnd_nr((size_t)d.oc, 8, 1.0f);
     dst_ref = malloc(n_dst(&d) * sizeof(float));
     ds_ref = malloc(n_src(&d) * sizeof(float));
     dw_ref = malloc(n_wei(&d) * sizeof(float));
@@ -280,12 +270,12 @@ START_TEST(conv_bwd_weights_is_reproducible)
     bkm_err_t err = {0};
     float *src, *dd, *dw1, *dw2, *db1, *db2;
     parse_ok("mb7ic5ih9oc6kh3ph1", 0, &d);
-    src = rand_buf(n_src(&d), 11);
-    dd = rand_buf(n_dst(&d), 12);
-    dw1 = rand_buf(n_wei(&d), 13);
-    dw2 = rand_buf(n_wei(&d), 14);
-    db1 = rand_buf(6, 15);
-    db2 = rand_buf(6, 16);
+    src = rnd_nr(n_src(&d), 11, 1.0f);
+    dd = rnd_nr(n_dst(&d), 12, 1.0f);
+    dw1 = rnd_nr(n_wei(&d), 13, 1.0f);
+    dw2 = rnd_nr(n_wei(&d), 14, 1.0f);
+    db1 = rnd_nr(6, 15, 1.0f);
+    db2 = rnd_nr(6, 16, 1.0f);
     ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, NULL, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, dw1, db1, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, dw2, db2, &err), BKM_OK);
@@ -380,19 +370,19 @@ START_TEST(conv_algo_fast_thread_independent)
     bkm_err_t err = {0};
     float *src, *wei, *bias, *dd, *out[3][3];
     parse_ok(shapes[_i], 0, &d);
-    src = rand_buf(n_src(&d), 21);
-    wei = rand_buf(n_wei(&d), 22);
-    bias = rand_buf((size_t)d.oc, 23);
-    dd = rand_buf(n_dst(&d), 24);
+    src = rnd_nr(n_src(&d), 21, 1.0f);
+    wei = rnd_nr(n_wei(&d), 22, 1.0f);
+    bias = rnd_nr((size_t)d.oc, 23, 1.0f);
+    dd = rnd_nr(n_dst(&d), 24, 1.0f);
     params_with(&p, "kc=7", "nc=32");
     for (int t = 0; t < 3; t++) {
         omp_set_num_threads(t + 1);
         ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, &p, &err), BKM_OK);
         ck_assert_msg(strstr(bkm_kern_conv2d_impl(cv), "im2col_packed") != NULL, "default impl %s",
                       bkm_kern_conv2d_impl(cv));
-        out[t][0] = rand_buf(n_dst(&d), 30);
-        out[t][1] = rand_buf(n_src(&d), 31);
-        out[t][2] = rand_buf(n_wei(&d), 32);
+        out[t][0] = rnd_nr(n_dst(&d), 30, 1.0f);
+        out[t][1] = rnd_nr(n_src(&d), 31, 1.0f);
+        out[t][2] = rnd_nr(n_wei(&d), 32, 1.0f);
         ck_assert_int_eq(bkm_kern_conv2d_fwd(cv, src, wei, bias, out[t][0], &err), BKM_OK);
         ck_assert_int_eq(bkm_kern_conv2d_bwd_data(cv, dd, wei, out[t][1], &err), BKM_OK);
         ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, out[t][2], NULL, &err), BKM_OK);
@@ -536,6 +526,37 @@ START_TEST(op_errors)
 }
 END_TEST
 
+/* One table of backends: the names the op and network APIs print, the names parsed (backends with
+ * benchmark ops only), and the op creators refusing a backend without ops or an unknown one. */
+START_TEST(backend_table)
+{
+    static const char *const names[] = {"native", "onednn", "ref"};
+    bkm_conv2d_desc_t d;
+    bkm_kern_op_t *op = NULL;
+    bkm_backend_t be;
+    bkm_err_t err = {0};
+    for (int b = 0; b < 3; b++) {
+        ck_assert_str_eq(bkm_kern_backend_name((bkm_backend_t)b), names[b]);
+        ck_assert_str_eq(bkm_net_engine_name((bkm_net_engine_t)b), names[b]);
+    }
+    ck_assert_str_eq(bkm_kern_backend_name((bkm_backend_t)3), "unknown");
+    ck_assert_str_eq(bkm_net_engine_name((bkm_net_engine_t)-1), "?");
+    ck_assert_int_eq(bkm_kern_backend_parse("native", &be, &err), BKM_OK);
+    ck_assert_int_eq(be, BKM_BACKEND_NATIVE);
+    ck_assert_int_eq(bkm_kern_backend_parse("dnnl", &be, &err), BKM_OK);
+    ck_assert_int_eq(be, BKM_BACKEND_ONEDNN);
+    ck_assert_int_eq(bkm_kern_backend_parse("ref", &be, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'ref'"));
+    parse_ok("mb2ic4ih8oc4kh3", 0, &d);
+    ck_assert_int_eq(bkm_kern_conv2d_op_create(&op, &d, BKM_DIR_FWD, BKM_BACKEND_REF, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ref backend"));
+    ck_assert_ptr_null(op);
+    ck_assert_int_eq(bkm_kern_gemm_op_create(&op, 8, 8, 8, (bkm_backend_t)9, NULL, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "backend 9"));
+    ck_assert_ptr_null(op);
+}
+END_TEST
+
 START_TEST(op_native_gemm_matches_reference)
 {
     bkm_kern_op_t *op = NULL;
@@ -649,17 +670,17 @@ static Suite *conv2d_suite(int isa)
     tcase_add_test(tc, op_native_gemm_matches_reference);
     tcase_add_loop_test(tc, op_onednn_agrees_with_native, 0, N_SHAPES);
     tcase_add_test(tc, op_onednn_gemm_agrees_with_native);
+    tcase_add_test(tc, backend_table);
     suite_add_tcase(s, tc);
     return s;
 }
 
 /* test_conv2d: everything but the per-ISA micro-kernel runs; test_conv2d generic|avx2|avx512:
  * those for one ISA, exit 77 (skipped) when this CPU lacks it. */
-int main(int argc, char **argv)
+static Suite *conv2d_suite_of_args(int argc, char **argv, int *status)
 {
     static const char *const names[] = {"generic", "avx2", "avx512"};
-    SRunner *sr;
-    int failed, isa = -1;
+    int isa = -1;
     if (argc > 1) {
         char kv[32];
         bkm_kern_params_t p;
@@ -669,18 +690,17 @@ int main(int argc, char **argv)
                 isa = i;
         if (isa < 0) {
             fprintf(stderr, "usage: test_conv2d [generic|avx2|avx512]\n");
-            return 2;
+            *status = 2;
+            return NULL;
         }
         snprintf(kv, sizeof kv, "isa=%s", names[isa]);
         bkm_kern_params_init(&p);
         if (bkm_kern_params_add(&p, kv, &err) == BKM_ENOTSUP) {
-            printf("skip: this CPU lacks %s (%s)\n", names[isa], err.msg);
-            return 77;
+            *status = bkm_check_skip("this CPU lacks %s (%s)", names[isa], err.msg);
+            return NULL;
         }
     }
-    sr = srunner_create(conv2d_suite(isa));
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return conv2d_suite(isa);
 }
+
+BKM_CHECK_MAIN_ARGS(conv2d_suite_of_args)

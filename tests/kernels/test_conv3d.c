@@ -3,28 +3,17 @@
  * equals serial bit for bit, col2vol is vol2col's adjoint), every direction against the naive
  * references on small odd shapes (stride, padding, non-cubic), and finite-difference gradient
  * checks of conv3d and 3-D pooling. */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
-#include "net_test.h"
+#include "kern_test.h"
 
 /* kernels/kernels_int.h (private): thread t's part of an nt-way split, without a team. */
 void bkm__kern_vol2col_part(const bkm_conv3d_desc_t *d, const float *src, float *col, int nt, int t);
 void bkm__kern_col2vol_part(const bkm_conv3d_desc_t *d, const float *col, float *src, int nt, int t);
-
-static float *rnd(size_t n, unsigned seed)
-{
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
 
 static const char *shapes[] = {
     "mb2ic3id7ih6iw5oc4kd3",                      /* cubic kernel, no padding, odd sizes */
@@ -84,7 +73,7 @@ START_TEST(vol2col_parallel_equals_serial_and_adjoint)
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[_i], 1, &d, &err), BKM_OK);
     size_t nin = (size_t)(d.ic * d.id * d.ih * d.iw), ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * d.od * d.oh * d.ow);
-    float *x = rnd(nin, 3), *c = rnd(ncol, 4);
+    float *x = rnd(nin, 3, 1.0f), *c = rnd(ncol, 4, 1.0f);
     float *c1 = calloc(ncol, sizeof(float)), *cn = calloc(ncol, sizeof(float));
     float *x1 = calloc(nin, sizeof(float)), *xn = calloc(nin, sizeof(float));
     bkm_kern_vol2col(&d, x, c1, 1);
@@ -146,7 +135,7 @@ START_TEST(vol2col_large_streaming_by_definition)
     const int64_t P = d.od * d.oh * d.ow;
     size_t nin = (size_t)(d.ic * d.id * d.ih * d.iw), ncol = (size_t)(d.ic * d.kd * d.kh * d.kw * P);
     ck_assert(ncol * sizeof(float) >= (size_t)32 << 20);
-    float *x = rnd(nin, 9), *buf = calloc(ncol + 1, sizeof(float));
+    float *x = rnd(nin, 9, 1.0f), *buf = calloc(ncol + 1, sizeof(float));
     for (int pass = 0; pass < 3; pass++) {
         float *col = buf + (pass == 2); /* pass 2: 4 bytes off 16-byte alignment */
         memset(buf, 0xff, (ncol + 1) * sizeof(float));
@@ -196,7 +185,7 @@ START_TEST(conv3d_matches_reference)
     ck_assert_msg(strstr(bkm_kern_conv3d_impl(cv), impl[var]) != NULL, "%s", bkm_kern_conv3d_impl(cv));
     size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
            nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
-    float *src = rnd(ns, 1), *wei = rnd(nw, 2), *bias = rnd((size_t)d.oc, 3), *dd = rnd(nd, 4);
+    float *src = rnd(ns, 1, 1.0f), *wei = rnd(nw, 2, 1.0f), *bias = rnd((size_t)d.oc, 3, 1.0f), *dd = rnd(nd, 4, 1.0f);
     float *y = calloc(nd, 4), *yr = calloc(nd, 4), *gs = calloc(ns, 4), *gsr = calloc(ns, 4);
     float *gw = calloc(nw, 4), *gwr = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4), *gbr = calloc((size_t)d.oc, 4);
     ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, y, &err), BKM_OK);
@@ -236,11 +225,12 @@ START_TEST(conv3d_reuse_within_step)
     bkm_kern_conv3d_set_reuse(cv, 1);
     size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
            nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
-    float *src = rnd(ns, 11), *wei = rnd(nw, 12), *bias = rnd((size_t)d.oc, 13), *dd = rnd(nd, 14);
+    float *src = rnd(ns, 11, 1.0f), *wei = rnd(nw, 12, 1.0f), *bias = rnd((size_t)d.oc, 13, 1.0f),
+          *dd = rnd(nd, 14, 1.0f);
     float *y = calloc(nd, 4), *yr = calloc(nd, 4), *gs = calloc(ns, 4), *gsr = calloc(ns, 4);
     float *gw = calloc(nw, 4), *gwr = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4), *gbr = calloc((size_t)d.oc, 4);
     for (int step = 0; step < 2; step++) {
-        float *s2 = rnd(ns, 21u + (unsigned)step), *d2 = rnd(nd, 31u + (unsigned)step);
+        float *s2 = rnd(ns, 21u + (unsigned)step, 1.0f), *d2 = rnd(nd, 31u + (unsigned)step, 1.0f);
         memcpy(src, s2, ns * sizeof(float)); /* new values, same buffers */
         memcpy(dd, d2, nd * sizeof(float));
         free(s2), free(d2);
@@ -292,7 +282,8 @@ START_TEST(conv3d_gradient_check)
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shapes[1], 0, &d, &err), BKM_OK);
     size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
            nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
-    float *src = rnd(ns, 5), *wei = rnd(nw, 6), *bias = rnd((size_t)d.oc, 7), *g = rnd(nd, 8), *y = calloc(nd, 4);
+    float *src = rnd(ns, 5, 1.0f), *wei = rnd(nw, 6, 1.0f), *bias = rnd((size_t)d.oc, 7, 1.0f), *g = rnd(nd, 8, 1.0f),
+          *y = calloc(nd, 4);
     float *gs = calloc(ns, 4), *gw = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4);
     bkm_kern_conv3d_t *cv = NULL;
     ck_assert_int_eq(bkm_kern_conv3d_create(&cv, &d, NULL, &err), BKM_OK);
@@ -333,7 +324,7 @@ START_TEST(pool3d_matches_reference_and_gradient)
     ck_assert_int_eq(bkm_kern_pool3d_desc_init(&d, 2, 3, cfg[_i][3], cfg[_i][3] - 1, cfg[_i][3] + 1, cfg[_i][0],
                                                cfg[_i][1], cfg[_i][2], &err), BKM_OK);
     size_t ni = (size_t)(d.mb * d.c * d.id * d.ih * d.iw), no = (size_t)(d.mb * d.c * d.od * d.oh * d.ow);
-    float *src = malloc(ni * 4), *g = rnd(no, 9), *y = calloc(no, 4), *yr = calloc(no, 4);
+    float *src = malloc(ni * 4), *g = rnd(no, 9, 1.0f), *y = calloc(no, 4), *yr = calloc(no, 4);
     float *gs = calloc(ni, 4), *gsr = calloc(ni, 4);
     int32_t *arg = calloc(no, sizeof(int32_t));
     for (size_t i = 0; i < ni; i++) /* distinct values: no ties, finite differences keep the argmax */
@@ -378,7 +369,7 @@ START_TEST(pool3d_matches_reference_and_gradient)
 }
 END_TEST
 
-int main(void)
+static Suite *conv3d_suite(void)
 {
     Suite *s = suite_create("conv3d");
     TCase *tc = tcase_create("conv3d");
@@ -392,9 +383,7 @@ int main(void)
     tcase_add_loop_test(tc, pool3d_matches_reference_and_gradient, 0, 7);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(conv3d_suite)

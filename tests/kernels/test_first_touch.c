@@ -15,7 +15,6 @@
  * serial: the thread that computes on its buffers is the one that first writes them.
  * Interposing the allocator does not mix with ASan: labelled nosan. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <dlfcn.h>
 #include <omp.h>
 #include <signal.h>
@@ -26,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 #include "bkm/net.h"
 
@@ -341,21 +341,17 @@ START_TEST(onednn_executor_buffers_touched_by_the_team)
 }
 END_TEST
 
-int main(void)
+static Suite *first_touch_suite(void)
 {
     Suite *s = suite_create("first_touch");
     TCase *tc = tcase_create("net");
-    SRunner *sr;
-    int failed;
     tcase_add_test(tc, watch_tells_threads_apart);
     tcase_add_test(tc, native_executor_buffers_touched_by_the_team);
     tcase_add_test(tc, fc_workspace_touched_by_the_team);
     tcase_add_test(tc, onednn_executor_buffers_touched_by_the_team);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(first_touch_suite)

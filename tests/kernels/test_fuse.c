@@ -6,14 +6,14 @@
  * fused engine agrees with the reference engine. The phase-split forward of strided wide-window
  * convolutions (AlexNet conv1's path) against the naive reference, over one band and several; max
  * pooling of several output rows at once (AlexNet's pool2 and pool5 planes) with -inf and NaN windows. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/net.h"
-#include "net_test.h"
+#include "kern_test.h"
 
 /* conv (stride 1) -> ReLU -> conv -> ReLU -> pool -> conv (stride 2) -> dropout(0) -> ReLU -> pool
  * -> FC -> ReLU -> FC -> loss: ReLU into a conv's bwd-data (column-tile path), a ReLU after a conv
@@ -95,9 +95,7 @@ static void run_native(const bkm_net_desc_t *d, const char *const *params, run_t
     ck_assert_msg(bkm_net_exec_create(&r->ex, &net, BKM_NET_NATIVE, &kp, &err) == BKM_OK, "%s", err.msg);
     float *in = bkm_net_exec_input(r->ex, &n);
     fill(in, n, 1, 1.0f);
-    int32_t *lab = bkm_net_exec_labels(r->ex, &n);
-    for (size_t i = 0; i < n; i++)
-        lab[i] = (int32_t)((i * 5 + 2) % (size_t)net.classes);
+    net_test_labels(r->ex);
     float *p = bkm_net_exec_params(r->ex, &n);
     seed_params(&net, p, n);
     ck_assert_msg(bkm_net_exec_prepare(r->ex, &err) == BKM_OK, "%s", err.msg);
@@ -326,7 +324,7 @@ START_TEST(fuse_value_checked)
 }
 END_TEST
 
-int main(void)
+static Suite *fuse_suite(void)
 {
     Suite *s = suite_create("fuse");
     TCase *tc = tcase_create("core");
@@ -338,9 +336,7 @@ int main(void)
     tcase_add_test(tc, phase_split_fwd_matches_reference);
     tcase_add_test(tc, pool_rows_nonfinite_windows);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+BKM_CHECK_MAIN(fuse_suite)

@@ -4,7 +4,6 @@
  * on odd shapes, all transposes, alpha/beta (beta = 0 over a NaN-filled C), padded leading
  * dimensions, blocks smaller and larger than the problem, and 1 or 2 threads; it exits 77
  * (CTest: Skipped) saying why when this CPU lacks the ISA. */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -12,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 
 /* ISA under test, set once by main() before any test runs. */
@@ -577,22 +577,24 @@ START_TEST(peak_calibration_runs)
 }
 END_TEST
 
-int main(int argc, char **argv)
+/* test_gemm: the API; test_gemm <isa>: one micro-kernel path against the reference (none when this
+ * CPU lacks the ISA: skipped). */
+static Suite *gemm_suite(int argc, char **argv, int *status)
 {
-    Suite *s = suite_create("gemm");
-    SRunner *sr;
-    int failed;
+    Suite *s;
     if (argc > 1) {
         bkm_err_t err = {0};
         int rc = bkm_kern_isa_parse(argv[1], &test_isa, &err);
         if (rc == BKM_ENOTSUP) {
-            printf("SKIP: %s, so its SGEMM path cannot be tested here\n", err.msg);
-            return 77;
+            *status = bkm_check_skip("%s, so its SGEMM path cannot be tested here", err.msg);
+            return NULL;
         }
         if (rc != BKM_OK) {
             fprintf(stderr, "test_gemm: %s\n", err.msg);
-            return 2;
+            *status = 2;
+            return NULL;
         }
+        s = suite_create("gemm");
         TCase *tc = tcase_create(bkm_kern_isa_name(test_isa));
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, odd_shapes_vs_reference);
@@ -603,6 +605,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, degenerate_sizes);
         suite_add_tcase(s, tc);
     } else {
+        s = suite_create("gemm");
         TCase *tc = tcase_create("api");
         tcase_add_test(tc, cfg_defaults_are_valid_and_published);
         tcase_add_test(tc, cfg_check_names_bad_values);
@@ -613,9 +616,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, peak_calibration_runs);
         suite_add_tcase(s, tc);
     }
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN_ARGS(gemm_suite)

@@ -3,13 +3,14 @@
  * conv2d(+bias) -> ReLU -> maxpool 3x3/2 -> FC(+bias) -> softmax + cross-entropy.
  * The analytic gradients of every conv weight and bias, every FC weight and bias and every input
  * element (backward chain of the same layers) are compared with central differences of the loss. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
+#include "kern_test.h"
 
 #define MB 2
 #define NCLS 4
@@ -28,17 +29,6 @@ typedef struct {
     float *dc, *dp, *dlogits;
 } net_t;
 
-static float *rnd(size_t n, unsigned seed, float scale)
-{
-    float *p = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
-    }
-    return p;
-}
-
 static void net_init(net_t *n)
 {
     bkm_err_t err = {0};
@@ -56,11 +46,11 @@ static void net_init(net_t *n)
     n->n_p = (size_t)(MB * n->fd.in);
     n->n_wc = (size_t)(n->cd.oc * n->cd.ic * n->cd.kh * n->cd.kw);
     n->n_wf = (size_t)(n->fd.out * n->fd.in);
-    n->x = rnd(n->n_x, 1, 1.0f);
-    n->wc = rnd(n->n_wc, 2, 0.5f);
-    n->bc = rnd((size_t)n->cd.oc, 3, 0.2f);
-    n->wf = rnd(n->n_wf, 4, 0.5f);
-    n->bf = rnd(NCLS, 5, 0.2f);
+    n->x = rnd_nr(n->n_x, 1, 1.0f);
+    n->wc = rnd_nr(n->n_wc, 2, 0.5f);
+    n->bc = rnd_nr((size_t)n->cd.oc, 3, 0.2f);
+    n->wf = rnd_nr(n->n_wf, 4, 0.5f);
+    n->bf = rnd_nr(NCLS, 5, 0.2f);
     n->c = malloc(n->n_c * 4), n->dc = malloc(n->n_c * 4);
     n->p = malloc(n->n_p * 4), n->dp = malloc(n->n_p * 4);
     n->am = malloc(n->n_p * sizeof(int32_t));
@@ -158,18 +148,14 @@ START_TEST(cnn_gradients_match_central_differences)
 }
 END_TEST
 
-int main(void)
+static Suite *gradcheck_suite(void)
 {
     Suite *s = suite_create("gradcheck");
     TCase *tc = tcase_create("cnn");
-    SRunner *sr;
-    int failed;
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cnn_gradients_match_central_differences);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(gradcheck_suite)

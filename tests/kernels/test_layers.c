@@ -2,25 +2,22 @@
 /* CNN layers: every native layer, forward and backward, against its naive reference; max-pool
  * ties and padding, in-place ReLU, FC with and without bias on every ISA, dropout determinism
  * across thread counts, softmax + cross-entropy, SGD with momentum and weight decay. */
-#include <check.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
+#include "kern_test.h"
 
+/* rnd_nr(n, seed, 1), with few distinct values when @p quantize: many ties in pooling windows. */
 static float *rand_buf(size_t n, unsigned seed, int quantize)
 {
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-        if (quantize)
-            p[i] = floorf(p[i] * 2.0f); /* few distinct values: many ties in pooling windows */
-    }
+    float *p = rnd_nr(n, seed, 1.0f);
+    for (size_t i = 0; quantize && i < n; i++)
+        p[i] = floorf(p[i] * 2.0f);
     return p;
 }
 
@@ -321,12 +318,4 @@ static Suite *layers_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(layers_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(layers_suite)

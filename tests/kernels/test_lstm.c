@@ -3,36 +3,13 @@
  * naive reference on small odd shapes (1-3 layers, I != H, with and without initial and final
  * state gradients, one and several gate chunks), finite-difference gradient checks of the
  * reference over a few steps, and bad tunables. */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
-
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double md = 0.0, mb = 1e-3;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > md || isnan(d))
-            md = isnan(d) ? INFINITY : d;
-        if (fabs((double)b[i]) > mb)
-            mb = fabs((double)b[i]);
-    }
-    return md / mb;
-}
-
-static float *rnd(size_t n, unsigned seed, float scale)
-{
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = scale * ((float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f);
-    }
-    return p;
-}
+#include "kern_test.h"
 
 /* N, T, I, H, layers */
 static const int64_t shapes[][5] = {
@@ -112,13 +89,13 @@ START_TEST(native_matches_reference)
     for (int rep = 0; rep < 2; rep++) {
         ck_assert_msg(bkm_kern_lstm_fwd(ls, x, ph0, pc0, w, y, hT, cT, &err) == BKM_OK, "%s", err.msg);
         ck_assert_msg(bkm_kern_lstm_bwd(ls, x, w, dy, pdh, pdc, dx, dh0, dc0, dw, &err) == BKM_OK, "%s", err.msg);
-        ck_assert_msg(rel_diff(y, yr, ny) < 1e-5, "y %g", rel_diff(y, yr, ny));
-        ck_assert_msg(rel_diff(hT, hTr, ns) < 1e-5, "hT %g", rel_diff(hT, hTr, ns));
-        ck_assert_msg(rel_diff(cT, cTr, ns) < 1e-5, "cT %g", rel_diff(cT, cTr, ns));
-        ck_assert_msg(rel_diff(dx, dxr, nx) < 1e-4, "dx %g", rel_diff(dx, dxr, nx));
-        ck_assert_msg(rel_diff(dw, dwr, nw) < 1e-4, "dw %g", rel_diff(dw, dwr, nw));
-        ck_assert_msg(rel_diff(dh0, dh0r, ns) < 1e-4, "dh0 %g", rel_diff(dh0, dh0r, ns));
-        ck_assert_msg(rel_diff(dc0, dc0r, ns) < 1e-4, "dc0 %g", rel_diff(dc0, dc0r, ns));
+        ck_assert_msg(rel_diff_over(y, yr, ny, 1e-3) < 1e-5, "y %g", rel_diff_over(y, yr, ny, 1e-3));
+        ck_assert_msg(rel_diff_over(hT, hTr, ns, 1e-3) < 1e-5, "hT %g", rel_diff_over(hT, hTr, ns, 1e-3));
+        ck_assert_msg(rel_diff_over(cT, cTr, ns, 1e-3) < 1e-5, "cT %g", rel_diff_over(cT, cTr, ns, 1e-3));
+        ck_assert_msg(rel_diff_over(dx, dxr, nx, 1e-3) < 1e-4, "dx %g", rel_diff_over(dx, dxr, nx, 1e-3));
+        ck_assert_msg(rel_diff_over(dw, dwr, nw, 1e-3) < 1e-4, "dw %g", rel_diff_over(dw, dwr, nw, 1e-3));
+        ck_assert_msg(rel_diff_over(dh0, dh0r, ns, 1e-3) < 1e-4, "dh0 %g", rel_diff_over(dh0, dh0r, ns, 1e-3));
+        ck_assert_msg(rel_diff_over(dc0, dc0r, ns, 1e-3) < 1e-4, "dc0 %g", rel_diff_over(dc0, dc0r, ns, 1e-3));
     }
     /* the last step of the top layer is hT of that layer */
     ck_assert(memcmp(y + (d.t - 1) * d.n * d.h, hT + (d.layers - 1) * d.n * d.h, (size_t)(d.n * d.h) * sizeof(float)) ==
@@ -230,13 +207,14 @@ START_TEST(onednn_agrees)
                           BKM_OK,
                       "%s", err.msg);
         for (int k = 0; k < 7; k++)
-            ck_assert_msg(rel_diff(b[1][k], b[0][k], len[k]) < (k < 3 ? 1e-5 : 1e-4), "%s: %g (rep %d)", what[k],
-                          rel_diff(b[1][k], b[0][k], len[k]), rep);
+            ck_assert_msg(rel_diff_over(b[1][k], b[0][k], len[k], 1e-3) < (k < 3 ? 1e-5 : 1e-4), "%s: %g (rep %d)",
+                          what[k], rel_diff_over(b[1][k], b[0][k], len[k], 1e-3), rep);
     }
     /* inference: the same outputs, no backward */
     ck_assert_msg(bkm_kern_lstm_onednn_create(&oi, &d, 0, &err) == BKM_OK, "%s", err.msg);
     ck_assert_int_eq(bkm_kern_lstm_onednn_fwd(oi, x, ph0, pc0, w, b[1][0], NULL, NULL, &err), BKM_OK);
-    ck_assert_msg(rel_diff(b[1][0], b[0][0], ny) < 1e-5, "inference y %g", rel_diff(b[1][0], b[0][0], ny));
+    ck_assert_msg(rel_diff_over(b[1][0], b[0][0], ny, 1e-3) < 1e-5, "inference y %g",
+                  rel_diff_over(b[1][0], b[0][0], ny, 1e-3));
     ck_assert_int_eq(bkm_kern_lstm_onednn_bwd(oi, x, w, dy, NULL, NULL, b[1][3], NULL, NULL, b[1][4], &err),
                      BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "inference"));
@@ -274,7 +252,7 @@ START_TEST(bad_tunables)
 }
 END_TEST
 
-int main(void)
+static Suite *lstm_suite(void)
 {
     Suite *s = suite_create("lstm");
     TCase *tc = tcase_create("lstm");
@@ -285,9 +263,7 @@ int main(void)
     tcase_add_test(tc, bad_tunables);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(lstm_suite)

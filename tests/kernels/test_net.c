@@ -2,14 +2,14 @@
 /* Networks as data: the table's one-time check and derivations, every error naming its value, and
  * one training step of small odd tables on the native and oneDNN executors against the reference
  * executor over the same table (loss, updated parameters, gradients), plus per-layer timing. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/net.h"
-#include "net_test.h"
+#include "kern_test.h"
 
 /* Small odd CNN: conv (stride 2, padding 1), ReLU, pool, conv, ReLU, dropout, FC, ReLU, FC, loss. */
 static void small_cnn(bkm_net_desc_t *d)
@@ -193,73 +193,15 @@ START_TEST(table_rejects_bad_input)
 }
 END_TEST
 
-/* One executor of @p d on @p eng, with seeded input, labels and parameters. */
-static bkm_net_exec_t *make_exec(const bkm_net_desc_t *d, bkm_net_engine_t eng)
-{
-    bkm_net_t net;
-    bkm_net_exec_t *ex = NULL;
-    bkm_err_t err = {0};
-    size_t n;
-    ck_assert_msg(bkm_net_init(&net, d, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_msg(bkm_net_exec_create(&ex, &net, eng, NULL, &err) == BKM_OK, "%s: %s", bkm_net_engine_name(eng),
-                  err.msg);
-    float *in = bkm_net_exec_input(ex, &n);
-    ck_assert_uint_eq(n, (size_t)(d->mb * d->c * (d->d ? d->d : 1) * d->h * d->w));
-    fill(in, n, 1, 1.0f);
-    int32_t *lab = bkm_net_exec_labels(ex, &n);
-    ck_assert_uint_eq(n, (size_t)d->mb);
-    for (size_t i = 0; i < n; i++)
-        lab[i] = (int32_t)((i * 5 + 2) % (size_t)net.classes);
-    float *p = bkm_net_exec_params(ex, &n);
-    ck_assert_uint_eq(n, net.n_params);
-    fill(p, n, 100, 0.3f);
-    ck_assert_msg(bkm_net_exec_prepare(ex, &err) == BKM_OK, "%s", err.msg);
-    return ex;
-}
-
-/* Two steps of @p d on @p eng and on the reference: losses, parameters and gradients agree. */
+/* Two steps of @p d on @p eng and on the reference agree (net_test_agree); the update took time
+ * when there is one. */
 static void agree_with_reference(const bkm_net_desc_t *d, bkm_net_engine_t eng)
 {
-    bkm_net_exec_t *ex = make_exec(d, eng), *ref = make_exec(d, BKM_NET_REF);
-    bkm_err_t err = {0};
-    bkm_net_step_t s1, s2, r1, r2;
-    size_t n;
-    ck_assert_msg(bkm_net_exec_step(ex, &s1, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_msg(bkm_net_exec_step(ex, &s2, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_int_eq(bkm_net_exec_finish(ex, &err), BKM_OK);
-    ck_assert_int_eq(bkm_net_exec_step(ref, &r1, &err), BKM_OK);
-    ck_assert_int_eq(bkm_net_exec_step(ref, &r2, &err), BKM_OK);
-    ck_assert_int_eq(bkm_net_exec_finish(ref, &err), BKM_OK);
-    ck_assert_msg(fabs(s1.loss - r1.loss) <= 1e-4 * fabs(r1.loss), "%s loss %.7f vs reference %.7f",
-                  bkm_net_engine_name(eng), s1.loss, r1.loss);
-    ck_assert_msg(fabs(s2.loss - r2.loss) <= 1e-4 * fabs(r2.loss), "%s second loss %.7f vs reference %.7f",
-                  bkm_net_engine_name(eng), s2.loss, r2.loss);
-    if (d->lr > 0.0f)
-        ck_assert_msg(r2.loss < r1.loss, "a step on the same batch must lower the loss: %g -> %g", r1.loss, r2.loss);
-    else
-        ck_assert_msg(r2.loss == r1.loss, "no update: the same loss twice (%g, %g)", r1.loss, r2.loss);
-    /* forward and backward did work: measured, finite, positive times */
-    ck_assert_msg(s1.fwd_ms > 0.0 && s1.bwd_ms > 0.0 && isfinite(s1.fwd_ms + s1.bwd_ms), "fwd %g bwd %g ms",
-                  s1.fwd_ms, s1.bwd_ms);
+    bkm_net_exec_t *ex, *ref;
+    bkm_net_step_t s1, r1;
+    net_test_agree(d, eng, 0.3f, &ex, &ref, &s1, &r1);
     ck_assert_msg(d->lr > 0.0f ? s1.update_ms > 0.0 : s1.update_ms >= 0.0, "update %g ms (lr %g)", s1.update_ms,
                   (double)d->lr);
-    const bkm_net_t *net = bkm_net_exec_net(ex);
-    const float *p = bkm_net_exec_params(ex, &n), *rp = bkm_net_exec_params(ref, NULL);
-    const float *g = bkm_net_exec_grads(ex, NULL), *rg = bkm_net_exec_grads(ref, NULL);
-    for (int i = 0; i < net->d.n_layers; i++) {
-        const bkm_net_layer_info_t *li = &net->li[i];
-        if (!li->n_wei)
-            continue;
-        ck_assert_msg(rel_diff(p + li->wei_off, rp + li->wei_off, (size_t)li->n_wei) < 1e-5, "%s weights",
-                      net->d.layer[i].name);
-        ck_assert_msg(rel_diff(p + li->bias_off, rp + li->bias_off, (size_t)li->n_bias) < 1e-5, "%s bias",
-                      net->d.layer[i].name);
-        ck_assert_msg(rel_diff(g + li->wei_off, rg + li->wei_off, (size_t)li->n_wei) < 1e-4, "%s weight gradient",
-                      net->d.layer[i].name);
-        ck_assert_msg(rel_diff(g + li->bias_off, rg + li->bias_off, (size_t)li->n_bias) < 1e-4, "%s bias gradient",
-                      net->d.layer[i].name);
-    }
-    ck_assert_ptr_nonnull(strstr(bkm_net_exec_impl(ex), bkm_net_engine_name(eng)));
     bkm_net_exec_destroy(ex);
     bkm_net_exec_destroy(ref);
 }
@@ -326,7 +268,7 @@ START_TEST(per_layer_times)
     bkm_net_step_t s;
     long steps = -1;
     small_cnn(&d);
-    ex = make_exec(&d, (bkm_net_engine_t)_i);
+    ex = net_test_exec(&d, (bkm_net_engine_t)_i, 0.3f);
     /* off by default: nothing accumulates */
     ck_assert_int_eq(bkm_net_exec_step(ex, &s, &err), BKM_OK);
     ck_assert(bkm_net_exec_layer_ms(ex, 0, BKM_NET_FWD, &steps) == 0.0);
@@ -410,7 +352,7 @@ START_TEST(forward_only_logits)
             bkm_net_desc_mnist_mlp(&d, 5);
         else
             bkm_net_desc_mnist_cnn(&d, 5, 0.0f);
-        bkm_net_exec_t *ex = make_exec(&d, BKM_NET_NATIVE), *ref = make_exec(&d, BKM_NET_REF);
+        bkm_net_exec_t *ex = net_test_exec(&d, BKM_NET_NATIVE, 0.3f), *ref = net_test_exec(&d, BKM_NET_REF, 0.3f);
         ck_assert_msg(bkm_net_exec_forward(ex, &zn, &err) == BKM_OK, "%s", err.msg);
         ck_assert_msg(bkm_net_exec_forward(ref, &zr, &err) == BKM_OK, "%s", err.msg);
         ck_assert_ptr_nonnull(zn);
@@ -422,7 +364,7 @@ START_TEST(forward_only_logits)
         bkm_net_exec_destroy(ex);
         bkm_net_exec_destroy(ref);
     }
-    bkm_net_exec_t *od = make_exec(&d, BKM_NET_ONEDNN);
+    bkm_net_exec_t *od = net_test_exec(&d, BKM_NET_ONEDNN, 0.3f);
     ck_assert_int_eq(bkm_net_exec_forward(od, &zn, &err), BKM_ENOTSUP);
     bkm_net_exec_destroy(od);
 }
@@ -455,7 +397,7 @@ START_TEST(grad_hook_order)
     bkm_err_t err = {0};
     bkm_net_step_t st;
     bkm_net_desc_mnist_cnn(&d, 3, 0.0f);
-    bkm_net_exec_t *ex = make_exec(&d, (bkm_net_engine_t)_i);
+    bkm_net_exec_t *ex = net_test_exec(&d, (bkm_net_engine_t)_i, 0.3f);
     hook_rec_t h = {ex, 0, {0}, NULL, 0};
     const float *g = bkm_net_exec_grads(ex, &h.np);
     h.snap = calloc(h.np, sizeof(float));
@@ -488,7 +430,7 @@ START_TEST(mnist_gradcheck)
             bkm_net_desc_mnist_mlp(&d, 2);
         else /* model 2: with the seed's dropout (fixed masks: a deterministic function) */
             bkm_net_desc_mnist_cnn(&d, 2, model == 2 ? 0.5f : 0.0f);
-        bkm_net_exec_t *ex = make_exec(&d, BKM_NET_REF);
+        bkm_net_exec_t *ex = net_test_exec(&d, BKM_NET_REF, 0.3f);
         const bkm_net_t *net = bkm_net_exec_net(ex);
         size_t np;
         float *p = bkm_net_exec_params(ex, &np);
@@ -558,9 +500,10 @@ START_TEST(dropout_training)
 
     for (int eng = BKM_NET_NATIVE; eng <= BKM_NET_REF; eng += BKM_NET_REF - BKM_NET_NATIVE) {
         drop_mlp(&d, 4, 0.5f);
-        bkm_net_exec_t *e4 = make_exec(&d, (bkm_net_engine_t)eng);
+        bkm_net_exec_t *e4 = net_test_exec(&d, (bkm_net_engine_t)eng, 0.3f);
         drop_mlp(&d, 2, 0.5f);
-        bkm_net_exec_t *a = make_exec(&d, (bkm_net_engine_t)eng), *b = make_exec(&d, (bkm_net_engine_t)eng);
+        bkm_net_exec_t *a = net_test_exec(&d, (bkm_net_engine_t)eng, 0.3f),
+                       *b = net_test_exec(&d, (bkm_net_engine_t)eng, 0.3f);
         memcpy(bkm_net_exec_input(a, NULL), bkm_net_exec_input(e4, NULL), 12 * sizeof(float));
         memcpy(bkm_net_exec_input(b, NULL), bkm_net_exec_input(e4, NULL) + 24, 12 * sizeof(float));
         memcpy(bkm_net_exec_input(a, NULL) + 12, bkm_net_exec_input(e4, NULL) + 12, 12 * sizeof(float));
@@ -589,7 +532,7 @@ START_TEST(dropout_training)
     {
         int zero = 0, trials = 0;
         bkm_net_desc_mnist_cnn(&d, 1, 0.5f);
-        bkm_net_exec_t *c = make_exec(&d, BKM_NET_NATIVE);
+        bkm_net_exec_t *c = net_test_exec(&d, BKM_NET_NATIVE, 0.3f);
         const bkm_net_t *n = bkm_net_exec_net(c);
         for (uint64_t key = 1; key <= 10; key++) {
             bkm_net_exec_set_dropout(c, key, 0);
@@ -613,7 +556,7 @@ START_TEST(dropout_training)
 }
 END_TEST
 
-int main(void)
+static Suite *net_suite(void)
 {
     Suite *s = suite_create("net");
     TCase *tc = tcase_create("table");
@@ -634,9 +577,7 @@ int main(void)
     tcase_add_test(tc, dropout_training);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(net_suite)

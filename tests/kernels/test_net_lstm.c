@@ -4,14 +4,14 @@
  * executors against the reference executor over the same small odd tables (losses, gradients,
  * updated parameters over two steps, inference), a finite-difference check of the executor's
  * gradients on a few time steps, and the seed table (bkm_net_desc_lstm_seed). */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/net.h"
-#include "net_test.h"
+#include "kern_test.h"
 
 /* Small odd sequence network: T=4 steps x mb=3 x 5 features, a 2-layer LSTM stack (H=7), dropout,
  * a 1-layer LSTM (H=6), the L1 loss; an SGD update (lr) or none. */
@@ -140,83 +140,24 @@ START_TEST(seq_table_rejects_bad_input)
 }
 END_TEST
 
-/* One executor of @p d on @p eng, with seeded input, states, target and parameters. */
-static bkm_net_exec_t *make_exec(const bkm_net_desc_t *d, bkm_net_engine_t eng)
-{
-    bkm_net_t net;
-    bkm_net_exec_t *ex = NULL;
-    bkm_err_t err = {0};
-    size_t n;
-    ck_assert_msg(bkm_net_init(&net, d, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_msg(bkm_net_exec_create(&ex, &net, eng, NULL, &err) == BKM_OK, "%s: %s", bkm_net_engine_name(eng),
-                  err.msg);
-    float *in = bkm_net_exec_input(ex, &n);
-    ck_assert_uint_eq(n, (size_t)(d->t * d->mb * d->c));
-    fill(in, n, 1, 1.0f);
-    for (int i = 0; i < d->n_layers; i++) {
-        float *st = bkm_net_exec_state(ex, i, &n);
-        if (d->layer[i].kind != BKM_NET_LSTM) {
-            ck_assert_ptr_null(st);
-            continue;
-        }
-        ck_assert_uint_eq(n, (size_t)(2 * d->layer[i].k * d->mb * d->layer[i].out));
-        fill(st, n, 7 + (unsigned)i, 0.8f);
-    }
-    float *tg = bkm_net_exec_target(ex, &n);
-    ck_assert_uint_eq(n, (size_t)(d->t * d->mb * net.classes));
-    fill(tg, n, 33, 0.5f);
-    float *p = bkm_net_exec_params(ex, &n);
-    ck_assert_uint_eq(n, net.n_params);
-    fill(p, n, 100, 0.4f);
-    ck_assert_msg(bkm_net_exec_prepare(ex, &err) == BKM_OK, "%s", err.msg);
-    return ex;
-}
-
-/* Two steps of @p d on @p eng and on the reference: losses, parameters and gradients agree. */
+/* Two steps of @p d on @p eng and on the reference agree (net_test_agree); the reference loss is
+ * positive; each LSTM layer's forward and its whole backward through time (bwd_d) were timed. */
 static void agree_with_reference(const bkm_net_desc_t *d, bkm_net_engine_t eng)
 {
-    bkm_net_exec_t *ex = make_exec(d, eng), *ref = make_exec(d, BKM_NET_REF);
-    bkm_err_t err = {0};
-    bkm_net_step_t s1, s2, r1, r2;
-    size_t n;
-    bkm_net_exec_set_timing(ex, 1);
-    ck_assert_msg(bkm_net_exec_step(ex, &s1, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_msg(bkm_net_exec_step(ex, &s2, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_int_eq(bkm_net_exec_finish(ex, &err), BKM_OK);
-    ck_assert_int_eq(bkm_net_exec_step(ref, &r1, &err), BKM_OK);
-    ck_assert_int_eq(bkm_net_exec_step(ref, &r2, &err), BKM_OK);
-    ck_assert_int_eq(bkm_net_exec_finish(ref, &err), BKM_OK);
+    bkm_net_exec_t *ex, *ref;
+    bkm_net_step_t s1, r1;
+    net_test_agree(d, eng, 0.4f, &ex, &ref, &s1, &r1);
     ck_assert_msg(isfinite(r1.loss) && r1.loss > 0.0, "reference loss %g", r1.loss);
-    ck_assert_msg(fabs(s1.loss - r1.loss) <= 1e-4 * fabs(r1.loss), "%s loss %.7f vs reference %.7f",
-                  bkm_net_engine_name(eng), s1.loss, r1.loss);
-    ck_assert_msg(fabs(s2.loss - r2.loss) <= 1e-4 * fabs(r2.loss), "%s second loss %.7f vs reference %.7f",
-                  bkm_net_engine_name(eng), s2.loss, r2.loss);
-    if (d->lr > 0.0f && !d->inference)
-        ck_assert_msg(r2.loss < r1.loss, "a step on the same batch must lower the loss: %g -> %g", r1.loss, r2.loss);
-    else
-        ck_assert_msg(r2.loss == r1.loss, "no update: the same loss twice (%g, %g)", r1.loss, r2.loss);
-    ck_assert_msg(s1.fwd_ms > 0.0 && s1.bwd_ms > 0.0 && isfinite(s1.fwd_ms + s1.bwd_ms), "fwd %g bwd %g ms",
-                  s1.fwd_ms, s1.bwd_ms);
     const bkm_net_t *net = bkm_net_exec_net(ex);
-    const float *p = bkm_net_exec_params(ex, &n), *rp = bkm_net_exec_params(ref, NULL);
-    const float *g = bkm_net_exec_grads(ex, NULL), *rg = bkm_net_exec_grads(ref, NULL);
     for (int i = 0; i < net->d.n_layers; i++) {
-        const bkm_net_layer_info_t *li = &net->li[i];
         long steps = 0;
         double fwd = bkm_net_exec_layer_ms(ex, i, BKM_NET_FWD, &steps), bwd = bkm_net_exec_layer_ms(ex, i, BKM_NET_BWD_D, NULL);
-        if (!li->n_wei)
+        if (!net->li[i].n_wei)
             continue;
-        /* per-layer times: the LSTM's forward, and its whole backward through time under bwd_d */
         ck_assert_int_eq(steps, 2);
-        ck_assert_msg(fwd > 0.0 && (d->inference ? bwd == 0.0 : bwd > 0.0), "%s fwd %g bwd %g ms",
-                      net->d.layer[i].name, fwd, bwd);
-        ck_assert_msg(rel_diff(p + li->wei_off, rp + li->wei_off, (size_t)li->n_wei) < 1e-5, "%s parameters",
-                      net->d.layer[i].name);
-        if (!d->inference)
-            ck_assert_msg(rel_diff(g + li->wei_off, rg + li->wei_off, (size_t)li->n_wei) < 1e-4, "%s gradient %g",
-                          net->d.layer[i].name, rel_diff(g + li->wei_off, rg + li->wei_off, (size_t)li->n_wei));
+        ck_assert_msg(fwd > 0.0 && (d->inference ? bwd == 0.0 : bwd > 0.0), "%s fwd %g bwd %g ms", net->d.layer[i].name,
+                      fwd, bwd);
     }
-    ck_assert_ptr_nonnull(strstr(bkm_net_exec_impl(ex), bkm_net_engine_name(eng)));
     bkm_net_exec_destroy(ex);
     bkm_net_exec_destroy(ref);
 }
@@ -254,7 +195,7 @@ START_TEST(seq_gradient_check)
     bkm_err_t err = {0};
     small_seq(&d, 0.0f, 0, 0);
     d.t = 3;
-    bkm_net_exec_t *ex = make_exec(&d, eng);
+    bkm_net_exec_t *ex = net_test_exec(&d, eng, 0.4f);
     const bkm_net_t *net = bkm_net_exec_net(ex);
     size_t n;
     float *p = bkm_net_exec_params(ex, &n);
@@ -299,8 +240,8 @@ START_TEST(seed_table_engines_agree)
     bkm_lstm_desc_t ld;
     bkm_err_t err = {0};
     bkm_net_desc_lstm_seed(&d, 5, 7, 9, 11, 2, 0);
-    a = make_exec(&d, BKM_NET_NATIVE);
-    b = make_exec(&d, BKM_NET_ONEDNN);
+    a = net_test_exec(&d, BKM_NET_NATIVE, 0.4f);
+    b = net_test_exec(&d, BKM_NET_ONEDNN, 0.4f);
     double la = loss_of(a), lb = loss_of(b);
     ck_assert_msg(fabs(la - lb) <= 1e-3 * fabs(lb), "native %.7f vs oneDNN %.7f", la, lb);
     ck_assert_int_eq(bkm_kern_lstm_desc_init(&ld, 5, 7, 9, 11, 2, &err), BKM_OK);
@@ -310,7 +251,7 @@ START_TEST(seed_table_engines_agree)
 }
 END_TEST
 
-int main(void)
+static Suite *net_lstm_suite(void)
 {
     Suite *s = suite_create("net_lstm");
     TCase *tc = tcase_create("table");
@@ -323,9 +264,7 @@ int main(void)
     tcase_add_test(tc, seed_table_engines_agree);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(net_lstm_suite)

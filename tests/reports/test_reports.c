@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Units of bkm::reports: escaping, and rendering of documents built here (empty, hostile,
  * degenerate) — every section present, nothing from the document emitted as markup. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/reports.h"
 
 static char *esc(const char *s)
@@ -189,11 +189,4 @@ static Suite *reports_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(reports_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(reports_suite)

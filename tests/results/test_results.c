@@ -6,7 +6,6 @@
  * This test includes sqlite3.h only to build fixtures that bkm itself never writes (a foreign
  * SQLite file, a version-1 database as an older bkm wrote it, a "newer" database). */
 #define _POSIX_C_SOURCE 200809L
-#include <check.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/results.h"
 
 static char dir[256];
@@ -1334,11 +1334,4 @@ static Suite *results_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(results_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(results_suite)

@@ -2,12 +2,12 @@
 /* Unit tests of slurm/: NERSC's srun layout, edit distance against the runtimes' variables,
  * settings, golden batch scripts, the job array and merge job, submission environment, lint. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/slurm.h"
 
 static char *slurp(const char *rel)
@@ -436,11 +436,4 @@ static Suite *slurm_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(slurm_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+BKM_CHECK_MAIN(slurm_suite)

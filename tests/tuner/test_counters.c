@@ -4,7 +4,7 @@
  * this host, checked for the variant it finds (kernel domain permitted, or refused with the
  * sysctl named), the OS cross-check over a real noise session, unknown events with a reason;
  * skips (77) only when PAPI has no usable event at all (no perf_event component). */
-#include <check.h>
+#include "bkm_check.h"
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -292,17 +292,11 @@ static int papi_usable(void)
         bkm_tune_counters_t *c = NULL;
         bkm_err_t err = {0};
         const bkm_counter_t *tc;
-        if (bkm_tune_counters_open(&c, "perf::TASK-CLOCK", &err) < 0) {
-            printf("skip: PAPI cannot initialise here: %s\n", err.msg);
-            fflush(stdout);
-            _exit(77);
-        }
+        if (bkm_tune_counters_open(&c, "perf::TASK-CLOCK", &err) < 0)
+            _exit(bkm_check_skip("PAPI cannot initialise here: %s", err.msg));
         tc = bkm_tune_counters_values(c, &status);
-        if (!tc[0].available) {
-            printf("skip: variant: no usable PAPI component (perf::TASK-CLOCK unavailable: %s)\n", tc[0].reason);
-            fflush(stdout);
-            _exit(77);
-        }
+        if (!tc[0].available)
+            _exit(bkm_check_skip("variant: no usable PAPI component (perf::TASK-CLOCK unavailable: %s)", tc[0].reason));
         bkm_tune_counters_close(c);
         _exit(0);
     }
@@ -311,14 +305,16 @@ static int papi_usable(void)
     return WEXITSTATUS(status) == 0;
 }
 
-int main(int argc, char **argv)
+/* "live": the session on this host, or no suite (77) when PAPI has no usable event here (the
+ * probe says why); otherwise the pure tests. */
+static Suite *counters_suite_here(int argc, char **argv, int *status)
 {
     int live = argc > 1 && strcmp(argv[1], "live") == 0;
-    if (live && !papi_usable())
-        return 77;
-    SRunner *sr = srunner_create(counters_suite(live));
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    if (live && !papi_usable()) {
+        *status = BKM_CHECK_SKIP;
+        return NULL;
+    }
+    return counters_suite(live);
 }
+
+BKM_CHECK_MAIN_ARGS(counters_suite_here)

@@ -2,7 +2,6 @@
 /* Unit tests of the noise evidence: the /proc parsers (stat steal, schedstat, sched), a session
  * on a fake procfs where files are missing or malformed (each source "unavailable" with its
  * reason), and a session on the real /proc over a busy team (every value present). */
-#include <check.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/tuner.h"
 
 static const char stat_text[] =
@@ -285,11 +285,4 @@ static Suite *noise_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(noise_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(noise_suite)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Search space: generation and deduplication on synthetic topologies (a 2-core host like the CI
  * machines, Cori Haswell, Cori KNL) and on this host; narrowing options; bad input named. */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/affinity.h"
 #include "bkm/kernels.h"
 #include "bkm/tuner.h"
@@ -755,12 +755,4 @@ static Suite *space_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(space_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(space_suite)

@@ -3,10 +3,10 @@
  * order-statistic CI ranks of docs/measurement.md ("Statistics used"), Mann-Whitney p-values (exact
  * values enumerated over all C(m+n, m) arrangements), outliers, and the claim rule on one value per
  * process (order, Holm correction, exact rank interval of the ratio) with controlled inputs. */
-#include <check.h>
 #include <math.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 
@@ -426,11 +426,4 @@ static Suite *stats_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(stats_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(stats_suite)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Strategies on synthetic, deterministic objective functions over a 4 x 4 x 4 grid. */
 #define _GNU_SOURCE
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
 
@@ -566,12 +566,4 @@ static Suite *strategy_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(strategy_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(strategy_suite)

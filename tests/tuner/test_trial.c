@@ -3,7 +3,6 @@
  * worker (fake_worker.c) that crashes, hangs, fails or answers as told; plus the environment
  * the worker gets. */
 #define _DEFAULT_SOURCE 1 /* mkdtemp */
-#include <check.h>
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>
@@ -16,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/tuner.h"
 
 #ifndef BKM_FAKE_WORKER
@@ -765,11 +765,4 @@ static Suite *trial_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(trial_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(trial_suite)

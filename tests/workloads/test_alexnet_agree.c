@@ -3,11 +3,11 @@
  * so their first-iteration losses must agree (1e-3 relative), and a second step must lower the
  * loss on the same batch on both backends; with layers=1 each writes the per-layer table. Batch 2
  * keeps it under a minute on 2 cores. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/workloads.h"
 
 static void run_alexnet(const char *backend, double *first, double *second, double *flops)
@@ -66,16 +66,14 @@ START_TEST(native_and_onednn_losses_agree)
 }
 END_TEST
 
-int main(void)
+static Suite *alexnet_agree_suite(void)
 {
     Suite *s = suite_create("alexnet");
     TCase *tc = tcase_create("agree");
     tcase_add_test(tc, native_and_onednn_losses_agree);
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(alexnet_agree_suite)

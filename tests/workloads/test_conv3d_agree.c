@@ -2,11 +2,11 @@
 /* The `conv3d` workload: the seed network (batch 2) and single-layer mode on the native and oneDNN
  * backends from the same seed agree on the first-iteration loss (1e-3 relative); single-layer
  * samples are the layer's own forward + backward-data + backward-weights; bad shapes are named. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
 
@@ -110,7 +110,7 @@ START_TEST(bad_shapes_are_named)
 }
 END_TEST
 
-int main(void)
+static Suite *conv3d_agree_suite(void)
 {
     Suite *s = suite_create("conv3d_workload");
     TCase *tc = tcase_create("agree");
@@ -119,9 +119,7 @@ int main(void)
     tcase_add_test(tc, seed_network_backends_agree);
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(conv3d_agree_suite)

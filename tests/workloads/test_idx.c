@@ -3,7 +3,6 @@
  * (bad magic, zero dimension, truncated plain and gzip data, trailing data, a label out of range, a
  * FIFO), the four-file set with mismatched counts, and the installed Fashion-MNIST when present. */
 #define _XOPEN_SOURCE 700 /* mkdtemp, truncate, mkfifo */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bkm_check.h"
 #include "bkm/workloads.h"
 
 static char dir[256];
@@ -191,7 +191,7 @@ START_TEST(installed_fashion_mnist)
 }
 END_TEST
 
-int main(void)
+static Suite *idx_suite(void)
 {
     Suite *s = suite_create("idx");
     TCase *tc = tcase_create("idx");
@@ -202,9 +202,7 @@ int main(void)
     tcase_add_test(tc, installed_fashion_mnist);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(idx_suite)

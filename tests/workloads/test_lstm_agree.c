@@ -2,12 +2,12 @@
 /* The `lstm` workload: native and oneDNN from the same seed agree on the first-iteration loss
  * (1e-3 relative) in both modes, on a small odd two-layer shape and a slice of the seed's shape;
  * FLOPs follow docs/workloads.md §2; bad shapes and sizes too big for memory are named. */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 #include "bkm/workloads.h"
 
@@ -110,7 +110,7 @@ START_TEST(bad_shapes_are_named)
 }
 END_TEST
 
-int main(void)
+static Suite *lstm_agree_suite(void)
 {
     Suite *s = suite_create("lstm_workload");
     TCase *tc = tcase_create("agree");
@@ -118,9 +118,7 @@ int main(void)
     tcase_add_loop_test(tc, backends_agree, 0, 3);
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(lstm_agree_suite)

@@ -1,26 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* oneDNN backend against the naive references: the conv2d op (every direction, odd shapes with
  * groups, strides and padding) and the GEMM op. (Networks on oneDNN: tests/kernels/test_net.c.) */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
-
-/* max |a - b| / max(1, max |b|) */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-    double md = 0.0, mb = 1.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > md || isnan(d))
-            md = isnan(d) ? INFINITY : d;
-        if (fabs((double)b[i]) > mb)
-            mb = fabs((double)b[i]);
-    }
-    return md / mb;
-}
+#include "kern_test.h"
 
 static float *copy_of(const float *p, size_t n)
 {
@@ -144,11 +131,4 @@ static Suite *onednn_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(onednn_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+BKM_CHECK_MAIN(onednn_suite)

@@ -2,7 +2,6 @@
 /* Workload registry: lookups, the merged parameter lists, configuration errors naming the bad
  * value, FLOP counts against docs/workloads.md, and small gemm / conv2d runs on both backends. */
 #define _DEFAULT_SOURCE /* mkdtemp */
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bkm_check.h"
 #include "bkm/kernels.h"
 #include "bkm/net.h"
 #include "bkm/workloads.h"
@@ -389,7 +389,7 @@ START_TEST(gemm_and_conv2d_backends_agree)
 }
 END_TEST
 
-int main(void)
+static Suite *workloads_suite(void)
 {
     Suite *s = suite_create("workloads");
     TCase *tc = tcase_create("registry");
@@ -406,9 +406,7 @@ int main(void)
     tcase_add_test(tc, gemm_and_conv2d_backends_agree);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN(workloads_suite)

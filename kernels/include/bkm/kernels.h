@@ -47,7 +47,7 @@ typedef struct bkm_param_desc {
 } bkm_param_desc_t;
 
 /* ======================================================================================== */
-/* SGEMM (section owned by the GEMM work; signatures below are the contract for conv2d/FC)   */
+/* SGEMM (BLIS-style; conv2d, conv3d, FC and LSTM are built on it)                            */
 /* ======================================================================================== */
 
 /** Blocking and threading of one SGEMM call: a plain value. */
@@ -120,12 +120,18 @@ double bkm_kern_peak_gflops(bkm_isa_t isa, int nthreads);
 
 
 /* ======================================================================================== */
-/* Benchmark operations: one kernel, one problem, one backend (section owned by the conv2d/  */
-/* layers work; the oneDNN backend implements the same contract). Signatures are the contract.*/
+/* Benchmark operations: one kernel, one problem, one backend (every backend implements the    */
+/* same contract).                                                                            */
 /* ======================================================================================== */
 
-typedef enum { BKM_BACKEND_NATIVE = 0, BKM_BACKEND_ONEDNN = 1 } bkm_backend_t;
-const char *bkm_kern_backend_name(bkm_backend_t be);            /* "native", "onednn" */
+/** Backends: this suite's kernels, oneDNN, and the naive reference (the test oracle, which runs
+ *  networks and LSTM stacks, bkm/net.h, but has no benchmark ops). The network engines of
+ *  bkm/net.h are these backends. */
+typedef enum { BKM_BACKEND_NATIVE = 0, BKM_BACKEND_ONEDNN = 1, BKM_BACKEND_REF = 2 } bkm_backend_t;
+/** "native", "onednn", "ref" ("unknown" for any other value). */
+const char *bkm_kern_backend_name(bkm_backend_t be);
+/** Parse the name of a backend with benchmark ops: "native", "onednn" (or "dnnl"); BKM_EINVAL
+ *  naming any other name. */
 int bkm_kern_backend_parse(const char *name, bkm_backend_t *be, bkm_err_t *err);
 
 typedef enum { BKM_DIR_FWD = 1, BKM_DIR_BWD_D = 2, BKM_DIR_BWD_W = 4, BKM_DIR_ALL = 7 } bkm_dir_t;
@@ -194,10 +200,11 @@ int bkm_kern_gemm_params_check(const bkm_kern_params_t *params, int nt, bkm_err_
 int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, int nt, bkm_err_t *err);
 
 /** Create a conv2d op for the directions in @p dirs. Allocates every buffer (untimed).
- *  BKM_ENOTSUP if the backend cannot do it; BKM_EINVAL naming a bad tunable. */
+ *  BKM_ENOTSUP if the backend cannot do it; BKM_EINVAL naming a bad tunable, or a backend without
+ *  benchmark ops (BKM_BACKEND_REF) or unknown. */
 int bkm_kern_conv2d_op_create(bkm_kern_op_t **op, const bkm_conv2d_desc_t *d, int dirs, bkm_backend_t be,
                               const bkm_kern_params_t *params, bkm_err_t *err);
-/** Create a GEMM op (C = A * B, row-major, m x k times k x n). */
+/** Create a GEMM op (C = A * B, row-major, m x k times k x n); errors as for conv2d. */
 int bkm_kern_gemm_op_create(bkm_kern_op_t **op, int64_t m, int64_t n, int64_t k, bkm_backend_t be,
                             const bkm_kern_params_t *params, bkm_err_t *err);
 /** User-layout buffer of an argument (NULL if the op has none); element count in *n. */
@@ -252,7 +259,7 @@ void bkm_kern_conv2d_ref_bwd_weights(const bkm_conv2d_desc_t *d, const float *sr
                                      float *diff_wei, float *diff_bias);
 
 /* ======================================================================================== */
-/* Layers (section owned by the conv2d/layers work): the CNN building blocks besides conv2d,  */
+/* Layers: the CNN building blocks besides conv2d,                                            */
 /* native + naive reference each, forward and backward. Activations are NCHW (pooling) or     */
 /* [mb][features] row-major (FC, softmax). Native versions use OpenMP where it pays and must  */
 /* be called from outside a parallel region; none allocates.                                  */
@@ -339,7 +346,7 @@ void bkm_kern_sgd_ref_step(size_t n, float *w, const float *g, float *v, float l
 double bkm_kern_sgd_flops(size_t n, float mu, float wd);
 
 /* ======================================================================================== */
-/* conv3d and 3-D max pooling (owner: networks): NCDHW fp32, weights OIDHW, vol2col + SGEMM. */
+/* conv3d and 3-D max pooling: NCDHW fp32, weights OIDHW, vol2col + SGEMM.                    */
 /* ======================================================================================== */
 
 /** conv3d problem, benchdnn conventions (no groups, no dilation). */
@@ -425,7 +432,7 @@ void bkm_kern_maxpool3d_ref_bwd(const bkm_pool3d_desc_t *d, const float *src, co
                                 float *diff_src);
 
 /* ======================================================================================== */
-/* LSTM (owner: networks): unidirectional, L layers, fp32, gate order i, f, g (c~), o — the     */
+/* LSTM: unidirectional, L layers, fp32, gate order i, f, g (c~), o — the                      */
 /* order of oneDNN's vanilla LSTM and PyTorch's nn.LSTM.                                        */
 /* Layouts: x [T][N][I], y [T][N][H], states h0/c0/hT/cT [L][N][H]; parameters one flat array, */
 /* per layer l in turn: Wx_l [I_l][4][H], Wh_l [H][4][H], b_l [4][H] (I_0 = I, I_l = H for    */

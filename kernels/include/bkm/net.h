@@ -148,9 +148,13 @@ typedef struct bkm_net {
     double flops_train;           /**< forward + backward (docs/workloads.md §2: 3 x fwd minus the first bwd-data) */
 } bkm_net_t;
 
-/** Engines. */
-typedef enum { BKM_NET_NATIVE = 0, BKM_NET_ONEDNN = 1, BKM_NET_REF = 2 } bkm_net_engine_t;
-/** "native", "onednn", "ref". */
+/** Engines: the backends of bkm/kernels.h (BKM_NET_X == BKM_BACKEND_X). */
+typedef enum {
+    BKM_NET_NATIVE = BKM_BACKEND_NATIVE,
+    BKM_NET_ONEDNN = BKM_BACKEND_ONEDNN,
+    BKM_NET_REF = BKM_BACKEND_REF
+} bkm_net_engine_t;
+/** "native", "onednn", "ref" (bkm_kern_backend_name; "?" for any other value). */
 const char *bkm_net_engine_name(bkm_net_engine_t eng);
 
 /** Check @p d and derive @p net. BKM_EINVAL naming the layer and value: non-positive sizes, a
