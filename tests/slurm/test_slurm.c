@@ -243,8 +243,8 @@ END_TEST
 START_TEST(array_and_merge_scripts)
 {
     bkm_slurm_job_t job;
-    bkm_slurm_array_t a = {2, "--node knl --workload alexnet --strategy grid", "/scratch/u/bkm.sqlite",
-                           "/scratch/u/bkm.sqlite.shards", "0123456789abcdef"};
+    static const char *const args[] = {"--node", "knl", "--workload", "alexnet", "--strategy", "grid"};
+    bkm_slurm_array_t a = {2, args, 6, "/scratch/u/bkm.sqlite", "/scratch/u/bkm.sqlite.shards", "0123456789abcdef"};
     bkm_buf_t b;
     const char *s;
     job_fixed(&job);
@@ -254,7 +254,9 @@ START_TEST(array_and_merge_scripts)
     ck_assert_ptr_nonnull(strstr(s, "#SBATCH --array=0-1\n"));
     ck_assert_ptr_nonnull(strstr(s, "#SBATCH -C knl,quad,cache\n"));
     ck_assert_ptr_nonnull(strstr(s, "--shard \"$I/$K\" --shard-group \"${BKM_SHARD_GROUP:-0123456789abcdef}\""));
-    ck_assert_ptr_nonnull(strstr(s, "LOCAL=${TMPDIR:-/tmp}/"));   /* node-local SQLite */
+    /* node-local SQLite, in a new folder of its own (never a name another user can take first) */
+    ck_assert_ptr_nonnull(strstr(s, "LOCALDIR=$(mktemp -d \"${TMPDIR:-/tmp}/bkm-shard-"));
+    ck_assert_ptr_nonnull(strstr(s, "LOCAL=$LOCALDIR/shard.sqlite\n"));
     ck_assert_ptr_nonnull(strstr(s, "SHARDS='/scratch/u/bkm.sqlite.shards'"));
     bkm_buf_free(&b);
     bkm_buf_init(&b);
@@ -273,7 +275,9 @@ START_TEST(array_and_merge_scripts)
     a.group = "x y";
     ck_assert_int_eq(bkm_slurm_array_script_write(&job, &a, &b, NULL), BKM_EINVAL);
     a.group = "g";
-    a.db = "/it's";
+    a.db = "scratch/bkm.sqlite";   /* relative: the job does not run where it was written */
+    ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_EINVAL);
+    a.db = "/scratch/a\nb.sqlite";
     ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_EINVAL);
     bkm_buf_free(&b);
 }

@@ -267,11 +267,28 @@ int bkm_file_read_regular(const char *path, const char *what, size_t max_bytes, 
  * when it is a FIFO, device, socket or directory. Opens nothing; the opener must still cope with
  * a file replaced after this check. */
 int bkm_file_check_regular_or_absent(const char *path, const char *what, bkm_err_t *err);
-/** Write @p text to @p path whole or not at all: into "<path>.tmp.<pid>" in the same folder, then
- * rename(2) over @p path (a reader never sees half a file; on failure the temporary is removed).
- * @p what names the file in messages ("-o"). @return BKM_OK; BKM_EINVAL when the path is too long;
- * BKM_EIO naming the path and the system's reason. */
-int bkm_file_write_atomic(const char *path, const char *what, const char *text, bkm_err_t *err);
+/** Create a new file "<dir>/<prefix>XXXXXX" (six random letters and digits) holding the @p len
+ * bytes of @p text, with permissions @p mode less the umask: opened O_CREAT|O_EXCL|O_NOFOLLOW, so a
+ * name that exists (a link planted at it included) is never opened, and another name is tried;
+ * written, fsync(2)ed and closed. @p path (of @p path_n bytes) receives the name.
+ * @return BKM_OK; BKM_EINVAL when the name is too long; BKM_EIO naming the file and the system's
+ * reason (nothing is left behind). */
+int bkm_file_write_new(const char *dir, const char *prefix, const char *text, size_t len, unsigned mode, char *path,
+                       size_t path_n, bkm_err_t *err);
+/** The one way bkm writes an output file (a script, a report, a baseline, an export): the @p len
+ * bytes of @p text reach @p path whole or not at all. A temporary is created in the same folder by
+ * bkm_file_write_new (@p mode: 0666 for data, 0777 for a script, less the umask), then renamed over
+ * @p path: a reader sees the old file or the new one, never half of one; on failure @p path is
+ * untouched. A link at @p path is replaced, never written through: the file it points to stays as
+ * it was. When @p path is (or leads to) something that is not a regular file, it is written
+ * directly, never replaced: a FIFO (one that nobody reads is refused, never waited on), a
+ * terminal, /dev/null, or this process's standard output or error; a link chain through /dev/fd or
+ * /proc/PID/fd (/dev/stdout) writes to that descriptor's file, appending. A directory, a block or
+ * any other device is refused. @p what names the file in messages ("-o").
+ * @return BKM_OK; BKM_EINVAL (empty path, a folder, a device, a name too long); BKM_EIO naming the
+ * path and the system's reason. */
+int bkm_file_write_output(const char *path, const char *what, const char *text, size_t len, unsigned mode,
+                          bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Strict number parsing: the whole string must be the number. */

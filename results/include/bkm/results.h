@@ -263,14 +263,40 @@ typedef struct bkm_db_merge_stats {
     int64_t trials_new, trials_known;   /**< trials copied / already present */
     int64_t samples, counters, best;    /**< rows copied */
 } bkm_db_merge_stats_t;
+/** Bounds on reading one source database in a merge. */
+typedef struct bkm_db_merge_limits {
+    double time_s;       /**< the whole merge of one source, checks included (default 600 s) */
+    int64_t max_rows;    /**< rows of any one table (default 100 000 000) */
+    int64_t max_text;    /**< bytes of any one text value (default 16 MiB) */
+} bkm_db_merge_limits_t;
+/** The defaults above. */
+void bkm_db_merge_limits_default(bkm_db_merge_limits_t *lim);
+
 /** Merge the bkm database @p in_path into @p db in one transaction: hosts, sweeps, trials,
  *  samples, counters and best-known settings get new ids; each sweep keeps its uuid and records
  *  the source file. Idempotent: sweeps are matched by uuid and trials by (role, round, config),
  *  so merging the same input twice copies nothing the second time. @p st may be NULL (counts are
  *  added to it otherwise). The input is validated first (bkm_db_validate) and read as
  *  bkm_db_open reads with BKM_DB_READONLY: it stays byte-identical, and a leftover -wal is read,
- *  never checkpointed into it. BKM_EINVAL naming both paths when @p in_path is @p db's file. */
+ *  never checkpointed into it. BKM_EINVAL naming both paths when @p in_path is @p db's file.
+ *
+ *  A source is data bkm did not necessarily write (a colleague's file, a shard from a shared
+ *  node): before anything is copied, inside the transaction, it must be bkm's schema of its
+ *  version exactly (the migrations up to it, run in memory, are the reference): plain tables with
+ *  bkm's columns, types, collations and indexes, and nothing else (no view, no trigger: their SQL
+ *  would run when read; SQLite's statistics tables are allowed); every table within the row
+ *  limit and every value of its declared type (text never a blob, numbers finite, NOT NULL where
+ *  bkm's schema says so, text within the size limit and without a NUL byte); and every row one the
+ *  store would write (the checks of bkm_db_sweep_open, bkm_db_trial_insert and
+ *  bkm_db_best_store; a trial's config_key its configuration's canonical form). A source that
+ *  fails is refused with BKM_ECORRUPT naming the table, the row and the reason (BKM_ENOTSUP for a
+ *  schema version this tune does not merge); everything runs under bkm_db_merge_limits_default()'s
+ *  time limit (a progress handler: BKM_EIO "time limit"). A refusal rolls back: @p db is
+ *  untouched and unlocked. */
 int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bkm_err_t *err);
+/** bkm_db_merge with the bounds @p lim (NULL: the defaults). */
+int bkm_db_merge_limited(bkm_db_t *db, const char *in_path, const bkm_db_merge_limits_t *lim,
+                         bkm_db_merge_stats_t *st, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Everything `tune report` shows, as one JSON object appended to @p out, for the trials
