@@ -51,6 +51,18 @@ static const bkm_cli_cmd_spec_t best_cmd = {
             "            3 the database is missing, not a bkm database or damaged\n",
 };
 
+/* A stored JSON text parsed and written again (a database bkm did not write may hold anything):
+ * null when it is missing, does not parse or nests too deep. */
+static void stored_json(bkm_json_w_t *w, const char *text)
+{
+    bkm_json_t *doc = NULL;
+    if (text == NULL || bkm_json_parse(text, &doc, NULL) < 0)
+        bkm_json_null(w);
+    else
+        bkm_json_write_tree(w, doc);
+    bkm_json_free(doc);
+}
+
 static void print_json(const bkm_db_best_t *b)
 {
     bkm_buf_t out;
@@ -63,7 +75,7 @@ static void print_json(const bkm_db_best_t *b)
     bkm_json_key(&w, "workload");
     bkm_json_str(&w, b->workload);
     bkm_json_key(&w, "config");
-    bkm_json_raw(&w, b->config_json); /* canonical JSON object, checked when stored */
+    stored_json(&w, b->config_json);
     bkm_json_key(&w, "median_ms");
     bkm_json_double(&w, b->median_ms);
     bkm_json_key(&w, "median_ci95_order_stat");
@@ -82,10 +94,7 @@ static void print_json(const bkm_db_best_t *b)
     bkm_json_key(&w, "created_at");
     bkm_json_str(&w, b->created_at);
     bkm_json_key(&w, "evidence");
-    if (b->evidence_json)
-        bkm_json_raw(&w, b->evidence_json);
-    else
-        bkm_json_null(&w);
+    stored_json(&w, b->evidence_json);
     bkm_json_obj_end(&w);
     printf("%s\n", bkm_buf_str(&out));
     bkm_buf_free(&out);

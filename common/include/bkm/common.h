@@ -169,13 +169,18 @@ int bkm_utf8_valid(const char *s, size_t n);
  *  finite are written as null. The output is always valid UTF-8: in strings (and keys) each
  *  ill-formed UTF-8 sequence becomes U+FFFD and control characters are escaped; raw JSON gets
  *  the same UTF-8 repair. */
-#define BKM_JSON_MAX_DEPTH 32
+/** The one nesting limit of bkm's JSON: the reader refuses a document nested deeper, the writer
+ *  writes up to this many levels (bkm_json_write_tree writes null for a value that would go
+ *  deeper), so that whatever bkm writes, bkm reads back. */
+#define BKM_JSON_MAX_DEPTH 64
+#define BKM_JSON_MAX_DEPTH_TEXT "64"
 typedef struct bkm_json_w {
     bkm_buf_t *out;
     int depth;
-    unsigned char need_comma[BKM_JSON_MAX_DEPTH];
+    unsigned char need_comma[BKM_JSON_MAX_DEPTH + 1];
     int after_key;
-    int pretty; /**< indent with two spaces per level */
+    int pretty;   /**< indent with two spaces per level */
+    int too_deep; /**< set when a begin went beyond BKM_JSON_MAX_DEPTH: the output is not valid */
 } bkm_json_w_t;
 void bkm_json_w_init(bkm_json_w_t *w, bkm_buf_t *out, int pretty);
 void bkm_json_obj_begin(bkm_json_w_t *w);
@@ -219,8 +224,12 @@ const bkm_json_t *bkm_json_at(const bkm_json_t *j, size_t i);
 double bkm_json_get_num(const bkm_json_t *j, const char *key, double dflt);
 const char *bkm_json_get_str(const bkm_json_t *j, const char *key);
 /** Re-serialise the parsed value @p j through @p w as its next value: members in document
- *  order, integral numbers below 9e15 in magnitude as integers, others as doubles. */
-void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j);
+ *  order, integral numbers below 9e15 in magnitude as integers, others as doubles. When @p j would
+ *  nest deeper than BKM_JSON_MAX_DEPTH where it goes, null is written instead and BKM_EINVAL
+ *  returned (the document stays valid; the caller says what was left out). */
+int bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j);
+/** Levels of nesting of @p j: 0 for a scalar, 1 for [] or {} of scalars, ... */
+int bkm_json_depth(const bkm_json_t *j);
 
 /* ---------------------------------------------------------------------------------------- */
 /** CPU set of OS processor indexes, a plain copyable value. */

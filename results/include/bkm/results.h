@@ -309,8 +309,10 @@ int bkm_db_merge_limited(bkm_db_t *db, const char *in_path, const bkm_db_merge_l
  *  counters: [{name, value, unavailable}]}], "best": [{node, workload, sweep, config, median_ms,
  *  ci95, default_median_ms, speedup, significant, evidence, created_at}], "gates": [{id,
  *  created_at, mode, hostname, fingerprint, git_revision, reference, threshold, alpha,
- *  regressions, verdict, results}]}. Stored JSON texts (config, topology, binding, ...) are
- *  embedded as JSON when they parse, else as strings; null for unknown numbers. Works read-only
+ *  regressions, verdict, results}], "notes": [text]}. Stored JSON texts (config, topology,
+ *  binding, ...) are embedded as JSON when they parse, else as strings; one that parses but would
+ *  nest deeper than BKM_JSON_MAX_DEPTH there is null, and "notes" says which and why (one row
+ *  never makes the whole document unreadable); null for unknown numbers. Works read-only
  *  on schema BKM_DB_SCHEMA_READ_MIN and later (older schemas have no noise evidence, layers or
  *  gates: null / empty). */
 int bkm_db_report_json(bkm_db_t *db, const bkm_db_filter_t *f, bkm_buf_t *out, bkm_err_t *err);
@@ -334,10 +336,14 @@ typedef enum { BKM_DB_EXPORT_CSV = 0, BKM_DB_EXPORT_JSON = 1 } bkm_db_export_fmt
  *  CSV: a header row, then one row per trial: id,sweep,node,workload,status,role,round,config,
  *  n_samples,median_ms,min_ms,mad_ms,ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,
  *  voluntary_switches,involuntary_switches,migrations,steal_share (config as JSON text; RFC 4180
- *  quoting; empty cell for unknown numbers; the last four from the noise evidence).
+ *  quoting; a text cell a spreadsheet would take for a formula (beginning with =, +, -, @, a tab
+ *  or a carriage return: OWASP's rule) gets a single quote before it, in a quoted cell; empty
+ *  cell for unknown numbers; the last four from the noise evidence).
  *  JSON: a list of objects {id, sweep, node, workload, status, role, round, config (object),
  *  n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error, disturbed,
- *  noise_share, noise (the worker's noise object)}; null for unknown. */
+ *  noise_share, noise (the worker's noise object)}; null for unknown. Stored JSON (config, noise)
+ *  is parsed and written again, never spliced in: one that does not parse or nests too deep is
+ *  null, and the row then has "notes": [text] saying why. */
 int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out,
                   bkm_err_t *err);
 
