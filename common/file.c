@@ -350,13 +350,5 @@ int bkm_file_write_output(const char *path, const char *what, const char *text, 
         return bkm_err_set(err, e == EISDIR ? BKM_EINVAL : BKM_EIO, "%s: cannot write '%.400s': %s", what, path,
                            strerror(e));
     }
-    {
-        /* the rename itself on disk: best effort (some file systems cannot fsync a folder) */
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-    }
     return BKM_OK;
 }

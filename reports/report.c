@@ -364,41 +364,42 @@ static void cpulist_mark(const char *s, unsigned char *set, size_t cap)
 static void topo_svg(bkm_buf_t *out, const bkm_json_t *topo, const unsigned char *used, const char *caption)
 {
     const bkm_json_t *cores = topo ? bkm_json_get(topo, "cores_list") : NULL;
+    const bkm_json_t *sel[TOPO_DRAW_CORES];
     double stored_pkg = topo ? bkm_json_get_num(topo, "packages", 1) : 1;
-    int npkg = 1, maxpus = 1, per_row = 8, y = 0, max_pkg = 0, drawn = 0, cut = 0;
+    int npkg = TOPO_DRAW_PACKAGES, maxpus = 1, per_row = 8, y = 0, cut = 0, nsel = 0;
+    int selpkg[TOPO_DRAW_CORES], per_pkg[TOPO_DRAW_PACKAGES] = {0};
     int cw, ch = 24, width;
     if (!cores || cores->type != BKM_JSON_ARR || cores->n_children == 0) {
         empty(out, "No topology stored with this host.");
         return;
     }
+    /* the packages drawn: as many as stored, at most the limit */
+    if (stored_pkg >= 1 && stored_pkg < TOPO_DRAW_PACKAGES)
+        npkg = (int)stored_pkg;
+    else if (stored_pkg > TOPO_DRAW_PACKAGES)
+        cut = 1;
+    /* one pass over the stored cores: those of a drawn package, up to the limit */
     for (const bkm_json_t *c = cores->child; c; c = c->next) {
         const bkm_json_t *pus = bkm_json_get(c, "pus");
         double pk = bkm_json_get_num(c, "pkg", 0);
-        if (pus && (int)pus->n_children > maxpus)
-            maxpus = pus->n_children > TOPO_DRAW_PUS_PER_CORE ? TOPO_DRAW_PUS_PER_CORE : (int)pus->n_children;
+        if (!(pk >= 0 && pk < npkg) || nsel == TOPO_DRAW_CORES) {
+            cut = 1;
+            continue;
+        }
         if (pus && pus->n_children > TOPO_DRAW_PUS_PER_CORE)
             cut = 1;
-        if (pk >= 0 && pk < TOPO_DRAW_PACKAGES && (int)pk > max_pkg)
-            max_pkg = (int)pk;
+        if (pus && (int)(pus->n_children > TOPO_DRAW_PUS_PER_CORE ? TOPO_DRAW_PUS_PER_CORE : pus->n_children) > maxpus)
+            maxpus = pus->n_children > TOPO_DRAW_PUS_PER_CORE ? TOPO_DRAW_PUS_PER_CORE : (int)pus->n_children;
+        selpkg[nsel] = (int)pk;
+        sel[nsel++] = c;
+        per_pkg[(int)pk]++;
     }
-    /* the packages that hold a drawn core, never more than the limit */
-    if (stored_pkg >= 1 && stored_pkg <= TOPO_DRAW_PACKAGES)
-        npkg = (int)stored_pkg;
-    else if (stored_pkg > TOPO_DRAW_PACKAGES)
-        npkg = TOPO_DRAW_PACKAGES, cut = 1;
-    if (npkg > max_pkg + 1)
-        npkg = max_pkg + 1;
-    if (cores->n_children > TOPO_DRAW_CORES)
-        cut = 1;
     cw = maxpus * 14 + 8;
     width = per_row * (cw + 6) + 16;
     bkm_buf_t body;
     bkm_buf_init(&body);
     for (int p = 0; p < npkg; p++) {
-        int k = 0, rows;
-        for (const bkm_json_t *c = cores->child; c && drawn + k < TOPO_DRAW_CORES; c = c->next)
-            if ((int)bkm_json_get_num(c, "pkg", 0) == p)
-                k++;
+        int k = per_pkg[p], rows;
         if (k == 0)
             continue;
         rows = (k + per_row - 1) / per_row;
@@ -406,12 +407,12 @@ static void topo_svg(bkm_buf_t *out, const bkm_json_t *topo, const unsigned char
                               "<text x=\"8\" y=\"%d\" class=\"small\">package %d</text>\n",
                        y + 2, width - 4, rows * (ch + 6) + 22, y + 15, p);
         k = 0;
-        for (const bkm_json_t *c = cores->child; c && drawn < TOPO_DRAW_CORES; c = c->next) {
-            const bkm_json_t *pus = bkm_json_get(c, "pus");
+        for (int s = 0; s < nsel; s++) {
+            const bkm_json_t *c = sel[s], *pus;
             int cx, cy, i = 0;
-            if ((int)bkm_json_get_num(c, "pkg", 0) != p)
+            if (selpkg[s] != p)
                 continue;
-            drawn++;
+            pus = bkm_json_get(c, "pus");
             cx = 8 + (k % per_row) * (cw + 6);
             cy = y + 20 + (k / per_row) * (ch + 6);
             bkm_buf_printf(&body, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"core\"><title>core %d"
