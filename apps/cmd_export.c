@@ -21,9 +21,12 @@ static const bkm_cli_opt_t export_table[] = {
     {.name = "format", .kind = BKM_CLI_CHOICE, .metavar = "csv|json", .off = offsetof(export_opts_t, format),
      .choices = "csv|json",
      .help = "csv: a header row, then one row per trial (RFC 4180 quoting; the config\n"
-             "column holds the configuration as JSON). json: a list of objects\n"
-             "{id, sweep, node, workload, status, role, round, config, n_samples,\n"
-             "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}",
+             "column holds the configuration as JSON; a text cell starting with =, +,\n"
+             "-, @, tab or CR gets a ' before it, so no spreadsheet runs it). json: a\n"
+             "list of objects {id, sweep, node, workload, status, role, round, config,\n"
+             "n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}\n"
+             "(stored JSON parsed and written again; what cannot be is null, and \"notes\"\n"
+             "says why)",
      .flags = BKM_CLI_REQUIRED},
     BKM_CLI_DB_OPT(export_opts_t, db),
     {.name = "output", .short_name = 'o', .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(export_opts_t, output),
