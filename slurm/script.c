@@ -451,12 +451,10 @@ static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, 
         bkm_slurm_sh_quote(b, job->workload, 0);
         bkm_buf_puts(b, " --threads \"$OMP_NUM_THREADS\"");
         if (s->backend[0]) {
+            char kv[sizeof s->backend + 8];
+            snprintf(kv, sizeof kv, "backend=%s", s->backend);
             bkm_buf_puts(b, " --param ");
-            bkm_buf_t kv;
-            bkm_buf_init(&kv);
-            bkm_buf_printf(&kv, "backend=%s", s->backend);
-            bkm_slurm_sh_quote(b, bkm_buf_str(&kv), 0);
-            bkm_buf_free(&kv);
+            bkm_slurm_sh_quote(b, kv, 0);
         }
         for (int i = 0; i < s->n_params; i++) {
             bkm_buf_puts(b, " --param ");

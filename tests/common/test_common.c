@@ -610,7 +610,7 @@ START_TEST(file_write_output_safe)
     ck_assert_str_eq(got, "hello\n");
     ck_assert_int_eq(lstat(p, &st), 0);
     ck_assert(S_ISREG(st.st_mode));
-    /* the temporary the writer once used (<path>.tmp.<pid>), planted as a link: not followed */
+    /* a link planted at a predictable temporary name (<path>.tmp.<pid>): never followed */
     snprintf(p, sizeof p, "%s/report.html", dir);
     snprintf(name, sizeof name, "%s/report.html.tmp.%ld", dir, (long)getpid());
     ck_assert_int_eq(symlink(t, name), 0);

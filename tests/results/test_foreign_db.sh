@@ -133,11 +133,11 @@ expect 0 30 "$T" report --db base.sqlite -o r.html
 ln -s victim e.csv
 expect 0 10 "$T" export --db base.sqlite --format csv -o e.csv
 [ "$(cat victim)" = precious ] && [ ! -L e.csv ] || fail "export -o through a planted link"
-# a link planted at the temporary name the writer once used (<path>.tmp.<pid>; exec keeps the pid)
+# a link planted at a predictable temporary name (<path>.tmp.<pid>; exec keeps the pid): never followed
 bash -c 'ln -s victim t.html.tmp.$$; exec "$0" report --db base.sqlite -o t.html' "$T" >/dev/null 2>&1 ||
     fail "report with a planted temporary link"
 [ "$(cat victim)" = precious ] && [ ! -L t.html ] && grep -q '<html' t.html ||
-    fail "a link at the old temporary name was written through"
+    fail "a link at a predictable temporary name was written through"
 ln -s /dev/stdout to-stdout
 "$T" export --db base.sqlite --format csv -o to-stdout >via-link.csv 2>err || fail "-o at a link to stdout: $(cat err)"
 [ -L to-stdout ] || fail "-o at a link to stdout replaced the link"
