@@ -396,7 +396,7 @@ int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t
                              bkm_err_t *err)
 {
     bkm_buf_t why, text;
-    int rc = BKM_OK, fd = -1;
+    int rc = BKM_OK;
     bkm_buf_init(&why);
     bkm_buf_init(&text);
     if (!topo || !fix || !dir || !*dir || (mode == BKM_AFF_TOPO_FIX_AUTO && !view))
@@ -423,41 +423,19 @@ int bkm_aff_topo_fix_prepare(const bkm_topo_t *topo, const bkm_aff_libomp_view_t
         goto out;
     if ((rc = bkm_topo_cpuinfo_write(topo, &text, err)) < 0)
         goto out;
-    if ((size_t)snprintf(fix->path, sizeof(fix->path), "%s/bkm-cpuinfo-%ld-XXXXXX", dir, (long)getpid()) >=
-        sizeof(fix->path)) {
-        fix->path[0] = '\0';
-        rc = bkm_err_set(err, BKM_EINVAL, "directory '%.200s' for the cpuinfo file: path too long", dir);
-        goto out;
-    }
-    fd = mkstemp(fix->path);
-    if (fd < 0) {
-        rc = bkm_err_set(err, BKM_EIO, "cannot create the cpuinfo file '%s': %s", fix->path, strerror(errno));
-        fix->path[0] = '\0';
-        goto out;
-    }
-    for (size_t off = 0; off < text.len;) {
-        ssize_t w = write(fd, text.data + off, text.len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            rc = bkm_err_set(err, BKM_EIO, "cannot write the cpuinfo file '%s': %s", fix->path,
-                             w < 0 ? strerror(errno) : "short write");
+    {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "bkm-cpuinfo-%ld-", (long)getpid());
+        if ((rc = bkm_file_write_new(dir, prefix, text.data ? text.data : "", text.len, 0600, fix->path,
+                                     sizeof(fix->path), err)) < 0) {
+            bkm_err_prefix(err, "the cpuinfo file");
             goto out;
         }
-        off += (size_t)w;
     }
-    if (close(fd) != 0) {
-        fd = -1;
-        rc = bkm_err_set(err, BKM_EIO, "cannot write the cpuinfo file '%s': %s", fix->path, strerror(errno));
-        goto out;
-    }
-    fd = -1;
     fix->applied = 1;
     snprintf(fix->env_method, sizeof(fix->env_method), "KMP_TOPOLOGY_METHOD=cpuinfo");
     snprintf(fix->env_file, sizeof(fix->env_file), "KMP_CPUINFO_FILE=%s", fix->path);
 out:
-    if (fd >= 0)
-        close(fd);
     if (rc < 0)
         bkm_aff_topo_fix_release(fix);
     bkm_buf_free(&why);

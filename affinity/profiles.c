@@ -195,6 +195,12 @@ static int profile_from_xml(const char *path, bkm_node_profile_t *p, bkm_err_t *
     char *dot = strstr(name, ".xml");
     if (dot && dot != name)
         *dot = '\0';
+    /* the name a profile file would be refused for is refused here too: it is stored with every
+     * sweep and written into batch scripts */
+    if (!valid_name(name) || strlen(base) >= sizeof(p->name))
+        return bkm_err_set(err, BKM_EINVAL, "hwloc XML '%.300s': its file name '%.100s' is not a node name "
+                           "(letters, digits, '-', '_', '.'; < %zu chars): rename it, or name it in a profile "
+                           "file (name = ..., xml = ...)", path, base, sizeof(p->name));
     snprintf(p->name, sizeof(p->name), "%s", name);
     snprintf(p->description, sizeof(p->description), "hwloc XML %.140s", base);
     if (snprintf(p->xml_path, sizeof(p->xml_path), "%s", path) >= (int)sizeof(p->xml_path))

@@ -409,13 +409,18 @@ static int check_pu_indexes(const bkm_topo_t *t, const char *desc, bkm_err_t *er
     return BKM_OK;
 }
 
-/* Product of the level arities of a synthetic description ("pack:2 core:16 pu:2" -> 64), so that
- * "pack:99999 core:99999" is refused before hwloc tries to build it; -1 when a level is not
- * understood (hwloc then judges the description). Memory levels in [...] do not multiply. */
-static long long synthetic_pu_count(const char *desc)
+/* Product of the level arities of a synthetic description ("pack:2 core:16 pu:2" -> 64) into *n,
+ * so that "pack:99999 core:99999" is refused before hwloc tries to build it. hwloc reads a count
+ * with strtoul(..., 0): "0x100" is 256 and "010" is 8 there; a count is therefore taken only as
+ * plain decimal digits without a leading zero, ending the level or followed by its attributes,
+ * and anything else (hex, octal, a sign, blanks) is refused here, so that the count bkm checks is
+ * the one hwloc builds. A level that is no "type:count" (hwloc's other forms) gives *n = -1 and
+ * hwloc judges it. Memory levels in [...] do not multiply. */
+static int synthetic_pu_count(const char *desc, long long *out, bkm_err_t *err)
 {
     long long n = 1;
     const char *s = desc;
+    *out = -1;
     while (*s) {
         while (isspace((unsigned char)*s))
             s++;
@@ -432,14 +437,21 @@ static long long synthetic_pu_count(const char *desc)
         for (; *q && !isspace((unsigned char)*q) && *q != '('; q++)
             if (*q == ':' && !colon)
                 colon = q;
-        const char *num = colon ? colon + 1 : s;
-        if (!isdigit((unsigned char)*num))
-            return -1;
-        long long a = strtoll(num, NULL, 10);
-        if (a < 1)
-            return -1;
+        const char *num = colon ? colon + 1 : s, *end = num;
+        while (isdigit((unsigned char)*end))
+            end++;
+        if (end == num || num[0] == '0' || (*end && !isspace((unsigned char)*end) && *end != '(')) {
+            if (!colon && !isdigit((unsigned char)*num))
+                return BKM_OK;   /* not "type:count": hwloc judges the description */
+            return bkm_err_set(err, BKM_EINVAL, "synthetic '%.200s': count '%.*s' of level '%.*s' is not a plain decimal "
+                               "number from 1 (hwloc reads 0x... as hex and 0... as octal)", desc,
+                               (int)strcspn(num, " \t\n("), num, (int)(q - s), s);
+        }
+        long long a = 0;
+        for (const char *d = num; d < end; d++)
+            a = a > (1ll << 40) ? a : a * 10 + (*d - '0');
         n = (a > (1ll << 40) || n > (1ll << 40) / a) ? (1ll << 40) : n * a;
-        s = q;
+        s = end;
         if (*s == '(') { /* attributes: skip to the matching ')' */
             int depth = 0;
             for (; *s; s++) {
@@ -453,7 +465,8 @@ static long long synthetic_pu_count(const char *desc)
         while (*s && !isspace((unsigned char)*s))
             s++;
     }
-    return n;
+    *out = n;
+    return BKM_OK;
 }
 
 int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
@@ -463,7 +476,9 @@ int bkm_topo_open_synthetic(bkm_topo_t **topo, const char *desc, bkm_err_t *err)
     if (!topo || !desc || !*desc)
         return bkm_err_set(err, BKM_EINVAL, "hwloc synthetic description is empty");
     *topo = NULL;
-    long long n_pu = synthetic_pu_count(desc);
+    long long n_pu = -1;
+    if ((rc = synthetic_pu_count(desc, &n_pu, err)) < 0)
+        return rc;
     if (n_pu > BKM_CPUSET_MAX)
         return bkm_err_set(err, BKM_EINVAL, "synthetic '%.300s' describes %s%lld PUs, more than the %d supported", desc,
                            n_pu >= (1ll << 40) ? "over " : "", n_pu, BKM_CPUSET_MAX);

@@ -33,6 +33,25 @@ int bkm_cli_db_check(const char *cmd, const char *path)
     return 1;
 }
 
+int bkm_cli_output_write(const char *cmd, const char *opt, const char *path, const char *text, unsigned mode)
+{
+    bkm_err_t err = {0};
+    int rc;
+    if (strcmp(path, "-") == 0) {
+        size_t len = strlen(text);
+        if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+            fprintf(stderr, "tune %s: cannot write the standard output: %s\n", cmd, strerror(errno));
+            return 3;
+        }
+        return 0;
+    }
+    if ((rc = bkm_file_write_output(path, opt, text, strlen(text), mode, &err)) < 0) {
+        fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
+        return bkm_status_exit_code(rc);
+    }
+    return 0;
+}
+
 void bkm_cli_aff_env_read(bkm_aff_env_t *env)
 {
     env->kmp_affinity = getenv("KMP_AFFINITY");

@@ -24,6 +24,12 @@ int bkm_cli_db_check(const char *cmd, const char *path);
  *  @return BKM_OK; BKM_EDEP when /proc/self/exe cannot be read. */
 int bkm_cli_runner_self(bkm_tune_runner_t *runner, char *self, size_t cap, bkm_err_t *err);
 
+/** Write an output of command @p cmd (the option @p opt that names it, "-o") to @p path with
+ *  bkm_file_write_output (@p mode 0666 for data, 0777 for a script); "-" is the standard output.
+ *  0, or the exit code after printing why (2 a path that is no file to write, 3 the system
+ *  refused). */
+int bkm_cli_output_write(const char *cmd, const char *opt, const char *path, const char *text, unsigned mode);
+
 /** Read the OpenMP affinity variables of this process's environment into @p env (unset ones
  *  are NULL): KMP_AFFINITY, KMP_HW_SUBSET, KMP_PLACE_THREADS, KMP_BLOCKTIME, OMP_PLACES,
  *  OMP_PROC_BIND, GOMP_CPU_AFFINITY, OMP_WAIT_POLICY. */

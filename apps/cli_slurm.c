@@ -14,26 +14,6 @@
 
 extern char **environ;
 
-void bkm_cli_slurm_quote(bkm_buf_t *out, const char *s)
-{
-    int plain = s[0] != '\0';
-    for (const char *p = s; *p; p++)
-        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') || ('0' <= *p && *p <= '9') ||
-              strchr("_-./=:,+@%", *p)))
-            plain = 0;
-    if (plain) {
-        bkm_buf_puts(out, s);
-        return;
-    }
-    bkm_buf_puts(out, "'");
-    for (const char *p = s; *p; p++)
-        if (*p == '\'')
-            bkm_buf_puts(out, "'\\''");
-        else
-            bkm_buf_append(out, p, 1);
-    bkm_buf_puts(out, "'");
-}
-
 int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
                            size_t self_len, char host[256], char when[32], bkm_buf_t *cmd)
 {
@@ -53,52 +33,13 @@ int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc,
     bkm_buf_puts(cmd, "tune");
     for (int i = 0; i < argc; i++) {
         bkm_buf_puts(cmd, " ");
-        bkm_cli_slurm_quote(cmd, argv[i]);
+        bkm_slurm_sh_quote(cmd, argv[i], 0);
     }
     job->tune = self;
     job->generator_host = host;
     job->generated_at = when;
     job->generator_revision = revision;
     job->generated_by = bkm_buf_str(cmd);
-    return 0;
-}
-
-int bkm_cli_slurm_write(const char *cmd, const char *path, const char *text)
-{
-    int fd;
-    size_t len = strlen(text), off = 0;
-    if (strcmp(path, "-") == 0) {
-        fputs(text, stdout);
-        return 0;
-    }
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0755);
-    if (fd < 0) {
-        fprintf(stderr, "tune %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
-        return errno == ENOENT || errno == EISDIR ? 2 : 3;
-    }
-    {
-        struct stat sb;
-        if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-            close(fd);
-            fprintf(stderr, "tune %s: '%s' is not a regular file\n", cmd, path);
-            return 2;
-        }
-    }
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            fprintf(stderr, "tune %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
-            close(fd);
-            return 3;
-        }
-        off += (size_t)w;
-    }
-    if (close(fd) < 0) {
-        fprintf(stderr, "tune %s: cannot write '%s': %s\n", cmd, path, strerror(errno));
-        return 3;
-    }
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What `tune sbatch` and the main job's --sbatch / --slurm-array share: the job's generator
- * fields, writing a script file, and submitting it with sbatch (the CLI reads PATH and the
- * environment here, once, and hands them to bkm::slurm). */
+ * fields and submitting a script with sbatch (the CLI reads PATH and the environment here, once,
+ * and hands them to bkm::slurm); scripts are written with bkm_cli_output_write. */
 #ifndef BKM_CLI_SLURM_H
 #define BKM_CLI_SLURM_H
 
@@ -12,15 +12,10 @@
  *  which the caller frees). 0, or 3 after printing why (no /proc/self/exe). */
 int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
                            size_t self_len, char host[256], char when[32], bkm_buf_t *cmd);
-/** Write @p text to @p path (mode 0755: a batch script); "-" writes stdout. 0, or 3 after
- *  printing why. */
-int bkm_cli_slurm_write(const char *cmd, const char *path, const char *text);
 /** Submit @p script with sbatch (cleared SBATCH_ / SLURM_ variables; --test-only when asked;
  *  --dependency when not NULL). Prints what Slurm said. 0 with *job_id set, else the exit code
  *  (3: no sbatch, or Slurm refused: its message verbatim). */
 int bkm_cli_slurm_submit(const char *cmd, const char *script, const char *dependency, int test_only,
                          long long *job_id);
-/** Shell-quote @p s into @p out ('...' with '\'' for quotes; plain when only safe characters). */
-void bkm_cli_slurm_quote(bkm_buf_t *out, const char *s);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The libomp topology correction of the processes a `tune` command starts (see cli_topofix.h).
  *
- * Where the cpuinfo file lives: a new file (mkstemp, mode 0600, named after the command's pid) in
+ * Where the cpuinfo file lives: a new file (bkm_file_write_new, mode 0600, named after the command's pid) in
  * $TMPDIR, created by the command that starts the OpenMP processes and removed by it when they have
  * all ended; one left by a command killed with SIGKILL is removed by the next command's collection. The workers of a
  * sweep or a run are that command's children and never outlive it (the runner waits for each), so

@@ -93,6 +93,18 @@ static void print_counters(const bkm_db_counter_summary_t *c, size_t n)
     }
 }
 
+/* A stored JSON text parsed and written again (a database bkm did not write may hold anything):
+ * null when it is missing, does not parse or nests too deep. */
+static void stored_json(bkm_json_w_t *w, const char *text)
+{
+    bkm_json_t *doc = NULL;
+    if (text == NULL || bkm_json_parse(text, &doc, NULL) < 0)
+        bkm_json_null(w);
+    else
+        bkm_json_write_tree(w, doc);
+    bkm_json_free(doc);
+}
+
 static void print_json(const bkm_db_best_t *b, const bkm_db_counter_summary_t *ctr, size_t n_ctr)
 {
     bkm_buf_t out;
@@ -105,7 +117,7 @@ static void print_json(const bkm_db_best_t *b, const bkm_db_counter_summary_t *c
     bkm_json_key(&w, "workload");
     bkm_json_str(&w, b->workload);
     bkm_json_key(&w, "config");
-    bkm_json_raw(&w, b->config_json); /* canonical JSON object, checked when stored */
+    stored_json(&w, b->config_json);
     bkm_json_key(&w, "median_ms");
     bkm_json_double(&w, b->median_ms);
     bkm_json_key(&w, "median_ci95_order_stat");
@@ -124,10 +136,7 @@ static void print_json(const bkm_db_best_t *b, const bkm_db_counter_summary_t *c
     bkm_json_key(&w, "created_at");
     bkm_json_str(&w, b->created_at);
     bkm_json_key(&w, "evidence");
-    if (b->evidence_json)
-        bkm_json_raw(&w, b->evidence_json);
-    else
-        bkm_json_null(&w);
+    stored_json(&w, b->evidence_json);
     bkm_json_key(&w, "counters");
     json_counters(&w, ctr, n_ctr);
     bkm_json_obj_end(&w);

@@ -13,7 +13,7 @@
 const char bkm_cli_export_summary[] = "print every stored trial as CSV or JSON";
 
 typedef struct export_opts {
-    const char *db, *format, *node, *workload;
+    const char *db, *format, *node, *workload, *output;
     long long sweep;
 } export_opts_t;
 
@@ -21,11 +21,17 @@ static const bkm_cli_opt_t export_table[] = {
     {.name = "format", .kind = BKM_CLI_CHOICE, .metavar = "csv|json", .off = offsetof(export_opts_t, format),
      .choices = "csv|json",
      .help = "csv: a header row, then one row per trial (RFC 4180 quoting; the config\n"
-             "column holds the configuration as JSON). json: a list of objects\n"
-             "{id, sweep, node, workload, status, role, round, config, n_samples,\n"
-             "median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}",
+             "column holds the configuration as JSON; a text cell starting with =, +,\n"
+             "-, @, tab or CR gets a ' before it, so no spreadsheet runs it). json: a\n"
+             "list of objects {id, sweep, node, workload, status, role, round, config,\n"
+             "n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error}\n"
+             "(stored JSON parsed and written again; what cannot be is null, and \"notes\"\n"
+             "says why)",
      .flags = BKM_CLI_REQUIRED},
     BKM_CLI_DB_OPT(export_opts_t, db),
+    {.name = "output", .short_name = 'o', .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(export_opts_t, output),
+     .help = "write to FILE (a temporary file, then renamed) instead of the\n"
+             "standard output ('-')", .example = "trials.csv"},
     {.name = "sweep", .kind = BKM_CLI_I64, .metavar = "ID", .off = offsetof(export_opts_t, sweep), .lo = 1,
      .hi = 9.2e18, .help = "only the trials of the sweep with this numeric id"},
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(export_opts_t, node),
@@ -36,7 +42,7 @@ static const bkm_cli_opt_t export_table[] = {
 
 static const bkm_cli_cmd_spec_t export_cmd = {
     .name = "export",
-    .usage = "tune export --format csv|json [--db PATH] [--sweep ID] [--node NODE] [--workload WL]",
+    .usage = "tune export --format csv|json [--db PATH] [-o FILE] [--sweep ID] [--node NODE] [--workload WL]",
     .about = "Prints every trial stored in the results database: its status (ok, crashed, timeout, failed,\n"
              "binding-mismatch), its configuration and its statistics (samples, median, min, MAD, 95% CI of\n"
              "the median, GFLOP/s), for spreadsheets and scripts. The database is opened read-only: nothing\n"
@@ -88,7 +94,7 @@ int bkm_cli_export(int argc, char **argv)
         bkm_buf_free(&out);
         return bkm_status_exit_code(ret);
     }
-    fputs(bkm_buf_str(&out), stdout);
+    ret = bkm_cli_output_write("export", "-o", o.output ? o.output : "-", bkm_buf_str(&out), 0666);
     bkm_buf_free(&out);
-    return fflush(stdout) == 0 ? 0 : 3;
+    return ret;
 }

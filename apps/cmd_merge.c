@@ -42,7 +42,11 @@ static const bkm_cli_cmd_spec_t merge_cmd = {
              "gets the trials it lacks, so the same IN can be merged again safely. Every IN is checked first\n"
              "and read read-only: it stays byte-identical (a leftover IN-wal is read, never checkpointed into\n"
              "IN). If one is not a bkm database, is damaged, is missing, or is OUT itself under another name\n"
-             "(a symlink, a hard link), nothing is merged and OUT is left untouched. Each IN is merged in one\n"
+             "(a symlink, a hard link), nothing is merged and OUT is left untouched. An IN is data bkm may not\n"
+             "have written: it must hold bkm's schema of its version exactly (plain tables, bkm's columns and\n"
+             "indexes, no view or trigger) and only rows bkm would store (one-line names, finite numbers,\n"
+             "canonical configurations, ...), read within a time limit; else it is refused naming the table,\n"
+             "the row and the reason (exit 3), and OUT stays untouched and unlocked. Each IN is merged in one\n"
              "transaction. Sweeps refuse to write a database on a file system shared between hosts (NFS,\n"
              "Lustre, GPFS, ...): each job writes node-local disk, and one merge afterwards may write OUT\n"
              "there (with a warning: never let two hosts write it at once).",

@@ -312,8 +312,8 @@ int bkm_cli_regress(int argc, char **argv)
             goto done;
         }
         bkm_tune_regress_baseline_json(r, bkm_buf_str(&hj), BKM_BUILD_REVISION, when, &baseline);
-        if ((ret = bkm_file_write_atomic(o.output, "-o", bkm_buf_str(&baseline), &err)) < 0)
-            goto fail;
+        if ((ret = bkm_cli_output_write("regress", "-o", o.output, bkm_buf_str(&baseline), 0666)) != 0)
+            goto done;
         fprintf(stderr, "tune regress: wrote %s: %zu workloads x %d processes, host %s, revision %s\n", o.output,
                 r->n_wl, r->processes, fp, BKM_BUILD_REVISION);
         ret = 0;
@@ -342,11 +342,11 @@ int bkm_cli_regress(int argc, char **argv)
             bkm_buf_t j;
             bkm_buf_init(&j);
             bkm_tune_regress_junit(r, &j);
-            ret = bkm_file_write_atomic(o.junit, "--junit", bkm_buf_str(&j), &err);
+            ret = bkm_cli_output_write("regress", "--junit", o.junit, bkm_buf_str(&j), 0666);
             bkm_buf_free(&j);
-            if (ret < 0) {
+            if (ret != 0) {
                 bkm_buf_free(&res);
-                goto fail;
+                goto done;
             }
         }
         {   /* the gate's history, for `tune report` */

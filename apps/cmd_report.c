@@ -33,7 +33,8 @@ typedef struct report_opts {
 static const bkm_cli_opt_t report_table[] = {
     {.name = "output", .short_name = 'o', .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(report_opts_t, output),
      .help = "the HTML file to write (default " REPORT_DEFAULT_PATH "; its folder is\n"
-             "created when missing; written to a temporary file, then renamed)",
+             "created when missing; written to a temporary file, then renamed;\n"
+             "'-' is the standard output)",
      .example = "r.html"},
     BKM_CLI_DB_OPT(report_opts_t, db),
     {.name = "sweep", .kind = BKM_CLI_I64, .metavar = "ID", .off = offsetof(report_opts_t, sweep), .lo = 1,
@@ -100,8 +101,8 @@ static int host_threads(const char *doc_json, const char *hostname, int *thr, in
     return n;
 }
 
-/* Write @p text to @p path through a temporary file in the same folder (created if missing). */
-static int write_file(const char *path, const char *text, bkm_err_t *err)
+/* Create the folder of @p path when it is missing (the default results/report.html). */
+static int make_folder(const char *path, bkm_err_t *err)
 {
     char dir[4096];
     const char *slash = strrchr(path, '/');
@@ -110,7 +111,7 @@ static int write_file(const char *path, const char *text, bkm_err_t *err)
         if (mkdir(dir, 0777) < 0 && errno != EEXIST)
             return bkm_err_set(err, BKM_EIO, "cannot create folder '%s' for -o: %s", dir, strerror(errno));
     }
-    return bkm_file_write_atomic(path, "-o", text, err);
+    return BKM_OK;
 }
 
 int bkm_cli_report(int argc, char **argv)
@@ -129,8 +130,8 @@ int bkm_cli_report(int argc, char **argv)
     if (bkm_cli_opt_parse_cmd(&report_cmd, argc, argv, &o, &ret))
         return ret;
     out_path = o.output ? o.output : REPORT_DEFAULT_PATH;
-    if (stat(out_path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "tune report: -o '%s' is not a regular file\n", out_path);
+    if (stat(out_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "tune report: -o '%s' is a directory, not a file\n", out_path);
         return 2;
     }
     bkm_buf_init(&doc);
@@ -189,12 +190,15 @@ int bkm_cli_report(int argc, char **argv)
     rc.generated_at = when;
     rc.command = bkm_buf_str(&cmd);
     if ((ret = bkm_rep_html_render(bkm_buf_str(&doc), &rc, &html, &err)) < 0 ||
-        (ret = write_file(out_path, bkm_buf_str(&html), &err)) < 0) {
+        (strcmp(out_path, "-") != 0 && (ret = make_folder(out_path, &err)) < 0)) {
         fprintf(stderr, "tune report: %s\n", err.msg);
         ret = bkm_status_exit_code(ret);
         goto out;
     }
-    fprintf(stderr, "tune report: wrote %s (%zu bytes)\n", out_path, html.len);
+    if ((ret = bkm_cli_output_write("report", "-o", out_path, bkm_buf_str(&html), 0666)) != 0)
+        goto out;
+    fprintf(stderr, "tune report: wrote %s (%zu bytes)\n", strcmp(out_path, "-") ? out_path : "the standard output",
+            html.len);
     ret = 0;
 out:
     bkm_buf_free(&doc);

@@ -295,7 +295,7 @@ int bkm_cli_sbatch(int argc, char **argv)
     }
     snprintf(out_default, sizeof out_default, "bkm-%.60s-%.60s.sbatch", prof.name, o.workload);
     out = o.out ? o.out : o.submit ? out_default : "-";
-    if ((ret = bkm_cli_slurm_write("sbatch", out, bkm_buf_str(&script))) != 0)
+    if ((ret = bkm_cli_output_write("sbatch", "-o", out, bkm_buf_str(&script), 0777)) != 0)
         goto done;
     if (strcmp(out, "-") != 0)
         fprintf(stderr, "tune sbatch: wrote %s (%s setting of %s on %s)\n", out,

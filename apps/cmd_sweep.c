@@ -377,9 +377,10 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
     bkm_buf_init(&out);
     bkm_buf_puts(&cmd, "tune");
     for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0)
-            bkm_buf_printf(&cmd, i == 0 ? " %s" : strchr(argv[i], ' ') || strchr(argv[i], ',') ? " '%s'" : " %s",
-                           argv[i]);
+        if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0) {
+            bkm_buf_puts(&cmd, " ");
+            bkm_slurm_sh_quote(&cmd, argv[i], 0);
+        }
     bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json,
                                o->verbose || o->dry_run);
     fputs(bkm_buf_str(&out), stdout);
@@ -387,38 +388,111 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
     bkm_buf_free(&out);
 }
 
-/* The sweep's own options for the job's `tune sweep` line: argv without what only concerns
- * writing or submitting the job (and --db, --shard*: the job sets them). */
-static void job_args(int argc, char **argv, int add_grid, bkm_buf_t *out)
+/* The option of the sweep's table that argv word @p a names ("--name" or "--name=V", by its name
+ * or old spelling), with *value the inline value (NULL when none); NULL when @p a is no option. */
+static const bkm_cli_opt_t *sweep_opt(const char *a, const char **value)
 {
-    static const char *const with_value[] = {"sbatch", "slurm-array", "account", "qos", "partition", "slurm-time",
-                                             "job-name", "db", "shard", "shard-group", NULL};
-    static const char *const flags[] = {"submit", "dry-run", "json", NULL};
-    int first = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int skip = 0;
-        if (strncmp(a, "--", 2) == 0 && a[2]) {
-            size_t n = strcspn(a + 2, "=");
-            for (int k = 0; with_value[k]; k++)
-                if (strlen(with_value[k]) == n && strncmp(a + 2, with_value[k], n) == 0) {
-                    skip = 1;
-                    if (a[2 + n] != '=')
-                        i++;   /* the value is the next word */
-                }
-            for (int k = 0; flags[k]; k++)
-                if (strcmp(a + 2, flags[k]) == 0)
-                    skip = 1;
+    size_t n;
+    *value = NULL;
+    if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+        return NULL;
+    n = strcspn(a + 2, "=");
+    for (size_t k = 0; k < sizeof sweep_table / sizeof sweep_table[0]; k++) {
+        const bkm_cli_opt_t *o = &sweep_table[k];
+        if ((strlen(o->name) == n && strncmp(a + 2, o->name, n) == 0) ||
+            (o->alias && strlen(o->alias) == n && strncmp(a + 2, o->alias, n) == 0)) {
+            if (a[2 + n] == '=')
+                *value = a + 3 + n;
+            return o;
         }
-        if (skip || i >= argc)
-            continue;
-        if (!first)
-            bkm_buf_puts(out, " ");
-        bkm_cli_slurm_quote(out, argv[i]);
-        first = 0;
     }
-    if (add_grid)
-        bkm_buf_puts(out, first ? "--strategy grid" : " --strategy grid");
+    return NULL;
+}
+
+static void words_free(char **w, int n)
+{
+    for (int i = 0; i < n; i++)
+        bkm_free(w[i]);
+    bkm_free(w);
+}
+
+/* Append "--NAME" (@p dashes) or the value @p s to the words; -1 when out of memory. */
+static int word_add(char **w, int *n, const char *dashes, const char *s)
+{
+    size_t len = strlen(dashes) + strlen(s) + 1;
+    if ((w[*n] = bkm_malloc(len)) == NULL)
+        return -1;
+    snprintf(w[*n], len, "%s%s", dashes, s);
+    (*n)++;
+    return 0;
+}
+
+/* The sweep's own options for the job's `tune sweep` line, one word each into *words (owned;
+ * words_free): argv without what only concerns writing or submitting the job (and --db, --shard*:
+ * the job sets them), read with the sweep's option table, so that a value is never taken for an
+ * option nor an option for a value. A --node that names a profile or XML file becomes its
+ * absolute path: the job runs wherever sbatch starts it. 0, or the exit code after printing why. */
+static int job_args(int argc, char **argv, int add_grid, char ***words, int *n)
+{
+    static const char *const dropped[] = {"sbatch", "slurm-array", "account", "qos", "partition", "slurm-time",
+                                          "job-name", "db", "shard", "shard-group", "submit", "dry-run", "json",
+                                          NULL};
+    char **w = bkm_calloc((size_t)argc * 2 + 2, sizeof *w);
+    int k = 0;
+    *words = NULL;
+    *n = 0;
+    if (w == NULL)
+        goto oom;
+    for (int i = 1; i < argc; i++) {
+        const char *value = NULL;
+        const bkm_cli_opt_t *o = sweep_opt(argv[i], &value);
+        char abs[PATH_MAX];
+        int drop = 0;
+        if (o == NULL) {   /* parse_args accepted the line: not reached */
+            fprintf(stderr, "tune: '%s' is not an option of the sweep\n", argv[i]);
+            words_free(w, k);
+            return 2;
+        }
+        if (o->kind != BKM_CLI_FLAG && value == NULL)
+            value = i + 1 < argc ? argv[++i] : "";
+        for (int d = 0; dropped[d]; d++)
+            drop |= strcmp(o->name, dropped[d]) == 0;
+        if (drop)
+            continue;
+        if (strcmp(o->name, "node") == 0) {
+            bkm_node_profile_t builtin;
+            if (bkm_profile_builtin(value, &builtin, NULL) != BKM_OK) {
+                if (realpath(value, abs) == NULL) {
+                    fprintf(stderr, "tune: --node '%s': %s\n", value, strerror(errno));
+                    words_free(w, k);
+                    return 2;
+                }
+                value = abs;
+            }
+        }
+        if (word_add(w, &k, "--", o->name) < 0 || (value != NULL && word_add(w, &k, "", value) < 0))
+            goto oom;
+    }
+    if (add_grid && (word_add(w, &k, "--", "strategy") < 0 || word_add(w, &k, "", "grid") < 0))
+        goto oom;
+    *words = w;
+    *n = k;
+    return 0;
+oom:
+    fprintf(stderr, "tune: out of memory\n");
+    if (w)
+        words_free(w, k);
+    return 3;
+}
+
+/* A script's path as one shell word for a command line ("./" before one that starts with '-'). */
+static void script_word(bkm_buf_t *b, const char *path)
+{
+    bkm_buf_t p;
+    bkm_buf_init(&p);
+    bkm_buf_printf(&p, "%s%s", path[0] == '-' ? "./" : "", path);
+    bkm_slurm_sh_quote(b, bkm_buf_str(&p), 0);
+    bkm_buf_free(&p);
 }
 
 /* --sbatch FILE / --slurm-array K: write (and submit) the job(s) that run this sweep on NODE. */
@@ -427,16 +501,23 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
     bkm_slurm_job_t job;
     bkm_slurm_array_t arr;
     bkm_err_t err = {0};
-    bkm_buf_t cmd, args, s1, s2, dbabs, shards;
+    bkm_buf_t cmd, s1, s2, dbabs, shards;
+    char **words = NULL;
+    int n_words = 0;
     char self[PATH_MAX], host[256], when[32], jname[96], f1[PATH_MAX], f2[PATH_MAX + 16], group[17];
     const char *dot;
     int ret = 0, rc;
     long long id = 0, id2 = 0;
-    bkm_buf_init(&cmd), bkm_buf_init(&args), bkm_buf_init(&s1), bkm_buf_init(&s2), bkm_buf_init(&dbabs);
+    bkm_buf_init(&cmd), bkm_buf_init(&s1), bkm_buf_init(&s2), bkm_buf_init(&dbabs);
     bkm_buf_init(&shards);
     int user_strategy = 0;
-    for (int i = 1; i < argc; i++)
-        user_strategy |= strncmp(argv[i], "--strategy", 10) == 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        const bkm_cli_opt_t *opt = sweep_opt(argv[i], &v);
+        user_strategy |= opt && strcmp(opt->name, "strategy") == 0;
+        if (opt && opt->kind != BKM_CLI_FLAG && v == NULL)
+            i++;   /* its value */
+    }
     if (o->slurm_array && user_strategy && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0) {
         fprintf(stderr, "tune: --slurm-array splits the grid: --strategy %s cannot be sharded (use grid)\n",
                 o->sw.strategy);
@@ -472,10 +553,12 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
     }
     bkm_buf_puts(&dbabs, o->db);
     bkm_buf_printf(&shards, "%s.shards", bkm_buf_str(&dbabs));
-    job_args(argc, argv, o->slurm_array && !user_strategy, &args);
+    if ((ret = job_args(argc, argv, o->slurm_array && !user_strategy, &words, &n_words)) != 0)
+        goto out;
     memset(&arr, 0, sizeof arr);
     arr.shards = o->slurm_array ? o->slurm_array : 1;
-    arr.sweep_args = bkm_buf_str(&args);
+    arr.sweep_argv = (const char *const *)words;
+    arr.sweep_argc = n_words;
     arr.db = bkm_buf_str(&dbabs);
     arr.shard_dir = bkm_buf_str(&shards);
     {
@@ -517,8 +600,8 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
             printf("# %s\n%s", f2, bkm_buf_str(&s2));
         goto out;
     }
-    if ((ret = bkm_cli_slurm_write("sweep", f1, bkm_buf_str(&s1))) != 0 ||
-        (o->slurm_array && (ret = bkm_cli_slurm_write("sweep", f2, bkm_buf_str(&s2))) != 0))
+    if ((ret = bkm_cli_output_write("sweep", "--sbatch", f1, bkm_buf_str(&s1), 0777)) != 0 ||
+        (o->slurm_array && (ret = bkm_cli_output_write("sweep", "--sbatch", f2, bkm_buf_str(&s2), 0777)) != 0))
         goto out;
     if (o->slurm_array)
         printf("tune: wrote %s (job array: %d shards of the %s sweep on %s, shards into %s) and %s (merge job into "
@@ -527,8 +610,17 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
         printf("tune: wrote %s (the %s sweep on %s, results merged into %s)\n", f1, o->workload, prof->name,
                bkm_buf_str(&dbabs));
     if (!o->submit) {
-        printf("tune: submit with: sbatch %s%s%s\n", f1, o->slurm_array ? "; then sbatch --dependency=afterany:<id> " : "",
-               o->slurm_array ? f2 : "");
+        /* a command to copy: each path one shell word, never taken for an option */
+        bkm_buf_t how;
+        bkm_buf_init(&how);
+        bkm_buf_puts(&how, "sbatch ");
+        script_word(&how, f1);
+        if (o->slurm_array) {
+            bkm_buf_puts(&how, "; then sbatch --dependency=afterany:<id> ");
+            script_word(&how, f2);
+        }
+        printf("tune: submit with: %s\n", bkm_buf_str(&how));
+        bkm_buf_free(&how);
         goto out;
     }
     if ((ret = bkm_cli_slurm_submit("sweep", f1, NULL, 0, &id)) != 0)
@@ -539,8 +631,9 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
         ret = bkm_cli_slurm_submit("sweep", f2, dep, 0, &id2);
     }
 out:
-    bkm_buf_free(&cmd), bkm_buf_free(&args), bkm_buf_free(&s1), bkm_buf_free(&s2), bkm_buf_free(&dbabs);
+    bkm_buf_free(&cmd), bkm_buf_free(&s1), bkm_buf_free(&s2), bkm_buf_free(&dbabs);
     bkm_buf_free(&shards);
+    words_free(words, n_words);
     return ret;
 }
 

@@ -47,8 +47,10 @@ static void open_scope(bkm_json_w_t *w, const char *c)
 {
     pre_value(w);
     bkm_buf_puts(w->out, c);
-    if (w->depth < BKM_JSON_MAX_DEPTH - 1)
+    if (w->depth < BKM_JSON_MAX_DEPTH)
         w->depth++;
+    else
+        w->too_deep = 1;   /* the caller nests beyond the limit: its output is not valid */
     w->need_comma[w->depth] = 0;
 }
 
@@ -212,7 +214,32 @@ void bkm_json_raw(bkm_json_w_t *w, const char *json)
     bkm_buf_append_utf8(w->out, json, strlen(json));   /* JSON from elsewhere: keep it UTF-8 */
 }
 
-void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j)
+int bkm_json_depth(const bkm_json_t *j)
+{
+    int d = 0;
+    if (j == NULL || (j->type != BKM_JSON_ARR && j->type != BKM_JSON_OBJ))
+        return 0;
+    for (const bkm_json_t *c = j->child; c; c = c->next) {
+        int k = bkm_json_depth(c);
+        if (k > d)
+            d = k;
+    }
+    return d + 1;
+}
+
+static void write_tree(bkm_json_w_t *w, const bkm_json_t *j);
+
+int bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j)
+{
+    if (w->depth + bkm_json_depth(j) > BKM_JSON_MAX_DEPTH) {
+        bkm_json_null(w);
+        return BKM_EINVAL;
+    }
+    write_tree(w, j);
+    return BKM_OK;
+}
+
+static void write_tree(bkm_json_w_t *w, const bkm_json_t *j)
 {
     switch (j->type) {
     case BKM_JSON_NULL: bkm_json_null(w); break;
@@ -227,14 +254,14 @@ void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j)
     case BKM_JSON_ARR:
         bkm_json_arr_begin(w);
         for (const bkm_json_t *c = j->child; c; c = c->next)
-            bkm_json_write_tree(w, c);
+            write_tree(w, c);
         bkm_json_arr_end(w);
         break;
     case BKM_JSON_OBJ:
         bkm_json_obj_begin(w);
         for (const bkm_json_t *c = j->child; c; c = c->next) {
             bkm_json_key(w, c->key);
-            bkm_json_write_tree(w, c);
+            write_tree(w, c);
         }
         bkm_json_obj_end(w);
         break;
@@ -368,8 +395,8 @@ static int parse_container(parser_t *p, bkm_json_t *out, int is_obj)
     bkm_json_t **tail = &out->child;
     char close = is_obj ? '}' : ']';
     out->type = is_obj ? BKM_JSON_OBJ : BKM_JSON_ARR;
-    if (++p->depth > 64)
-        return fail(p, "nesting too deep");
+    if (++p->depth > BKM_JSON_MAX_DEPTH)
+        return fail(p, "nesting deeper than " BKM_JSON_MAX_DEPTH_TEXT " levels");
     p->pos++;
     skip_ws(p);
     if (p->s[p->pos] == close) {

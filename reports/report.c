@@ -353,49 +353,72 @@ static void cpulist_mark(const char *s, unsigned char *set, size_t cap)
 }
 
 #define PU_CAP 4096
+/* What one topology drawing shows at most, whatever the stored topology says: a larger one is
+ * drawn in part, and the caption says so (a stored topology is data; 200000 packages would make
+ * a page of tens of megabytes). */
+#define TOPO_DRAW_PACKAGES 64
+#define TOPO_DRAW_CORES 2048
+#define TOPO_DRAW_PUS_PER_CORE 16
 
 /* The topology drawing: packages, cores, PUs; the PUs in @p used filled. */
 static void topo_svg(bkm_buf_t *out, const bkm_json_t *topo, const unsigned char *used, const char *caption)
 {
     const bkm_json_t *cores = topo ? bkm_json_get(topo, "cores_list") : NULL;
-    int npkg = topo ? (int)bkm_json_get_num(topo, "packages", 1) : 1, maxpus = 1, per_row = 8, y = 0;
+    const bkm_json_t *sel[TOPO_DRAW_CORES];
+    double stored_pkg = topo ? bkm_json_get_num(topo, "packages", 1) : 1;
+    int npkg = TOPO_DRAW_PACKAGES, maxpus = 1, per_row = 8, y = 0, cut = 0, nsel = 0;
+    int selpkg[TOPO_DRAW_CORES], per_pkg[TOPO_DRAW_PACKAGES] = {0};
     int cw, ch = 24, width;
     if (!cores || cores->type != BKM_JSON_ARR || cores->n_children == 0) {
         empty(out, "No topology stored with this host.");
         return;
     }
+    /* the packages drawn: as many as stored, at most the limit */
+    if (stored_pkg >= 1 && stored_pkg < TOPO_DRAW_PACKAGES)
+        npkg = (int)stored_pkg;
+    else if (stored_pkg > TOPO_DRAW_PACKAGES)
+        cut = 1;
+    /* one pass over the stored cores: those of a drawn package, up to the limit */
     for (const bkm_json_t *c = cores->child; c; c = c->next) {
         const bkm_json_t *pus = bkm_json_get(c, "pus");
-        if (pus && (int)pus->n_children > maxpus)
-            maxpus = (int)pus->n_children;
+        double pk = bkm_json_get_num(c, "pkg", 0);
+        if (!(pk >= 0 && pk < npkg) || nsel == TOPO_DRAW_CORES) {
+            cut = 1;
+            continue;
+        }
+        if (pus && pus->n_children > TOPO_DRAW_PUS_PER_CORE)
+            cut = 1;
+        if (pus && (int)(pus->n_children > TOPO_DRAW_PUS_PER_CORE ? TOPO_DRAW_PUS_PER_CORE : pus->n_children) > maxpus)
+            maxpus = pus->n_children > TOPO_DRAW_PUS_PER_CORE ? TOPO_DRAW_PUS_PER_CORE : (int)pus->n_children;
+        selpkg[nsel] = (int)pk;
+        sel[nsel++] = c;
+        per_pkg[(int)pk]++;
     }
-    if (npkg < 1)
-        npkg = 1;
     cw = maxpus * 14 + 8;
     width = per_row * (cw + 6) + 16;
     bkm_buf_t body;
     bkm_buf_init(&body);
     for (int p = 0; p < npkg; p++) {
-        int k = 0, rows;
-        for (const bkm_json_t *c = cores->child; c; c = c->next)
-            if ((int)bkm_json_get_num(c, "pkg", 0) == p)
-                k++;
+        int k = per_pkg[p], rows;
+        if (k == 0)
+            continue;
         rows = (k + per_row - 1) / per_row;
         bkm_buf_printf(&body, "<rect x=\"2\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"pkg\"/>"
                               "<text x=\"8\" y=\"%d\" class=\"small\">package %d</text>\n",
                        y + 2, width - 4, rows * (ch + 6) + 22, y + 15, p);
         k = 0;
-        for (const bkm_json_t *c = cores->child; c; c = c->next) {
-            const bkm_json_t *pus = bkm_json_get(c, "pus");
+        for (int s = 0; s < nsel; s++) {
+            const bkm_json_t *c = sel[s], *pus;
             int cx, cy, i = 0;
-            if ((int)bkm_json_get_num(c, "pkg", 0) != p)
+            if (selpkg[s] != p)
                 continue;
+            pus = bkm_json_get(c, "pus");
             cx = 8 + (k % per_row) * (cw + 6);
             cy = y + 20 + (k / per_row) * (ch + 6);
             bkm_buf_printf(&body, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"core\"><title>core %d"
                                   "</title></rect>\n",
                            cx, cy, cw, ch, (int)bkm_json_get_num(c, "core", 0));
-            for (const bkm_json_t *u = pus ? pus->child : NULL; u; u = u->next, i++) {
+            for (const bkm_json_t *u = pus ? pus->child : NULL; u && i < TOPO_DRAW_PUS_PER_CORE; u = u->next, i++) {
                 int os = (int)u->num;
                 int on = os >= 0 && os < PU_CAP && used[os];
                 bkm_buf_printf(&body, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" class=\"%s\"><title>PU %d%s"
@@ -411,6 +434,10 @@ static void topo_svg(bkm_buf_t *out, const bkm_json_t *topo, const unsigned char
     bkm_buf_puts(out, bkm_buf_str(&body));
     P("</svg><figcaption>");
     E(caption);
+    if (cut)
+        P(" (drawn in part: at most %d packages, %d cores and %d PUs per core; the stored topology has %.0f "
+          "package(s) and %zu core(s))", TOPO_DRAW_PACKAGES, TOPO_DRAW_CORES, TOPO_DRAW_PUS_PER_CORE, stored_pkg,
+          cores->n_children);
     P("</figcaption></figure>\n");
     bkm_buf_free(&body);
 }
@@ -1232,6 +1259,19 @@ int bkm_rep_html_render(const char *report_json, const bkm_rep_cfg_t *cfg, bkm_b
     if (cfg->generated_at)
         P(", generated "), E(cfg->generated_at);
     P(". %zu sweep(s), %zu trial(s), %zu workload(s).</p>\n", m.sweeps->n_children, m.trials->n_children, m.n);
+    {   /* what the database holds that the report had to leave out */
+        const bkm_json_t *notes = bkm_json_get(m.doc, "notes");
+        if (notes && notes->type == BKM_JSON_ARR && notes->n_children > 0) {
+            size_t k = 0;
+            P("<p>%zu stored value(s) left out:</p>\n<ul>\n", notes->n_children);
+            for (const bkm_json_t *n = notes->child; n && k < 20; n = n->next, k++)
+                if (n->type == BKM_JSON_STR)
+                    P("<li>"), E(n->str), P("</li>\n");
+            if (notes->n_children > k)
+                P("<li>and %zu more</li>\n", notes->n_children - k);
+            P("</ul>\n");
+        }
+    }
     if (cfg->command)
         P("<p><code>"), E(cfg->command), P("</code></p>\n");
     P("<p>Sections: ");

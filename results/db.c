@@ -93,6 +93,29 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "ALTER TABLE counter ADD COLUMN disagrees TEXT;" BKM__DB_COUNTER_LEGACY_FIX("0"),
 };
 
+int bkm__db_schema_reference(int version, sqlite3 **mem, bkm_err_t *err)
+{
+    int rc;
+    *mem = NULL;
+    if (version < 1 || version > BKM_DB_SCHEMA_VERSION)
+        return bkm_err_set(err, BKM_ENOTSUP, "no bkm schema of version %d (this tune knows 1..%d)", version,
+                           BKM_DB_SCHEMA_VERSION);
+    if ((rc = sqlite3_open_v2(":memory:", mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)) != SQLITE_OK) {
+        sqlite3_close(*mem);
+        *mem = NULL;
+        return bkm_err_set(err, BKM_EDEP, "in-memory SQLite database: %s", sqlite3_errstr(rc));
+    }
+    for (int v = 0; v < version; v++)
+        if ((rc = sqlite3_exec(*mem, migrations[v], NULL, NULL, NULL)) != SQLITE_OK) {
+            bkm_err_set(err, BKM_EDEP, "bkm's schema version %d: migration %d: %s", version, v + 1,
+                        sqlite3_errmsg(*mem));
+            sqlite3_close(*mem);
+            *mem = NULL;
+            return BKM_EDEP;
+        }
+    return BKM_OK;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 int bkm__db_err(bkm_db_t *db, int rc, const char *what, bkm_err_t *err)
 {

@@ -2,21 +2,26 @@
 /* Export of every trial as CSV (RFC 4180) or JSON, for spreadsheets and scripts; both always
  * valid UTF-8, whatever bytes a stored error text holds. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "results_int.h"
 
-/* A cell, quoted when needed; always valid UTF-8 (ill-formed bytes of an error text become
- * U+FFFD). */
+/* A text cell, quoted when needed; always valid UTF-8 (ill-formed bytes of an error text become
+ * U+FFFD). A text that a spreadsheet would take for a formula (OWASP's rule: beginning with =, +,
+ * -, @, a tab or a carriage return) is written as data: a single quote before it, the whole cell
+ * in double quotes. */
 static void csv_str(bkm_buf_t *b, const char *s)
 {
+    int formula;
     if (s == NULL)
         return;
-    if (strpbrk(s, ",\"\r\n") == NULL) {
+    formula = s[0] != '\0' && strchr("=+-@\t\r", s[0]) != NULL;
+    if (!formula && strpbrk(s, ",\"\r\n") == NULL) {
         bkm_buf_append_utf8(b, s, strlen(s));
         return;
     }
-    bkm_buf_puts(b, "\"");
+    bkm_buf_puts(b, formula ? "\"'" : "\"");
     for (const char *p = s;;) {
         size_t n = strcspn(p, "\"");
         bkm_buf_append_utf8(b, p, n);
@@ -131,7 +136,24 @@ static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r, const char *count
     bkm_buf_puts(b, "\r\n");
 }
 
-static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
+/* A stored JSON text (NULL: null) parsed and written again: null, with a line in @p notes, when
+ * it does not parse or would nest deeper than bkm's JSON limit. */
+static void json_stored(bkm_json_w_t *w, const char *text, const char *what, bkm_buf_t *notes)
+{
+    bkm_json_t *doc = NULL;
+    bkm_err_t e = {0};
+    if (text == NULL)
+        bkm_json_null(w);
+    else if (bkm_json_parse(text, &doc, &e) < 0) {
+        bkm_json_null(w);
+        bkm_buf_printf(notes, "%s: the stored text is not JSON (%s): left out\n", what, e.msg);
+    } else if (bkm_json_write_tree(w, doc) < 0)
+        bkm_buf_printf(notes, "%s: the stored JSON nests %d levels, deeper than the %d bkm's JSON holds here: left "
+                       "out\n", what, bkm_json_depth(doc), BKM_JSON_MAX_DEPTH - w->depth);
+    bkm_json_free(doc);
+}
+
+static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r, bkm_buf_t *notes)
 {
     bkm_json_obj_begin(w);
     bkm_json_key(w, "id");
@@ -148,8 +170,8 @@ static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
     bkm_json_str(w, r->role);
     bkm_json_key(w, "round");
     bkm_json_int(w, r->round);
-    bkm_json_key(w, "config");
-    bkm_json_raw(w, r->config_json ? r->config_json : "{}"); /* canonical JSON, checked on insert */
+    bkm_json_key(w, "config");   /* re-serialised: a foreign database's text is never spliced in */
+    json_stored(w, r->config_json, "config", notes);
     bkm_json_key(w, "n_samples");
     bkm_json_int(w, r->n_samples);
     bkm_json_key(w, "median_ms");
@@ -177,13 +199,18 @@ static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r)
     bkm_json_key(w, "noise_share");
     bkm_json_double(w, r->noise_share);
     bkm_json_key(w, "noise");   /* the worker's object, re-serialised (null if unreadable) */
-    {
-        bkm_json_t *doc = NULL;
-        if (r->noise_json != NULL && bkm_json_parse(r->noise_json, &doc, NULL) == BKM_OK)
-            bkm_json_write_tree(w, doc);
-        else
-            bkm_json_null(w);
-        bkm_json_free(doc);
+    json_stored(w, r->noise_json, "noise", notes);
+    if (notes->len) {   /* what was left out of this row, and why */
+        bkm_json_key(w, "notes");
+        bkm_json_arr_begin(w);
+        for (const char *p = bkm_buf_str(notes); *p;) {
+            size_t n = strcspn(p, "\n");
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+            bkm_json_str(w, line);
+            p += n + (p[n] == '\n');
+        }
+        bkm_json_arr_end(w);
     }
 }
 
@@ -218,14 +245,18 @@ int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fm
                 csv_row(out, &l.rows[i], bkm_buf_str(&cell));
         }
     } else {
+        bkm_buf_t notes;
+        bkm_buf_init(&notes);
         bkm_json_w_init(&w, out, 1);
         bkm_json_arr_begin(&w);
         for (size_t i = 0; i < l.n && ret == BKM_OK; i++) {
-            json_row(&w, &l.rows[i]);
+            bkm_buf_free(&notes);
+            json_row(&w, &l.rows[i], &notes);
             ret = export_counters_json(db, ctr, l.rows[i].id, &w, err);
             bkm_json_obj_end(&w);
         }
         bkm_json_arr_end(&w);
+        bkm_buf_free(&notes);
         bkm_buf_puts(out, "\n");
     }
     if (ret == BKM_OK && (out->oom || cell.oom))

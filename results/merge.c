@@ -184,19 +184,57 @@ out:
     return ret;
 }
 
+void bkm_db_merge_limits_default(bkm_db_merge_limits_t *lim)
+{
+    lim->time_s = 600;
+    lim->max_rows = 100000000;
+    lim->max_text = 16 << 20;
+}
+
+/* The merge's clock: SQLite calls this every few thousand steps of any statement. */
+typedef struct merge_clock {
+    uint64_t deadline_ns;
+    int expired;
+} merge_clock_t;
+
+static int merge_progress(void *ud)
+{
+    merge_clock_t *c = ud;
+    if (bkm_now_ns() > c->deadline_ns)
+        c->expired = 1;
+    return c->expired;
+}
+
 int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *stats, bkm_err_t *err)
+{
+    return bkm_db_merge_limited(db, in_path, NULL, stats, err);
+}
+
+int bkm_db_merge_limited(bkm_db_t *db, const char *in_path, const bkm_db_merge_limits_t *limits,
+                         bkm_db_merge_stats_t *stats, bkm_err_t *err)
 {
     sqlite3_stmt *att = NULL;
     bkm_db_merge_stats_t local = {0};
+    bkm_db_merge_limits_t lim;
+    merge_clock_t clock = {0, 0};
     bkm_buf_t uri;
-    int ret, rc, attached = 0, lock_fd = -1, same = 0;
+    int ret, rc, attached = 0, lock_fd = -1, same = 0, in_txn = 0;
     if (db->readonly)
         return bkm_err_set(err, BKM_EINVAL, "cannot merge into %s: opened read-only", db->path);
     bkm_db_same_file(db->path, in_path, &same);
     if (same)
         return bkm_err_set(err, BKM_EINVAL, "cannot merge %s into %s: they are the same file", in_path, db->path);
+    if (limits)
+        lim = *limits;
+    else
+        bkm_db_merge_limits_default(&lim);
+    if (!(lim.time_s > 0) || lim.max_rows < 0 || lim.max_text < 0)
+        return bkm_err_set(err, BKM_EINVAL, "merge limits: time %g s, %lld rows, %lld bytes", lim.time_s,
+                           (long long)lim.max_rows, (long long)lim.max_text);
     if ((ret = bkm_db_validate(in_path, err)) < 0)
         return ret;
+    clock.deadline_ns = bkm_now_ns() + (uint64_t)(lim.time_s * 1e9);
+    sqlite3_progress_handler(db->h, 1000, merge_progress, &clock);
     /* Read-only, as bkm_db_open(BKM_DB_READONLY) reads: a read-write ATTACH would checkpoint a
      * leftover -wal into the input when it detaches. */
     bkm_buf_init(&uri);
@@ -215,17 +253,28 @@ int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *stats,
     attached = 1;
     if ((ret = bkm__db_begin(db, err)) < 0)
         goto out;
-    if ((ret = merge_all(db, in_path, &local, err)) < 0) {
-        bkm__db_rollback(db);
+    in_txn = 1;
+    /* the source is checked inside the transaction, so that what is copied is what was checked */
+    if ((ret = bkm__db_merge_check(db, &lim, err)) < 0) {
+        bkm_err_prefix(err, "refused (nothing merged)");
         goto out;
     }
+    if ((ret = merge_all(db, in_path, &local, err)) < 0)
+        goto out;
     ret = bkm__db_commit(db, err);
+    in_txn = 0;
 out:
+    sqlite3_progress_handler(db->h, 0, NULL, NULL);   /* a rollback or detach is never cut short */
+    if (in_txn)
+        bkm__db_rollback(db);
     if (attached)
         sqlite3_exec(db->h, "DETACH DATABASE src", NULL, NULL, NULL);
     if (lock_fd >= 0)
         close(lock_fd);
     bkm_buf_free(&uri);
+    if (clock.expired && ret < 0)
+        ret = bkm_err_set(err, BKM_EIO, "reading it took longer than the time limit of %g s: stopped, nothing "
+                          "merged", lim.time_s);
     if (ret < 0)
         return bkm_err_prefix(err, "merging %s", in_path);
     if (stats) {

@@ -8,18 +8,23 @@
 
 #include "results_int.h"
 
-/* A stored JSON text as JSON when it parses, else as a string (an older or foreign writer). */
-static void put_json_text(bkm_json_w_t *w, const char *text)
+/* A stored JSON text as JSON when it parses, else as a string (an older or foreign writer). A
+ * value that parses but would nest deeper than bkm's JSON limit where it goes is left out (null)
+ * and named in @p notes (one line each: "what id: why"), so that one row never spoils the whole
+ * document. */
+static void put_json_text(bkm_json_w_t *w, bkm_buf_t *notes, const char *text, const char *what, int64_t id)
 {
     bkm_json_t *doc = NULL;
     if (text == NULL) {
         bkm_json_null(w);
         return;
     }
-    if (bkm_json_parse(text, &doc, NULL) == BKM_OK)
-        bkm_json_write_tree(w, doc);
-    else
+    if (bkm_json_parse(text, &doc, NULL) != BKM_OK)
         bkm_json_str(w, text);
+    else if (bkm_json_write_tree(w, doc) < 0)
+        bkm_buf_printf(notes, "%s %lld: the stored JSON nests %d levels, deeper than the %d the report holds at "
+                       "that place: left out\n", what, (long long)id, bkm_json_depth(doc),
+                       BKM_JSON_MAX_DEPTH - w->depth);
     bkm_json_free(doc);
 }
 
@@ -28,9 +33,10 @@ static void put_col_text(bkm_json_w_t *w, sqlite3_stmt *st, int i)
     bkm_json_str(w, sqlite3_column_type(st, i) == SQLITE_NULL ? NULL : (const char *)sqlite3_column_text(st, i));
 }
 
-static void put_col_json(bkm_json_w_t *w, sqlite3_stmt *st, int i)
+static void put_col_json(bkm_json_w_t *w, bkm_buf_t *notes, sqlite3_stmt *st, int i, const char *what, int64_t id)
 {
-    put_json_text(w, sqlite3_column_type(st, i) == SQLITE_NULL ? NULL : (const char *)sqlite3_column_text(st, i));
+    put_json_text(w, notes, sqlite3_column_type(st, i) == SQLITE_NULL ? NULL : (const char *)sqlite3_column_text(st, i),
+                  what, id);
 }
 
 static void put_col_num(bkm_json_w_t *w, sqlite3_stmt *st, int i)
@@ -52,7 +58,7 @@ static void bind_filter(sqlite3_stmt *st, const bkm_db_filter_t *f)
     bkm__bind_text(st, 3, f ? f->workload : NULL);
 }
 
-static int report_sweeps(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_err_t *err)
+static int report_sweeps(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_buf_t *notes, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
@@ -79,7 +85,7 @@ static int report_sweeps(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w
         bkm_json_key(w, "hostname"), put_col_text(w, st, 11);
         bkm_json_key(w, "cpu_model"), put_col_text(w, st, 12);
         bkm_json_key(w, "fingerprint"), put_col_text(w, st, 13);
-        bkm_json_key(w, "topology"), put_col_json(w, st, 14);
+        bkm_json_key(w, "topology"), put_col_json(w, notes, st, 14, "topology of the host of sweep", sqlite3_column_int64(st, 0));
         bkm_json_obj_end(w);
         bkm_json_obj_end(w);
     }
@@ -103,7 +109,7 @@ static int report_counters(bkm_db_t *db, sqlite3_stmt *ctr, int64_t trial_id, bk
     return rc == SQLITE_DONE ? BKM_OK : bkm__db_err(db, rc, "read counters", err);
 }
 
-static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_err_t *err)
+static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_buf_t *notes, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL, *ctr = NULL;
     int ret, rc = SQLITE_DONE;
@@ -134,7 +140,7 @@ static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w
         bkm_json_obj_begin(w);
         bkm_json_key(w, "id"), bkm_json_int(w, sqlite3_column_int64(st, 0));
         bkm_json_key(w, "sweep"), bkm_json_int(w, sqlite3_column_int64(st, 1));
-        bkm_json_key(w, "config"), put_col_json(w, st, 2);
+        bkm_json_key(w, "config"), put_col_json(w, notes, st, 2, "configuration of trial", sqlite3_column_int64(st, 0));
         for (int i = 0; i < 6; i++)
             if (texts[i])
                 bkm_json_key(w, texts[i]), put_col_text(w, st, i + 3);
@@ -147,17 +153,17 @@ static int report_trials(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w
         bkm_json_arr_begin(w), put_col_num(w, st, 13), put_col_num(w, st, 14), bkm_json_arr_end(w);
         bkm_json_key(w, "gflops"), put_col_num(w, st, 15);
         bkm_json_key(w, "impl"), put_col_text(w, st, 16);
-        bkm_json_key(w, "binding"), put_col_json(w, st, 17);
-        bkm_json_key(w, "effective"), put_col_json(w, st, 18);
-        bkm_json_key(w, "check"), put_col_json(w, st, 19);
-        bkm_json_key(w, "layers"), put_col_json(w, st, 20);
+        bkm_json_key(w, "binding"), put_col_json(w, notes, st, 17, "binding of trial", sqlite3_column_int64(st, 0));
+        bkm_json_key(w, "effective"), put_col_json(w, notes, st, 18, "effective of trial", sqlite3_column_int64(st, 0));
+        bkm_json_key(w, "check"), put_col_json(w, notes, st, 19, "check of trial", sqlite3_column_int64(st, 0));
+        bkm_json_key(w, "layers"), put_col_json(w, notes, st, 20, "layers of trial", sqlite3_column_int64(st, 0));
         bkm_json_key(w, "noise_share"), put_col_num(w, st, 21);
         bkm_json_key(w, "disturbed");
         if (sqlite3_column_type(st, 22) == SQLITE_NULL)
             bkm_json_null(w);
         else
             bkm_json_bool(w, sqlite3_column_int(st, 22) != 0);
-        bkm_json_key(w, "noise"), put_col_json(w, st, 23);
+        bkm_json_key(w, "noise"), put_col_json(w, notes, st, 23, "noise of trial", sqlite3_column_int64(st, 0));
         if ((ret = report_counters(db, ctr, sqlite3_column_int64(st, 0), w, err)) < 0)
             goto out;
         bkm_json_obj_end(w);
@@ -171,7 +177,7 @@ out:
     return ret;
 }
 
-static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_err_t *err)
+static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, bkm_buf_t *notes, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
@@ -193,14 +199,14 @@ static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, 
         bkm_json_key(w, "node"), put_col_text(w, st, 0);
         bkm_json_key(w, "workload"), put_col_text(w, st, 1);
         bkm_json_key(w, "sweep"), bkm_json_int(w, sqlite3_column_int64(st, 2));
-        bkm_json_key(w, "config"), put_col_json(w, st, 3);
+        bkm_json_key(w, "config"), put_col_json(w, notes, st, 3, "configuration of the best-known setting of sweep", sqlite3_column_int64(st, 2));
         bkm_json_key(w, "median_ms"), put_col_num(w, st, 4);
         bkm_json_key(w, "ci95");
         bkm_json_arr_begin(w), put_col_num(w, st, 5), put_col_num(w, st, 6), bkm_json_arr_end(w);
         bkm_json_key(w, "default_median_ms"), put_col_num(w, st, 7);
         bkm_json_key(w, "speedup"), put_col_num(w, st, 8);
         bkm_json_key(w, "significant"), bkm_json_bool(w, sqlite3_column_int(st, 9));
-        bkm_json_key(w, "evidence"), put_col_json(w, st, 10);
+        bkm_json_key(w, "evidence"), put_col_json(w, notes, st, 10, "evidence of the best-known setting of sweep", sqlite3_column_int64(st, 2));
         bkm_json_key(w, "created_at"), put_col_text(w, st, 11);
         bkm_json_obj_end(w);
     }
@@ -211,7 +217,7 @@ static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, 
     return ret;
 }
 
-static int report_gates(bkm_db_t *db, bkm_json_w_t *w, bkm_err_t *err)
+static int report_gates(bkm_db_t *db, bkm_json_w_t *w, bkm_buf_t *notes, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
@@ -237,7 +243,7 @@ static int report_gates(bkm_db_t *db, bkm_json_w_t *w, bkm_err_t *err)
         bkm_json_key(w, "alpha"), put_col_num(w, st, 8);
         bkm_json_key(w, "regressions"), bkm_json_int(w, sqlite3_column_int(st, 9));
         bkm_json_key(w, "verdict"), put_col_text(w, st, 10);
-        bkm_json_key(w, "results"), put_col_json(w, st, 11);
+        bkm_json_key(w, "results"), put_col_json(w, notes, st, 11, "results of gate run", sqlite3_column_int64(st, 0));
         bkm_json_obj_end(w);
     }
     bkm_json_arr_end(w);
@@ -249,17 +255,33 @@ static int report_gates(bkm_db_t *db, bkm_json_w_t *w, bkm_err_t *err)
 int bkm_db_report_json(bkm_db_t *db, const bkm_db_filter_t *f, bkm_buf_t *out, bkm_err_t *err)
 {
     bkm_json_w_t w;
+    bkm_buf_t notes;
     int schema = 0, ret;
     if (db == NULL || out == NULL)
         return bkm_err_set(err, BKM_EINVAL, "report: NULL argument");
     if ((ret = bkm_db_schema_version(db, &schema, err)) < 0)
         return ret;
+    bkm_buf_init(&notes);
     bkm_json_w_init(&w, out, 0);
     bkm_json_obj_begin(&w);
     bkm_json_key(&w, "schema"), bkm_json_int(&w, schema);
-    if ((ret = report_sweeps(db, f, &w, err)) < 0 || (ret = report_trials(db, f, &w, err)) < 0 ||
-        (ret = report_best(db, f, &w, err)) < 0 || (ret = report_gates(db, &w, err)) < 0)
+    if ((ret = report_sweeps(db, f, &w, &notes, err)) < 0 || (ret = report_trials(db, f, &w, &notes, err)) < 0 ||
+        (ret = report_best(db, f, &w, &notes, err)) < 0 || (ret = report_gates(db, &w, &notes, err)) < 0) {
+        bkm_buf_free(&notes);
         return ret;
+    }
+    /* what was left out, one string each */
+    bkm_json_key(&w, "notes");
+    bkm_json_arr_begin(&w);
+    for (const char *p = bkm_buf_str(&notes); *p;) {
+        size_t n = strcspn(p, "\n");
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        bkm_json_str(&w, line);
+        p += n + (p[n] == '\n');
+    }
+    bkm_json_arr_end(&w);
+    bkm_buf_free(&notes);
     bkm_json_obj_end(&w);
     return BKM_OK;
 }

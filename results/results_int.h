@@ -61,6 +61,33 @@ int bkm__db_shared_lock(const char *path, int *fd, bkm_err_t *err);
  * only), os_value, os_source, reason}. */
 void bkm__db_counter_json(sqlite3_stmt *st, bkm_json_w_t *w);
 
+/* A new in-memory database holding bkm's schema of @p version, built by running the migrations
+ * up to it: what a database of that version must look like (the merge compares a source with
+ * it). Close *mem with sqlite3_close. */
+int bkm__db_schema_reference(int version, sqlite3 **mem, bkm_err_t *err);
+
+/* The checks a row passes when bkm stores it, shared by the store and the merge (which applies
+ * them to every row of a source database). BKM_EINVAL with the reason. */
+/* A trial: @p status a stored status name, @p role "search" or "confirm", @p round and
+ * @p n_samples >= 0, @p config_json a JSON object; *key (may be NULL; bkm_free) its canonical form. */
+int bkm__db_trial_check(const char *config_json, const char *status, const char *role, int64_t round,
+                        int64_t n_samples, char **key, bkm_err_t *err);
+/* A best-known setting: node and workload named (one line each), a finite median, @p config_json a JSON object;
+ * *canon (may be NULL; bkm_free) its canonical form. */
+int bkm__db_best_check(const char *node, const char *workload, double median_ms, const char *config_json,
+                       char **canon, bkm_err_t *err);
+/* A value of one line: no control character (NULL passes). */
+int bkm__db_one_line(const char *what, const char *s, bkm_err_t *err);
+/* A host: a hostname; hostname, CPU model and fingerprint one line each. */
+int bkm__db_host_check(const char *hostname, const char *cpu_model, const char *fingerprint, bkm_err_t *err);
+/* A sweep: key, node and workload named (and @p uuid, when not NULL, not empty); those, the
+ * strategy and the git revision one line each. */
+int bkm__db_sweep_check(const char *key, const char *node, const char *workload, const char *uuid,
+                        const char *strategy, const char *git_revision, bkm_err_t *err);
+
+/* The checks of a merge's source, attached as "src" to @p db (bkm_db_merge says which). */
+int bkm__db_merge_check(bkm_db_t *db, const bkm_db_merge_limits_t *lim, bkm_err_t *err);
+
 /* Map an SQLite result code to a bkm status and message naming the database and @p what. */
 int bkm__db_err(bkm_db_t *db, int rc, const char *what, bkm_err_t *err);
 /* Run SQL without results. */

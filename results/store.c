@@ -126,12 +126,104 @@ int bkm_db_sweep_key(const char *space_json, const char *node, const char *workl
 }
 
 /* ---------------------------------------------------------------------------------------- */
+int bkm__db_one_line(const char *what, const char *s, bkm_err_t *err)
+{
+    if (s == NULL)
+        return BKM_OK;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            char shown[101];
+            size_t i;
+            /* the value as the message shows it: its control characters as '?' */
+            for (i = 0; s[i] && i < sizeof shown - 1; i++)
+                shown[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+            shown[i] = '\0';
+            return bkm_err_set(err, BKM_EINVAL, "%s '%s' holds a control character (0x%02x)", what, shown, *p);
+        }
+    return BKM_OK;
+}
+
+int bkm__db_host_check(const char *hostname, const char *cpu_model, const char *fingerprint, bkm_err_t *err)
+{
+    int ret;
+    if (hostname == NULL || hostname[0] == '\0')
+        return bkm_err_set(err, BKM_EINVAL, "host without a hostname");
+    if ((ret = bkm__db_one_line("hostname", hostname, err)) < 0 || (ret = bkm__db_one_line("cpu model", cpu_model, err)) < 0 ||
+        (ret = bkm__db_one_line("topology fingerprint", fingerprint, err)) < 0)
+        return ret;
+    return BKM_OK;
+}
+
+int bkm__db_sweep_check(const char *key, const char *node, const char *workload, const char *uuid,
+                        const char *strategy, const char *git_revision, bkm_err_t *err)
+{
+    int ret;
+    if (key == NULL || key[0] == '\0' || node == NULL || node[0] == '\0' || workload == NULL || workload[0] == '\0')
+        return bkm_err_set(err, BKM_EINVAL, "sweep needs a key, a node and a workload");
+    if (uuid != NULL && uuid[0] == '\0')
+        return bkm_err_set(err, BKM_EINVAL, "sweep uuid is empty");
+    if ((ret = bkm__db_one_line("sweep key", key, err)) < 0 || (ret = bkm__db_one_line("node", node, err)) < 0 ||
+        (ret = bkm__db_one_line("workload", workload, err)) < 0 || (ret = bkm__db_one_line("sweep uuid", uuid, err)) < 0 ||
+        (ret = bkm__db_one_line("strategy", strategy, err)) < 0 ||
+        (ret = bkm__db_one_line("git revision", git_revision, err)) < 0)
+        return ret;
+    return BKM_OK;
+}
+
+int bkm__db_trial_check(const char *config_json, const char *status, const char *role, int64_t round,
+                        int64_t n_samples, char **key, bkm_err_t *err)
+{
+    int st;
+    char *k = NULL;
+    int ret;
+    if (key)
+        *key = NULL;
+    if (status == NULL || bkm_trial_status_parse(status, &st, NULL) < 0)
+        return bkm_err_set(err, BKM_EINVAL, "trial status '%.64s' is not a stored trial status", status ? status : "");
+    if (role == NULL || (strcmp(role, "search") && strcmp(role, "confirm")))
+        return bkm_err_set(err, BKM_EINVAL, "trial role '%.64s' is not search or confirm", role ? role : "");
+    if (round < 0)
+        return bkm_err_set(err, BKM_EINVAL, "trial round %lld is negative", (long long)round);
+    if (n_samples < 0)
+        return bkm_err_set(err, BKM_EINVAL, "trial sample count %lld is negative", (long long)n_samples);
+    if ((ret = bkm_db_config_canonical(config_json, &k, err)) < 0)
+        return ret;
+    if (key)
+        *key = k;
+    else
+        bkm_free(k);
+    return BKM_OK;
+}
+
+int bkm__db_best_check(const char *node, const char *workload, double median_ms, const char *config_json,
+                       char **canon, bkm_err_t *err)
+{
+    if (canon)
+        *canon = NULL;
+    if (node == NULL || node[0] == '\0' || workload == NULL || workload[0] == '\0')
+        return bkm_err_set(err, BKM_EINVAL, "best-known setting needs a node and a workload");
+    if (bkm__db_one_line("node", node, err) < 0 || bkm__db_one_line("workload", workload, err) < 0)
+        return BKM_EINVAL;
+    if (!isfinite(median_ms))
+        return bkm_err_set(err, BKM_EINVAL, "best-known setting for %.64s/%.64s has no median", node, workload);
+    if (canon)
+        return bkm_db_config_canonical(config_json, canon, err);
+    {
+        char *c = NULL;
+        int ret = bkm_db_config_canonical(config_json, &c, err);
+        bkm_free(c);
+        return ret;
+    }
+}
+
 int bkm_db_host_upsert(bkm_db_t *db, const bkm_db_host_t *host, int64_t *host_id, bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
-    if (host == NULL || host->hostname == NULL)
+    if (host == NULL)
         return bkm_err_set(err, BKM_EINVAL, "host without a hostname");
+    if ((ret = bkm__db_host_check(host->hostname, host->cpu_model, host->fingerprint, err)) < 0)
+        return ret;
     ret = bkm__db_prepare(db,
                           "INSERT INTO host(hostname, cpu_model, topology_json, fingerprint) VALUES(?1, ?2, ?3, ?4) "
                           "ON CONFLICT(hostname, fingerprint) DO UPDATE SET cpu_model = excluded.cpu_model, "
@@ -159,8 +251,11 @@ int bkm_db_sweep_open(bkm_db_t *db, const bkm_db_sweep_t *info, int fresh, int64
 {
     sqlite3_stmt *st = NULL;
     int ret, rc;
-    if (info == NULL || info->key == NULL || info->node == NULL || info->workload == NULL)
+    if (info == NULL)
         return bkm_err_set(err, BKM_EINVAL, "sweep needs a key, a node and a workload");
+    if ((ret = bkm__db_sweep_check(info->key, info->node, info->workload, info->uuid, info->strategy,
+                                   info->git_revision, err)) < 0)
+        return ret;
     if (resumed)
         *resumed = 0;
     if ((ret = bkm__db_begin(db, err)) < 0)
@@ -362,8 +457,6 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
     int ret, rc, fresh = 0;
     if (t == NULL || status == NULL)
         return bkm_err_set(err, BKM_EINVAL, "trial status %d is not a stored bkm_trial_status_t", t ? t->status : -1);
-    if (strcmp(role, "search") && strcmp(role, "confirm"))
-        return bkm_err_set(err, BKM_EINVAL, "trial role '%s' is not search or confirm", role);
     if (t->n_samples && t->samples_ms == NULL)
         return bkm_err_set(err, BKM_EINVAL, "trial has %zu samples but no sample array", t->n_samples);
     for (size_t i = 0; i < t->n_samples; i++)
@@ -371,7 +464,7 @@ int bkm_db_trial_insert(bkm_db_t *db, const bkm_db_trial_t *t, int64_t *trial_id
             return bkm_err_set(err, BKM_EINVAL, "trial %s: non-finite sample %zu (%g ms): store it as a failed "
                                "trial without samples", t->config_json ? t->config_json : "(no config)", i,
                                t->samples_ms[i]);
-    if ((ret = bkm_db_config_canonical(t->config_json, &key, err)) < 0)
+    if ((ret = bkm__db_trial_check(t->config_json, status, role, t->round, (int64_t)t->n_samples, &key, err)) < 0)
         return ret;
     if ((ret = bkm__db_begin(db, err)) < 0)
         goto out;
@@ -598,11 +691,9 @@ int bkm_db_best_store(bkm_db_t *db, const bkm_db_best_t *b, bkm_err_t *err)
     sqlite3_stmt *st = NULL;
     char *cfg = NULL;
     int ret, rc;
-    if (b == NULL || b->node == NULL || b->workload == NULL)
+    if (b == NULL)
         return bkm_err_set(err, BKM_EINVAL, "best-known setting needs a node and a workload");
-    if (!isfinite(b->median_ms))
-        return bkm_err_set(err, BKM_EINVAL, "best-known setting for %s/%s has no median", b->node, b->workload);
-    if ((ret = bkm_db_config_canonical(b->config_json, &cfg, err)) < 0)
+    if ((ret = bkm__db_best_check(b->node, b->workload, b->median_ms, b->config_json, &cfg, err)) < 0)
         return ret;
     ret = bkm__db_prepare(db,
                           "INSERT INTO best(node, workload, sweep_id, config_json, median_ms, ci_lo_ms, ci_hi_ms, "

@@ -247,13 +247,29 @@ static void var_unset(state_t *st, const char *name)
         *v = st->v[--st->n];
 }
 
-static int num_arg(const char *s, int *out)
+/* A count of an #SBATCH or srun option: a whole number in 1..1000000 into *out. A value the
+ * script computes ($N, $(...)) is not judged; any other is an error naming it (Slurm refuses it,
+ * or a wrapped number means another job than the one written). -N also takes Slurm's MIN-MAX. */
+static int num_arg(bkm_slurm_lint_t *r, int line, const char *opt, const char *s, int *out)
 {
-    long long v;
-    if (bkm_parse_int(s, 1, 1000000, &v) < 0)
+    long long v, hi;
+    const char *dash;
+    if (strpbrk(s, "$`") != NULL)
         return 0;
-    *out = (int)v;
-    return 1;
+    if (strcmp(opt, "-N") == 0 && (dash = strchr(s, '-')) != NULL && dash != s) {
+        char lo[32];
+        snprintf(lo, sizeof lo, "%.*s", (int)(dash - s < 31 ? dash - s : 31), s);
+        if (bkm_parse_int(lo, 1, 1000000, &v) == BKM_OK && bkm_parse_int(dash + 1, v, 1000000, &hi) == BKM_OK) {
+            *out = (int)v;
+            return 1;
+        }
+    } else if (bkm_parse_int(s, 1, 1000000, &v) == BKM_OK) {
+        *out = (int)v;
+        return 1;
+    }
+    add(r, line, BKM_SLURM_ERROR, "bad-value", "%s '%.40s' is not a whole number in 1..1000000%s", opt, s,
+        strcmp(opt, "-N") == 0 ? " (or MIN-MAX)" : "");
+    return 0;
 }
 
 /* option value: "--name=V", "--name V", "-xV", "-x V"; returns the value and advances *i */
@@ -279,18 +295,17 @@ static void sbatch_line(bkm_slurm_lint_t *r, state_t *st, const char *rest, int 
         if ((v = opt_val(&ws, &i, "-C", "--constraint")) != NULL)
             snprintf(r->constraint, sizeof r->constraint, "%s", v);
         else if ((v = opt_val(&ws, &i, "-N", "--nodes")) != NULL)
-            num_arg(v, &st->sb_nodes);
+            num_arg(r, line, "-N", v, &st->sb_nodes);
         else if ((v = opt_val(&ws, &i, "-n", "--ntasks")) != NULL)
-            num_arg(v, &st->sb_ntasks);
+            num_arg(r, line, "-n", v, &st->sb_ntasks);
         else if ((v = opt_val(&ws, &i, NULL, "--ntasks-per-node")) != NULL)
-            num_arg(v, &st->sb_tpn);
+            num_arg(r, line, "--ntasks-per-node", v, &st->sb_tpn);
         else if ((v = opt_val(&ws, &i, "-c", "--cpus-per-task")) != NULL)
-            num_arg(v, &st->sb_c);
+            num_arg(r, line, "-c", v, &st->sb_c);
     }
-    (void)line;
 }
 
-static void srun_words(state_t *st, const words_t *ws, int i, int line)
+static void srun_words(bkm_slurm_lint_t *r, state_t *st, const words_t *ws, int i, int line)
 {
     st->srun_line = line;
     for (i++; i < ws->n && ws->w[i][0] == '-'; i++) {
@@ -300,13 +315,13 @@ static void srun_words(state_t *st, const words_t *ws, int i, int line)
             st->srun_bind = 1;
             snprintf(st->srun_bind_val, sizeof st->srun_bind_val, "%s", v);
         } else if ((v = opt_val(ws, &k, "-n", "--ntasks")) != NULL) {
-            num_arg(v, &st->srun_n);
+            num_arg(r, line, "srun -n", v, &st->srun_n);
         } else if ((v = opt_val(ws, &k, "-N", "--nodes")) != NULL) {
-            num_arg(v, &st->srun_N);
+            num_arg(r, line, "-N", v, &st->srun_N);
         } else if ((v = opt_val(ws, &k, NULL, "--ntasks-per-node")) != NULL) {
-            num_arg(v, &st->srun_tpn);
+            num_arg(r, line, "srun --ntasks-per-node", v, &st->srun_tpn);
         } else if ((v = opt_val(ws, &k, "-c", "--cpus-per-task")) != NULL) {
-            num_arg(v, &st->srun_c);
+            num_arg(r, line, "srun -c", v, &st->srun_c);
         } else if (ws->w[i][1] != '-' && strlen(ws->w[i]) == 2 && strchr("ABJpqtwxmoeDdkLuS", ws->w[i][1]) &&
                    i + 1 < ws->n) {
             k = i + 1;   /* another short option with a value: skip the value */
@@ -364,7 +379,7 @@ static void shell_line(bkm_slurm_lint_t *r, state_t *st, const char *text, int l
             continue;
         }
         if (cmd && strcmp(w, "srun") == 0)
-            srun_words(st, &ws, i, line);
+            srun_words(r, st, &ws, i, line);
         cmd = 0;
         i++;
     }
@@ -409,13 +424,13 @@ static void check_values(bkm_slurm_lint_t *r, state_t *st)
             int first = 1;
             snprintf(buf, sizeof buf, "%s", v->value);
             for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                int n;
-                if (!num_arg(tok, &n)) {
+                long long n;
+                if (bkm_parse_int(tok, 1, 1000000, &n) < 0) {
                     rc = bkm_err_set(&e, BKM_EINVAL, "'%s' is not a positive thread count", tok);
                     break;
                 }
                 if (first)
-                    r->threads = n, first = 0;
+                    r->threads = (int)n, first = 0;
             }
             if (first && rc == BKM_OK)
                 rc = bkm_err_set(&e, BKM_EINVAL, "empty");

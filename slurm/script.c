@@ -120,10 +120,20 @@ int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err)
         return bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY='%s' and %s cancel each other (libomp applies them in "
                            "environment order): a script exports one of the two", env.kmp_affinity,
                            env.omp_proc_bind ? "OMP_PROC_BIND" : "OMP_PLACES");
-    for (int i = 0; i < s->n_params; i++)
+    for (int i = 0; i < s->n_params; i++) {
+        const char *eq = strchr(s->params[i], '=');
+        if (eq == NULL || eq == s->params[i])
+            return bkm_err_set(err, BKM_EINVAL, "parameter '%.100s' is not key=value", s->params[i]);
         for (const char *p = s->params[i]; *p; p++)
             if (!isalnum((unsigned char)*p) && !strchr("=_.,:+-x", *p))
-                return bkm_err_set(err, BKM_EINVAL, "parameter '%s' holds '%c'", s->params[i], *p);
+                return bkm_err_set(err, BKM_EINVAL, "parameter '%.100s' holds '%c'", s->params[i],
+                                   isprint((unsigned char)*p) ? *p : '?');
+    }
+    /* the backend: a name (native, onednn), never more */
+    for (const char *p = s->backend; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+            return bkm_err_set(err, BKM_EINVAL, "backend '%.15s' holds '%c': not a backend name", s->backend,
+                               isprint((unsigned char)*p) ? *p : '?');
     return BKM_OK;
 }
 
@@ -226,11 +236,19 @@ int bkm_slurm_job_check(const bkm_slurm_job_t *job, bkm_err_t *err)
                            "D-HH:MM:SS)", job->time ? job->time : "");
     if (job->nodes < 1 || job->nodes > 100000)
         return bkm_err_set(err, BKM_EINVAL, "--nodes %d is not in 1..100000", job->nodes);
-    if (job->command && (job->command[0] == '\0' || strpbrk(job->command, "\n\r")))
-        return bkm_err_set(err, BKM_EINVAL, "--command must be one non-empty line");
-    for (const char *p = job->tune; *p; p++)
-        if (*p == '\n' || *p == '\'')
-            return bkm_err_set(err, BKM_EINVAL, "the tune path '%s' holds a quote or newline", job->tune);
+    if (job->command) {
+        if (job->command[0] == '\0')
+            return bkm_err_set(err, BKM_EINVAL, "--command must be one non-empty line");
+        for (const unsigned char *p = (const unsigned char *)job->command; *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                return bkm_err_set(err, BKM_EINVAL, "--command must be one line without control characters "
+                                   "(it holds 0x%02x)", *p);
+    }
+    if (job->tune[0] != '/')
+        return bkm_err_set(err, BKM_EINVAL, "the tune path '%.300s' is not absolute", job->tune);
+    for (const unsigned char *p = (const unsigned char *)job->tune; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return bkm_err_set(err, BKM_EINVAL, "the tune path '%.300s' holds a control character", job->tune);
     if ((rc = bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, err)) < 0)
         return rc;
     if ((rc = bkm_slurm_setting_check(&job->setting, err)) < 0)
@@ -255,9 +273,15 @@ void bkm_slurm_job_defaults(bkm_slurm_job_t *job)
     job->prov.default_median_ms = job->prov.speedup = NAN;
 }
 
-/* 'value' for the shell, with embedded single quotes as '\'' */
-static void sh_quote(bkm_buf_t *b, const char *v)
+void bkm_slurm_sh_quote(bkm_buf_t *b, const char *v, int always)
 {
+    int plain = !always && v[0] != '\0';
+    for (const char *p = v; plain && *p; p++)
+        plain = isalnum((unsigned char)*p) || strchr("_-./=:,+@%", *p) != NULL;
+    if (plain) {
+        bkm_buf_puts(b, v);
+        return;
+    }
     bkm_buf_puts(b, "'");
     for (const char *p = v; *p; p++)
         if (*p == '\'')
@@ -267,6 +291,44 @@ static void sh_quote(bkm_buf_t *b, const char *v)
     bkm_buf_puts(b, "'");
 }
 
+void bkm_slurm_sh_comment(bkm_buf_t *b, const char *text)
+{
+    bkm_buf_t t;
+    const char *p;
+    bkm_buf_init(&t);
+    for (p = text; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n')
+            bkm_buf_puts(&t, "\\n");
+        else if (c == '\r')
+            bkm_buf_puts(&t, "\\r");
+        else if (c == '\t')
+            bkm_buf_puts(&t, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            bkm_buf_printf(&t, "\\x%02x", c);
+        else
+            bkm_buf_append(&t, p, 1);
+    }
+    /* ill-formed UTF-8 becomes U+FFFD: the script stays a text file */
+    bkm_buf_append_utf8(b, bkm_buf_str(&t), t.len);
+    bkm_buf_free(&t);
+}
+
+/* One comment line: the formatted text (values included) with every control character escaped
+ * (bkm_slurm_sh_comment), then the newline that ends it. */
+static void BKM_PRINTF(2, 3) comment_line(bkm_buf_t *b, const char *fmt, ...)
+{
+    bkm_buf_t t;
+    va_list ap;
+    bkm_buf_init(&t);
+    va_start(ap, fmt);
+    bkm_buf_vprintf(&t, fmt, ap);
+    va_end(ap);
+    bkm_slurm_sh_comment(b, bkm_buf_str(&t));
+    bkm_buf_puts(b, "\n");
+    bkm_buf_free(&t);
+}
+
 static const char *or_unknown(const char *s)
 {
     return s && s[0] ? s : "unknown";
@@ -274,8 +336,8 @@ static const char *or_unknown(const char *s)
 
 static void generated_write(const bkm_slurm_job_t *job, bkm_buf_t *b)
 {
-    bkm_buf_printf(b, "# Written by bkm %s (`%s`) on %s at %s.\n", or_unknown(job->generator_revision),
-                   or_unknown(job->generated_by), or_unknown(job->generator_host), or_unknown(job->generated_at));
+    comment_line(b, "# Written by bkm %s (`%s`) on %s at %s.", or_unknown(job->generator_revision),
+                 or_unknown(job->generated_by), or_unknown(job->generator_host), or_unknown(job->generated_at));
 }
 
 static void provenance_write(const bkm_slurm_job_t *job, bkm_buf_t *b)
@@ -284,25 +346,24 @@ static void provenance_write(const bkm_slurm_job_t *job, bkm_buf_t *b)
     generated_write(job, b);
     switch (job->origin) {
     case BKM_SLURM_FROM_BEST:
-        bkm_buf_printf(b, "# Setting: the best-known setting of node %s, workload %s, MEASURED by bkm:\n", job->node,
-                       job->workload);
-        bkm_buf_printf(b, "#   sweep %s on host %s, stored %s, bkm revision %s%s%s\n", or_unknown(p->sweep),
-                       or_unknown(p->host), or_unknown(p->measured_at), or_unknown(p->git_revision),
-                       p->db ? ", database " : "", p->db ? p->db : "");
-        bkm_buf_printf(b, "#   median %.4g ms, 95%% interval [%.4g, %.4g] ms (median of per-process medians)\n",
-                       p->median_ms, p->ci_lo_ms, p->ci_hi_ms);
+        comment_line(b, "# Setting: the best-known setting of node %s, workload %s, MEASURED by bkm:", job->node,
+                     job->workload);
+        comment_line(b, "#   sweep %s on host %s, stored %s, bkm revision %s%s%s", or_unknown(p->sweep),
+                     or_unknown(p->host), or_unknown(p->measured_at), or_unknown(p->git_revision),
+                     p->db ? ", database " : "", p->db ? p->db : "");
+        comment_line(b, "#   median %.4g ms, 95%% interval [%.4g, %.4g] ms (median of per-process medians)",
+                     p->median_ms, p->ci_lo_ms, p->ci_hi_ms);
         if (isfinite(p->default_median_ms))
-            bkm_buf_printf(b, "#   default %.4g ms: speedup vs default %.3fx, %s\n", p->default_median_ms, p->speedup,
-                           p->significant ? "significant (beats the default beyond the noise)"
-                                          : "NOT significant: the default setting stands");
+            comment_line(b, "#   default %.4g ms: speedup vs default %.3fx, %s", p->default_median_ms, p->speedup,
+                         p->significant ? "significant (beats the default beyond the noise)"
+                                        : "NOT significant: the default setting stands");
         break;
     case BKM_SLURM_FROM_DEFAULT:
-        bkm_buf_printf(b, "# Setting: the default setting of node profile %s (--default), NOT measured by bkm.\n",
-                       job->node);
+        comment_line(b, "# Setting: the default setting of node profile %s (--default), NOT measured by bkm.",
+                     job->node);
         break;
     case BKM_SLURM_FROM_SEED:
-        bkm_buf_printf(b, "# Setting: PUBLISHED by the seed for Cori %s (--seed-bkm), NOT measured by bkm.\n",
-                       job->node);
+        comment_line(b, "# Setting: PUBLISHED by the seed for Cori %s (--seed-bkm), NOT measured by bkm.", job->node);
         break;
     }
 }
@@ -338,9 +399,22 @@ static void exports_write(const bkm_slurm_setting_t *s, bkm_buf_t *b)
                     "GOMP_CPU_AFFINITY\n");
     bkm_buf_printf(b, "export OMP_NUM_THREADS=%d\n", s->threads);
     for (int i = 0; i < n; i++) {
-        bkm_buf_printf(b, "export %s=", names[i]);
-        sh_quote(b, values[i]);
+        bkm_buf_printf(b, "export %s=", names[i]);   /* names: a closed set (bkm_aff_env_export) */
+        bkm_slurm_sh_quote(b, values[i], 1);
         bkm_buf_puts(b, "\n");
+    }
+}
+
+/* " --param K=V ..." and " --backend B" of the run line, each value one quoted word. */
+static void run_args(const bkm_slurm_setting_t *s, bkm_buf_t *b)
+{
+    if (s->backend[0]) {
+        bkm_buf_puts(b, " --backend ");
+        bkm_slurm_sh_quote(b, s->backend, 0);
+    }
+    for (int i = 0; i < s->n_params; i++) {
+        bkm_buf_puts(b, " --param ");
+        bkm_slurm_sh_quote(b, s->params[i], 0);
     }
 }
 
@@ -349,34 +423,49 @@ static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, 
 {
     const bkm_slurm_setting_t *s = &job->setting;
     int world = job->nodes * job->ranks_per_node;
-    bkm_buf_printf(b, "# srun by NERSC's rules on %s (%d CPUs, %d cores): %s; --cpu-bind=%s%s\n", job->node, job->pus,
-                   job->cores, l->why, l->cpu_bind, l->packed ? "" : " (the node is not fully packed: needed)");
+    comment_line(b, "# srun by NERSC's rules on %s (%d CPUs, %d cores): %s; --cpu-bind=%s%s", job->node, job->pus,
+                 job->cores, l->why, l->cpu_bind, l->packed ? "" : " (the node is not fully packed: needed)");
     if (job->mpi && job->mpi[0])
-        bkm_buf_printf(b, "# --mpi=%s: MPICH under srun needs PMI2, else every rank is a world of its own\n", job->mpi);
+        comment_line(b, "# --mpi=%s: MPICH under srun needs PMI2, else every rank is a world of its own", job->mpi);
     bkm_buf_printf(b, "echo \"bkm: planned world size %d (%d node(s) x %d rank(s)), %d thread(s) per rank\"\n", world,
                    job->nodes, job->ranks_per_node, s->threads);
+    /* cpu_bind: "cores" or "threads" (bkm_slurm_layout); mpi: checked by bkm_slurm_job_check */
     bkm_buf_printf(b, "srun -n %d --ntasks-per-node=%d -c %d --cpu-bind=%s", world, job->ranks_per_node,
                    l->cpus_per_task, l->cpu_bind);
-    if (job->mpi && job->mpi[0])
-        bkm_buf_printf(b, " --mpi=%s", job->mpi);
+    if (job->mpi && job->mpi[0]) {
+        bkm_buf_puts(b, " --mpi=");
+        bkm_slurm_sh_quote(b, job->mpi, 0);
+    }
     bkm_buf_puts(b, " \\\n  bash -c 'echo \"bkm rank ${SLURM_PROCID} of ${SLURM_NTASKS} on ${SLURMD_NODENAME:-$(hostname)}: "
                     "OMP_NUM_THREADS=${OMP_NUM_THREADS-} KMP_AFFINITY=${KMP_AFFINITY-} KMP_BLOCKTIME=${KMP_BLOCKTIME-} "
                     "KMP_HW_SUBSET=${KMP_HW_SUBSET-} OMP_PLACES=${OMP_PLACES-} OMP_PROC_BIND=${OMP_PROC_BIND-}\"; "
                     "exec \"$@\"' bkm-rank \\\n  ");
     if (job->command) {
+        /* the user's own program: the one value written as shell code, on purpose (one line,
+         * no control character: bkm_slurm_job_check) */
         bkm_buf_printf(b, "%s\n", job->command);
         return;
     }
     if (job->train) {   /* the MPI training run: every rank trains (its parameters, no affinity options) */
-        bkm_buf_printf(b, "\"$TUNE\" train --workload %s --threads \"$OMP_NUM_THREADS\"", job->workload);
-        if (s->backend[0])
-            bkm_buf_printf(b, " --param backend=%s", s->backend);
-        for (int i = 0; i < s->n_params; i++)
-            bkm_buf_printf(b, " --param %s", s->params[i]);
+        bkm_buf_puts(b, "\"$TUNE\" train --workload ");
+        bkm_slurm_sh_quote(b, job->workload, 0);
+        bkm_buf_puts(b, " --threads \"$OMP_NUM_THREADS\"");
+        if (s->backend[0]) {
+            char kv[sizeof s->backend + 8];
+            snprintf(kv, sizeof kv, "backend=%s", s->backend);
+            bkm_buf_puts(b, " --param ");
+            bkm_slurm_sh_quote(b, kv, 0);
+        }
+        for (int i = 0; i < s->n_params; i++) {
+            bkm_buf_puts(b, " --param ");
+            bkm_slurm_sh_quote(b, s->params[i], 0);
+        }
         bkm_buf_puts(b, "\n");
         return;
     }
-    bkm_buf_printf(b, "\"$TUNE\" run --workload %s --threads \"$OMP_NUM_THREADS\"", job->workload);
+    bkm_buf_puts(b, "\"$TUNE\" run --workload ");
+    bkm_slurm_sh_quote(b, job->workload, 0);
+    bkm_buf_puts(b, " --threads \"$OMP_NUM_THREADS\"");
     if (s->kmp_affinity[0])
         bkm_buf_puts(b, " --affinity \"$KMP_AFFINITY\"");
     if (s->kmp_blocktime[0])
@@ -387,16 +476,15 @@ static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, 
         bkm_buf_puts(b, " --places \"$OMP_PLACES\"");
     if (s->omp_proc_bind[0])
         bkm_buf_puts(b, " --proc-bind \"$OMP_PROC_BIND\"");
-    if (s->backend[0])
-        bkm_buf_printf(b, " --backend %s", s->backend);
-    for (int i = 0; i < s->n_params; i++)
-        bkm_buf_printf(b, " --param %s", s->params[i]);
+    run_args(s, b);
     bkm_buf_puts(b, "\n");
 }
 
 static void tune_var(const bkm_slurm_job_t *job, bkm_buf_t *b)
 {
-    bkm_buf_printf(b, "TUNE=${BKM_TUNE:-'%s'}\n", job->tune);
+    bkm_buf_puts(b, "TUNE=${BKM_TUNE:-");
+    bkm_slurm_sh_quote(b, job->tune, 1);
+    bkm_buf_puts(b, "}\n");
 }
 
 int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t *err)
@@ -422,25 +510,84 @@ int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t
     return BKM_OK;
 }
 
+/* A path written into a script: absolute (a batch job starts in whatever folder sbatch was run
+ * from) and free of control characters (it is echoed in messages). */
+static int path_check(const char *what, const char *v, bkm_err_t *err)
+{
+    if (v == NULL || v[0] != '/')
+        return bkm_err_set(err, BKM_EINVAL, "slurm array: %s '%.300s' is not an absolute path", what, v ? v : "");
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return bkm_err_set(err, BKM_EINVAL, "slurm array: %s '%.300s' holds a control character (0x%02x)", what,
+                               v, *p);
+    return BKM_OK;
+}
+
 static int array_check(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_err_t *err)
 {
     int rc;
     if (a->shards < 1 || a->shards > 10000)
         return bkm_err_set(err, BKM_EINVAL, "--slurm-array %d is not in 1..10000", a->shards);
-    if (a->db == NULL || a->shard_dir == NULL || a->sweep_args == NULL)
-        return bkm_err_set(err, BKM_EINVAL, "slurm array: db, shard_dir and sweep_args are required");
+    if (a->db == NULL || a->shard_dir == NULL || (a->sweep_argc > 0 && a->sweep_argv == NULL) || a->sweep_argc < 0)
+        return bkm_err_set(err, BKM_EINVAL, "slurm array: db, shard_dir and sweep_argv are required");
+    if (job->node == NULL || job->node[0] == '\0' || job->workload == NULL || job->tune == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "slurm array: node, workload and tune are required");
+    for (int i = 0; i < a->sweep_argc; i++)
+        if (a->sweep_argv[i] == NULL)
+            return bkm_err_set(err, BKM_EINVAL, "slurm array: sweep argument %d is NULL", i);
     if (a->group && (rc = word_check("shard group", a->group, NULL, err)) < 0)
         return rc;
-    if (strpbrk(a->db, "'\n") || strpbrk(a->shard_dir, "'\n") || strchr(a->sweep_args, '\n'))
-        return bkm_err_set(err, BKM_EINVAL, "slurm array: a path holds a quote or newline");
+    if ((rc = path_check("database", a->db, err)) < 0 || (rc = path_check("shard folder", a->shard_dir, err)) < 0 ||
+        (rc = path_check("the tune path", job->tune, err)) < 0)
+        return rc;
     if ((rc = word_check("--time", job->time, NULL, err)) < 0 || !time_ok(job->time))
         return bkm_err_set(err, BKM_EINVAL, "--time '%s' is not a Slurm time", job->time ? job->time : "");
-    if ((rc = word_check("--account", job->account, NULL, err)) < 0 || (rc = word_check("--qos", job->qos, NULL, err)) < 0 ||
+    if ((rc = word_check("--workload", job->workload, NULL, err)) < 0 ||
+        (rc = word_check("--account", job->account, NULL, err)) < 0 || (rc = word_check("--qos", job->qos, NULL, err)) < 0 ||
         (rc = word_check("--job-name", job->job_name, NULL, err)) < 0 ||
         (rc = word_check("--partition", job->partition, NULL, err)) < 0 ||
+        (rc = word_check("--output", job->output, "/%", err)) < 0 ||
         (rc = word_check("constraint", job->constraint && job->constraint[0] ? job->constraint : NULL, "&|[]*", err)) < 0)
         return rc;
     return BKM_OK;
+}
+
+/* `"$TUNE" sweep ARGS...`: every argument one quoted word. */
+static void sweep_line(const bkm_slurm_array_t *a, bkm_buf_t *b)
+{
+    bkm_buf_puts(b, "\"$TUNE\" sweep");
+    for (int i = 0; i < a->sweep_argc; i++) {
+        bkm_buf_puts(b, " ");
+        bkm_slurm_sh_quote(b, a->sweep_argv[i], 0);
+    }
+}
+
+/* NAME='value' */
+static void sh_assign(bkm_buf_t *b, const char *name, const char *value)
+{
+    bkm_buf_printf(b, "%s=", name);
+    bkm_slurm_sh_quote(b, value, 1);
+    bkm_buf_puts(b, "\n");
+}
+
+/* `"$TUNE" best --node NODE --workload WL --db "$DB" || true` */
+static void best_line(const bkm_slurm_job_t *job, bkm_buf_t *b)
+{
+    bkm_buf_puts(b, "\"$TUNE\" best --node ");
+    bkm_slurm_sh_quote(b, job->node, 0);
+    bkm_buf_puts(b, " --workload ");
+    bkm_slurm_sh_quote(b, job->workload, 0);
+    bkm_buf_puts(b, " --db \"$DB\" || true\n");
+}
+
+/* The node-local folder of a job's SQLite file: a new one (mktemp -d: mode 0700, a name nobody
+ * can take first), so the file merged afterwards is the job's own, never one planted on a
+ * shared /tmp. */
+static void local_dir(bkm_buf_t *b, const char *kind, const char *id)
+{
+    bkm_buf_printf(b, "LOCALDIR=$(mktemp -d \"${TMPDIR:-/tmp}/bkm-%s-%s.XXXXXX\") || "
+                      "{ echo \"bkm: cannot create a node-local folder in ${TMPDIR:-/tmp}\" >&2; exit 3; }\n",
+                   kind, id);
 }
 
 int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
@@ -455,10 +602,10 @@ int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
     snprintf(extra, sizeof extra, "#SBATCH --array=0-%d\n", a->shards - 1);
     bkm_buf_puts(out, "#!/bin/bash\n");
     generated_write(job, out);
-    bkm_buf_printf(out, "# The sweep of workload %s on node %s, split into %d shards (one per array task).\n"
-                        "# Each shard writes its own SQLite file on node-local storage (never SQLite on a shared\n"
-                        "# file system), then copies the closed file to the shard folder; the merge job merges them.\n",
-                   job->workload, job->node, a->shards);
+    comment_line(out, "# The sweep of workload %s on node %s, split into %d shards (one per array task).", job->workload,
+                 job->node, a->shards);
+    bkm_buf_puts(out, "# Each shard writes its own SQLite file on node-local storage (never SQLite on a shared\n"
+                      "# file system), then copies the closed file to the shard folder; the merge job merges them.\n");
     {
         bkm_buf_t o;
         bkm_buf_init(&o);
@@ -468,18 +615,21 @@ int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
     }
     bkm_buf_puts(out, "set -eu\n");
     tune_var(job, out);
-    bkm_buf_printf(out, "SHARDS='%s'\nK=%d\nI=${SLURM_ARRAY_TASK_ID:?not an array task}\n", a->shard_dir, a->shards);
-    bkm_buf_puts(out, "LOCAL=${TMPDIR:-/tmp}/bkm-shard-${SLURM_ARRAY_JOB_ID:-$$}-$I.sqlite\n"
+    sh_assign(out, "SHARDS", a->shard_dir);
+    bkm_buf_printf(out, "K=%d\nI=${SLURM_ARRAY_TASK_ID:?not an array task}\n", a->shards);
+    local_dir(out, "shard", "${SLURM_ARRAY_JOB_ID:-$$}-$I");
+    bkm_buf_puts(out, "LOCAL=$LOCALDIR/shard.sqlite\n"
                       "mkdir -p \"$SHARDS\"\n"
                       "echo \"bkm: shard $I of $K into $LOCAL\"\n");
-    bkm_buf_printf(out, "rc=0\n\"$TUNE\" sweep %s --db \"$LOCAL\" --shard \"$I/$K\" --shard-group "
-                        "\"${BKM_SHARD_GROUP:-%s}\" || rc=$?\n",
-                   a->sweep_args, a->group);
+    bkm_buf_puts(out, "rc=0\n");
+    sweep_line(a, out);
+    bkm_buf_printf(out, " --db \"$LOCAL\" --shard \"$I/$K\" --shard-group \"${BKM_SHARD_GROUP:-%s}\" || rc=$?\n",
+                   a->group);
     bkm_buf_puts(out, "if [ \"$rc\" -ne 0 ] && [ \"$rc\" -ne 4 ]; then echo \"bkm: shard $I failed (exit $rc)\" >&2; "
-                      "exit \"$rc\"; fi\n"
+                      "rm -rf \"$LOCALDIR\"; exit \"$rc\"; fi\n"
                       "cp \"$LOCAL\" \"$SHARDS/shard-$I-of-$K.sqlite.part\"\n"
                       "mv \"$SHARDS/shard-$I-of-$K.sqlite.part\" \"$SHARDS/shard-$I-of-$K.sqlite\"\n"
-                      "rm -f \"$LOCAL\"\n"
+                      "rm -rf \"$LOCALDIR\"\n"
                       "echo \"bkm: shard $I done: $SHARDS/shard-$I-of-$K.sqlite\"\n"
                       "exit \"$rc\"\n");
     return BKM_OK;
@@ -493,13 +643,13 @@ int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
         return rc;
     bkm_buf_puts(out, "#!/bin/bash\n");
     generated_write(job, out);
-    bkm_buf_printf(out, "# The merge job of the %d-shard sweep of workload %s on node %s: merges every shard into\n"
-                        "# the database and re-runs the unsplit sweep there, which finds every search trial stored,\n"
-                        "# confirms the top candidates against the default and derives the best-known setting.\n"
-                        "# Submitted with --dependency=afterany on the array, so it also runs after a failed shard\n"
-                        "# (or run it by hand): a shard whose task failed leaves no shard file; the merge then\n"
-                        "# merges the shards that exist into the database and names the missing ones (exit 4).\n",
-                   a->shards, job->workload, job->node);
+    comment_line(out, "# The merge job of the %d-shard sweep of workload %s on node %s: merges every shard into",
+                 a->shards, job->workload, job->node);
+    bkm_buf_puts(out, "# the database and re-runs the unsplit sweep there, which finds every search trial stored,\n"
+                      "# confirms the top candidates against the default and derives the best-known setting.\n"
+                      "# Submitted with --dependency=afterany on the array, so it also runs after a failed shard\n"
+                      "# (or run it by hand): a shard whose task failed leaves no shard file; the merge then\n"
+                      "# merges the shards that exist into the database and names the missing ones (exit 4).\n");
     {
         bkm_buf_t o;
         bkm_buf_init(&o);
@@ -509,9 +659,11 @@ int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
     }
     bkm_buf_puts(out, "set -u\n");
     tune_var(job, out);
-    bkm_buf_printf(out, "SHARDS='%s'\nDB='%s'\nK=%d\n", a->shard_dir, a->db, a->shards);
-    bkm_buf_puts(out, "LOCAL=${TMPDIR:-/tmp}/bkm-merge-${SLURM_JOB_ID:-$$}.sqlite\n"
-                      "rm -f \"$LOCAL\"\n"
+    sh_assign(out, "SHARDS", a->shard_dir);
+    sh_assign(out, "DB", a->db);
+    bkm_buf_printf(out, "K=%d\n", a->shards);
+    local_dir(out, "merge", "${SLURM_JOB_ID:-$$}");
+    bkm_buf_puts(out, "LOCAL=$LOCALDIR/merge.sqlite\n"
                       "have=() missing=()\n"
                       "for ((i = 0; i < K; i++)); do\n"
                       "  f=\"$SHARDS/shard-$i-of-$K.sqlite\"\n"
@@ -522,19 +674,21 @@ int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
                       "fi\n"
                       "if [ ${#missing[@]} -gt 0 ]; then\n"
                       "  if [ ${#have[@]} -gt 0 ]; then \"$TUNE\" merge \"$DB\" \"$LOCAL\" || exit $?; fi\n"
-                      "  rm -f \"$LOCAL\"\n"
+                      "  rm -rf \"$LOCALDIR\"\n"
                       "  echo \"bkm: merge: shard(s) ${missing[*]} of $K missing (not in $SHARDS; failed or never ran):\"\\\n"
                       "       \"merged the other ${#have[@]} into $DB; no best-known setting derived\" >&2\n"
                       "  exit 4\n"
                       "fi\n"
                       "echo \"bkm: merged all $K shards into $DB\"\n");
-    bkm_buf_printf(out, "rc=0\n\"$TUNE\" sweep %s --db \"$LOCAL\" || rc=$?\n", a->sweep_args);
+    bkm_buf_puts(out, "rc=0\n");
+    sweep_line(a, out);
+    bkm_buf_puts(out, " --db \"$LOCAL\" || rc=$?\n");
     bkm_buf_puts(out, "if [ \"$rc\" -ne 0 ] && [ \"$rc\" -ne 4 ]; then echo \"bkm: the confirmation failed (exit $rc); the \"\\\n"
                       "  \"merged shards stay in $LOCAL\" >&2; exit \"$rc\"; fi\n"
                       "\"$TUNE\" merge \"$DB\" \"$LOCAL\" || exit $?\n"
-                      "rm -f \"$LOCAL\"\n");
-    bkm_buf_printf(out, "\"$TUNE\" best --node %s --workload %s --db \"$DB\" || true\nexit \"$rc\"\n", job->node,
-                   job->workload);
+                      "rm -rf \"$LOCALDIR\"\n");
+    best_line(job, out);
+    bkm_buf_puts(out, "exit \"$rc\"\n");
     return BKM_OK;
 }
 
@@ -542,27 +696,33 @@ int bkm_slurm_sweep_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
                                  bkm_err_t *err)
 {
     int rc;
-    bkm_slurm_array_t one = {1, a->sweep_args, a->db, ".", NULL};
+    bkm_slurm_array_t one = *a;
     bkm_buf_t o;
+    one.shards = 1;
+    one.shard_dir = "/";
+    one.group = NULL;
     if ((rc = array_check(job, &one, err)) < 0)
         return rc;
     bkm_buf_puts(out, "#!/bin/bash\n");
     generated_write(job, out);
-    bkm_buf_printf(out, "# The sweep of workload %s on node %s, run where it belongs. SQLite must not be written\n"
-                        "# by a job on a shared file system: the sweep writes node-local storage, then one merge\n"
-                        "# copies its results into the database.\n",
-                   job->workload, job->node);
+    comment_line(out, "# The sweep of workload %s on node %s, run where it belongs. SQLite must not be written",
+                 job->workload, job->node);
+    bkm_buf_puts(out, "# by a job on a shared file system: the sweep writes node-local storage, then one merge\n"
+                      "# copies its results into the database.\n");
     bkm_buf_init(&o);
     bkm_buf_printf(&o, "%s-%%j.out", job->job_name ? job->job_name : "bkm");
     sbatch_lines(job, job->output ? job->output : bkm_buf_str(&o), NULL, out);
     bkm_buf_free(&o);
     bkm_buf_puts(out, "set -u\n");
     tune_var(job, out);
-    bkm_buf_printf(out, "DB='%s'\n", a->db);
-    bkm_buf_puts(out, "LOCAL=${TMPDIR:-/tmp}/bkm-sweep-${SLURM_JOB_ID:-$$}.sqlite\nrc=0\n");
-    bkm_buf_printf(out, "\"$TUNE\" sweep %s --db \"$LOCAL\" || rc=$?\n", a->sweep_args);
-    bkm_buf_puts(out, "if [ -f \"$LOCAL\" ]; then \"$TUNE\" merge \"$DB\" \"$LOCAL\" && rm -f \"$LOCAL\"; fi\n");
-    bkm_buf_printf(out, "\"$TUNE\" best --node %s --workload %s --db \"$DB\" || true\nexit \"$rc\"\n", job->node,
-                   job->workload);
+    sh_assign(out, "DB", a->db);
+    local_dir(out, "sweep", "${SLURM_JOB_ID:-$$}");
+    bkm_buf_puts(out, "LOCAL=$LOCALDIR/sweep.sqlite\nrc=0\n");
+    sweep_line(a, out);
+    bkm_buf_puts(out, " --db \"$LOCAL\" || rc=$?\n");
+    bkm_buf_puts(out, "if [ -f \"$LOCAL\" ]; then \"$TUNE\" merge \"$DB\" \"$LOCAL\" && rm -rf \"$LOCALDIR\"; "
+                      "else rm -rf \"$LOCALDIR\"; fi\n");
+    best_line(job, out);
+    bkm_buf_puts(out, "exit \"$rc\"\n");
     return BKM_OK;
 }

@@ -100,12 +100,16 @@ static int spawn_capture(char *const argv[], char *const envp[], bkm_buf_t *msg,
 
 int bkm_slurm_submit_run(const bkm_slurm_submit_t *s, long long *job_id, bkm_buf_t *msg, bkm_err_t *err)
 {
-    char *argv[8], dep[256];
+    char *argv[8], dep[256], script[4096];
     int a = 0, status = 0, rc;
     size_t len;
     *job_id = 0;
-    if (s->sbatch == NULL || s->script == NULL)
+    if (s->sbatch == NULL || s->script == NULL || s->script[0] == '\0')
         return bkm_err_set(err, BKM_EINVAL, "submit: sbatch and script are required");
+    /* the script is sbatch's first argument that is not an option: a name starting with '-'
+     * would be read as one */
+    if ((size_t)snprintf(script, sizeof script, "%s%s", s->script[0] == '-' ? "./" : "", s->script) >= sizeof script)
+        return bkm_err_set(err, BKM_EINVAL, "submit: script path '%.200s...' is too long", s->script);
     argv[a++] = (char *)s->sbatch;
     argv[a++] = "--parsable";
     if (s->test_only)
@@ -114,7 +118,7 @@ int bkm_slurm_submit_run(const bkm_slurm_submit_t *s, long long *job_id, bkm_buf
         snprintf(dep, sizeof dep, "--dependency=%s", s->dependency);
         argv[a++] = dep;
     }
-    argv[a++] = (char *)s->script;
+    argv[a++] = script;
     argv[a] = NULL;
     if ((rc = spawn_capture(argv, s->envp, msg, &status, err)) < 0)
         return rc;

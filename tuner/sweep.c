@@ -761,8 +761,14 @@ static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_can
     res->dflt = *bkm_tune_space_config(space, 0);
     res->best = res->dflt;
     res->speedup_lo = res->speedup_hi = NAN;
+    res->default_median_ms = res->default_ci_lo_ms = res->default_ci_hi_ms = NAN;
     if (n_cand == 1) {
-        snprintf(res->verdict, sizeof res->verdict, "only the default was measured: it stands");
+        if (cfg->confirm_top == 0)
+            snprintf(res->verdict, sizeof res->verdict, "no confirmation round (--confirm-top 0): the search's "
+                     "trials are stored, no best-known setting is derived or stored");
+        else
+            snprintf(res->verdict, sizeof res->verdict, "only the default was measured (no other setting succeeded "
+                     "in the search): no best-known setting is stored");
         return BKM_OK;
     }
     if (cand[0].n == 0 || cand[0].failed) {

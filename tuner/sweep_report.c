@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What `tune sweep` shows: the planned sweep (--dry-run, or a host that is not the node) and
  * the final summary, as text or pretty JSON, rendered into a buffer (the CLI prints it). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -228,6 +229,7 @@ static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_b
     bkm_json_obj_end(&w);
     bkm_json_key(&w, "aa"), bkm_json_bool(&w, r->aa);
     bkm_json_key(&w, "claim"), bkm_json_bool(&w, r->significant);
+    bkm_json_key(&w, "best_stored"), bkm_json_bool(&w, r->has_best && !r->aa);
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, r->replicates);
     bkm_json_key(&w, "evidence");
     if (r->evidence_json)
@@ -268,6 +270,12 @@ void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char 
                    "confirmation: %zu disturbed counted, %zu re-run\n", r->disturbed, r->trials,
                    r->noise_unknown ? " (some without evidence)" : "", r->confirm_disturbed, r->reruns);
     bkm_tune_config_label(&r->dflt, label, sizeof label);
+    if (!r->has_best || !isfinite(r->default_median_ms)) {
+        /* no confirmation round counted: say what is stored and what is not, not a median of nothing */
+        bkm_buf_printf(out, "default:    %s: not confirmed (no median over processes)\n", label);
+        bkm_buf_printf(out, "best-known: none stored: %s\n", r->verdict);
+        return;
+    }
     bkm_buf_printf(out, "default:    %s: median %.4g ms over %d processes (median of each process's samples), 95%% "
                    "CI [%.4g, %.4g] (order statistics)\n", label, r->default_median_ms, r->replicates,
                    r->default_ci_lo_ms, r->default_ci_hi_ms);

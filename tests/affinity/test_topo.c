@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -285,6 +286,22 @@ START_TEST(bad_inputs_are_named)
     /* Sizes beyond what a bkm_cpuset_t holds are refused before hwloc builds them. */
     ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:99999 core:99999 pu:99999", &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "pack:99999"));
+    /* hwloc reads counts with strtoul(..., 0): 0x100 is 256 there, 010 is 8. Only plain decimal
+     * counts are taken (the one bkm checks is the one hwloc builds); refused at once, by name. */
+    {
+        static const char *const odd[] = {"pack:0x100 core:0x100 pu:1", "pack:010 core:1 pu:1", "pack:2 core:-1 pu:1",
+                                           "pack:+2 pu:1", "pack:2 pu:1x", "pack:0 pu:1", "pack:2 pu:0X10"};
+        for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+            uint64_t t0 = bkm_now_ns();
+            ck_assert_msg(bkm_topo_open_synthetic(&t, odd[i], &err) == BKM_EINVAL, "'%s' accepted", odd[i]);
+            ck_assert_msg(strstr(err.msg, "is not a plain decimal number") != NULL, "%s: %s", odd[i], err.msg);
+            ck_assert_msg(bkm_now_ns() - t0 < 1000000000ull, "'%s' took over a second", odd[i]);
+            ck_assert_ptr_null(t);
+        }
+        ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pack:2 core:10 pu:1", &err), BKM_OK);
+        bkm_topo_close(t);
+        t = NULL;
+    }
     ck_assert_int_eq(bkm_topo_open_synthetic(&t, "pu:4(indexes=0,1,2,99999)", &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "99999"));
     ck_assert_int_eq(bkm_topo_open_xml(&t, "/nonexistent/topo.xml", &err), BKM_EINVAL);

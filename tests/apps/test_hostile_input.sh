@@ -63,6 +63,12 @@ expect 2 "results database 'fifo' is not a regular file" merge out.sqlite fifo
 expect 2 "results database 'fifo' is not a regular file" merge fifo in.sqlite
 [ ! -e out.sqlite ] && [ ! -e dry.sqlite ] || fail "a refused input left a database behind"
 
+# --- synthetic counts hwloc would read otherwise (0x100 is 256 to hwloc, 010 is 8): refused at once -----
+expect 2 "count '0x100' of level 'pack:0x100' is not a plain decimal number" topo --synthetic "pack:0x100 core:0x100 pu:1"
+expect 2 "count '010'" topo --synthetic "pack:010 core:1 pu:1"
+printf 'name = hexnode\nsynthetic = pack:0x40 core:0x40 pu:4\n' > hex.prof
+expect 2 "count '0x40'" --node hex.prof --workload gemm --dry-run --db dry.sqlite
+
 # --- every option validated before anything is written (a sweep row was created, then abort) -----
 g=(--workload gemm --param m=16 --param n=16 --param k=16 --counters none)
 bad_opts() {  # DB: each bad option is exit 2 naming the value and its range; DB untouched
@@ -95,6 +101,10 @@ bad_opts none.sqlite
 h=("${g[@]}" --threads 1,2 --affinity default --blocktime 0,1,200 --strategy halving --budget 6
    --min-samples 40000 --max-samples 40000 --min-time 0 --confirm-top 0 --db h.sqlite)
 timeout 120 "$T" "${h[@]}" > out.txt 2> err.txt || fail "halving sweep at the sample limit: exit $?: $(tail -3 err.txt)"
+# --confirm-top 0: it says what it stored and what not, never a median of nothing
+grep -q "^best-known: none stored: no confirmation round (--confirm-top 0)" out.txt ||
+    fail "--confirm-top 0 does not say that no best-known setting is stored: $(cat out.txt)"
+! grep -qiw "nan" out.txt || fail "--confirm-top 0 prints nan: $(cat out.txt)"
 if command -v sqlite3 > /dev/null; then
     q() { sqlite3 -readonly -batch -noheader h.sqlite "$1"; }
     [ "$(q "SELECT status FROM sweep")" = done ] || fail "the halving sweep is not done: $(q 'SELECT status FROM sweep')"

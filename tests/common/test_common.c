@@ -570,6 +570,170 @@ START_TEST(file_check_regular_or_absent)
 }
 END_TEST
 
+/* The whole content of @p path ("" when unreadable), for comparisons. */
+static void slurp_to(const char *path, char *out, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = 0;
+    out[0] = '\0';
+    if (f) {
+        k = fread(out, 1, n - 1, f);
+        out[k] = '\0';
+        fclose(f);
+    }
+}
+
+/* The one output writer: whole or nothing, a link at the path replaced (its target untouched),
+ * FIFOs and /dev/null written directly, a FIFO without reader refused at once, folders and other
+ * devices refused, nothing left behind. */
+START_TEST(file_write_output_safe)
+{
+    char p[128], t[128], got[256], name[256];
+    struct stat st;
+    bkm_err_t err = {0};
+    /* a new file, then replaced */
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    ck_assert_msg(bkm_file_write_output(p, "-o", "one\n", 4, 0666, &err) == BKM_OK, "%s", err.msg);
+    slurp_to(p, got, sizeof got);
+    ck_assert_str_eq(got, "one\n");
+    ck_assert_int_eq(bkm_file_write_output(p, "-o", "two\n", 4, 0777, &err), BKM_OK);
+    slurp_to(p, got, sizeof got);
+    ck_assert_str_eq(got, "two\n");
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_msg(st.st_mode & S_IXUSR, "a script (0777) is not executable");
+    /* a link planted at the output: replaced, its target untouched */
+    snprintf(t, sizeof t, "%s/ok.txt", dir);
+    snprintf(p, sizeof p, "%s/planted", dir);
+    ck_assert_int_eq(symlink(t, p), 0);
+    ck_assert_int_eq(bkm_file_write_output(p, "-o", "new\n", 4, 0666, &err), BKM_OK);
+    slurp_to(t, got, sizeof got);
+    ck_assert_str_eq(got, "hello\n");
+    ck_assert_int_eq(lstat(p, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    /* a link planted at a predictable temporary name (<path>.tmp.<pid>): never followed */
+    snprintf(p, sizeof p, "%s/report.html", dir);
+    snprintf(name, sizeof name, "%s/report.html.tmp.%ld", dir, (long)getpid());
+    ck_assert_int_eq(symlink(t, name), 0);
+    ck_assert_int_eq(bkm_file_write_output(p, "-o", "<html>\n", 7, 0666, &err), BKM_OK);
+    slurp_to(t, got, sizeof got);
+    ck_assert_str_eq(got, "hello\n");
+    slurp_to(p, got, sizeof got);
+    ck_assert_str_eq(got, "<html>\n");
+    /* a FIFO without reader: refused at once, never waited on; with a reader: written to it */
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    ck_assert_int_eq(bkm_file_write_output(p, "-o", "x", 1, 0666, &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nobody reads"));
+    {
+        int fd = open(p, O_RDONLY | O_NONBLOCK);
+        char buf[16] = "";
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bkm_file_write_output(p, "-o", "piped", 5, 0666, &err), BKM_OK);
+        ck_assert_int_eq((int)read(fd, buf, sizeof buf - 1), 5);
+        ck_assert_str_eq(buf, "piped");
+        close(fd);
+        ck_assert_int_eq(stat(p, &st), 0);
+        ck_assert(S_ISFIFO(st.st_mode));   /* never replaced by a file */
+    }
+    ck_assert_int_eq(bkm_file_write_output("/dev/null", "-o", "gone", 4, 0666, &err), BKM_OK);
+    ck_assert_int_eq(bkm_file_write_output(dir, "-o", "x", 1, 0666, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a directory"));
+    ck_assert_int_eq(bkm_file_write_output("/dev/zero", "-o", "x", 1, 0666, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_file_write_output("", "-o", "x", 1, 0666, &err), BKM_EINVAL);
+    snprintf(p, sizeof p, "%s/nosuch/out.txt", dir);
+    ck_assert_int_eq(bkm_file_write_output(p, "-o", "x", 1, 0666, &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, p));
+    /* nothing is left behind: only the files written above */
+    {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q tmp- && exit 1; exit 0", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
+/* A new file under a random name: a link planted at the prefix is never followed. */
+START_TEST(file_write_new_exclusive)
+{
+    char path[256], got[64], t[128];
+    struct stat st;
+    bkm_err_t err = {0};
+    ck_assert_msg(bkm_file_write_new(dir, "bkm-x-", "abc", 3, 0600, path, sizeof path, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(strncmp(path, dir, strlen(dir)), 0);
+    ck_assert_uint_eq(strlen(path), strlen(dir) + strlen("/bkm-x-") + 6);
+    slurp_to(path, got, sizeof got);
+    ck_assert_str_eq(got, "abc");
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    snprintf(t, sizeof t, "%s/nosuch-dir", dir);
+    ck_assert_int_eq(bkm_file_write_new(t, "x-", "a", 1, 0600, path, sizeof path, &err), BKM_EIO);
+    ck_assert_str_eq(path, "");
+}
+END_TEST
+
+/* One nesting limit: what the writer writes, the reader reads; a tree too deep for where it
+ * goes is null (and said so), never invalid output. */
+START_TEST(json_one_depth_limit)
+{
+    bkm_buf_t b, doc;
+    bkm_json_w_t w;
+    bkm_json_t *j = NULL, *back = NULL;
+    bkm_err_t err = {0};
+    bkm_buf_init(&doc);
+    for (int i = 0; i < BKM_JSON_MAX_DEPTH; i++)
+        bkm_buf_puts(&doc, "[");
+    for (int i = 0; i < BKM_JSON_MAX_DEPTH; i++)
+        bkm_buf_puts(&doc, "]");
+    ck_assert_msg(bkm_json_parse(bkm_buf_str(&doc), &j, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(bkm_json_depth(j), BKM_JSON_MAX_DEPTH);
+    /* at the top: written whole, and read back */
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    ck_assert_int_eq(bkm_json_write_tree(&w, j), BKM_OK);
+    ck_assert_str_eq(bkm_buf_str(&b), bkm_buf_str(&doc));
+    ck_assert_int_eq(bkm_json_parse(bkm_buf_str(&b), &back, &err), BKM_OK);
+    bkm_json_free(back);
+    back = NULL;
+    bkm_buf_free(&b);
+    /* one level down it would exceed the limit: null, and the document stays valid */
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 1);
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "deep");
+    ck_assert_int_eq(bkm_json_write_tree(&w, j), BKM_EINVAL);
+    bkm_json_key(&w, "next");
+    bkm_json_int(&w, 1);
+    bkm_json_obj_end(&w);
+    ck_assert_int_eq(w.too_deep, 0);
+    ck_assert_msg(bkm_json_parse(bkm_buf_str(&b), &back, &err) == BKM_OK, "%s: %s", err.msg, bkm_buf_str(&b));
+    ck_assert_int_eq(bkm_json_get(back, "deep")->type, BKM_JSON_NULL);
+    ck_assert_double_eq(bkm_json_get_num(back, "next", 0), 1);
+    bkm_json_free(back);
+    bkm_buf_free(&b);
+    /* the writer nests the limit directly, with correct commas; the reader refuses one more */
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    for (int i = 0; i < BKM_JSON_MAX_DEPTH; i++)
+        bkm_json_arr_begin(&w), bkm_json_int(&w, i);
+    for (int i = 0; i < BKM_JSON_MAX_DEPTH; i++)
+        bkm_json_arr_end(&w);
+    ck_assert_int_eq(w.too_deep, 0);
+    ck_assert_msg(bkm_json_parse(bkm_buf_str(&b), &back, &err) == BKM_OK, "%s", err.msg);
+    bkm_json_free(back);
+    bkm_buf_free(&b);
+    bkm_buf_puts(&doc, "");
+    {
+        bkm_buf_t deeper;
+        bkm_buf_init(&deeper);
+        bkm_buf_printf(&deeper, "[%s]", bkm_buf_str(&doc));
+        ck_assert_int_eq(bkm_json_parse(bkm_buf_str(&deeper), &back, &err), BKM_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "deeper than " BKM_JSON_MAX_DEPTH_TEXT));
+        bkm_buf_free(&deeper);
+    }
+    bkm_json_free(j);
+    bkm_buf_free(&doc);
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -587,11 +751,14 @@ static Suite *common_suite(void)
     tcase_add_test(tc, strict_numbers);
     tcase_add_test(tc, trial_status_names);
     tcase_add_test(tc, kv_one_limit);
+    tcase_add_test(tc, json_one_depth_limit);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     tcase_add_checked_fixture(tc, files_setup, files_teardown);
     tcase_add_test(tc, file_read_regular_bounded);
     tcase_add_test(tc, file_check_regular_or_absent);
+    tcase_add_test(tc, file_write_output_safe);
+    tcase_add_test(tc, file_write_new_exclusive);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;

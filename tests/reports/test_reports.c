@@ -175,11 +175,35 @@ START_TEST(degenerate_documents_render)
 }
 END_TEST
 
+/* A stored topology is data: 200000 packages and 100000 cores are drawn in part (the caption
+ * says so), never one box each; a note of the report document is shown. */
+START_TEST(drawing_is_bounded)
+{
+    int rc;
+    bkm_buf_t doc;
+    char *h;
+    bkm_buf_init(&doc);
+    bkm_buf_puts(&doc, "{\"sweeps\":[{\"id\":1,\"node\":\"n\",\"workload\":\"w\",\"host\":{\"topology\":"
+                       "{\"packages\":200000,\"cores_list\":[");
+    for (int i = 0; i < 100000; i++)
+        bkm_buf_printf(&doc, "%s{\"pkg\":%d,\"core\":%d,\"pus\":[%d]}", i ? "," : "", i % 200000, i, i);
+    bkm_buf_puts(&doc, "]}}}],\"trials\":[],\"best\":[],\"gates\":[],\"notes\":[\"trial 3: left out\"]}");
+    h = render(bkm_buf_str(&doc), &rc);
+    ck_assert_int_eq(rc, BKM_OK);
+    ck_assert_msg(strlen(h) < 4u << 20, "the page is %zu bytes", strlen(h));
+    ck_assert_ptr_nonnull(strstr(h, "drawn in part"));
+    ck_assert_ptr_nonnull(strstr(h, "trial 3: left out"));
+    free(h);
+    bkm_buf_free(&doc);
+}
+END_TEST
+
 static Suite *reports_suite(void)
 {
     Suite *s = suite_create("reports");
     TCase *tc = tcase_create("html");
     tcase_add_test(tc, escape_html_specials_and_bad_bytes);
+    tcase_add_test(tc, drawing_is_bounded);
     tcase_add_test(tc, empty_document_has_every_section);
     tcase_add_test(tc, hostile_strings_stay_text);
     tcase_add_test(tc, noise_evidence_shown);

@@ -769,8 +769,11 @@ START_TEST(legacy_counters_are_not_measurements)
                " label TEXT, node TEXT NOT NULL, workload TEXT NOT NULL, strategy TEXT, git_revision TEXT NOT NULL"
                " DEFAULT 'unknown', host_id INTEGER REFERENCES host(id), started_at TEXT NOT NULL, finished_at TEXT,"
                " status TEXT NOT NULL DEFAULT 'running' CHECK(status IN ('running', 'done', 'partial', 'failed')));"
+               "CREATE INDEX sweep_by_key ON sweep(key, id);"
                FIXTURE_TRIAL_TABLES
                FIXTURE_V2_TABLES
+               "CREATE INDEX best_by_node ON best(node, workload, id);"
+               "CREATE INDEX trial_by_sweep_status ON trial(sweep_id, status);"
                "INSERT INTO sweep(uuid, key, node, workload, started_at, status) VALUES('u5', 'k5', 'knl', 'gemm', 'x', 'done');"
                "INSERT INTO trial(sweep_id, config_key, config_json, status, n_samples, median_ms)"
                " VALUES(1, '{\"t\":1}', '{\"t\":1}', 'ok', 1, 2.5);"
@@ -854,6 +857,148 @@ START_TEST(merge_is_idempotent)
     ck_assert_ptr_nonnull(strstr(err.msg, bad));
     ck_assert_int_eq(bkm_db_merge(db, pth("missing.sqlite"), &st, &err), BKM_EIO);
     ck_assert_int_eq(bkm_db_integrity_check(db, &err), BKM_OK);
+    bkm_db_close(db);
+}
+END_TEST
+
+static void copy_file(const char *from, const char *to)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* No write transaction of anyone holds @p path: another connection can write it at once. */
+static void assert_unlocked(const char *path)
+{
+    sqlite3 *h = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &h), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(h, "BEGIN IMMEDIATE; COMMIT;", NULL, NULL, NULL) == SQLITE_OK, "%s is locked: %s", path,
+                  sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+/* A crafted source is refused before anything is copied, naming what is wrong (the object, or
+ * the table, row and reason), and the destination stays untouched and unlocked. */
+START_TEST(merge_refuses_crafted_sources)
+{
+    static const struct {
+        const char *sql, *needle;
+    } cases[] = {
+        {"DROP TABLE best; CREATE VIEW best AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+         "SELECT n AS id FROM r;", "a view 'best'"},
+        {"CREATE TRIGGER tr AFTER INSERT ON host BEGIN SELECT 1; END;", "a trigger 'tr'"},
+        {"CREATE TABLE extra(x);", "a table 'extra'"},
+        {"CREATE VIRTUAL TABLE v USING fts4(x);", "a table 'v'"},
+        {"DROP INDEX best_by_node;", "table best is not bkm's"},
+        {"CREATE INDEX mine ON trial(median_ms);", "table trial is not bkm's"},
+        {"ALTER TABLE host ADD COLUMN x TEXT;", "table host is not bkm's"},
+        {"DROP TABLE gate_run;", "no table gate_run"},
+        {"UPDATE trial SET status = 'evil' WHERE id = 1;", "table trial, id 1: trial status 'evil'"},
+        {"UPDATE trial SET role = 'x' WHERE id = 2;", "table trial, id 2: trial role 'x'"},
+        {"UPDATE trial SET round = -1 WHERE id = 1;", "table trial, id 1: trial round -1"},
+        {"UPDATE trial SET config_json = '[1]', config_key = '[1]' WHERE id = 1;", "not a JSON object"},
+        {"UPDATE trial SET config_key = 'x' WHERE id = 1;", "table trial, id 1: config_key 'x'"},
+        {"UPDATE trial SET disturbed = 5 WHERE id = 1;", "disturbed is not 0, 1 or NULL"},
+        {"UPDATE sweep SET node = 'k' || char(10) || 'x';", "table sweep, id 1: node 'k?x' holds a control"},
+        {"UPDATE sweep SET status = 'gone';", "sweep status 'gone'"},
+        {"UPDATE sweep SET git_revision = 'a' || char(27) || '[2J';", "git revision"},
+        {"UPDATE host SET hostname = 'a' || char(13);", "table host, id 1: hostname"},
+        {"UPDATE sample SET ms = 9e999 WHERE idx = 0;", "ms is not a finite number"},
+        {"UPDATE sample SET idx = -5 WHERE idx = 0 AND trial_id = 1;", "negative sample index"},
+        {"UPDATE counter SET name = '' WHERE trial_id = 1 AND name = (SELECT min(name) FROM counter WHERE trial_id = 1);",
+         "counter name"},
+        {"UPDATE best SET median_ms = 'fast';", "table best, id 1: median_ms is text, not REAL"},
+        {"UPDATE best SET config_json = '{\"threads\":1,\"a\":2}';", "not in canonical form"},
+        {"UPDATE best SET significant = 7;", "significant is not 0 or 1"},
+        {"UPDATE sweep SET label = x'00ff';", "table sweep, id 1: label is blob, not TEXT"},
+        {"UPDATE sweep SET command = 'a' || char(0) || 'b';", "command holds a NUL byte"},
+        {"UPDATE trial SET n_samples = 'many' WHERE id = 1;", "n_samples is text, not INTEGER"},
+    };
+    const char *base = pth("base.sqlite"), *src = pth("src.sqlite"), *out = pth("out.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_merge_stats_t st = {0};
+    unsigned long long h0;
+    long size;
+    make_db(base, "kb", "knl", 3);
+    ck_assert_int_eq(bkm_db_open(&db, out, BKM_DB_CREATE, &err), BKM_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char sql[1024];
+        unlink(src);
+        copy_file(base, src);
+        snprintf(sql, sizeof sql, "PRAGMA ignore_check_constraints = ON; PRAGMA foreign_keys = OFF; %s", cases[i].sql);
+        raw_sql(src, sql);
+        h0 = file_hash(out, &size);
+        memset(&err, 0, sizeof err);
+        ck_assert_msg(bkm_db_merge(db, src, &st, &err) == BKM_ECORRUPT, "case %zu (%s): %s", i, cases[i].sql, err.msg);
+        ck_assert_msg(strstr(err.msg, cases[i].needle) != NULL, "case %zu: '%s' does not say '%s'", i, err.msg,
+                      cases[i].needle);
+        ck_assert_ptr_nonnull(strstr(err.msg, "nothing merged"));
+        ck_assert_msg(file_hash(out, &size) == h0, "case %zu changed the destination", i);
+        assert_unlocked(out);
+    }
+    ck_assert_int_eq(st.sweeps_new + st.trials_new + st.samples + st.best, 0);
+    /* the clean source merges into the same handle afterwards */
+    ck_assert_msg(bkm_db_merge(db, base, &st, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(st.trials_new, 3);
+    bkm_db_close(db);
+}
+END_TEST
+
+/* Reads of a source are bounded: the time limit (a progress handler), rows per table, bytes per
+ * text; a stop at any of them rolls back and leaves the destination unlocked. */
+START_TEST(merge_is_bounded)
+{
+    const char *a = pth("a.sqlite"), *out = pth("out.sqlite");
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_merge_limits_t lim;
+    unsigned long long h0;
+    long size;
+    make_db(a, "ka", "knl", 40);
+    ck_assert_int_eq(bkm_db_open(&db, out, BKM_DB_CREATE, &err), BKM_OK);
+    h0 = file_hash(out, &size);
+    bkm_db_merge_limits_default(&lim);
+    lim.time_s = 1e-9;
+    ck_assert_int_eq(bkm_db_merge_limited(db, a, &lim, NULL, &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "time limit"));
+    ck_assert(file_hash(out, &size) == h0);
+    assert_unlocked(out);
+    bkm_db_merge_limits_default(&lim);
+    lim.max_rows = 39;
+    ck_assert_int_eq(bkm_db_merge_limited(db, a, &lim, NULL, &err), BKM_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "more than the limit of 39"));
+    bkm_db_merge_limits_default(&lim);
+    lim.max_text = 8;
+    ck_assert_int_eq(bkm_db_merge_limited(db, a, &lim, NULL, &err), BKM_ECORRUPT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "more than the limit of 8"));
+    lim.time_s = 0;
+    ck_assert_int_eq(bkm_db_merge_limited(db, a, &lim, NULL, &err), BKM_EINVAL);
+    ck_assert(file_hash(out, &size) == h0);
+    assert_unlocked(out);
+    ck_assert_msg(bkm_db_merge_limited(db, a, NULL, NULL, &err) == BKM_OK, "%s", err.msg);
+    bkm_db_close(db);
+}
+END_TEST
+
+/* What the merge refuses, the store refuses when bkm writes: one-line names and revisions. */
+START_TEST(store_refuses_multi_line_names)
+{
+    bkm_db_t *db = NULL;
+    bkm_err_t err = {0};
+    bkm_db_host_t h = {.hostname = "nid1\ntouch x", .cpu_model = "x", .fingerprint = "f"};
+    bkm_db_sweep_t s = {.key = "k", .node = "knl\n", .workload = "gemm"};
+    bkm_db_best_t b = {.node = "knl", .workload = "ge\rmm", .config_json = "{}", .median_ms = 1};
+    int64_t id = 0;
+    ck_assert_int_eq(bkm_db_open(&db, pth("s.sqlite"), BKM_DB_CREATE, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_host_upsert(db, &h, &id, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "hostname 'nid1?touch x'"));
+    ck_assert_int_eq(bkm_db_sweep_open(db, &s, 0, &id, NULL, &err), BKM_EINVAL);
+    s.node = "knl";
+    s.git_revision = "abc\n";
+    ck_assert_int_eq(bkm_db_sweep_open(db, &s, 0, &id, NULL, &err), BKM_EINVAL);
+    ck_assert_int_eq(bkm_db_best_store(db, &b, &err), BKM_EINVAL);
     bkm_db_close(db);
 }
 END_TEST
@@ -1317,6 +1462,9 @@ static Suite *results_suite(void)
     tcase_add_test(tc, two_writers_at_once);
     tcase_add_test(tc, kill_9_then_resume);
     tcase_add_test(tc, merge_is_idempotent);
+    tcase_add_test(tc, merge_refuses_crafted_sources);
+    tcase_add_test(tc, merge_is_bounded);
+    tcase_add_test(tc, store_refuses_multi_line_names);
     tcase_add_test(tc, export_parses_back);
     tcase_add_test(tc, counter_states_round_trip);
     tcase_add_test(tc, legacy_counters_are_not_measurements);

@@ -87,6 +87,12 @@ expect 2 "$tune" lint
 expect 2 "$tune" lint "$data/seed_knl.sbatch" --node nosuch
 printf 'a\0b' >nul.sh
 expect 2 "$tune" lint nul.sh
+# numbers Slurm refuses (or that wrap) are errors naming them, not skipped
+printf '#!/bin/bash\n#SBATCH -N 99999999999\n#SBATCH -c -5\nsrun -n 2147483648 -c 0 ./a.out\n' >range.sbatch
+expect 1 "$tune" lint range.sbatch --node knl
+for v in "-N '99999999999'" "-c '-5'" "srun -n '2147483648'" "srun -c '0'"; do
+  grep -qF -- "$v is not a whole number" out || fail "lint does not flag $v: $(cat out)"
+done
 
 # --- the main job's Slurm options (no submission)
 expect 0 "$tune" --node knl --workload alexnet --sbatch knl-sweep.sbatch --db "$w/res.sqlite" --account m1

@@ -243,8 +243,8 @@ END_TEST
 START_TEST(array_and_merge_scripts)
 {
     bkm_slurm_job_t job;
-    bkm_slurm_array_t a = {2, "--node knl --workload alexnet --strategy grid", "/scratch/u/bkm.sqlite",
-                           "/scratch/u/bkm.sqlite.shards", "0123456789abcdef"};
+    static const char *const args[] = {"--node", "knl", "--workload", "alexnet", "--strategy", "grid"};
+    bkm_slurm_array_t a = {2, args, 6, "/scratch/u/bkm.sqlite", "/scratch/u/bkm.sqlite.shards", "0123456789abcdef"};
     bkm_buf_t b;
     const char *s;
     job_fixed(&job);
@@ -254,7 +254,9 @@ START_TEST(array_and_merge_scripts)
     ck_assert_ptr_nonnull(strstr(s, "#SBATCH --array=0-1\n"));
     ck_assert_ptr_nonnull(strstr(s, "#SBATCH -C knl,quad,cache\n"));
     ck_assert_ptr_nonnull(strstr(s, "--shard \"$I/$K\" --shard-group \"${BKM_SHARD_GROUP:-0123456789abcdef}\""));
-    ck_assert_ptr_nonnull(strstr(s, "LOCAL=${TMPDIR:-/tmp}/"));   /* node-local SQLite */
+    /* node-local SQLite, in a new folder of its own (never a name another user can take first) */
+    ck_assert_ptr_nonnull(strstr(s, "LOCALDIR=$(mktemp -d \"${TMPDIR:-/tmp}/bkm-shard-"));
+    ck_assert_ptr_nonnull(strstr(s, "LOCAL=$LOCALDIR/shard.sqlite\n"));
     ck_assert_ptr_nonnull(strstr(s, "SHARDS='/scratch/u/bkm.sqlite.shards'"));
     bkm_buf_free(&b);
     bkm_buf_init(&b);
@@ -273,8 +275,88 @@ START_TEST(array_and_merge_scripts)
     a.group = "x y";
     ck_assert_int_eq(bkm_slurm_array_script_write(&job, &a, &b, NULL), BKM_EINVAL);
     a.group = "g";
-    a.db = "/it's";
+    a.db = "scratch/bkm.sqlite";   /* relative: the job does not run where it was written */
     ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_EINVAL);
+    a.db = "/scratch/a\nb.sqlite";
+    ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_EINVAL);
+    bkm_buf_free(&b);
+}
+END_TEST
+
+/* The one quoting function and the one comment escape: whatever the text, the shell reads back
+ * exactly one word with that text, and a comment line never ends early. */
+START_TEST(quote_and_comment)
+{
+    static const char *const words[] = {"plain", "m=16", "a b", "it's", "$(touch x)", "`id`", "a\nb", "", "-n",
+                                        "'", "\\", "x;y", "~root", "*", "$HOME", "\t", "\xff\xfe"};
+    bkm_buf_t b, c;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char got[256];
+        FILE *f;
+        size_t n;
+        /* printf %s WORD, through bash (itself quoted for popen's sh) */
+        bkm_buf_init(&b);
+        bkm_buf_puts(&b, "printf %s ");
+        bkm_slurm_sh_quote(&b, words[i], 0);
+        bkm_buf_init(&c);
+        bkm_buf_puts(&c, "bash -c ");
+        bkm_slurm_sh_quote(&c, bkm_buf_str(&b), 1);
+        ck_assert_ptr_nonnull(f = popen(bkm_buf_str(&c), "r"));
+        n = fread(got, 1, sizeof got - 1, f);
+        got[n] = '\0';
+        ck_assert_int_eq(pclose(f), 0);
+        ck_assert_msg(strcmp(got, words[i]) == 0, "'%s' came back as '%s' (%s)", words[i], got, bkm_buf_str(&b));
+        bkm_buf_free(&b);
+        bkm_buf_free(&c);
+    }
+    bkm_buf_init(&b);
+    bkm_slurm_sh_quote(&b, "granularity=fine,compact,1,0", 0);
+    ck_assert_str_eq(bkm_buf_str(&b), "granularity=fine,compact,1,0");   /* plain stays readable */
+    bkm_buf_free(&b);
+    bkm_buf_init(&b);
+    bkm_slurm_sh_comment(&b, "a\nb\rc\td\x1b[2J\xff");
+    ck_assert_str_eq(bkm_buf_str(&b), "a\\nb\\rc\\td\\x1b[2J\xef\xbf\xbd");
+    bkm_buf_free(&b);
+}
+END_TEST
+
+/* Values from a stored setting that no run line can carry are refused by name; the script's
+ * paths are absolute; every word of a sweep's line is one quoted word. */
+START_TEST(foreign_values_refused_or_quoted)
+{
+    static const char *const args[] = {"--node", "/p/my node.xml", "--label", "x'; touch y; '", "--label", "a\nb"};
+    bkm_slurm_array_t a = {2, args, 6, "/scratch/u/it's.sqlite", "/scratch/u/it's.sqlite.shards", "0123456789abcdef"};
+    bkm_slurm_setting_t st;
+    bkm_slurm_job_t job;
+    bkm_err_t err = {0};
+    bkm_buf_t b;
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":2,\"backend\":\"x;id\"}", &st, NULL), BKM_OK);
+    ck_assert_int_eq(bkm_slurm_setting_check(&st, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "backend 'x;id'"));
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":2,\"params\":{\"m\":\"1 2\"}}", &st, NULL), BKM_OK);
+    ck_assert_int_eq(bkm_slurm_setting_check(&st, &err), BKM_EINVAL);
+    job_fixed(&job);
+    bkm_slurm_setting_seed("knl", &job.setting, NULL);
+    job.tune = "tune";   /* relative: the job runs elsewhere */
+    ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not absolute"));
+    job_fixed(&job);
+    bkm_slurm_setting_seed("knl", &job.setting, NULL);
+    job.command = "./a.out\x1b[2J";
+    ck_assert_int_eq(bkm_slurm_job_check(&job, &err), BKM_EINVAL);
+    job.command = NULL;
+    job.generated_by = "tune sbatch -o 'a\ntouch x #'";
+    job.prov.host = "nid\ntouch y";
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&b), "(`tune sbatch -o 'a\\ntouch x #'`)"));
+    ck_assert_ptr_null(strstr(bkm_buf_str(&b), "\ntouch"));
+    bkm_buf_free(&b);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_merge_script_write(&job, &a, &b, NULL), BKM_OK);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&b), "\"$TUNE\" sweep --node '/p/my node.xml' --label 'x'\\''; touch y; "
+                                                  "'\\''' --label 'a\nb' --db \"$LOCAL\""));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&b), "DB='/scratch/u/it'\\''s.sqlite'\n"));
     bkm_buf_free(&b);
 }
 END_TEST
@@ -389,6 +471,17 @@ START_TEST(lint_finds_each_kind)
     ck_assert_ptr_null(r.plan_text);
     bkm_slurm_lint_free(&r);
 
+    /* counts out of range are errors naming them, not skipped; a computed one is not judged */
+    ck_assert_int_eq(bkm_slurm_lint_run("#SBATCH -N 99999999999\n#SBATCH -c -5\n#SBATCH -N 2-4\n"
+                                        "srun -n 2147483648 -c 0 ./a.out\nsrun -n $N ./b.out\n",
+                                        "knl", &r, NULL), BKM_OK);
+    ck_assert_int_eq(r.errors, 4);
+    ck_assert_ptr_nonnull(strstr(finding(&r, "bad-value", 1)->msg, "-N '99999999999'"));
+    ck_assert_ptr_nonnull(strstr(finding(&r, "bad-value", 2)->msg, "-c '-5'"));
+    ck_assert_ptr_null(finding(&r, "bad-value", 3));
+    ck_assert_ptr_null(finding(&r, "bad-value", 5));
+    bkm_slurm_lint_free(&r);
+
     ck_assert_int_eq(bkm_slurm_lint_run("echo hi\n", "no-such-node", &r, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "no-such-node"));
 }
@@ -428,6 +521,8 @@ static Suite *slurm_suite(void)
     tcase_add_test(tc, script_golden_places_ranks);
     tcase_add_test(tc, job_values_checked);
     tcase_add_test(tc, array_and_merge_scripts);
+    tcase_add_test(tc, quote_and_comment);
+    tcase_add_test(tc, foreign_values_refused_or_quoted);
     tcase_add_test(tc, submit_env_clears_slurm_variables);
     tcase_add_test(tc, lint_seed_scripts);
     tcase_add_test(tc, lint_finds_each_kind);

@@ -102,5 +102,5 @@ id=$(echo "$out" | sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p')
 state=$(slurm_local_wait_job "$id" 120)
 [ "$state" = COMPLETED ] || fail "the sweep job ended $state"
 "$tune" best --node auto --workload gemm --db one/bkm.sqlite >/dev/null || fail "no best-known setting from the sweep job"
-ls /tmp/bkm-sweep-"$id".sqlite "${TMPDIR:-/tmp}/bkm-sweep-$id.sqlite" 2>/dev/null && fail "the node-local file was left behind"
+ls -d /tmp/bkm-sweep-"$id".* "${TMPDIR:-/tmp}/bkm-sweep-$id".* 2>/dev/null && fail "the node-local folder was left behind"
 echo ok

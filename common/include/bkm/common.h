@@ -184,13 +184,18 @@ int bkm_utf8_valid(const char *s, size_t n);
  *  finite are written as null. The output is always valid UTF-8: in strings (and keys) each
  *  ill-formed UTF-8 sequence becomes U+FFFD and control characters are escaped; raw JSON gets
  *  the same UTF-8 repair. */
-#define BKM_JSON_MAX_DEPTH 32
+/** The one nesting limit of bkm's JSON: the reader refuses a document nested deeper, the writer
+ *  writes up to this many levels (bkm_json_write_tree writes null for a value that would go
+ *  deeper), so that whatever bkm writes, bkm reads back. */
+#define BKM_JSON_MAX_DEPTH 64
+#define BKM_JSON_MAX_DEPTH_TEXT "64"
 typedef struct bkm_json_w {
     bkm_buf_t *out;
     int depth;
-    unsigned char need_comma[BKM_JSON_MAX_DEPTH];
+    unsigned char need_comma[BKM_JSON_MAX_DEPTH + 1];
     int after_key;
-    int pretty; /**< indent with two spaces per level */
+    int pretty;   /**< indent with two spaces per level */
+    int too_deep; /**< set when a begin went beyond BKM_JSON_MAX_DEPTH: the output is not valid */
 } bkm_json_w_t;
 void bkm_json_w_init(bkm_json_w_t *w, bkm_buf_t *out, int pretty);
 void bkm_json_obj_begin(bkm_json_w_t *w);
@@ -234,8 +239,12 @@ const bkm_json_t *bkm_json_at(const bkm_json_t *j, size_t i);
 double bkm_json_get_num(const bkm_json_t *j, const char *key, double dflt);
 const char *bkm_json_get_str(const bkm_json_t *j, const char *key);
 /** Re-serialise the parsed value @p j through @p w as its next value: members in document
- *  order, integral numbers below 9e15 in magnitude as integers, others as doubles. */
-void bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j);
+ *  order, integral numbers below 9e15 in magnitude as integers, others as doubles. When @p j would
+ *  nest deeper than BKM_JSON_MAX_DEPTH where it goes, null is written instead and BKM_EINVAL
+ *  returned (the document stays valid; the caller says what was left out). */
+int bkm_json_write_tree(bkm_json_w_t *w, const bkm_json_t *j);
+/** Levels of nesting of @p j: 0 for a scalar, 1 for [] or {} of scalars, ... */
+int bkm_json_depth(const bkm_json_t *j);
 
 /* ---------------------------------------------------------------------------------------- */
 /** CPU set of OS processor indexes, a plain copyable value. */
@@ -282,11 +291,28 @@ int bkm_file_read_regular(const char *path, const char *what, size_t max_bytes, 
  * when it is a FIFO, device, socket or directory. Opens nothing; the opener must still cope with
  * a file replaced after this check. */
 int bkm_file_check_regular_or_absent(const char *path, const char *what, bkm_err_t *err);
-/** Write @p text to @p path whole or not at all: into "<path>.tmp.<pid>" in the same folder, then
- * rename(2) over @p path (a reader never sees half a file; on failure the temporary is removed).
- * @p what names the file in messages ("-o"). @return BKM_OK; BKM_EINVAL when the path is too long;
- * BKM_EIO naming the path and the system's reason. */
-int bkm_file_write_atomic(const char *path, const char *what, const char *text, bkm_err_t *err);
+/** Create a new file "<dir>/<prefix>XXXXXX" (six random letters and digits) holding the @p len
+ * bytes of @p text, with permissions @p mode less the umask: opened O_CREAT|O_EXCL|O_NOFOLLOW, so a
+ * name that exists (a link planted at it included) is never opened, and another name is tried;
+ * written, fsync(2)ed and closed. @p path (of @p path_n bytes) receives the name.
+ * @return BKM_OK; BKM_EINVAL when the name is too long; BKM_EIO naming the file and the system's
+ * reason (nothing is left behind). */
+int bkm_file_write_new(const char *dir, const char *prefix, const char *text, size_t len, unsigned mode, char *path,
+                       size_t path_n, bkm_err_t *err);
+/** The one way bkm writes an output file (a script, a report, a baseline, an export): the @p len
+ * bytes of @p text reach @p path whole or not at all. A temporary is created in the same folder by
+ * bkm_file_write_new (@p mode: 0666 for data, 0777 for a script, less the umask), then renamed over
+ * @p path: a reader sees the old file or the new one, never half of one; on failure @p path is
+ * untouched. A link at @p path is replaced, never written through: the file it points to stays as
+ * it was. When @p path is (or leads to) something that is not a regular file, it is written
+ * directly, never replaced: a FIFO (one that nobody reads is refused, never waited on), a
+ * terminal, /dev/null, or this process's standard output or error; a link chain through /dev/fd or
+ * /proc/PID/fd (/dev/stdout) writes to that descriptor's file, appending. A directory, a block or
+ * any other device is refused. @p what names the file in messages ("-o").
+ * @return BKM_OK; BKM_EINVAL (empty path, a folder, a device, a name too long); BKM_EIO naming the
+ * path and the system's reason. */
+int bkm_file_write_output(const char *path, const char *what, const char *text, size_t len, unsigned mode,
+                          bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Strict number parsing: the whole string must be the number. */

@@ -279,14 +279,40 @@ typedef struct bkm_db_merge_stats {
     int64_t trials_new, trials_known;   /**< trials copied / already present */
     int64_t samples, counters, best;    /**< rows copied */
 } bkm_db_merge_stats_t;
+/** Bounds on reading one source database in a merge. */
+typedef struct bkm_db_merge_limits {
+    double time_s;       /**< the whole merge of one source, checks included (default 600 s) */
+    int64_t max_rows;    /**< rows of any one table (default 100 000 000) */
+    int64_t max_text;    /**< bytes of any one text value (default 16 MiB) */
+} bkm_db_merge_limits_t;
+/** The defaults above. */
+void bkm_db_merge_limits_default(bkm_db_merge_limits_t *lim);
+
 /** Merge the bkm database @p in_path into @p db in one transaction: hosts, sweeps, trials,
  *  samples, counters and best-known settings get new ids; each sweep keeps its uuid and records
  *  the source file. Idempotent: sweeps are matched by uuid and trials by (role, round, config),
  *  so merging the same input twice copies nothing the second time. @p st may be NULL (counts are
  *  added to it otherwise). The input is validated first (bkm_db_validate) and read as
  *  bkm_db_open reads with BKM_DB_READONLY: it stays byte-identical, and a leftover -wal is read,
- *  never checkpointed into it. BKM_EINVAL naming both paths when @p in_path is @p db's file. */
+ *  never checkpointed into it. BKM_EINVAL naming both paths when @p in_path is @p db's file.
+ *
+ *  A source is data bkm did not necessarily write (a colleague's file, a shard from a shared
+ *  node): before anything is copied, inside the transaction, it must be bkm's schema of its
+ *  version exactly (the migrations up to it, run in memory, are the reference): plain tables with
+ *  bkm's columns, types, collations and indexes, and nothing else (no view, no trigger: their SQL
+ *  would run when read; SQLite's statistics tables are allowed); every table within the row
+ *  limit and every value of its declared type (text never a blob, numbers finite, NOT NULL where
+ *  bkm's schema says so, text within the size limit and without a NUL byte); and every row one the
+ *  store would write (the checks of bkm_db_sweep_open, bkm_db_trial_insert and
+ *  bkm_db_best_store; a trial's config_key its configuration's canonical form). A source that
+ *  fails is refused with BKM_ECORRUPT naming the table, the row and the reason (BKM_ENOTSUP for a
+ *  schema version this tune does not merge); everything runs under bkm_db_merge_limits_default()'s
+ *  time limit (a progress handler: BKM_EIO "time limit"). A refusal rolls back: @p db is
+ *  untouched and unlocked. */
 int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bkm_err_t *err);
+/** bkm_db_merge with the bounds @p lim (NULL: the defaults). */
+int bkm_db_merge_limited(bkm_db_t *db, const char *in_path, const bkm_db_merge_limits_t *lim,
+                         bkm_db_merge_stats_t *st, bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Everything `tune report` shows, as one JSON object appended to @p out, for the trials
@@ -299,8 +325,10 @@ int bkm_db_merge(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st, bk
  *  counters: [{name, value, unavailable}]}], "best": [{node, workload, sweep, config, median_ms,
  *  ci95, default_median_ms, speedup, significant, evidence, created_at}], "gates": [{id,
  *  created_at, mode, hostname, fingerprint, git_revision, reference, threshold, alpha,
- *  regressions, verdict, results}]}. Stored JSON texts (config, topology, binding, ...) are
- *  embedded as JSON when they parse, else as strings; null for unknown numbers. Works read-only
+ *  regressions, verdict, results}], "notes": [text]}. Stored JSON texts (config, topology,
+ *  binding, ...) are embedded as JSON when they parse, else as strings; one that parses but would
+ *  nest deeper than BKM_JSON_MAX_DEPTH there is null, and "notes" says which and why (one row
+ *  never makes the whole document unreadable); null for unknown numbers. Works read-only
  *  on schema BKM_DB_SCHEMA_READ_MIN and later (older schemas have no noise evidence, layers or
  *  gates: null / empty). */
 int bkm_db_report_json(bkm_db_t *db, const bkm_db_filter_t *f, bkm_buf_t *out, bkm_err_t *err);
@@ -324,10 +352,14 @@ typedef enum { BKM_DB_EXPORT_CSV = 0, BKM_DB_EXPORT_JSON = 1 } bkm_db_export_fmt
  *  CSV: a header row, then one row per trial: id,sweep,node,workload,status,role,round,config,
  *  n_samples,median_ms,min_ms,mad_ms,ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,
  *  voluntary_switches,involuntary_switches,migrations,steal_share (config as JSON text; RFC 4180
- *  quoting; empty cell for unknown numbers; the last four from the noise evidence).
+ *  quoting; a text cell a spreadsheet would take for a formula (beginning with =, +, -, @, a tab
+ *  or a carriage return: OWASP's rule) gets a single quote before it, in a quoted cell; empty
+ *  cell for unknown numbers; the last four from the noise evidence).
  *  JSON: a list of objects {id, sweep, node, workload, status, role, round, config (object),
  *  n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error, disturbed,
- *  noise_share, noise (the worker's noise object)}; null for unknown. */
+ *  noise_share, noise (the worker's noise object)}; null for unknown. Stored JSON (config, noise)
+ *  is parsed and written again, never spliced in: one that does not parse or nests too deep is
+ *  null, and the row then has "notes": [text] saying why. */
 int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out,
                   bkm_err_t *err);
 

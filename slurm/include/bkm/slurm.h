@@ -48,7 +48,8 @@ int bkm_slurm_setting_from_config(const char *config_json, bkm_slurm_setting_t *
 int bkm_slurm_setting_seed(const char *node, bkm_slurm_setting_t *s, bkm_err_t *err);
 /** Check @p s: every variable through the strict parsers, and no rival variables that would
  *  cancel each other (KMP_AFFINITY with a type beside OMP_PLACES/OMP_PROC_BIND: libomp applies
- *  them in environment order and one silently loses). BKM_EINVAL naming them. */
+ *  them in environment order and one silently loses); each parameter key=value of letters,
+ *  digits and =_.,:+-; the backend a name (letters, digits, _ and -). BKM_EINVAL naming them. */
 int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err);
 
 /** srun's CPUs per task and binding for @p ranks_per_node ranks on a node of @p pus logical CPUs
@@ -87,7 +88,9 @@ typedef struct bkm_slurm_provenance {
 } bkm_slurm_provenance_t;
 
 /** A batch job. Strings are checked (bkm_slurm_job_check): Slurm option values may not hold
- *  blanks, quotes or shell metacharacters; none may hold a newline. */
+ *  blanks, quotes or shell metacharacters; the tune path is absolute; none may hold a control
+ *  character. Every other value is quoted (bkm_slurm_sh_quote) or, in comments, escaped
+ *  (bkm_slurm_sh_comment) where it is written; `command` is the one value written as shell code. */
 typedef struct bkm_slurm_job {
     const char *node;             /**< profile name ("knl") */
     const char *constraint;       /**< -C; NULL or "" = none */
@@ -115,6 +118,15 @@ typedef struct bkm_slurm_job {
     bkm_slurm_provenance_t prov;
 } bkm_slurm_job_t;
 
+/** How every value that is not from a closed set gets into a script: @p s appended to @p out as
+ *  one shell word, as it is when @p always is 0 and it is a non-empty run of letters, digits and
+ *  _-./=:,+@% (nothing the shell expands), else in single quotes with each ' written '\''. */
+void bkm_slurm_sh_quote(bkm_buf_t *out, const char *s, int always);
+/** How text gets into a comment of a script: @p s appended with every control character escaped
+ *  (\n, \r, \t, \xHH) and ill-formed UTF-8 as U+FFFD, so that a comment
+ *  line never ends before the script's own newline. */
+void bkm_slurm_sh_comment(bkm_buf_t *out, const char *s);
+
 /** Defaults: 1 node, 1 rank per node, -t 00:30:00, -q regular, --mpi=pmi2. */
 void bkm_slurm_job_defaults(bkm_slurm_job_t *job);
 /** Check every field of @p job (values, Slurm time syntax, the setting, the layout). */
@@ -129,16 +141,19 @@ int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t
 /** A sweep spread over a job array of @p shards shards plus a merge job. */
 typedef struct bkm_slurm_array {
     int shards;                   /**< K >= 1 */
-    const char *sweep_args;       /**< the sweep's options, shell-quoted, without --db/--shard */
-    const char *db;               /**< the merged database (a path on shared storage) */
-    const char *shard_dir;        /**< where finished shards are copied (shared storage) */
+    const char *const *sweep_argv; /**< the sweep's options, one word each (each is quoted when
+                                       written), without --db/--shard */
+    int sweep_argc;
+    const char *db;               /**< the merged database (an absolute path on shared storage) */
+    const char *shard_dir;        /**< where finished shards are copied (absolute, shared storage) */
     const char *group;            /**< the shards' common sweep group (a random token made when the
                                        script is written: resubmitting the same script resumes into
                                        the same sweep, another script never collides) */
 } bkm_slurm_array_t;
 /** The array job's script: shard $SLURM_ARRAY_TASK_ID of K runs `tune sweep ... --shard I/K
- *  --shard-group GROUP` into a node-local SQLite file ($TMPDIR or /tmp, never the
- *  shared file system), then copies the closed file to SHARD_DIR/shard-I-of-K.sqlite. */
+ *  --shard-group GROUP` into a node-local SQLite file (in a new folder that `mktemp -d` makes in
+ *  $TMPDIR or /tmp, never the shared file system), then copies the closed file to
+ *  SHARD_DIR/shard-I-of-K.sqlite. */
 int bkm_slurm_array_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
                                  bkm_err_t *err);
 /** The job that runs the whole sweep on one node (`tune --sbatch FILE`): `tune sweep ...` into a
