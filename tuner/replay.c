@@ -16,7 +16,6 @@
 
 #include "bkm/results.h"
 #include "bkm/tuner.h"
-#include "tuner_int.h"
 
 typedef struct oracle {
     size_t n;
@@ -474,7 +473,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             for (size_t r = 0; r < o.n_run[c]; r++)
                 p[r] = r;
             for (size_t r = o.n_run[c]; r > 1; r--) {
-                size_t j = (size_t)(bkm_tune_rng_next(&rng) % r), t = p[r - 1];
+                size_t j = (size_t)(bkm_rng_next(&rng) % r), t = p[r - 1];
                 p[r - 1] = p[j], p[j] = t;
             }
             n_held[c] = o.n_run[c] / 2;
@@ -494,7 +493,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
                     boot = nb, boot_n = m;
                 }
                 for (size_t k = 0; k < m; k++)
-                    boot[k] = o.ms[ask.config][bkm_tune_rng_next(&rng) % o.n_ms[ask.config]];
+                    boot[k] = o.ms[ask.config][bkm_rng_next(&rng) % o.n_ms[ask.config]];
                 bkm_tune_strategy_report(st, &ask, bkm_tune_stats_median(boot, m));
             } else {
                 /* one process: a run drawn at random (a re-measurement at a larger scale is one

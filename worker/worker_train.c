@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 #include "bkm/workloads.h"
-#include "tuner_int.h"
+#include "worker_int.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bkm/tuner.h"
-#include "tuner_int.h"
+#include "bkm/stats.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -271,7 +270,7 @@ int bkm_tune_claim_order(size_t arms, size_t rounds, uint64_t seed, size_t *orde
         for (size_t a = 0; a < arms; a++)
             row[a] = a;
         for (size_t a = arms; a > 1; a--) { /* Fisher-Yates */
-            size_t j = (size_t)(bkm_tune_rng_next(&rng) % a), t = row[a - 1];
+            size_t j = (size_t)(bkm_rng_next(&rng) % a), t = row[a - 1];
             row[a - 1] = row[j];
             row[j] = t;
         }
