@@ -404,7 +404,7 @@ void bkm_tune_strategy_report(bkm_tune_strategy_t *s, const bkm_tune_ask_t *ask,
         }
         m = m + 1 < RACE_KEEP ? m + 1 : RACE_KEEP;
         memcpy(tmp, &s->obs[c * RACE_KEEP], m * sizeof *tmp);
-        s->val[c] = bkm_tune_stats_median(tmp, m);
+        s->val[c] = bkm_median(tmp, m);
         return;
     }
     if (ask->round >= s->round[ask->config]) {

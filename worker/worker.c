@@ -259,18 +259,11 @@ static void worker_flops_json(bkm_json_w_t *w, double flops, double median_ms)
     bkm_json_double(w, median_ms > 0 ? flops / (median_ms * 1e-3) * 1e-9 : NAN);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of v[0..n) (n >= 1) through tmp (n doubles). */
 static double median_of(const double *v, int n, double *tmp)
 {
     memcpy(tmp, v, (size_t)n * sizeof *tmp);
-    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
-    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+    return bkm_median(tmp, (size_t)n);
 }
 
 /* --compare: a second workload of the compare backend (same parameters, seed and threads), one

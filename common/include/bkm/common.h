@@ -138,6 +138,8 @@ static inline uint64_t bkm_rng_next(uint64_t *s)
 /** The median of the @p n values at @p v (sorted in place, ascending; the mean of the two middle
  *  values when @p n is even); NaN when @p n is 0. The values must not be NaN. */
 double bkm_median(double *v, size_t n);
+/** qsort() comparison of two doubles, ascending (NaN-free input). */
+int bkm_cmp_double(const void *a, const void *b);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */

@@ -38,9 +38,7 @@ typedef struct bkm_tune_stats {
     double ci_coverage;       /**< exact coverage of that interval (>= 0.95 once n >= 6) */
 } bkm_tune_stats_t;
 
-/** Median of @p x, which is sorted in place (mean of the two middle values for even n).
- *  NaN when n = 0. */
-double bkm_tune_stats_median(double *x, size_t n);
+/* The median of a sample is bkm_median (bkm/common.h). */
 
 /** Ranks (1-based) of the distribution-free confidence interval [x(lo), x(hi)] of the median at
  *  level @p conf (0.95): the largest lo with P(Binomial(n, 1/2) <= lo - 1) <= (1 - conf) / 2,
