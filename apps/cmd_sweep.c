@@ -17,6 +17,7 @@
 #include "bkm/affinity.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "bkm/worker.h"   /* bkm_tune_counters_parse: --counters is checked before a sweep starts */
 #include "bkm_revision.h"
 #include "cli_common.h"
 #include "cli_opt.h"

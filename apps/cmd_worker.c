@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bkm/affinity.h"
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 #include "cli_common.h"
 #include "cli_opt.h"
 

@@ -85,11 +85,6 @@ void bkm__rep_colour(double t, char rgb[8])
     snprintf(rgb, 8, "#%02x%02x%02x", (int)lround(c[0]), (int)lround(c[1]), (int)lround(c[2]));
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Linear interpolation between order statistics (type 7, as R's default). */
 static double quantile_sorted(const double *x, size_t n, double q)
@@ -107,7 +102,7 @@ int bkm__rep_five(const double *v, size_t n, double five[5])
     if (n == 0 || (x = malloc(n * sizeof *x)) == NULL)
         return -1;
     memcpy(x, v, n * sizeof *x);
-    qsort(x, n, sizeof *x, cmp_dbl);
+    qsort(x, n, sizeof *x, bkm_cmp_double);
     five[0] = x[0];
     five[1] = quantile_sorted(x, n, 0.25);
     five[2] = quantile_sorted(x, n, 0.5);

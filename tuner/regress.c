@@ -500,7 +500,7 @@ static double med(const double *v, size_t n)
     if (n == 0 || (x = malloc(n * sizeof *x)) == NULL)
         return NAN;
     memcpy(x, v, n * sizeof *x);
-    m = bkm_tune_stats_median(x, n);
+    m = bkm_median(x, n);
     free(x);
     return m;
 }

@@ -16,7 +16,6 @@
 
 #include "bkm/results.h"
 #include "bkm/tuner.h"
-#include "tuner_int.h"
 
 typedef struct oracle {
     size_t n;
@@ -78,7 +77,7 @@ static int run_add(oracle_t *o, size_t k, double v, int64_t trial_id, int64_t pa
 static double median_of(const double *x, size_t n, double *scratch)
 {
     memcpy(scratch, x, n * sizeof *x);
-    return bkm_tune_stats_median(scratch, n);
+    return bkm_median(scratch, n);
 }
 
 /* Flattened "path=value" members of a configuration object ("threads", "env.KMP_AFFINITY", ...). */
@@ -474,7 +473,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
             for (size_t r = 0; r < o.n_run[c]; r++)
                 p[r] = r;
             for (size_t r = o.n_run[c]; r > 1; r--) {
-                size_t j = (size_t)(bkm_tune_rng_next(&rng) % r), t = p[r - 1];
+                size_t j = (size_t)(bkm_rng_next(&rng) % r), t = p[r - 1];
                 p[r - 1] = p[j], p[j] = t;
             }
             n_held[c] = o.n_run[c] / 2;
@@ -494,8 +493,8 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
                     boot = nb, boot_n = m;
                 }
                 for (size_t k = 0; k < m; k++)
-                    boot[k] = o.ms[ask.config][bkm_tune_rng_next(&rng) % o.n_ms[ask.config]];
-                bkm_tune_strategy_report(st, &ask, bkm_tune_stats_median(boot, m));
+                    boot[k] = o.ms[ask.config][bkm_rng_next(&rng) % o.n_ms[ask.config]];
+                bkm_tune_strategy_report(st, &ask, bkm_median(boot, m));
             } else {
                 /* one process: a run drawn at random (a re-measurement at a larger scale is one
                  * longer process too) */
@@ -520,7 +519,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
                     scratch[unseen++] = o.run[pick][r];
             }
         run->judged_on_unseen = unseen > 0;
-        run->rel = (unseen > 0 ? bkm_tune_stats_median(scratch, unseen) : o.truth[pick]) / out->best_ms;
+        run->rel = (unseen > 0 ? bkm_median(scratch, unseen) : o.truth[pick]) / out->best_ms;
         out->n_judged_seen += oracle == BKM_TUNE_REPLAY_UNSEEN_RUNS && unseen == 0;
         run->seed = s + 1;
         run->found_at = first_at[pick];
@@ -531,7 +530,7 @@ int bkm_tune_replay_run(bkm_db_t *db, int64_t sweep_id, const char *strategy, si
         out->n_runs++;
         bkm_tune_strategy_free(st);
     }
-    out->median_rel = bkm_tune_stats_median(rels, out->n_runs);
+    out->median_rel = bkm_median(rels, out->n_runs);
     rc = BKM_OK;
 out:
     bkm_free(first_at);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "bkm/tuner.h"
-#include "tuner_int.h"
 
 enum { S_GRID, S_RANDOM, S_HALVING, S_LOCAL };
 
@@ -53,7 +52,7 @@ const char *const *bkm_tune_strategy_names(void)
 
 static size_t rng_below(uint64_t *s, size_t n)
 {
-    return n ? (size_t)(bkm_tune_rng_next(s) % n) : 0;
+    return n ? (size_t)(bkm_rng_next(s) % n) : 0;
 }
 
 static void shuffle(size_t *v, size_t n, uint64_t *s)
@@ -405,7 +404,7 @@ void bkm_tune_strategy_report(bkm_tune_strategy_t *s, const bkm_tune_ask_t *ask,
         }
         m = m + 1 < RACE_KEEP ? m + 1 : RACE_KEEP;
         memcpy(tmp, &s->obs[c * RACE_KEEP], m * sizeof *tmp);
-        s->val[c] = bkm_tune_stats_median(tmp, m);
+        s->val[c] = bkm_median(tmp, m);
         return;
     }
     if (ask->round >= s->round[ask->config]) {

@@ -326,10 +326,8 @@ static int trial_do(sweep_state_t *st, size_t ci, const char *role, int round, i
         goto out;
     bkm_tune_strategy_spec_scale(&spec, scale);   /* clamped to the limits, timeout scaled too */
     st->trial_no++;
-#ifdef BKM_TEST_HOOKS
-    if (cfg->inject[0] && cfg->inject_at == st->trial_no)
+    if (cfg->inject[0] && cfg->inject_at == st->trial_no)   /* the test build's CLI sets it */
         snprintf(spec.inject, sizeof spec.inject, "%s", cfg->inject);
-#endif
     {
         /* the runner kills the worker at once when the sweep is stopped */
         bkm_tune_runner_t rn = *cfg->runner;

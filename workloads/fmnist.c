@@ -611,16 +611,10 @@ static double tr_checksum(tr_t *t)
     return s;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of @p v (sorted in place); 0 when empty. */
 static double median_of(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0.0;
+    return n ? bkm_median(v, n) : 0.0;
 }
 
 /* One training step of global batch @p b of epoch @p e; adds its loss, compute and comm time. */
@@ -759,7 +753,7 @@ static int tr_step_times(tr_t *t, bkm_json_w_t *w, int64_t total, bkm_err_t *err
         bkm_json_double(w, meds[r]);
     bkm_json_arr_end(w);
     bkm_json_key(w, "max");
-    qsort(meds, (size_t)t->size, sizeof *meds, cmp_double);
+    qsort(meds, (size_t)t->size, sizeof *meds, bkm_cmp_double);
     bkm_json_double(w, meds[t->size - 1]);
     bkm_json_key(w, "median");
     bkm_json_double(w, median_of(meds, (size_t)t->size));

@@ -76,15 +76,10 @@ int bkm__ring_allreduce_f64(double *buf, size_t n, double *tmp, MPI_Comm comm)
 /* ---------------------------------------------------------------------------------------- */
 /* Ring vs MPI_Allreduce, interleaved (bench/bench_allreduce.c). */
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void spread(double *v, int n, double out[3])
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    qsort(v, (size_t)n, sizeof *v, bkm_cmp_double);
     out[0] = v[0];
     out[1] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     out[2] = v[n - 1];

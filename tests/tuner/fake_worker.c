@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "bkm/tuner.h"
+#include "bkm/trial.h"
 
 extern char **environ;
 

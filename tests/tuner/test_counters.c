@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 
 static const bkm_counter_t *find_counter(const bkm_tune_counters_t *c, const char *name)
 {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "bkm_check.h"
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 
 static const char stat_text[] =
     "cpu  925698 76008 438798 287085 2390 0 1683 3310 0 0\n"

@@ -17,6 +17,7 @@
 
 #include "bkm_check.h"
 #include "bkm/tuner.h"
+#include "bkm/worker.h"
 
 #ifndef BKM_FAKE_WORKER
 #error "BKM_FAKE_WORKER must name the fake worker executable"

@@ -216,7 +216,7 @@ int bkm_aff_probe_check_single_runtime(const bkm_aff_probe_t *probe, bkm_err_t *
 int bkm_aff_probe_to_json(const bkm_aff_probe_t *probe, bkm_json_w_t *w, bkm_err_t *err);
 
 /* ======================================================================================== */
-/* Settings, planning, explanation (section owned by the planner)                            */
+/* Settings, planning, explanation                                                          */
 /* ======================================================================================== */
 
 /** The affinity-related environment of one trial, as strings exactly as they would be exported.

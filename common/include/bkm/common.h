@@ -123,9 +123,23 @@ typedef struct bkm_counter {
 /** 1 when @p c holds a measurement to present (counted, and not contradicted by the OS). */
 int bkm_counter_presentable(const bkm_counter_t *c);
 
+/** xorshift64*: reproducible random numbers (strategies, claim orders, replay) from a state the
+ *  caller keeps; a state of 0 stays 0. */
+static inline uint64_t bkm_rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
 /** The median of the @p n values at @p v (sorted in place, ascending; the mean of the two middle
  *  values when @p n is even); NaN when @p n is 0. The values must not be NaN. */
 double bkm_median(double *v, size_t n);
+/** qsort() comparison of two doubles, ascending (NaN-free input). */
+int bkm_cmp_double(const void *a, const void *b);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */

@@ -11,15 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 #include "bkm/workloads.h"
-#include "tuner_int.h"
+#include "worker_int.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The trial's training configuration: its parameters, then the short-run defaults for what it
  * leaves unset (one epoch of BKM_TUNE_TRAIN_STEPS global batches). */
@@ -114,12 +109,12 @@ static int train_result(const bkm_tune_trial_spec_t *spec, const char *tj, bkm_b
         med[n] = sorted[n] = e->num;
         n++;
     }
-    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    qsort(sorted, (size_t)n, sizeof *sorted, bkm_cmp_double);
     {
         double m = bkm_json_get_num(st, "median", NAN);
         for (int i = 0; i < n; i++)
             dev[i] = fabs(med[i] - m);
-        qsort(dev, (size_t)n, sizeof *dev, cmp_double);
+        qsort(dev, (size_t)n, sizeof *dev, bkm_cmp_double);
     }
     for (const bkm_json_t *e = ep && ep->type == BKM_JSON_ARR ? ep->child : NULL; e; e = e->next)
         last = e;

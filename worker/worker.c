@@ -10,9 +10,10 @@
 #include <unistd.h>
 
 #include "bkm/affinity.h"
-#include "bkm/tuner.h"
+#include "bkm/stats.h"
+#include "bkm/worker.h"
 #include "bkm/workloads.h"
-#include "tuner_int.h"
+#include "worker_int.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Binding verification                                                                      */
@@ -151,102 +152,6 @@ static int worker_iter_fn(void *ctx, bkm_err_t *err)
     return bkm_wl_run(it->wl, &it->sample, err);
 }
 
-/* The workload configuration of a trial: its parameters, plus backend=... when the trial
- * names a backend (the workloads take the backend as a parameter); @p backend: the trial's or
- * its compare backend. */
-static int spec_wl_config(const bkm_tune_trial_spec_t *spec, const char *backend, bkm_wl_config_t *cfg,
-                          bkm_err_t *err)
-{
-    char kv[BKM_KV_KEY_MAX + BKM_KV_VALUE_MAX];
-    int rc;
-    bkm_wl_config_init(cfg);
-    for (int i = 0; i < spec->n_params; i++) {
-        snprintf(kv, sizeof kv, "%s=%s", spec->params[i].key, spec->params[i].value);
-        rc = bkm_wl_config_add(cfg, kv, err);
-        if (rc < 0)
-            return rc;
-    }
-    if (backend[0] && bkm_wl_config_get(cfg, "backend") == NULL) {
-        snprintf(kv, sizeof kv, "backend=%s", backend);
-        rc = bkm_wl_config_add(cfg, kv, err);
-        if (rc < 0)
-            return rc;
-    }
-    return BKM_OK;
-}
-
-/* The trial's affinity variables as the planner takes them (pointers into @p spec). */
-static void spec_aff_env(const bkm_tune_trial_spec_t *spec, bkm_aff_env_t *e)
-{
-    memset(e, 0, sizeof *e);
-    for (int i = 0; i < spec->n_env; i++) {
-        const char *k = spec->env[i].key, *v = spec->env[i].value;
-        if (strcmp(k, "KMP_AFFINITY") == 0)
-            e->kmp_affinity = v;
-        else if (strcmp(k, "KMP_HW_SUBSET") == 0)
-            e->kmp_hw_subset = v;
-        else if (strcmp(k, "KMP_PLACE_THREADS") == 0)
-            e->kmp_place_threads = v;
-        else if (strcmp(k, "KMP_BLOCKTIME") == 0)
-            e->kmp_blocktime = v;
-        else if (strcmp(k, "OMP_PLACES") == 0)
-            e->omp_places = v;
-        else if (strcmp(k, "OMP_PROC_BIND") == 0)
-            e->omp_proc_bind = v;
-        else if (strcmp(k, "GOMP_CPU_AFFINITY") == 0)
-            e->gomp_cpu_affinity = v;
-        else if (strcmp(k, "OMP_WAIT_POLICY") == 0)
-            e->omp_wait_policy = v;
-    }
-}
-
-int bkm_tune_trial_check(const bkm_tune_trial_spec_t *spec, const bkm_topo_t *topo, bkm_err_t *err)
-{
-    bkm_wl_config_t wcfg;
-    bkm_topo_summary_t sum;
-    bkm_aff_env_t env;
-    bkm_aff_plan_t *plan = NULL;
-    const bkm_wl_info_t *info;
-    int rc = bkm_tune_trial_spec_validate(spec, err);
-    if (rc < 0)
-        goto out;
-    rc = bkm_wl_find(spec->workload, &info, err);
-    if (rc < 0)
-        goto out;
-    rc = spec_wl_config(spec, spec->backend, &wcfg, err);
-    if (rc < 0)
-        goto out;
-    rc = bkm_wl_config_check_threads(spec->workload, &wcfg, spec->threads, err);
-    if (rc < 0)
-        goto out;
-    if (spec->compare[0]) {
-        if (bkm_wl_config_get(&wcfg, "backend") != NULL && spec->n_params > 0)
-            for (int i = 0; i < spec->n_params; i++)
-                if (strcmp(spec->params[i].key, "backend") == 0) {
-                    rc = bkm_err_set(err, BKM_EINVAL, "compare '%s' with a backend parameter: give --backend instead",
-                                     spec->compare);
-                    goto out;
-                }
-        rc = spec_wl_config(spec, spec->compare, &wcfg, err);
-        if (rc < 0)
-            goto out;
-        rc = bkm_wl_config_check(spec->workload, &wcfg, err);
-        if (rc < 0)
-            goto out;
-    }
-    bkm_topo_summary(topo, &sum);
-    if (spec->threads > sum.pus) {
-        rc = bkm_err_set(err, BKM_EINVAL, "threads %d exceed the %d PUs of this node (%d allowed)", spec->threads,
-                         sum.pus, sum.allowed_pus);
-        goto out;
-    }
-    spec_aff_env(spec, &env);
-    rc = bkm_aff_plan_create(topo, &env, spec->threads, &plan, err);
-out:
-    bkm_aff_plan_free(plan);
-    return rc;
-}
-
 /* The backend the workload ran: the trial's, else the "backend" of its resolved parameters. */
 static const char *worker_backend(const bkm_tune_trial_spec_t *spec, const bkm_buf_t *params_json)
 {
@@ -354,18 +259,11 @@ static void worker_flops_json(bkm_json_w_t *w, double flops, double median_ms)
     bkm_json_double(w, median_ms > 0 ? flops / (median_ms * 1e-3) * 1e-9 : NAN);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of v[0..n) (n >= 1) through tmp (n doubles). */
 static double median_of(const double *v, int n, double *tmp)
 {
     memcpy(tmp, v, (size_t)n * sizeof *tmp);
-    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
-    return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+    return bkm_median(tmp, (size_t)n);
 }
 
 /* --compare: a second workload of the compare backend (same parameters, seed and threads), one
@@ -390,7 +288,7 @@ static int worker_compare(const bkm_tune_trial_spec_t *spec, bkm_wl_t *wl, bkm_w
         rc = bkm_err_set(err, BKM_ENOMEM, "compare: out of memory for %d samples", n);
         goto out;
     }
-    rc = spec_wl_config(spec, spec->compare, wcfg, err);
+    rc = bkm_tune_trial_wl_config(spec, spec->compare, wcfg, err);
     if (rc < 0 || (rc = bkm_wl_create(&wl2, spec->workload, wcfg, spec->seed, err)) < 0 ||
         (rc = bkm_wl_run(wl2, &sb, err)) < 0)
         goto out;
@@ -460,6 +358,13 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     rc = bkm_tune_trial_spec_validate(spec, err);
     if (rc < 0 || (rc = worker_threads_check(cfg, err)) < 0)
         goto out;
+#ifndef BKM_TEST_HOOKS
+    if (spec->inject[0]) {   /* the shipped worker cannot be told to crash, hang or lie */
+        rc = bkm_err_set(err, BKM_EINVAL, "trial: fault injection '%s' exists only in the test build "
+                         "(tune_testhooks)", spec->inject);
+        goto out;
+    }
+#endif
     if (spec->ranks > 0) {   /* one rank of an MPI training trial: its own protocol */
         rc = bkm__tune_worker_train(cfg, out, err);
         goto out;
@@ -497,7 +402,7 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
         goto out;
     }
 
-    rc = spec_wl_config(spec, spec->backend, &wcfg, err);
+    rc = bkm_tune_trial_wl_config(spec, spec->backend, &wcfg, err);
     if (rc < 0)
         goto out;
     bkm_topo_cache_sizes(topo, &wcfg.cache_l1d, &wcfg.cache_l2, &wcfg.cache_l3);

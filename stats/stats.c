@@ -8,22 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bkm/tuner.h"
-#include "tuner_int.h"
+#include "bkm/stats.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double bkm_tune_stats_median(double *x, size_t n)
-{
-    if (n == 0)
-        return NAN;
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 int bkm_tune_stats_median_ci_ranks(size_t n, double conf, size_t *lo, size_t *hi, double *coverage, bkm_err_t *err)
 {
@@ -66,7 +52,7 @@ int bkm_tune_stats_compute(const double *x, size_t n, double *scratch, bkm_tune_
         return bkm_err_set(err, BKM_ENOMEM, "out of memory summarising %zu samples", n);
     memcpy(s, x, n * sizeof *s);
     out->n = n;
-    out->median = bkm_tune_stats_median(s, n);
+    out->median = bkm_median(s, n);
     out->min = s[0];
     out->max = s[n - 1];
     if ((ret = bkm_tune_stats_median_ci_ranks(n, 0.95, &out->ci_lo_rank, &out->ci_hi_rank, &out->ci_coverage,
@@ -83,7 +69,7 @@ int bkm_tune_stats_compute(const double *x, size_t n, double *scratch, bkm_tune_
     out->cv = out->mean != 0.0 ? out->stddev / out->mean : 0.0;
     for (size_t i = 0; i < n; i++)
         s[i] = fabs(x[i] - out->median);
-    out->mad = bkm_tune_stats_median(s, n);
+    out->mad = bkm_median(s, n);
     out->mad_sigma = 1.4826 * out->mad;
 out:
     if (scratch == NULL)
@@ -119,7 +105,7 @@ typedef struct {
 
 static int cmp_tagged(const void *a, const void *b)
 {
-    return cmp_double(&((const tagged_t *)a)->v, &((const tagged_t *)b)->v);
+    return bkm_cmp_double(&((const tagged_t *)a)->v, &((const tagged_t *)b)->v);
 }
 
 /* Null distribution of U for sizes m, n without ties: the counts of U = 0..mn are the
@@ -271,7 +257,7 @@ int bkm_tune_claim_order(size_t arms, size_t rounds, uint64_t seed, size_t *orde
         for (size_t a = 0; a < arms; a++)
             row[a] = a;
         for (size_t a = arms; a > 1; a--) { /* Fisher-Yates */
-            size_t j = (size_t)(bkm_tune_rng_next(&rng) % a), t = row[a - 1];
+            size_t j = (size_t)(bkm_rng_next(&rng) % a), t = row[a - 1];
             row[a - 1] = row[j];
             row[j] = t;
         }
@@ -310,7 +296,7 @@ static int claim_ratio(const double *base, size_t nb, const double *cand, size_t
     for (size_t j = 0; j < nb; j++)
         for (size_t i = 0; i < nc; i++)
             d[j * nc + i] = log(base[j]) - log(cand[i]);
-    qsort(d, mn, sizeof *d, cmp_double);
+    qsort(d, mn, sizeof *d, bkm_cmp_double);
     med = mn % 2 ? d[mn / 2] : 0.5 * (d[mn / 2 - 1] + d[mn / 2]);
     t->ratio = exp(med);
     if (nb + nc <= 50) {
@@ -399,7 +385,7 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
         double *cs;
         t->n_base = nb;
         t->n_cand = nc[c];
-        t->base_median = bkm_tune_stats_median(scratch, nb);
+        t->base_median = bkm_median(scratch, nb);
         t->cand_median = t->ratio = t->ratio_lo = t->ratio_hi = t->ratio_coverage = t->p_holm = NAN;
         t->mwu.p = NAN;
         if (nc[c] == 0) {
@@ -412,7 +398,7 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
             goto out;
         }
         memcpy(cs, cand[c], nc[c] * sizeof *cs);
-        t->cand_median = bkm_tune_stats_median(cs, nc[c]);
+        t->cand_median = bkm_median(cs, nc[c]);
         free(cs);
         if ((ret = bkm_tune_stats_mann_whitney(cand[c], nc[c], base, nb, &t->mwu, err)) < 0)
             goto out;

@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 
 #define NOISE_WHY 128
 #define NOISE_PATH 512

@@ -5,7 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "bkm/tuner.h"
+#include "bkm/stats.h"
+#include "bkm/worker.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Measurement protocol                                                                      */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bkm/tuner.h"
+#include "bkm/worker.h"
 
 /* Software events of Linux's perf PMU that bkm knows by meaning. A kernel-side event happens in
  * kernel code (the scheduler switches or migrates a thread, the fault handler runs), so PAPI's
