@@ -256,7 +256,7 @@ int bkm_cli_run(int argc, char **argv)
 {
     run_opts_t o;
     bkm_tune_trial_result_t res = {0};
-    bkm_tune_runner_t rn = {NULL, "worker", environ, NULL, 0, NULL, NULL};
+    bkm_tune_runner_t rn = {NULL, "worker", environ, NULL, 0, NULL, NULL, NULL};
     bkm_topo_t *topo = NULL;
     bkm_aff_topo_fix_t fix = {0};
     bkm_err_t err = {0};

@@ -22,6 +22,7 @@
 
 #include "bkm/affinity.h"
 #include "bkm/tuner.h"
+#include "tuner_int.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Result                                                                                    */
@@ -410,15 +411,16 @@ static int pipe_make(int p[2], bkm_err_t *err)
     return BKM_OK;
 }
 
-/* How the watch over a running worker ended. */
-enum { END_EXIT, END_TIMEOUT, END_STOP, END_OVERFLOW };
+/* How the watch over a running process ended: tuner_int.h (END_EXIT, END_TIMEOUT, ...). */
 
 typedef struct runner_io {
-    int fd[2];                 /* [0] the JSON pipe, [1] stdout+stderr; -1 once at EOF */
+    int fd[2];                 /* [0] the JSON pipe (-1: none), [1] stdout+stderr; -1 once at EOF */
     bkm_buf_t *json;
     size_t json_max;
     size_t tail_len;
-    int overflow;              /* the JSON went past json_max */
+    int overflow;              /* the JSON (or a program's output) went past its cap */
+    const bkm__tune_proc_t *proc; /* its output callback and cap */
+    size_t output_len;         /* bytes of stdout+stderr so far */
 } runner_io_t;
 
 /* Read what @p io->fd[i] holds now (non-blocking; at most @p max_chunks reads, so that a worker
@@ -438,6 +440,11 @@ static int runner_read(runner_io_t *io, int i, size_t max_chunks, bkm_tune_trial
         }
         if (i == 1) {
             tail_append(r->stderr_tail, &io->tail_len, chunk, (size_t)got);
+            io->output_len += (size_t)got;
+            if (io->proc->output_max && io->output_len > io->proc->output_max)
+                io->overflow = 1;
+            else if (io->proc->on_output)
+                io->proc->on_output(io->proc->ud, chunk, (size_t)got);
             continue;
         }
         if (io->overflow)
@@ -494,9 +501,11 @@ static int runner_watch(const bkm_tune_runner_t *rn, pid_t pid, int pidfd, uint6
             *how = END_TIMEOUT;
             return BKM_OK;
         }
+        if (io->proc->on_tick)
+            io->proc->on_tick(io->proc->ud, pid);
         ms = (int)((deadline_ns - now) / 1000000ull) + 1;
-        if (ms > POLL_SLICE_MS)
-            ms = POLL_SLICE_MS;
+        if (ms > io->proc->slice_ms)
+            ms = io->proc->slice_ms;
         for (int i = 0; i < 2; i++) {
             if (io->fd[i] >= 0) {
                 p[np].fd = io->fd[i];
@@ -708,98 +717,22 @@ int bkm_tune_clear_stale_kmp(const char *dir, bkm_err_t *err)
 /* launcher (4-7 words) + worker, "worker", --spec, JSON, --parent, PID, --result-fd, N, NULL */
 #define RUNNER_ARGV_MAX 20
 
-int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec,
-                       bkm_tune_trial_result_t *r, bkm_err_t *err)
+int bkm__tune_supervise(const bkm_tune_runner_t *rn, const bkm__tune_proc_t *p, bkm_tune_trial_result_t *r,
+                        bkm__tune_proc_end_t *end, bkm_err_t *err)
 {
     int out_pipe[2] = {-1, -1}, res_pipe[2] = {-1, -1};
-    int rc, src, wstatus = 0, how = END_EXIT, pidfd = -1;
-    int fa_init = 0, attr_init = 0;
+    int rc = BKM_OK, src, pidfd = -1, fa_init = 0, attr_init = 0;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
-    sigset_t dflt;
-    char **envp = NULL;
-    char *argv[RUNNER_ARGV_MAX] = {NULL};
-    char parent_pid[24], result_fd[8], nranks[16], bind[48];
-    const char *exe = rn ? rn->worker_path : NULL;
-    int k = 0;
-    bkm_buf_t spec_json, json;
+    sigset_t dflt, none;
     runner_io_t io;
-    bkm_json_w_t w;
     pid_t pid = -1;
     uint64_t t0;
 
-    bkm_buf_init(&spec_json);
-    bkm_buf_init(&json);
-    bkm_tune_trial_result_free(r);
-    result_reset_numbers(r);
-    rc = bkm_tune_trial_spec_validate(spec, err);
-    if (rc < 0)
-        goto out;
-    if (rn == NULL || rn->worker_path == NULL || rn->worker_path[0] == '\0') {
-        rc = bkm_err_set(err, BKM_EINVAL, "trial runner: no worker executable given");
-        goto out;
-    }
-    if (sigchld_ignored()) {
-        rc = bkm_err_set(err, BKM_EDEP, "trial runner: SIGCHLD is ignored in this process, so the worker's exit "
-                         "status would be lost; set it to SIG_DFL before running trials");
-        goto out;
-    }
-    if (stop_requested(rn)) {
-        result_interrupted(r, rn);
-        goto out;
-    }
-    rc = runner_build_env(rn, spec, &envp, err);
-    if (rc < 0)
-        goto out;
-    bkm_json_w_init(&w, &spec_json, 0);
-    bkm_tune_trial_spec_to_json(spec, &w);
-    if (spec_json.oom) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the trial spec");
-        goto out;
-    }
-    if (spec->ranks > 0) {
-        /* An MPI trial: the launcher starts spec->ranks workers, rank r bound to its own
-         * spec->threads cores; the launcher passes the trial's environment to every rank. Rank 0
-         * writes the JSON to its stdout, which the launcher forwards to ours: the result pipe. */
-        if (rn->launcher == NULL || rn->launcher[0] == '\0') {
-            rc = bkm_err_set(err, BKM_EDEP, "trial runner: workload %s runs under an MPI launcher, and none was "
-                             "found (install MPICH: mpiexec; or run inside a Slurm allocation: srun)", spec->workload);
-            goto out;
-        }
-        exe = rn->launcher;
-        snprintf(nranks, sizeof nranks, "%d", spec->ranks);
-        argv[k++] = (char *)rn->launcher;
-        argv[k++] = (char *)"-n";
-        argv[k++] = nranks;
-        if (rn->slurm_job_id != NULL && rn->slurm_job_id[0]) {
-            snprintf(bind, sizeof bind, "--cpus-per-task=%d", spec->threads);
-            argv[k++] = bind;
-            argv[k++] = (char *)"--cpu-bind=cores";
-            argv[k++] = (char *)"--export=ALL";
-            argv[k++] = (char *)"--mpi=pmi2";   /* MPICH under srun: else every rank is a world of its own */
-        } else {
-            snprintf(bind, sizeof bind, "core:%d", spec->threads);
-            argv[k++] = (char *)"-bind-to";
-            argv[k++] = bind;
-        }
-    }
-    argv[k++] = (char *)rn->worker_path;
-    argv[k++] = (char *)(rn->worker_cmd ? rn->worker_cmd : "worker");
-    argv[k++] = (char *)"--spec";
-    argv[k++] = spec_json.data;
-    if (spec->ranks == 0) {
-        /* The worker dies with the tuner (PR_SET_PDEATHSIG) and checks this pid to close the race
-         * of a tuner killed before the worker armed it. (Under a launcher the parent is the
-         * launcher's proxy; the launcher dies with its process group.) */
-        snprintf(parent_pid, sizeof parent_pid, "%ld", (long)getpid());
-        argv[k++] = (char *)"--parent";
-        argv[k++] = parent_pid;
-        snprintf(result_fd, sizeof result_fd, "%d", BKM_WORKER_RESULT_FD);
-        argv[k++] = (char *)"--result-fd";
-        argv[k++] = result_fd;
-    }
-
-    if ((rc = pipe_make(out_pipe, err)) < 0 || (rc = pipe_make(res_pipe, err)) < 0)
+    end->how = END_EXIT;
+    end->wstatus = 0;
+    end->pid = -1;
+    if ((rc = pipe_make(out_pipe, err)) < 0 || (p->result_fd >= 0 && (rc = pipe_make(res_pipe, err)) < 0))
         goto out;
     if ((src = posix_spawn_file_actions_init(&fa)) != 0) {
         rc = bkm_err_set(err, BKM_ENOMEM, "posix_spawn_file_actions_init: %s", strerror(src));
@@ -809,10 +742,10 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     /* dup2 clears O_CLOEXEC on the new descriptors (all above 3: pipe_make); the pipe ends
      * themselves close on exec. */
     if ((src = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0 ||
-        (src = posix_spawn_file_actions_adddup2(&fa, spec->ranks > 0 ? res_pipe[1] : out_pipe[1], 1)) != 0 ||
+        (src = posix_spawn_file_actions_adddup2(&fa, p->stdout_is_result ? res_pipe[1] : out_pipe[1], 1)) != 0 ||
         (src = posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 2)) != 0 ||
-        (spec->ranks == 0 &&
-         (src = posix_spawn_file_actions_adddup2(&fa, res_pipe[1], BKM_WORKER_RESULT_FD)) != 0)) {
+        (p->result_fd >= 0 && !p->stdout_is_result &&
+         (src = posix_spawn_file_actions_adddup2(&fa, res_pipe[1], p->result_fd)) != 0)) {
         rc = bkm_err_set(err, BKM_ENOMEM, "posix_spawn file actions: %s", strerror(src));
         goto out;
     }
@@ -826,23 +759,21 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     sigfillset(&dflt);
     sigdelset(&dflt, SIGKILL);
     sigdelset(&dflt, SIGSTOP);
-    {
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attr, &none);
-    }
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &dflt);
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
     t0 = bkm_now_ns();
-    (void)bkm_tune_clear_stale_kmp("/dev/shm", NULL); /* best effort: a worker must not die of one */
-    src = posix_spawn(&pid, exe, &fa, &attr, argv, envp);
+    (void)bkm_tune_clear_stale_kmp("/dev/shm", NULL); /* best effort: a process must not die of one */
+    src = posix_spawn(&pid, p->exe, &fa, &attr, p->argv, p->envp);
     if (src != 0) {
         pid = -1;
-        rc = bkm_err_set(err, BKM_EDEP, "cannot start the worker '%s': %s", exe, strerror(src));
+        rc = bkm_err_set(err, BKM_EDEP, "cannot start %s '%s': %s", p->what, p->exe, strerror(src));
         goto out;
     }
+    end->pid = pid;
     close_fd(&out_pipe[1]);
     close_fd(&res_pipe[1]);
 #ifdef SYS_pidfd_open
@@ -850,55 +781,40 @@ int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t 
     if (pidfd >= 0)
         fcntl(pidfd, F_SETFD, FD_CLOEXEC);
 #endif
+    if (p->on_start)
+        p->on_start(p->ud, pid);
 
     io.fd[0] = res_pipe[0];
     io.fd[1] = out_pipe[0];
-    io.json = &json;
-    io.json_max = rn->max_result_bytes ? rn->max_result_bytes : BKM_TUNE_RESULT_MAX;
+    io.json = p->json;
+    io.json_max = p->json_max;
     io.tail_len = 0;
     io.overflow = 0;
-    rc = runner_watch(rn, pid, pidfd, t0 + (uint64_t)(spec->timeout_s * 1e9), &io, r, &how, err);
-    if (kill_and_reap(pid, &wstatus) < 0) {
+    io.proc = p;
+    io.output_len = 0;
+    rc = runner_watch(rn, pid, pidfd, t0 + (uint64_t)(p->timeout_s * 1e9), &io, r, &end->how, err);
+    end->wall_s = (double)(bkm_now_ns() - t0) * 1e-9;   /* spawn to exit: a program's figure */
+    if (p->on_exit)
+        p->on_exit(p->ud, pid);   /* still a zombie (WNOWAIT): its /proc entries are still there */
+    if (kill_and_reap(pid, &end->wstatus) < 0) {
         pid = -1;
         if (rc == BKM_OK)
-            rc = bkm_err_set(err, BKM_EIO, "waitpid on the worker: %s", strerror(errno));
+            rc = bkm_err_set(err, BKM_EIO, "waitpid on %s: %s", p->what, strerror(errno));
     }
     pid = -1;
-    /* What the worker wrote before it ended is in the pipes: take it, without waiting for an
+    /* What the process wrote before it ended is in the pipes: take it, without waiting for an
      * EOF that a grandchild holding the pipes would withhold (the group is dead now anyway). */
     for (int i = 0; rc == BKM_OK && i < 2; i++)
         if (io.fd[i] >= 0)
             rc = runner_read(&io, i, SIZE_MAX, r, err);
     res_pipe[0] = io.fd[0];   /* -1 where closed at EOF; the rest is closed below */
     out_pipe[0] = io.fd[1];
+    end->overflow = io.overflow;
+    end->output_len = io.output_len;
     r->wall_s = (double)(bkm_now_ns() - t0) * 1e-9;
-    if (rc < 0)
-        goto out;
-    if (how == END_STOP || stop_requested(rn) || stop_follows(rn, wstatus)) {
-        result_interrupted(r, rn);
-        goto out;
-    }
-    if (how == END_OVERFLOW) {
-        r->status = BKM_TRIAL_FAILED;
-        r->exit_code = -1;
-        r->signal = SIGKILL;
-        snprintf(r->signal_name, sizeof r->signal_name, "SIGKILL");
-        snprintf(r->message, sizeof r->message, "worker wrote more than %zu bytes of JSON; killed", io.json_max);
-        goto out;
-    }
-    if (json.len > 0) {
-        r->json = bkm_buf_take(&json);
-        if (r->json == NULL) {
-            rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's output");
-            goto out;
-        }
-    }
-    runner_classify(r, wstatus, how == END_TIMEOUT, r->json, spec->ranks, err);
-    if (how == END_TIMEOUT)
-        snprintf(r->message, sizeof r->message, "worker exceeded the trial timeout of %g s; killed", spec->timeout_s);
 out:
     if (pid > 0)
-        kill_and_reap(pid, &wstatus);
+        kill_and_reap(pid, &end->wstatus);
     if (pidfd >= 0)
         close(pidfd);
     close_fd(&out_pipe[0]);
@@ -909,6 +825,165 @@ out:
         posix_spawn_file_actions_destroy(&fa);
     if (attr_init)
         posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
+int bkm__tune_supervise_end(const bkm_tune_runner_t *rn, const bkm__tune_proc_end_t *end, bkm_tune_trial_result_t *r)
+{
+    if (end->how == END_STOP || stop_requested(rn) || stop_follows(rn, end->wstatus)) {
+        result_interrupted(r, rn);
+        return 1;
+    }
+    return 0;
+}
+
+/* The argv of a worker trial: `<worker> worker --spec JSON --parent PID --result-fd 3`, under the
+ * MPI launcher for an MPI trial (rank 0 writes the JSON to its stdout, which the launcher
+ * forwards to ours: the result pipe). Strings the argv points into live in @p bufs. */
+typedef struct worker_argv_bufs {
+    char parent_pid[24], result_fd[8], nranks[16], bind[48];
+} worker_argv_bufs_t;
+
+static int worker_argv(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec, char *spec_json, char **argv,
+                       worker_argv_bufs_t *b, const char **exe, bkm_err_t *err)
+{
+    int k = 0;
+    *exe = rn->worker_path;
+    if (spec->ranks > 0) {
+        /* An MPI trial: the launcher starts spec->ranks workers, rank r bound to its own
+         * spec->threads cores; the launcher passes the trial's environment to every rank. */
+        if (rn->launcher == NULL || rn->launcher[0] == '\0')
+            return bkm_err_set(err, BKM_EDEP, "trial runner: workload %s runs under an MPI launcher, and none was "
+                               "found (install MPICH: mpiexec; or run inside a Slurm allocation: srun)", spec->workload);
+        *exe = rn->launcher;
+        snprintf(b->nranks, sizeof b->nranks, "%d", spec->ranks);
+        argv[k++] = (char *)rn->launcher;
+        argv[k++] = (char *)"-n";
+        argv[k++] = b->nranks;
+        if (rn->slurm_job_id != NULL && rn->slurm_job_id[0]) {
+            snprintf(b->bind, sizeof b->bind, "--cpus-per-task=%d", spec->threads);
+            argv[k++] = b->bind;
+            argv[k++] = (char *)"--cpu-bind=cores";
+            argv[k++] = (char *)"--export=ALL";
+            argv[k++] = (char *)"--mpi=pmi2";   /* MPICH under srun: else every rank is a world of its own */
+        } else {
+            snprintf(b->bind, sizeof b->bind, "core:%d", spec->threads);
+            argv[k++] = (char *)"-bind-to";
+            argv[k++] = b->bind;
+        }
+    }
+    argv[k++] = (char *)rn->worker_path;
+    argv[k++] = (char *)(rn->worker_cmd ? rn->worker_cmd : "worker");
+    argv[k++] = (char *)"--spec";
+    argv[k++] = spec_json;
+    if (spec->ranks == 0) {
+        /* The worker dies with the tuner (PR_SET_PDEATHSIG) and checks this pid to close the race
+         * of a tuner killed before the worker armed it. (Under a launcher the parent is the
+         * launcher's proxy; the launcher dies with its process group.) */
+        snprintf(b->parent_pid, sizeof b->parent_pid, "%ld", (long)getpid());
+        argv[k++] = (char *)"--parent";
+        argv[k++] = b->parent_pid;
+        snprintf(b->result_fd, sizeof b->result_fd, "%d", BKM_WORKER_RESULT_FD);
+        argv[k++] = (char *)"--result-fd";
+        argv[k++] = b->result_fd;
+    }
+    argv[k] = NULL;
+    return BKM_OK;
+}
+
+/* Checks common to every trial before anything starts; 1 when the trial ends here (stopped). */
+static int runner_precheck(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec,
+                           bkm_tune_trial_result_t *r, int *rc, bkm_err_t *err)
+{
+    *rc = bkm_tune_trial_spec_validate(spec, err);
+    if (*rc < 0)
+        return 1;
+    if (rn == NULL || ((rn->worker_path == NULL || rn->worker_path[0] == '\0') && rn->program == NULL)) {
+        *rc = bkm_err_set(err, BKM_EINVAL, "trial runner: no worker executable given");
+        return 1;
+    }
+    if (sigchld_ignored()) {
+        *rc = bkm_err_set(err, BKM_EDEP, "trial runner: SIGCHLD is ignored in this process, so the exit status "
+                          "would be lost; set it to SIG_DFL before running trials");
+        return 1;
+    }
+    if (stop_requested(rn)) {
+        result_interrupted(r, rn);
+        return 1;
+    }
+    return 0;
+}
+
+int bkm__tune_runner_env(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec, char ***envp,
+                         bkm_err_t *err)
+{
+    return runner_build_env(rn, spec, envp, err);
+}
+
+void bkm__tune_strv_free(char **v)
+{
+    strv_free(v);
+}
+
+int bkm_tune_trial_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec_t *spec,
+                       bkm_tune_trial_result_t *r, bkm_err_t *err)
+{
+    int rc = BKM_OK;
+    char **envp = NULL;
+    char *argv[RUNNER_ARGV_MAX] = {NULL};
+    worker_argv_bufs_t bufs;
+    bkm_buf_t spec_json, json;
+    bkm_json_w_t w;
+    bkm__tune_proc_t proc = {0};
+    bkm__tune_proc_end_t end = {0};
+
+    bkm_buf_init(&spec_json);
+    bkm_buf_init(&json);
+    bkm_tune_trial_result_free(r);
+    result_reset_numbers(r);
+    if (runner_precheck(rn, spec, r, &rc, err))
+        goto out;
+    if (rn->program != NULL) {   /* the user's own program: tuner/program.c */
+        rc = bkm__tune_program_run(rn, spec, r, err);
+        goto out;
+    }
+    if ((rc = runner_build_env(rn, spec, &envp, err)) < 0)
+        goto out;
+    bkm_json_w_init(&w, &spec_json, 0);
+    bkm_tune_trial_spec_to_json(spec, &w);
+    if (spec_json.oom) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the trial spec");
+        goto out;
+    }
+    if ((rc = worker_argv(rn, spec, spec_json.data, argv, &bufs, &proc.exe, err)) < 0)
+        goto out;
+    proc.what = "the worker";
+    proc.argv = argv;
+    proc.envp = envp;
+    proc.result_fd = BKM_WORKER_RESULT_FD;
+    proc.stdout_is_result = spec->ranks > 0;
+    proc.timeout_s = spec->timeout_s;
+    proc.json = &json;
+    proc.json_max = rn->max_result_bytes ? rn->max_result_bytes : BKM_TUNE_RESULT_MAX;
+    proc.slice_ms = POLL_SLICE_MS;
+    if ((rc = bkm__tune_supervise(rn, &proc, r, &end, err)) < 0 || bkm__tune_supervise_end(rn, &end, r))
+        goto out;
+    if (end.overflow) {
+        r->status = BKM_TRIAL_FAILED;
+        r->exit_code = -1;
+        r->signal = SIGKILL;
+        snprintf(r->signal_name, sizeof r->signal_name, "SIGKILL");
+        snprintf(r->message, sizeof r->message, "worker wrote more than %zu bytes of JSON; killed", proc.json_max);
+        goto out;
+    }
+    if (json.len > 0 && (r->json = bkm_buf_take(&json)) == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "out of memory for the worker's output");
+        goto out;
+    }
+    runner_classify(r, end.wstatus, end.how == END_TIMEOUT, r->json, spec->ranks, err);
+    if (end.how == END_TIMEOUT)
+        snprintf(r->message, sizeof r->message, "worker exceeded the trial timeout of %g s; killed", spec->timeout_s);
+out:
     strv_free(envp);
     bkm_buf_free(&spec_json);
     bkm_buf_free(&json);

@@ -60,7 +60,7 @@ static void run_fake_with(const char *mode, double timeout_s, const volatile sig
 {
     char kv[64];
     bkm_tune_trial_spec_t spec;
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result, NULL, NULL};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, stop, max_result, NULL, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -119,7 +119,7 @@ START_TEST(spec_ranks)
 {
     bkm_tune_trial_spec_t a, b;
     bkm_tune_trial_result_t res;
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL, NULL};
     bkm_err_t err = {0};
     bkm_buf_t buf;
     bkm_json_w_t w;
@@ -269,7 +269,7 @@ START_TEST(trial_env_is_set)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -290,7 +290,7 @@ START_TEST(trial_env_follows_planner_order)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -426,7 +426,7 @@ START_TEST(missing_worker_is_an_environment_error)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_tune_runner_t rn = {"/nonexistent/tune", NULL, parent_env, NULL, 0, NULL, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");
@@ -553,7 +553,7 @@ START_TEST(ignored_sigchld_is_refused)
 {
     bkm_tune_trial_spec_t spec;
     bkm_tune_trial_result_t r = {0};
-    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL};
+    bkm_tune_runner_t rn = {BKM_FAKE_WORKER, NULL, parent_env, NULL, 0, NULL, NULL, NULL};
     bkm_err_t err = {0};
     bkm_tune_trial_spec_defaults(&spec);
     snprintf(spec.workload, sizeof spec.workload, "gemm");

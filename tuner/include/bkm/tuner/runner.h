@@ -15,6 +15,8 @@
 extern "C" {
 #endif
 
+struct bkm_tune_program;
+
 /** How to run trials. */
 typedef struct bkm_tune_runner {
     const char *worker_path;     /**< executable started as `<path> worker --spec JSON --parent
@@ -34,6 +36,8 @@ typedef struct bkm_tune_runner {
                                       NULL: MPI trials fail to start (BKM_EDEP) */
     const char *slurm_job_id;    /**< non-empty: the tuner runs inside that Slurm allocation and
                                       launcher is srun (the CLI reads SLURM_JOB_ID) */
+    const struct bkm_tune_program *program; /**< non-NULL: every trial runs the user's program
+                                      (bkm/tuner/program.h) instead of a worker */
 } bkm_tune_runner_t;
 
 /** Result of one trial. Zero-initialise before the first use; free with
