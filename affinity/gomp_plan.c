@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_NOTES 48
 
@@ -105,7 +106,6 @@ typedef struct planner {
     tstate_t *st;            /* libgomp state of each planned thread (plan->th order) */
     int cap;
     unsigned long managed;   /* gomp_managed_threads */
-    int fatal_place;         /* the place a thread could not be created on, -1 */
 } planner_t;
 
 static unsigned resolve_num_threads(const planner_t *pl, const tstate_t *enc, int depth)
@@ -160,10 +160,12 @@ static int team_start(planner_t *pl, int depth, int enc_i, const tstate_t *init,
     tstate_t prim = enc;
     int first;
 
-    if (nthreads == 0 || nthreads > BKM_AFF_GOMP_MAX_TEAM)
-        return bkm_err_set(err, BKM_EINVAL, "a team of %u threads at level %d is %s", nthreads, depth,
-                           nthreads == 0 ? "what libgomp makes of a thread count above 4294967295"
-                                         : "more than the planner plans (" "4096" ")");
+    if (nthreads == 0)
+        return bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS: a thread count of 4294967296 or more is %s at level %d",
+                           "what libgomp truncates to an empty team", depth);
+    if (nthreads > BKM_AFF_GOMP_MAX_TEAM)
+        return bkm_err_set(err, BKM_EINVAL, "a team of %u threads at level %d (OMP_NUM_THREADS or num_threads) is more "
+                           "than the planner plans (%d)", nthreads, depth, BKM_AFF_GOMP_MAX_TEAM);
     if (icv->nthreads_len > 1 && level < (unsigned)icv->nthreads_len && level < BKM__GOMP_LIST_MAX)
         nthreads_var = icv->nthreads[level];
     if (icv->bind_len > 1 && level < (unsigned)icv->bind_len && level < BKM__GOMP_LIST_MAX)
@@ -273,7 +275,6 @@ static int team_start(planner_t *pl, int depth, int enc_i, const tstate_t *init,
             t.mask = p->places[pp];
             bkm_cpuset_and(&t.mask, &p->mask);
             if (bkm_cpuset_is_empty(&t.mask)) {
-                pl->fatal_place = (int)pp;
                 p->fatal = bkm_strdup("Thread creation failed: Invalid argument");
                 return p->fatal ? BKM_OK : bkm_err_set(err, BKM_ENOMEM, "out of memory");
             }
@@ -326,14 +327,12 @@ static int llc_groups(const bkm_topo_t *topo, const bkm_cpuset_t *mask)
     return groups;
 }
 
+/* libgomp's test for an abstract place kind: blanks, then the name in any case. */
 static int starts_with_ci(const char *s, const char *word)
 {
-    while (*s == ' ' || *s == '\t')
+    while (bkm__gomp_isspace((unsigned char)*s))
         s++;
-    for (; *word; s++, word++)
-        if ((*s | 0x20) != *word)
-            return 0;
-    return 1;
+    return strncasecmp(s, word, strlen(word)) == 0;
 }
 
 /* Notes on the environment: what libgomp ignored and why, where the places and the policy come
@@ -556,7 +555,6 @@ int bkm_aff_gomp_plan_create(const bkm_topo_t *topo, const bkm_aff_gomp_env_t *e
     pl.icv = &icv;
     pl.opts = opts;
     pl.managed = 1;
-    pl.fatal_place = -1;
     if ((rc = team_start(&pl, 1, -1, &init, err)) < 0)
         goto out;
     for (int d = 2, from = 0; d <= levels && p->fatal == NULL; d++) {

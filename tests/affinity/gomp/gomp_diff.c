@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1266,6 +1267,14 @@ out:
     bkm_buf_free(&diff);
 }
 
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
 static int tinfo_init(const topo_spec_t *ts, tinfo_t *t, bkm_err_t *err)
 {
     int rc;
@@ -1449,9 +1458,7 @@ static int cmd_run(int argc, char **argv)
            st.compared, st.matched, st.mismatched, st.harness, n_systematic, n - n_systematic, st.with_messages,
            st.fatal, st.nested, st.cli_checked, st.cli_failed, (unsigned long long)((uint64_t)time(NULL) - t0), (unsigned long long)o.seed,
            o.perturb ? ", perturbed planner: " : "", o.perturb ? g_perturb_names[o.perturb] : "");
-    char cmd[4400];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "gomp_diff: could not remove %s\n", dir);
     for (int i = 0; i < N_TOPOS; i++)
         bkm_topo_close(tinfo[i].topo);
