@@ -110,7 +110,7 @@ static int parse_bind(bkm__gomp_t *g, const char *val, bkm__gomp_icv_t *icv)
     static const struct {
         const char *name;
         int kind;
-    } kinds[] = {{"false", GOMP_BIND_FALSE}, {"true", GOMP_BIND_TRUE},   {"master", GOMP_BIND_MASTER},
+    } kinds[] = {{"false", GOMP_BIND_FALSE},    {"true", GOMP_BIND_TRUE},   {"master", GOMP_BIND_MASTER},
                  {"primary", GOMP_BIND_MASTER}, {"close", GOMP_BIND_CLOSE}, {"spread", GOMP_BIND_SPREAD}};
     const char *s = skip_ws(val);
     int n = 0;
@@ -259,21 +259,11 @@ static int parse_spin(bkm__gomp_t *g, const char *val, unsigned long long *out)
         if (*s == '\0')
             goto done;
         switch (tolower((unsigned char)*s)) {
-        case 'k':
-            mult = 1000ULL;
-            break;
-        case 'm':
-            mult = 1000ULL * 1000ULL;
-            break;
-        case 'g':
-            mult = 1000ULL * 1000ULL * 1000ULL;
-            break;
-        case 't':
-            mult = 1000ULL * 1000ULL * 1000ULL * 1000ULL;
-            break;
-        default:
-            bkm__gomp_why(g, "unknown suffix \"%.20s\" (k, M, G or T)", s);
-            goto bad;
+        case 'k': mult = 1000ULL; break;
+        case 'm': mult = 1000ULL * 1000ULL; break;
+        case 'g': mult = 1000ULL * 1000ULL * 1000ULL; break;
+        case 't': mult = 1000ULL * 1000ULL * 1000ULL * 1000ULL; break;
+        default: bkm__gomp_why(g, "unknown suffix \"%.20s\" (k, M, G or T)", s); goto bad;
         }
         s++;
     }
@@ -318,7 +308,8 @@ int bkm__gomp_env_apply(bkm__gomp_t *g, const bkm_aff_gomp_env_t *env, bkm__gomp
     }
     /* OMP_NESTED is read only without a valid OMP_MAX_ACTIVE_LEVELS; lists make nesting active. */
     g->var = "OMP_MAX_ACTIVE_LEVELS";
-    levels_set = env->omp_max_active_levels != NULL && parse_levels(g, env->omp_max_active_levels, &icv->max_active_levels);
+    levels_set =
+        env->omp_max_active_levels != NULL && parse_levels(g, env->omp_max_active_levels, &icv->max_active_levels);
     g->var = "OMP_NESTED";
     if (levels_set) {
         if (icv->max_active_levels > GOMP_SUPPORTED_ACTIVE_LEVELS)

@@ -21,19 +21,19 @@ enum { GOMP_BIND_FALSE = 0, GOMP_BIND_TRUE, GOMP_BIND_MASTER, GOMP_BIND_CLOSE, G
  *  being built. */
 typedef struct bkm__gomp {
     const bkm_topo_t *topo;
-    bkm_cpuset_t mask;      /**< initial mask (pthread_getaffinity_np at start-up) */
-    unsigned long max;      /**< 8 x gomp_cpuset_size: CPU numbers at or above are out of range */
-    int popcount;           /**< CPUs in the mask: default team size and gomp_available_cpus */
-    const char *var;        /**< the variable being read (names messages and reasons) */
+    bkm_cpuset_t mask; /**< initial mask (pthread_getaffinity_np at start-up) */
+    unsigned long max; /**< 8 x gomp_cpuset_size: CPU numbers at or above are out of range */
+    int popcount;      /**< CPUs in the mask: default team size and gomp_available_cpus */
+    const char *var;   /**< the variable being read (names messages and reasons) */
     /* libgomp's messages (gomp_error), without the "libgomp: " prefix, and their variables */
     char *msg[BKM__GOMP_MSG_MAX];
     const char *msg_var[BKM__GOMP_MSG_MAX];
     int n_msg;
-    int oom;                /**< an allocation failed: the plan is refused with BKM_ENOMEM */
+    int oom; /**< an allocation failed: the plan is refused with BKM_ENOMEM */
     /* why the first value libgomp rejected was rejected (for the strict checks); "" = none */
     char why[384];
     const char *why_var;
-    int dropped;            /**< GOMP_CPU_AFFINITY CPUs dropped silently (beyond the CPU set) */
+    int dropped; /**< GOMP_CPU_AFFINITY CPUs dropped silently (beyond the CPU set) */
     /* the place list */
     bkm_cpuset_t *places;
     int n_places, cap_places;
@@ -50,19 +50,19 @@ void bkm__gomp_places_clear(bkm__gomp_t *g);
 
 /** The ICVs libgomp's constructor derives from the environment (initialize_env). */
 typedef struct bkm__gomp_icv {
-    int nthreads_set;                              /**< OMP_NUM_THREADS parsed */
-    unsigned long nthreads[BKM__GOMP_LIST_MAX];    /**< nthreads-var list ([0] = first value) */
-    int nthreads_len;                              /**< entries in the variable (may exceed the array) */
-    int bind_set;                                  /**< OMP_PROC_BIND parsed */
-    int bind[BKM__GOMP_LIST_MAX];                  /**< bind-var list (GOMP_BIND_*) */
-    int bind_len;                                  /**< entries in the variable (1 = no list) */
-    int bind_var;                                  /**< the global bind-var after places (TRUE if they set it) */
+    int nthreads_set;                           /**< OMP_NUM_THREADS parsed */
+    unsigned long nthreads[BKM__GOMP_LIST_MAX]; /**< nthreads-var list ([0] = first value) */
+    int nthreads_len;                           /**< entries in the variable (may exceed the array) */
+    int bind_set;                               /**< OMP_PROC_BIND parsed */
+    int bind[BKM__GOMP_LIST_MAX];               /**< bind-var list (GOMP_BIND_*) */
+    int bind_len;                               /**< entries in the variable (1 = no list) */
+    int bind_var;                               /**< the global bind-var after places (TRUE if they set it) */
     unsigned long max_active_levels;
-    int wait_policy;                               /**< -1 unset, 0 passive, 1 active */
-    int spin_set;                                  /**< GOMP_SPINCOUNT parsed */
+    int wait_policy; /**< -1 unset, 0 passive, 1 active */
+    int spin_set;    /**< GOMP_SPINCOUNT parsed */
     unsigned long long spin, throttled;
-    int places_src;                                /**< bkm_aff_gomp_places_src_t */
-    int places_ignored, affinity_ignored;          /**< set but only syntax-checked */
+    int places_src;                       /**< bkm_aff_gomp_places_src_t */
+    int places_ignored, affinity_ignored; /**< set but only syntax-checked */
 } bkm__gomp_icv_t;
 
 /** Parse the variables of @p env as libgomp 12's constructor does, in its order, recording its

@@ -382,10 +382,10 @@ static int sysfs_list(const bkm_topo_t *topo, int kind, int os, bkm_cpuset_t *ou
 
 typedef struct level_walk {
     bkm__gomp_t *g;
-    int level;             /* 1 threads, 2 cores, 3 sockets, 4 ll_caches */
+    int level; /* 1 threads, 2 cores, 3 sockets, 4 ll_caches */
     unsigned long count;
-    bkm_cpuset_t copy;     /* CPUs not yet placed */
-    int llc_cpu;           /* ll_caches: the CPU whose cache list every CPU reads, -1 before */
+    bkm_cpuset_t copy; /* CPUs not yet placed */
+    int llc_cpu;       /* ll_caches: the CPU whose cache list every CPU reads, -1 before */
 } level_walk_t;
 
 /* gomp_affinity_init_level_1: walk the CPUs left in ascending order; @p this_level 3 reads the
@@ -500,7 +500,9 @@ int bkm__gomp_places_level(bkm__gomp_t *g, int level, unsigned long count, int q
         if (!quiet)
             bkm__gomp_msg(g, "Error reading core/socket topology");
         bkm__gomp_why(g, "the topology gives no place of this kind%s",
-                      level == 4 ? " (no cache is listed)" : level == 5 ? " (no NUMA node with a CPU of the mask)" : "");
+                      level == 4   ? " (no cache is listed)"
+                      : level == 5 ? " (no NUMA node with a CPU of the mask)"
+                                   : "");
         bkm__gomp_places_clear(g);
         return 0;
     }

@@ -22,12 +22,12 @@ struct bkm_aff_gomp_plan {
     int places_src;
     int levels;
     int bind[BKM_AFF_GOMP_MAX_LEVELS];
-    int team_size[BKM_AFF_GOMP_MAX_LEVELS];   /* of the first team of each level */
+    int team_size[BKM_AFF_GOMP_MAX_LEVELS]; /* of the first team of each level */
     char bind_display[BKM__GOMP_LIST_MAX * 8 + 8];
     char nthreads_display[BKM__GOMP_LIST_MAX * 22 + 8];
     int max_active_levels;
     int pinned;
-    bkm_cpuset_t initial;                     /* the initial thread's mask after the constructor */
+    bkm_cpuset_t initial; /* the initial thread's mask after the constructor */
     bkm_aff_gomp_thread_t *th;
     int n_th;
     char *fatal;
@@ -40,8 +40,8 @@ struct bkm_aff_gomp_plan {
 
 /* libgomp's state of one thread that matters for placement (struct gomp_thread, team state). */
 typedef struct tstate {
-    unsigned place;          /* 1-based, 0 = none */
-    unsigned off, len;       /* place partition */
+    unsigned place;    /* 1-based, 0 = none */
+    unsigned off, len; /* place partition */
     bkm_cpuset_t mask;
     unsigned active_level;
     unsigned long nthreads_var;
@@ -103,9 +103,9 @@ typedef struct planner {
     bkm_aff_gomp_plan_t *p;
     const bkm__gomp_icv_t *icv;
     const bkm_aff_gomp_opts_t *opts;
-    tstate_t *st;            /* libgomp state of each planned thread (plan->th order) */
+    tstate_t *st; /* libgomp state of each planned thread (plan->th order) */
     int cap;
-    unsigned long managed;   /* gomp_managed_threads */
+    unsigned long managed; /* gomp_managed_threads */
 } planner_t;
 
 static unsigned resolve_num_threads(const planner_t *pl, const tstate_t *enc, int depth)
@@ -164,8 +164,10 @@ static int team_start(planner_t *pl, int depth, int enc_i, const tstate_t *init,
         return bkm_err_set(err, BKM_EINVAL, "OMP_NUM_THREADS: a thread count of 4294967296 or more is %s at level %d",
                            "what libgomp truncates to an empty team", depth);
     if (nthreads > BKM_AFF_GOMP_MAX_TEAM)
-        return bkm_err_set(err, BKM_EINVAL, "a team of %u threads at level %d (OMP_NUM_THREADS or num_threads) is more "
-                           "than the planner plans (%d)", nthreads, depth, BKM_AFF_GOMP_MAX_TEAM);
+        return bkm_err_set(err, BKM_EINVAL,
+                           "a team of %u threads at level %d (OMP_NUM_THREADS or num_threads) is more "
+                           "than the planner plans (%d)",
+                           nthreads, depth, BKM_AFF_GOMP_MAX_TEAM);
     if (icv->nthreads_len > 1 && level < (unsigned)icv->nthreads_len && level < BKM__GOMP_LIST_MAX)
         nthreads_var = icv->nthreads[level];
     if (icv->bind_len > 1 && level < (unsigned)icv->bind_len && level < BKM__GOMP_LIST_MAX)
@@ -191,8 +193,7 @@ static int team_start(planner_t *pl, int depth, int enc_i, const tstate_t *init,
             }
             k = 1;
             break;
-        case GOMP_BIND_MASTER:
-            break;
+        case GOMP_BIND_MASTER: break;
         case GOMP_BIND_SPREAD:
             if (nthreads <= prim.len) {
                 s = prim.len / nthreads;
@@ -246,8 +247,7 @@ static int team_start(planner_t *pl, int depth, int enc_i, const tstate_t *init,
                     ++k;
                 }
                 break;
-            case GOMP_BIND_MASTER:
-                break;
+            case GOMP_BIND_MASTER: break;
             case GOMP_BIND_SPREAD:
                 if (k == 0) {
                     pp += pp < rest ? s + 1 : s;
@@ -344,8 +344,9 @@ static void notes_env(bkm_aff_gomp_plan_t *p, const bkm_aff_gomp_env_t *env, con
     for (const char *const *f = env->foreign; f != NULL && *f != NULL; f++) {
         size_t len = strcspn(*f, "=");
         if (strncmp(*f, "KMP_", 4) == 0)
-            note(p, "%s is ignored: GNU libgomp reads no KMP_* variable (its placement variables are OMP_PLACES, "
-                    "OMP_PROC_BIND and GOMP_CPU_AFFINITY; OMP_WAIT_POLICY and GOMP_SPINCOUNT set its waiting)",
+            note(p,
+                 "%s is ignored: GNU libgomp reads no KMP_* variable (its placement variables are OMP_PLACES, "
+                 "OMP_PROC_BIND and GOMP_CPU_AFFINITY; OMP_WAIT_POLICY and GOMP_SPINCOUNT set its waiting)",
                  *f);
         else
             note(p, "%.*s is not read by GNU libgomp", (int)len, *f);
@@ -355,24 +356,27 @@ static void notes_env(bkm_aff_gomp_plan_t *p, const bkm_aff_gomp_env_t *env, con
     if (icv->affinity_ignored)
         note(p, "GOMP_CPU_AFFINITY is only checked for its syntax: %s",
              icv->bind_var == GOMP_BIND_FALSE && icv->bind_set ? "OMP_PROC_BIND=false turns binding off"
-                                                                : "OMP_PLACES gave the places, which take precedence");
+                                                               : "OMP_PLACES gave the places, which take precedence");
     if (p->places_src == BKM_AFF_GOMP_PLACES_DEFAULT)
         note(p, "no place list: with binding on libgomp uses one place per hardware thread (its `threads`)");
     if (p->n_places > 0 && !icv->bind_set)
-        note(p, "OMP_PROC_BIND %s: binding is on because %s gave places; its policy `true` places threads like "
-                "close",
+        note(p,
+             "OMP_PROC_BIND %s: binding is on because %s gave places; its policy `true` places threads like "
+             "close",
              env->omp_proc_bind ? "was rejected" : "is unset",
              p->places_src == BKM_AFF_GOMP_PLACES_OMP ? "OMP_PLACES" : "GOMP_CPU_AFFINITY");
-    if (env->omp_places != NULL && p->places_src == BKM_AFF_GOMP_PLACES_OMP && starts_with_ci(env->omp_places, "ll_caches")) {
+    if (env->omp_places != NULL && p->places_src == BKM_AFF_GOMP_PLACES_OMP &&
+        starts_with_ci(env->omp_places, "ll_caches")) {
         int groups = llc_groups(g->topo, &g->mask);
         if (groups > 1)
-            note(p, "OMP_PLACES=ll_caches gives 1 place in libgomp 12.2 (it reads the first CPU's cache list for "
-                    "every CPU), not one per last-level cache (the initial mask spans %d)",
+            note(p,
+                 "OMP_PLACES=ll_caches gives 1 place in libgomp 12.2 (it reads the first CPU's cache list for "
+                 "every CPU), not one per last-level cache (the initial mask spans %d)",
                  groups);
     }
     if (g->dropped > 0)
-        note(p, "GOMP_CPU_AFFINITY: %d CPU number%s beyond libgomp's CPU set (0-%lu) %s dropped silently",
-             g->dropped, g->dropped > 1 ? "s" : "", g->max - 1, g->dropped > 1 ? "are" : "is");
+        note(p, "GOMP_CPU_AFFINITY: %d CPU number%s beyond libgomp's CPU set (0-%lu) %s dropped silently", g->dropped,
+             g->dropped > 1 ? "s" : "", g->max - 1, g->dropped > 1 ? "are" : "is");
     if (p->places_src == BKM_AFF_GOMP_PLACES_GOMP) {
         int outside = 0;
         for (int i = 0; i < p->n_places; i++) {
@@ -380,8 +384,9 @@ static void notes_env(bkm_aff_gomp_plan_t *p, const bkm_aff_gomp_env_t *env, con
             bkm_cpuset_and(&t, &p->mask);
             if (bkm_cpuset_is_empty(&t) && outside++ == 0) {
                 cpus_str(&p->places[i], buf, sizeof(buf));
-                note(p, "GOMP_CPU_AFFINITY place %d {%s} is outside the initial mask (libgomp does not check it): "
-                        "a thread bound there cannot be created",
+                note(p,
+                     "GOMP_CPU_AFFINITY place %d {%s} is outside the initial mask (libgomp does not check it): "
+                     "a thread bound there cannot be created",
                      i, buf);
             }
         }
@@ -396,12 +401,14 @@ static void notes_teams(bkm_aff_gomp_plan_t *p, const bkm__gomp_icv_t *icv, int 
         cpus_str(&p->places[0], buf, sizeof(buf));
         cpus_str(&p->mask, mask, sizeof(mask));
         if (bkm_cpuset_equal(&p->initial, &p->mask) && !bkm_cpuset_equal(&p->places[0], &p->mask))
-            note(p, "libgomp's constructor tries to pin the initial thread to place 0 {%s}, outside the initial "
-                    "mask: the pin fails and the initial thread keeps %s",
+            note(p,
+                 "libgomp's constructor tries to pin the initial thread to place 0 {%s}, outside the initial "
+                 "mask: the pin fails and the initial thread keeps %s",
                  buf, mask);
         else
-            note(p, "libgomp's constructor pins the initial thread to place 0 {%s} before main(): threads and "
-                    "processes it starts later inherit that mask",
+            note(p,
+                 "libgomp's constructor pins the initial thread to place 0 {%s} before main(): threads and "
+                 "processes it starts later inherit that mask",
                  buf);
     }
     for (int lv = 1; lv <= p->levels && p->n_places > 0; lv++) {
@@ -432,12 +439,12 @@ static void notes_teams(bkm_aff_gomp_plan_t *p, const bkm__gomp_icv_t *icv, int 
     }
     for (int lv = 2; lv <= req_levels && lv <= p->levels; lv++)
         if (p->team_size[lv - 1] == 1 && p->team_size[lv - 2] > 1 && icv->max_active_levels < (unsigned long)lv)
-            note(p, "level %d teams have 1 thread: max-active-levels is %lu (set OMP_MAX_ACTIVE_LEVELS, or give "
-                    "OMP_NUM_THREADS or OMP_PROC_BIND a list)",
+            note(p,
+                 "level %d teams have 1 thread: max-active-levels is %lu (set OMP_MAX_ACTIVE_LEVELS, or give "
+                 "OMP_NUM_THREADS or OMP_PROC_BIND a list)",
                  lv, icv->max_active_levels);
     if (p->team_size[0] > bkm_cpuset_count(&p->mask))
-        note(p, "the team has %d threads for %d CPUs of the initial mask", p->team_size[0],
-             bkm_cpuset_count(&p->mask));
+        note(p, "the team has %d threads for %d CPUs of the initial mask", p->team_size[0], bkm_cpuset_count(&p->mask));
 }
 
 /* Strict mode: the first thing libgomp would complain about, as an error. */
@@ -450,11 +457,10 @@ static int strict_check(const bkm__gomp_t *g, const bkm_aff_gomp_env_t *env, con
         what = g->msg[0];
     } else if (g->dropped > 0) {
         var = "GOMP_CPU_AFFINITY";
-    } else if (p->fatal != NULL || (p->pinned && bkm_cpuset_equal(&p->initial, &p->mask) &&
-                                    !bkm_cpuset_equal(&p->places[0], &p->mask))) {
+    } else if (p->fatal != NULL ||
+               (p->pinned && bkm_cpuset_equal(&p->initial, &p->mask) && !bkm_cpuset_equal(&p->places[0], &p->mask))) {
         var = p->places_src == BKM_AFF_GOMP_PLACES_GOMP ? "GOMP_CPU_AFFINITY" : "OMP_PLACES";
-        return bkm_err_set(err, BKM_EINVAL,
-                           "%s='%.200s': a place is outside the initial mask, so libgomp 12 %s", var,
+        return bkm_err_set(err, BKM_EINVAL, "%s='%.200s': a place is outside the initial mask, so libgomp 12 %s", var,
                            var[0] == 'G' ? env->gomp_cpu_affinity : env->omp_places,
                            p->fatal ? "cannot create a thread bound to it and exits (\"Thread creation failed: "
                                       "Invalid argument\")"
@@ -473,8 +479,8 @@ static int strict_check(const bkm__gomp_t *g, const bkm_aff_gomp_env_t *env, con
             : !strcmp(var, "OMP_WAIT_POLICY")       ? env->omp_wait_policy
                                                     : env->gomp_spincount;
     if (what == NULL)
-        return bkm_err_set(err, BKM_EINVAL, "%s='%.200s': %s; libgomp 12 drops it silently", var,
-                           value ? value : "", g->why[0] ? g->why : "a CPU is out of range");
+        return bkm_err_set(err, BKM_EINVAL, "%s='%.200s': %s; libgomp 12 drops it silently", var, value ? value : "",
+                           g->why[0] ? g->why : "a CPU is out of range");
     return bkm_err_set(err, BKM_EINVAL, "%s='%.200s': %s; libgomp 12 prints \"%s\"%s", var, value ? value : "",
                        g->why[0] && g->why_var == var ? g->why : "rejected", what,
                        strncmp(what, "Number of places reduced", 24) == 0 ? "" : " and treats the variable as unset");
@@ -602,7 +608,10 @@ out:
 
 /* ---- Accessors ------------------------------------------------------------------------- */
 
-int bkm_aff_gomp_plan_n_places(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->n_places : 0; }
+int bkm_aff_gomp_plan_n_places(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->n_places : 0;
+}
 const bkm_cpuset_t *bkm_aff_gomp_plan_place(const bkm_aff_gomp_plan_t *plan, int i)
 {
     return plan && i >= 0 && i < plan->n_places ? &plan->places[i] : NULL;
@@ -611,7 +620,10 @@ bkm_aff_gomp_places_src_t bkm_aff_gomp_plan_places_source(const bkm_aff_gomp_pla
 {
     return plan ? (bkm_aff_gomp_places_src_t)plan->places_src : BKM_AFF_GOMP_PLACES_NONE;
 }
-int bkm_aff_gomp_plan_levels(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->levels : 0; }
+int bkm_aff_gomp_plan_levels(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->levels : 0;
+}
 bkm_aff_bind_t bkm_aff_gomp_plan_bind(const bkm_aff_gomp_plan_t *plan, int level)
 {
     if (plan == NULL || level < 1 || level > plan->levels)
@@ -622,12 +634,18 @@ int bkm_aff_gomp_plan_team_size(const bkm_aff_gomp_plan_t *plan, int level)
 {
     return plan && level >= 1 && level <= plan->levels ? plan->team_size[level - 1] : 0;
 }
-const char *bkm_aff_gomp_plan_bind_display(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->bind_display : ""; }
+const char *bkm_aff_gomp_plan_bind_display(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->bind_display : "";
+}
 const char *bkm_aff_gomp_plan_nthreads_display(const bkm_aff_gomp_plan_t *plan)
 {
     return plan ? plan->nthreads_display : "";
 }
-int bkm_aff_gomp_plan_max_active_levels(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->max_active_levels : 0; }
+int bkm_aff_gomp_plan_max_active_levels(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->max_active_levels : 0;
+}
 int bkm_aff_gomp_plan_initial_pin(const bkm_aff_gomp_plan_t *plan, bkm_cpuset_t *cpus)
 {
     if (plan == NULL)
@@ -636,8 +654,14 @@ int bkm_aff_gomp_plan_initial_pin(const bkm_aff_gomp_plan_t *plan, bkm_cpuset_t 
         *cpus = plan->initial;
     return plan->pinned;
 }
-const bkm_cpuset_t *bkm_aff_gomp_plan_mask(const bkm_aff_gomp_plan_t *plan) { return plan ? &plan->mask : NULL; }
-int bkm_aff_gomp_plan_n_threads(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->n_th : 0; }
+const bkm_cpuset_t *bkm_aff_gomp_plan_mask(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? &plan->mask : NULL;
+}
+int bkm_aff_gomp_plan_n_threads(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->n_th : 0;
+}
 const bkm_aff_gomp_thread_t *bkm_aff_gomp_plan_thread(const bkm_aff_gomp_plan_t *plan, int i)
 {
     return plan && i >= 0 && i < plan->n_th ? &plan->th[i] : NULL;
@@ -661,13 +685,22 @@ int bkm_aff_gomp_plan_bound(const bkm_aff_gomp_plan_t *plan)
             return 1;
     return 0;
 }
-const char *bkm_aff_gomp_plan_fatal(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->fatal : NULL; }
-int bkm_aff_gomp_plan_n_messages(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->n_msg : 0; }
+const char *bkm_aff_gomp_plan_fatal(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->fatal : NULL;
+}
+int bkm_aff_gomp_plan_n_messages(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->n_msg : 0;
+}
 const char *bkm_aff_gomp_plan_message(const bkm_aff_gomp_plan_t *plan, int i)
 {
     return plan && i >= 0 && i < plan->n_msg ? plan->msg[i] : NULL;
 }
-int bkm_aff_gomp_plan_n_notes(const bkm_aff_gomp_plan_t *plan) { return plan ? plan->n_note : 0; }
+int bkm_aff_gomp_plan_n_notes(const bkm_aff_gomp_plan_t *plan)
+{
+    return plan ? plan->n_note : 0;
+}
 const char *bkm_aff_gomp_plan_note(const bkm_aff_gomp_plan_t *plan, int i)
 {
     return plan && i >= 0 && i < plan->n_note ? plan->note[i] : NULL;
@@ -747,14 +780,10 @@ int bkm_aff_gomp_plan_equal(const bkm_aff_gomp_plan_t *a, const bkm_aff_gomp_pla
 static const char *places_src_name(int src)
 {
     switch (src) {
-    case BKM_AFF_GOMP_PLACES_OMP:
-        return "OMP_PLACES";
-    case BKM_AFF_GOMP_PLACES_GOMP:
-        return "GOMP_CPU_AFFINITY";
-    case BKM_AFF_GOMP_PLACES_DEFAULT:
-        return "default";
-    default:
-        return "none";
+    case BKM_AFF_GOMP_PLACES_OMP: return "OMP_PLACES";
+    case BKM_AFF_GOMP_PLACES_GOMP: return "GOMP_CPU_AFFINITY";
+    case BKM_AFF_GOMP_PLACES_DEFAULT: return "default";
+    default: return "none";
     }
 }
 
@@ -790,8 +819,7 @@ static void json_ull(bkm_json_w_t *w, const char *key, unsigned long long v)
     bkm_json_raw(w, num);
 }
 
-int bkm_aff_gomp_plan_to_json(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w,
-                              bkm_err_t *err)
+int bkm_aff_gomp_plan_to_json(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
 {
     const bkm_topo_pu_t *pu = NULL;
     int n_pu = 0, rc;
@@ -932,8 +960,7 @@ static void spin_text(bkm_buf_t *out, unsigned long long v)
         bkm_buf_printf(out, "%llu", v);
 }
 
-int bkm_aff_gomp_plan_explain(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out,
-                              bkm_err_t *err)
+int bkm_aff_gomp_plan_explain(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *err)
 {
     const bkm_topo_pu_t *pu = NULL;
     int n_pu = 0;

@@ -54,7 +54,10 @@ static int aff_positional(void *cfg, const char *arg, bkm_err_t *err)
 /* The team size and the settings: every sub-command. */
 #define AFF_COMMON_OPTS                                                                                           \
     {.name = "threads", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(aff_cfg_t, threads), .lo = 1,       \
-     .hi = BKM_CPUSET_MAX, .help = "team size (required)", .example = "1"},                                     \
+     .hi = BKM_CPUSET_MAX,                                                                                       \
+     .help = "team size (required; with --runtime gomp optional: the num_threads\n"                              \
+             "of the outermost region, else libgomp picks the size)",                                             \
+     .example = "1"},                                                                                             \
     AFF_STR("kmp-affinity", "S", kmp_affinity, "KMP_AFFINITY (also the positional argument)", "compact"),      \
     AFF_STR("places", "P", omp_places,                                                                           \
             "OMP_PLACES: threads|cores|sockets|ll_caches|numa_domains[(N)] or\n"                                 \
@@ -112,7 +115,9 @@ static const char aff_settings_text[] =
 static const bkm_cli_cmd_spec_t explain_cmd = {
     .name = "affinity explain",
     .usage = "tune affinity explain [--node NAME|--profile FILE|--xml FILE|--synthetic DESC]\n"
-             "         --threads N [SETTINGS] [--json] [KMP_AFFINITY]",
+             "         --threads N [SETTINGS] [--json] [KMP_AFFINITY]\n"
+             "tune affinity explain --runtime gomp [--node NAME|...] [--threads N] [--nested T2,..]\n"
+             "         [SETTINGS] [--lenient] [--json]",
     .about = "Computes, exactly as LLVM libomp 14 does, which OS processors (PUs) each thread of the\n"
              "outermost OpenMP team of N threads is bound to, and prints a table thread -> PUs, core,\n"
              "socket, the effective settings (as KMP_SETTINGS=1 prints them) and warnings (threads\n"

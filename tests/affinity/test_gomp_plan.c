@@ -249,8 +249,7 @@ END_TEST
 
 START_TEST(ll_caches_is_one_place_in_12_2)
 {
-    bkm_aff_gomp_plan_t *p =
-        plan(amd, (bkm_aff_gomp_env_t){.omp_places = "ll_caches", .omp_proc_bind = "close"}, 4);
+    bkm_aff_gomp_plan_t *p = plan(amd, (bkm_aff_gomp_env_t){.omp_places = "ll_caches", .omp_proc_bind = "close"}, 4);
     /* 8 L3 groups of 4 cores, but libgomp reads CPU 0's list for every CPU */
     expect_places(p, "{0:4,32:4}");
     for (int i = 0; i < 4; i++)
@@ -295,11 +294,11 @@ START_TEST(explicit_lists)
     } cases[] = {
         {"{0:4},{16:4}", "{0:4},{16:4}"},
         {"{0:2}:4:2", "{0:2},{2:2},{4:2},{6:2}"},
-        {"{0}:3:0", "{0},{0},{0}"},                 /* stride 0 repeats the place */
+        {"{0}:3:0", "{0},{0},{0}"}, /* stride 0 repeats the place */
         {"{1}:2:-1", "{1},{0}"},
-        {"{0:4,!2}", "{0:2,3}"},                    /* !N inside braces removes a CPU */
-        {"{0:2},{4},!{0:2}", "{4}"},                /* !place removes an earlier place */
-        {"0,1, 32", "{0},{1},{32}"},                /* bare numbers are places */
+        {"{0:4,!2}", "{0:2,3}"},     /* !N inside braces removes a CPU */
+        {"{0:2},{4},!{0:2}", "{4}"}, /* !place removes an earlier place */
+        {"0,1, 32", "{0},{1},{32}"}, /* bare numbers are places */
         {" { 0 , 1 } ", "{0:2}"},
         {"{0:3:16}", "{0,16,32}"},
         {"{+1}", "{1}"},
@@ -361,7 +360,8 @@ START_TEST(places_outside_the_mask)
 {
     bkm_topo_t *t = masked("haswell", "0-3,32-35");
     bkm_aff_gomp_plan_t *p = plan(t, (bkm_aff_gomp_env_t){.omp_places = "{8:4},{0:2}"}, 1);
-    expect_messages(p, 1, "Number of places reduced from 2 to 1 because some places didn't contain any usable logical CPUs");
+    expect_messages(p, 1,
+                    "Number of places reduced from 2 to 1 because some places didn't contain any usable logical CPUs");
     expect_places(p, "{0:2}");
     bkm_aff_gomp_plan_free(p);
     p = plan(t, (bkm_aff_gomp_env_t){.omp_places = "{8:4}"}, 1);
@@ -404,8 +404,8 @@ END_TEST
 START_TEST(bind_false_ignores_places)
 {
     bkm_cpuset_t pin;
-    bkm_aff_gomp_plan_t *p = plan(
-        hsw, (bkm_aff_gomp_env_t){.omp_places = "cores", .omp_proc_bind = "false", .gomp_cpu_affinity = "0 1"}, 2);
+    bkm_aff_gomp_plan_t *p =
+        plan(hsw, (bkm_aff_gomp_env_t){.omp_places = "cores", .omp_proc_bind = "false", .gomp_cpu_affinity = "0 1"}, 2);
     ck_assert_int_eq(bkm_aff_gomp_plan_n_places(p), 0);
     ck_assert_int_eq(bkm_aff_gomp_plan_bound(p), 0);
     ck_assert_int_eq(bkm_aff_gomp_plan_initial_pin(p, &pin), 0);
@@ -442,10 +442,18 @@ START_TEST(proc_bind_values)
         const char *bind, *display;
         int ok;
     } cases[] = {
-        {"primary", "MASTER", 1},          {"master", "MASTER", 1},        {" Close ", "CLOSE", 1},
-        {"spread,close", "SPREAD,CLOSE", 1}, {"spread, master", "SPREAD,MASTER", 1}, {"true,close", "FALSE", 0},
-        {"false,spread", "FALSE", 0},      {"close,true", "FALSE", 0},      {"bogus", "FALSE", 0},
-        {"close,", "FALSE", 0},            {"", "FALSE", 0},                {"spreadx", "FALSE", 0},
+        {"primary", "MASTER", 1},
+        {"master", "MASTER", 1},
+        {" Close ", "CLOSE", 1},
+        {"spread,close", "SPREAD,CLOSE", 1},
+        {"spread, master", "SPREAD,MASTER", 1},
+        {"true,close", "FALSE", 0},
+        {"false,spread", "FALSE", 0},
+        {"close,true", "FALSE", 0},
+        {"bogus", "FALSE", 0},
+        {"close,", "FALSE", 0},
+        {"", "FALSE", 0},
+        {"spreadx", "FALSE", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         bkm_aff_gomp_plan_t *p = plan(hsw, (bkm_aff_gomp_env_t){.omp_proc_bind = cases[i].bind}, 1);
@@ -489,8 +497,11 @@ START_TEST(gomp_cpu_affinity_grammar)
     static const struct {
         const char *list, *places;
     } cases[] = {
-        {"0 5 7-9", "{0},{5},{7},{8},{9}"}, {"0-30:10", "{0},{10},{20},{30}"}, {"0x2,010", "{2},{8}"},
-        {" 3 , 3 ", "{3},{3}"},             {"0 100", "{0}"}, /* beyond the CPU set: dropped */
+        {"0 5 7-9", "{0},{5},{7},{8},{9}"},
+        {"0-30:10", "{0},{10},{20},{30}"},
+        {"0x2,010", "{2},{8}"},
+        {" 3 , 3 ", "{3},{3}"},
+        {"0 100", "{0}"}, /* beyond the CPU set: dropped */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         bkm_aff_gomp_plan_t *p = plan(hsw, (bkm_aff_gomp_env_t){.gomp_cpu_affinity = cases[i].list}, 1);
@@ -645,11 +656,11 @@ START_TEST(wait_policy_and_spincount)
         int n_msg;
     } cases[] = {
         {NULL, NULL, 4, 300000, 100, 300000, 0},
-        {NULL, NULL, 65, 300000, 100, 100, 0},          /* more threads than the 64 CPUs */
+        {NULL, NULL, 65, 300000, 100, 100, 0}, /* more threads than the 64 CPUs */
         {"active", NULL, 2, 30000000000ULL, 1000, 30000000000ULL, 0},
         {" ACTIVE ", "5", 2, 5, 5, 5, 0},
         {"passive", NULL, 2, 0, 0, 0, 0},
-        {"passive", "10k", 2, 10000, 0, 10000, 0},      /* GOMP_SPINCOUNT counts even when passive */
+        {"passive", "10k", 2, 10000, 0, 10000, 0}, /* GOMP_SPINCOUNT counts even when passive */
         {NULL, "2 k", 2, 2000, 100, 2000, 0},
         {NULL, "1M", 2, 1000000, 100, 1000000, 0},
         {NULL, "infinite", 2, ULLONG_MAX, 100, ULLONG_MAX, 0},
@@ -661,9 +672,9 @@ START_TEST(wait_policy_and_spincount)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         bkm_aff_gomp_wait_t w;
-        bkm_aff_gomp_plan_t *p = plan(
-            hsw, (bkm_aff_gomp_env_t){.omp_wait_policy = cases[i].policy, .gomp_spincount = cases[i].spin},
-            cases[i].threads);
+        bkm_aff_gomp_plan_t *p =
+            plan(hsw, (bkm_aff_gomp_env_t){.omp_wait_policy = cases[i].policy, .gomp_spincount = cases[i].spin},
+                 cases[i].threads);
         bkm_aff_gomp_plan_wait(p, &w);
         ck_assert_msg(w.spin_count == cases[i].count && w.throttled_count == cases[i].throttled &&
                           w.effective == cases[i].effective,
@@ -735,9 +746,12 @@ END_TEST
 START_TEST(env_check_syntax_only)
 {
     bkm_err_t err = {0};
-    ck_assert_int_eq(bkm_aff_gomp_env_check(&(bkm_aff_gomp_env_t){.omp_places = "{0:4}:2:4", .omp_proc_bind = "spread,close",
-                                                                   .gomp_cpu_affinity = "0-7:2", .omp_num_threads = "4,2",
-                                                                   .omp_wait_policy = "passive", .gomp_spincount = "10k"},
+    ck_assert_int_eq(bkm_aff_gomp_env_check(&(bkm_aff_gomp_env_t){.omp_places = "{0:4}:2:4",
+                                                                  .omp_proc_bind = "spread,close",
+                                                                  .gomp_cpu_affinity = "0-7:2",
+                                                                  .omp_num_threads = "4,2",
+                                                                  .omp_wait_policy = "passive",
+                                                                  .gomp_spincount = "10k"},
                                             &err),
                      BKM_OK);
     ck_assert_int_eq(bkm_aff_gomp_env_check(&(bkm_aff_gomp_env_t){.omp_places = "cores(x)"}, &err), BKM_EINVAL);

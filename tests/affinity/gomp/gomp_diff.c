@@ -49,15 +49,15 @@
 #include "../diff_rng.h"
 
 #define CHILD_TIMEOUT_S 60
-#define SLOTS 2
+#define SLOTS           2
 
 /* ---- Topologies ----------------------------------------------------------------------------- */
 
 typedef struct topo_spec {
     const char *name;
-    const char *profile;   /* a built-in profile, or NULL */
-    char synthetic[8192];  /* the hwloc description (filled from the profile) */
-    const char *mask;      /* initial mask, NULL = every PU */
+    const char *profile;  /* a built-in profile, or NULL */
+    char synthetic[8192]; /* the hwloc description (filled from the profile) */
+    const char *mask;     /* initial mask, NULL = every PU */
 } topo_spec_t;
 
 /* "pu:2(indexes=0,N,1,N+1,...)" for @p cores cores with sibling i + cores (Cori and AMD numbering). */
@@ -71,13 +71,13 @@ static void sibling_plus_n(char *out, size_t n, const char *levels, int cores)
 }
 
 static topo_spec_t g_topos[] = {
-    {"haswell", "haswell", "", NULL},                  /* Cori Haswell 2x16x2, PU i+32 the sibling of i */
-    {"haswell-srun", "haswell", "", "0-3,32-35"},      /* a job step confined to 4 cores */
-    {"knl", "knl", "", NULL},                          /* Cori KNL 68x4 in 34 tiles, PU i+68k siblings */
-    {"amd2s", NULL, "", NULL},                         /* 2 sockets x 2 NUMA x 2 L3 x 4 cores x 2 */
-    {"amd2s-node1", NULL, "", "8-15,40-47"},           /* confined to NUMA node 1 */
+    {"haswell", "haswell", "", NULL},                       /* Cori Haswell 2x16x2, PU i+32 the sibling of i */
+    {"haswell-srun", "haswell", "", "0-3,32-35"},           /* a job step confined to 4 cores */
+    {"knl", "knl", "", NULL},                               /* Cori KNL 68x4 in 34 tiles, PU i+68k siblings */
+    {"amd2s", NULL, "", NULL},                              /* 2 sockets x 2 NUMA x 2 L3 x 4 cores x 2 */
+    {"amd2s-node1", NULL, "", "8-15,40-47"},                /* confined to NUMA node 1 */
     {"odd6", NULL, "pack:1 [numa] l2:3 core:1 pu:2", NULL}, /* 3 cores x 2, linear numbering */
-    {"tri3", NULL, "pack:3 core:1 pu:1", NULL},        /* 3 sockets of 1 CPU, no cache listed */
+    {"tri3", NULL, "pack:3 core:1 pu:1", NULL},             /* 3 sockets of 1 CPU, no cache listed */
 };
 #define N_TOPOS (int)(sizeof(g_topos) / sizeof(g_topos[0]))
 
@@ -288,22 +288,22 @@ static int sysfs_mount(const char *dir, char *why, size_t n)
 typedef struct gcase {
     int id, topo;
     int levels;
-    int nt[BKM_AFF_GOMP_MAX_LEVELS];   /* num_threads per depth, 0 = none */
+    int nt[BKM_AFF_GOMP_MAX_LEVELS]; /* num_threads per depth, 0 = none */
     /* the variables; "" with has_* 0 = unset */
     char places[200], bind[64], gomp[128], nthreads[32], max_levels[16], nested[16], wait[16], spin[32];
     int has_places, has_bind, has_gomp, has_nthreads, has_max_levels, has_nested, has_wait, has_spin;
 } gcase_t;
 
-#define SET(c, field, ...)                                                                                       \
-    do {                                                                                                         \
-        snprintf((c)->field, sizeof((c)->field), __VA_ARGS__);                                                   \
-        (c)->has_##field = 1;                                                                                    \
+#define SET(c, field, ...)                                                                                             \
+    do {                                                                                                               \
+        snprintf((c)->field, sizeof((c)->field), __VA_ARGS__);                                                         \
+        (c)->has_##field = 1;                                                                                          \
     } while (0)
 
 typedef struct tinfo {
-    bkm_topo_t *topo;   /* with the initial mask */
+    bkm_topo_t *topo; /* with the initial mask */
     int n_pu, n_cores, n_pkgs, max_os;
-    int pus[2048];      /* the OS ids of the initial mask, ascending */
+    int pus[2048]; /* the OS ids of the initial mask, ascending */
     int n_allowed;
 } tinfo_t;
 
@@ -346,10 +346,10 @@ static void gen_explicit_places(rng_t *r, const tinfo_t *t, char *out, size_t n)
 
 static void gen_places(rng_t *r, const tinfo_t *t, gcase_t *c)
 {
-    static const char *const kinds[] = {"threads", "cores", "sockets", "ll_caches", "numa_domains",
-                                        "Cores",   "THREADS"};
-    static const char *const bad[] = {"{0-3}", "cores(", "threads(x)", "{0:0}", "bogus", "", "{0},", "{0}:2:",
-                                      "cores(2)x", "{!0}", "{0:2:1", "threads()", "0-3", "{0,!5}", "!{99999}"};
+    static const char *const kinds[] = {"threads", "cores", "sockets", "ll_caches", "numa_domains", "Cores", "THREADS"};
+    static const char *const bad[] = {"{0-3}",  "cores(",    "threads(x)", "{0:0}",     "bogus",
+                                      "",       "{0},",      "{0}:2:",     "cores(2)x", "{!0}",
+                                      "{0:2:1", "threads()", "0-3",        "{0,!5}",    "!{99999}"};
     int how = rng_int(r, 0, 99);
     if (how < 12)
         return;
@@ -371,7 +371,7 @@ static void gen_places(rng_t *r, const tinfo_t *t, gcase_t *c)
 static void gen_bind(rng_t *r, gcase_t *c)
 {
     static const char *const one[] = {"true", "false", "close", "spread", "master", "primary", "CLOSE", " spread "};
-    static const char *const lists[] = {"spread,close", "close,spread", "spread,spread", "master,close",
+    static const char *const lists[] = {"spread,close",   "close,spread",       "spread,spread", "master,close",
                                         "spread,primary", "close,close,spread", "spread, close"};
     static const char *const bad[] = {"true,close", "false,spread", "bogus", "close,", "", "spreadx", "close,true"};
     int how = rng_int(r, 0, 99);
@@ -405,11 +405,8 @@ static void gen_gomp(rng_t *r, const tinfo_t *t, gcase_t *c)
                 k += (size_t)snprintf(c->gomp + k, sizeof(c->gomp) - k, "%s%d-%d:%d", sep, a, a + rng_int(r, 0, 9),
                                       rng_int(r, 1, 4));
                 break;
-            case 2:
-                k += (size_t)snprintf(c->gomp + k, sizeof(c->gomp) - k, "%s0x%x", sep, (unsigned)a);
-                break;
-            default:
-                k += (size_t)snprintf(c->gomp + k, sizeof(c->gomp) - k, "%s%d", sep, a);
+            case 2: k += (size_t)snprintf(c->gomp + k, sizeof(c->gomp) - k, "%s0x%x", sep, (unsigned)a); break;
+            default: k += (size_t)snprintf(c->gomp + k, sizeof(c->gomp) - k, "%s%d", sep, a);
             }
         }
         c->has_gomp = 1;
@@ -522,31 +519,31 @@ static const struct rule {
     {"knl", "ll_caches", "spread", NULL, NULL, NULL, NULL, NULL, {3}},
     {"amd2s", "numa_domains", "spread", NULL, NULL, NULL, NULL, NULL, {4}},
     {"amd2s-node1", "numa_domains", "close", NULL, NULL, NULL, NULL, NULL, {2}},
-    {"haswell", "cores", NULL, NULL, NULL, NULL, NULL, NULL, {2}},             /* PLACES alone: bind true */
-    {"haswell", NULL, "spread", NULL, NULL, NULL, NULL, NULL, {2}},            /* bind alone: threads */
-    {"haswell", "cores", "false", NULL, NULL, NULL, NULL, NULL, {2}},          /* unbound, 0 places */
-    {"haswell", "cores", NULL, "3", NULL, NULL, NULL, NULL, {2}},              /* OMP_PLACES wins */
+    {"haswell", "cores", NULL, NULL, NULL, NULL, NULL, NULL, {2}},    /* PLACES alone: bind true */
+    {"haswell", NULL, "spread", NULL, NULL, NULL, NULL, NULL, {2}},   /* bind alone: threads */
+    {"haswell", "cores", "false", NULL, NULL, NULL, NULL, NULL, {2}}, /* unbound, 0 places */
+    {"haswell", "cores", NULL, "3", NULL, NULL, NULL, NULL, {2}},     /* OMP_PLACES wins */
     {"haswell", NULL, "false", "0 1", NULL, NULL, NULL, NULL, {2}},
     {"haswell", "{0:4},{16:4}", "close", NULL, NULL, NULL, NULL, NULL, {2}},
     {"haswell", "{0:2}:4:2", "spread", NULL, NULL, NULL, NULL, NULL, {4}},
     {"haswell", "{0:8,!3},!{0:8,!3},{5}", "close", NULL, NULL, NULL, NULL, NULL, {1}},
-    {"haswell", "{0-3}", "close", NULL, NULL, NULL, NULL, NULL, {2}},          /* rejected: threads */
+    {"haswell", "{0-3}", "close", NULL, NULL, NULL, NULL, NULL, {2}}, /* rejected: threads */
     {"haswell", "bogus", NULL, NULL, NULL, NULL, NULL, NULL, {2}},
     {"haswell", "threads(0)", "close", NULL, NULL, NULL, NULL, NULL, {2}},
-    {"haswell-srun", "{64}", "close", NULL, NULL, NULL, NULL, NULL, {2}},      /* out of range */
+    {"haswell-srun", "{64}", "close", NULL, NULL, NULL, NULL, NULL, {2}},        /* out of range */
     {"haswell-srun", "{8:4},{0:2}", "close", NULL, NULL, NULL, NULL, NULL, {2}}, /* places reduced */
-    {"haswell-srun", "{8:4}", "close", NULL, NULL, NULL, NULL, NULL, {2}},     /* none usable */
-    {"tri3", "ll_caches", "close", NULL, NULL, NULL, NULL, NULL, {2}},         /* no cache listed */
+    {"haswell-srun", "{8:4}", "close", NULL, NULL, NULL, NULL, NULL, {2}},       /* none usable */
+    {"tri3", "ll_caches", "close", NULL, NULL, NULL, NULL, NULL, {2}},           /* no cache listed */
     {"haswell", NULL, "bogus", NULL, NULL, NULL, NULL, NULL, {2}},
     {"haswell", NULL, "true,close", NULL, NULL, NULL, NULL, NULL, {2}},
     {"haswell", NULL, "close", "0-", NULL, NULL, NULL, NULL, {2}},
-    {"haswell-srun", NULL, NULL, "0 8", NULL, NULL, NULL, NULL, {2}},          /* fatal: 8 is outside */
-    {"haswell-srun", NULL, NULL, "8 0", NULL, NULL, NULL, NULL, {1}},          /* the pin fails */
-    {"haswell", NULL, NULL, "0 100", NULL, NULL, NULL, NULL, {2}},             /* 100 dropped silently */
+    {"haswell-srun", NULL, NULL, "0 8", NULL, NULL, NULL, NULL, {2}}, /* fatal: 8 is outside */
+    {"haswell-srun", NULL, NULL, "8 0", NULL, NULL, NULL, NULL, {1}}, /* the pin fails */
+    {"haswell", NULL, NULL, "0 100", NULL, NULL, NULL, NULL, {2}},    /* 100 dropped silently */
     {"haswell", "cores", "spread,close", NULL, NULL, NULL, NULL, NULL, {2, 2}},
     {"knl", "threads", "spread,spread", NULL, NULL, NULL, NULL, NULL, {2, 3}},
     {"amd2s", "cores", "close,master", NULL, "2,3", NULL, NULL, NULL, {0, 0}},
-    {"haswell", "cores", "spread", NULL, NULL, NULL, NULL, NULL, {2, 2}},      /* inactive nesting */
+    {"haswell", "cores", "spread", NULL, NULL, NULL, NULL, NULL, {2, 2}}, /* inactive nesting */
     {"haswell", "cores", "spread", NULL, NULL, "2", NULL, NULL, {2, 2}},
     {"odd6", "cores", "spread", NULL, "0", NULL, "lazy", "1x", {2}},
     {"odd6", NULL, NULL, NULL, NULL, NULL, "active", NULL, {2}},
@@ -571,16 +568,16 @@ static int gen_systematic(const tinfo_t *tinfo, gcase_t *out, int max)
     static const char *const nested[] = {"spread,close", "close,spread", "spread,spread", "master,spread"};
     int n = 0;
     gcase_t *c;
-#define NEW(topo_i)                                                                                              \
-    (n < max ? (memset(&out[n], 0, sizeof(out[n])), out[n].id = n, out[n].topo = (topo_i), out[n].levels = 1,      \
-                &out[n++])                                                                                        \
-             : NULL)
+#define NEW(topo_i)                                                                                                    \
+    (n < max                                                                                                           \
+         ? (memset(&out[n], 0, sizeof(out[n])), out[n].id = n, out[n].topo = (topo_i), out[n].levels = 1, &out[n++])   \
+         : NULL)
     for (size_t k = 0; k < sizeof(g_rules) / sizeof(g_rules[0]); k++) {
         const struct rule *u = &g_rules[k];
         if (!(c = NEW(topo_index(u->topo))))
             return n;
-#define RULE(field, member)                                                                                      \
-    if (u->member)                                                                                               \
+#define RULE(field, member)                                                                                            \
+    if (u->member)                                                                                                     \
         SET(c, field, "%s", u->member);
         RULE(places, places)
         RULE(bind, bind)
@@ -632,8 +629,8 @@ static void case_describe(const gcase_t *c, bkm_buf_t *b)
     bkm_buf_printf(b, "#%d %s T=%d", c->id, g_topos[c->topo].name, c->nt[0]);
     for (int l = 1; l < c->levels; l++)
         bkm_buf_printf(b, ",%d", c->nt[l]);
-#define VAR(field, name)                                                                                         \
-    if (c->has_##field)                                                                                          \
+#define VAR(field, name)                                                                                               \
+    if (c->has_##field)                                                                                                \
         bkm_buf_printf(b, " " name "='%s'", c->field);
     VAR(places, "OMP_PLACES")
     VAR(bind, "OMP_PROC_BIND")
@@ -659,8 +656,8 @@ static void print_repro(const gcase_t *c)
         for (int l = 1; l < c->levels; l++)
             printf(l > 1 ? ",%d" : "%d", c->nt[l]);
     }
-#define OPT(field, opt)                                                                                          \
-    if (c->has_##field)                                                                                          \
+#define OPT(field, opt)                                                                                                \
+    if (c->has_##field)                                                                                                \
         printf(" " opt " '%s'", c->field);
     OPT(places, "--places")
     OPT(bind, "--proc-bind")
@@ -679,14 +676,14 @@ static void print_repro(const gcase_t *c)
 typedef struct tview {
     char path[24];
     int team_size, place, n_part;
-    int part[8];           /* the first places of the partition (n_part of them in all) */
+    int part[8]; /* the first places of the partition (n_part of them in all) */
     int part_last;
     bkm_cpuset_t cpus;
 } tview_t;
 
 /* One run of the teams as the planner predicts it or libgomp shows it. */
 typedef struct view {
-    int fatal;                          /* libgomp aborted ("Thread creation failed") */
+    int fatal; /* libgomp aborted ("Thread creation failed") */
     int n_msg;
     char msg[16][160];
     char places_display[4096], bind_display[160], nthreads_display[160], wait_display[16];
@@ -826,6 +823,10 @@ static int view_from_probe(int status, const char *out, const char *errt, view_t
         if (s != errt && s[-1] != '\n')
             continue;
         size_t len = strcspn(s + 9, "\n");
+        /* threads of nested teams that fail to start at the same time each print the fatal error */
+        if (v->n_msg > 0 && !strncmp(s + 9, "Thread creation failed", 22) &&
+            !strncmp(v->msg[v->n_msg - 1], s + 9, len))
+            continue;
         if (v->n_msg < 16)
             snprintf(v->msg[v->n_msg++], sizeof(v->msg[0]), "%.*s", (int)len, s + 9);
     }
@@ -897,9 +898,15 @@ static int view_from_probe(int status, const char *out, const char *errt, view_t
 
 /* ---- The negative control: deliberately wrong planners ------------------------------------- */
 
-enum { PERTURB_NONE = 0, PERTURB_CLOSE_RESTARTS, PERTURB_SPREAD_EVEN, PERTURB_LLC_PER_CACHE, PERTURB_NO_PIN,
-       PERTURB_NO_MESSAGES };
-static const char *const g_perturb_names[] = {"none", "close-restarts", "spread-even", "ll-caches-per-cache",
+enum {
+    PERTURB_NONE = 0,
+    PERTURB_CLOSE_RESTARTS,
+    PERTURB_SPREAD_EVEN,
+    PERTURB_LLC_PER_CACHE,
+    PERTURB_NO_PIN,
+    PERTURB_NO_MESSAGES
+};
+static const char *const g_perturb_names[] = {"none",   "close-restarts", "spread-even", "ll-caches-per-cache",
                                               "no-pin", "no-messages"};
 
 static int level1_policy(const gcase_t *c)
@@ -945,9 +952,7 @@ static void perturb(int mode, const tinfo_t *t, const gcase_t *c, view_t *v)
     case PERTURB_NO_PIN: /* the initial thread left alone until the first region */
         bkm_topo_allowed(t->topo, &v->initial);
         break;
-    case PERTURB_NO_MESSAGES:
-        v->n_msg = 0;
-        break;
+    case PERTURB_NO_MESSAGES: v->n_msg = 0; break;
     }
 }
 
@@ -964,10 +969,10 @@ static void fmt_set(const bkm_cpuset_t *s, bkm_buf_t *b)
 static int compare(const view_t *want, const view_t *got, bkm_buf_t *d)
 {
     int bad = 0;
-#define DIFF(...)                                                                                                \
-    do {                                                                                                         \
-        if (bad++ < 6)                                                                                           \
-            bkm_buf_printf(d, __VA_ARGS__);                                                                      \
+#define DIFF(...)                                                                                                      \
+    do {                                                                                                               \
+        if (bad++ < 6)                                                                                                 \
+            bkm_buf_printf(d, __VA_ARGS__);                                                                            \
     } while (0)
     if (want->n_msg != got->n_msg)
         DIFF("    messages: planner %d, libgomp %d%s%s\n", want->n_msg, got->n_msg, got->n_msg ? ": " : "",
@@ -984,7 +989,8 @@ static int compare(const view_t *want, const view_t *got, bkm_buf_t *d)
     if (strcmp(want->bind_display, got->bind_display))
         DIFF("    OMP_PROC_BIND display: planner '%s', libgomp '%s'\n", want->bind_display, got->bind_display);
     if (strcmp(want->nthreads_display, got->nthreads_display))
-        DIFF("    OMP_NUM_THREADS display: planner '%s', libgomp '%s'\n", want->nthreads_display, got->nthreads_display);
+        DIFF("    OMP_NUM_THREADS display: planner '%s', libgomp '%s'\n", want->nthreads_display,
+             got->nthreads_display);
     if (strcmp(want->wait_display, got->wait_display) || want->spin != got->spin)
         DIFF("    waiting: planner %s %llu, libgomp %s %llu\n", want->wait_display, want->spin, got->wait_display,
              got->spin);
@@ -1021,7 +1027,8 @@ static int compare(const view_t *want, const view_t *got, bkm_buf_t *d)
         int same_part = x->n_part == y->n_part && x->part_last == y->part_last;
         for (int k = 0; same_part && k < x->n_part && k < 8; k++)
             same_part = x->part[k] == y->part[k];
-        if (x->team_size != y->team_size || x->place != y->place || !same_part || !bkm_cpuset_equal(&x->cpus, &y->cpus)) {
+        if (x->team_size != y->team_size || x->place != y->place || !same_part ||
+            !bkm_cpuset_equal(&x->cpus, &y->cpus)) {
             bkm_buf_t a = {0}, b = {0};
             fmt_set(&x->cpus, &a);
             fmt_set(&y->cpus, &b);
@@ -1080,8 +1087,8 @@ static int probe_env(const opts_t *o, const tinfo_t *t, const gcase_t *c, char s
     snprintf(store[n++], 320, "OMP_DISPLAY_ENV=verbose");
     if (g_topos[c->topo].mask)
         snprintf(store[n++], 320, "BKM_FAKE_MASK=%s", g_topos[c->topo].mask);
-#define ENV(field, name)                                                                                         \
-    if (c->has_##field)                                                                                          \
+#define ENV(field, name)                                                                                               \
+    if (c->has_##field)                                                                                                \
         snprintf(store[n++], 320, name "=%s", c->field);
     ENV(places, "OMP_PLACES")
     ENV(bind, "OMP_PROC_BIND")
@@ -1113,7 +1120,8 @@ static int slot_start(const opts_t *o, const tinfo_t *t, const gcase_t *c, slot_
     if (s->pid < 0)
         return bkm_err_set(err, BKM_EIO, "fork: %s", strerror(errno));
     if (s->pid == 0) {
-        int fo = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600), fe = open(s->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fo = open(s->out, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+            fe = open(s->err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
             _exit(125);
         alarm(CHILD_TIMEOUT_S); /* survives exec: a hung runtime cannot stall the test */
@@ -1158,10 +1166,10 @@ static void cli_check(const opts_t *o, const tinfo_t *t, const gcase_t *c, const
         argv[a++] = "--nested";
         argv[a++] = nested;
     }
-#define ARG(field, opt)                                                                                          \
-    if (c->has_##field && nb < 8) {                                                                              \
-        snprintf(bufs[nb], sizeof(bufs[nb]), "--" opt "=%s", c->field);                                          \
-        argv[a++] = bufs[nb++];                                                                                  \
+#define ARG(field, opt)                                                                                                \
+    if (c->has_##field && nb < 8) {                                                                                    \
+        snprintf(bufs[nb], sizeof(bufs[nb]), "--" opt "=%s", c->field);                                                \
+        argv[a++] = bufs[nb++];                                                                                        \
     }
     ARG(places, "places")
     ARG(bind, "proc-bind")
@@ -1198,7 +1206,8 @@ static void cli_check(const opts_t *o, const tinfo_t *t, const gcase_t *c, const
     memcpy(po.num_threads, c->nt, sizeof(c->nt));
     st->cli_checked++;
     int ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && slurp(path, &out) == 0 &&
-             bkm_json_parse(bkm_buf_str(&out), &j, &err) == 0 && bkm_aff_gomp_plan_create(t->topo, &env, &po, &p, &err) == 0;
+             bkm_json_parse(bkm_buf_str(&out), &j, &err) == 0 &&
+             bkm_aff_gomp_plan_create(t->topo, &env, &po, &p, &err) == 0;
     if (ok) {
         bkm_aff_gomp_plan_key(p, &want);
         const char *key = bkm_json_get_str(j, "key");
@@ -1456,8 +1465,9 @@ static int cmd_run(int argc, char **argv)
            "%d random; %d with libgomp messages, %d fatal, %d nested; %d CLI cross-checks, %d failed) in %llu s, "
            "seed %llu%s%s\n",
            st.compared, st.matched, st.mismatched, st.harness, n_systematic, n - n_systematic, st.with_messages,
-           st.fatal, st.nested, st.cli_checked, st.cli_failed, (unsigned long long)((uint64_t)time(NULL) - t0), (unsigned long long)o.seed,
-           o.perturb ? ", perturbed planner: " : "", o.perturb ? g_perturb_names[o.perturb] : "");
+           st.fatal, st.nested, st.cli_checked, st.cli_failed, (unsigned long long)((uint64_t)time(NULL) - t0),
+           (unsigned long long)o.seed, o.perturb ? ", perturbed planner: " : "",
+           o.perturb ? g_perturb_names[o.perturb] : "");
     if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         fprintf(stderr, "gomp_diff: could not remove %s\n", dir);
     for (int i = 0; i < N_TOPOS; i++)

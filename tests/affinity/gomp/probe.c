@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROBE_WORDS 32 /* 2048 CPUs, as BKM_FAKE_MAX in the shim */
-#define PROBE_MAX_LEVELS 4
+#define PROBE_WORDS       32 /* 2048 CPUs, as BKM_FAKE_MAX in the shim */
+#define PROBE_MAX_LEVELS  4
 #define PROBE_MAX_RECORDS 70000
 
 typedef int (*mask_fn_t)(uint64_t *words, int n_words);

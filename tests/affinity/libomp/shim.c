@@ -114,12 +114,15 @@ static void shim_setup(void)
 
 /* The configuration is read once, at the first call that needs it or in the constructor, whichever
  * comes first: GNU libgomp asks for the affinity in its own constructor, which may run before this
- * one. */
+ * one. A call before libc has set up the environment (a sanitizer runtime starting up) is answered
+ * by libc and reads nothing. */
+extern char **environ;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int configured(void)
 {
-    pthread_once(&g_once, shim_setup);
+    if (environ != NULL)
+        pthread_once(&g_once, shim_setup);
     return g_ncpus;
 }
 
@@ -250,36 +253,50 @@ int pthread_setaffinity_np(pthread_t th, size_t len, const cpu_set_t *set)
     return real(th, len, set);
 }
 
-/* Affinity kept per pthread_attr_t (pthread_attr_setaffinity_np), never handed to glibc. */
-#define ATTR_SLOTS 256
+/* Affinity kept per pthread_attr_t (pthread_attr_setaffinity_np), never handed to glibc. Nested
+ * libgomp teams start concurrently, each with its own attribute: one slot per attribute alive. */
+#define ATTR_SLOTS 16384
 static struct {
     const void *attr;
     fake_mask_t mask;
     size_t len;
 } g_attr[ATTR_SLOTS];
+static int g_attr_used; /* slots at or above are free */
 static pthread_mutex_t g_attr_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Slot of @p attr (with @p create: a free one when it has none), or -1. Caller holds the lock. */
+/* Slot of @p attr (with @p create: a free one when it has none), or -1. Caller holds the lock. A
+ * full table aborts the process: a thread created without its mask would be a wrong answer. */
 static int attr_slot(const void *attr, int create)
 {
     int free_slot = -1;
-    for (int i = 0; i < ATTR_SLOTS; i++) {
+    for (int i = 0; i < g_attr_used; i++) {
         if (g_attr[i].attr == attr)
             return i;
         if (!g_attr[i].attr && free_slot < 0)
             free_slot = i;
     }
-    if (create && free_slot >= 0)
-        g_attr[free_slot].attr = attr;
-    return create ? free_slot : -1;
+    if (!create)
+        return -1;
+    if (free_slot < 0) {
+        if (g_attr_used == ATTR_SLOTS) {
+            static const char msg[] = "bkm shim: more than 16384 thread attributes with an affinity alive\n";
+            if (write(2, msg, sizeof(msg) - 1) < 0)
+                abort();
+            abort();
+        }
+        free_slot = g_attr_used++;
+    }
+    g_attr[free_slot].attr = attr;
+    return free_slot;
 }
 
 int pthread_attr_setaffinity_np(pthread_attr_t *attr, size_t len, const cpu_set_t *set)
 {
-    static int (*real)(pthread_attr_t *, size_t, const cpu_set_t *);
+    typedef int (*set_fn_t)(pthread_attr_t *, size_t, const cpu_set_t *);
+    static set_fn_t real;
     if (configured() <= 0) {
         if (!real)
-            real = (int (*)(pthread_attr_t *, size_t, const cpu_set_t *))dlsym(RTLD_NEXT, "pthread_attr_setaffinity_np");
+            real = (set_fn_t)dlsym(RTLD_NEXT, "pthread_attr_setaffinity_np");
         return real(attr, len, set);
     }
     pthread_mutex_lock(&g_attr_lock);

@@ -45,7 +45,7 @@ typedef struct bkm_aff_gomp_env {
     const char *omp_places;
     const char *omp_proc_bind;
     const char *gomp_cpu_affinity;
-    const char *omp_num_threads;       /**< "8" or a list per nesting level, "4,2" */
+    const char *omp_num_threads; /**< "8" or a list per nesting level, "4,2" */
     const char *omp_max_active_levels;
     const char *omp_nested;
     const char *omp_wait_policy;
@@ -58,41 +58,41 @@ typedef struct bkm_aff_gomp_env {
 /** What to plan beyond the environment. Zero-initialise for the outermost team of the size
  *  libgomp picks itself (OMP_NUM_THREADS, else the CPUs of the initial mask). */
 typedef struct bkm_aff_gomp_opts {
-    int n_levels;                               /**< nesting levels, 1..BKM_AFF_GOMP_MAX_LEVELS (0 = 1) */
-    int num_threads[BKM_AFF_GOMP_MAX_LEVELS];   /**< num_threads clause of the region at each depth
+    int n_levels;                             /**< nesting levels, 1..BKM_AFF_GOMP_MAX_LEVELS (0 = 1) */
+    int num_threads[BKM_AFF_GOMP_MAX_LEVELS]; /**< num_threads clause of the region at each depth
                                                      (every team of that depth), 0 = none */
-    int strict;                                 /**< 1: fail (BKM_EINVAL naming the variable, the value
+    int strict;                               /**< 1: fail (BKM_EINVAL naming the variable, the value
                                                      and why) where libgomp would print a message,
                                                      drop a CPU silently or abort */
 } bkm_aff_gomp_opts_t;
 
 /** Where the place list comes from. */
 typedef enum {
-    BKM_AFF_GOMP_PLACES_NONE = 0,     /**< no places: threads are not bound */
-    BKM_AFF_GOMP_PLACES_OMP,          /**< OMP_PLACES */
-    BKM_AFF_GOMP_PLACES_GOMP,         /**< GOMP_CPU_AFFINITY */
-    BKM_AFF_GOMP_PLACES_DEFAULT       /**< binding on without places: libgomp's `threads` */
+    BKM_AFF_GOMP_PLACES_NONE = 0, /**< no places: threads are not bound */
+    BKM_AFF_GOMP_PLACES_OMP,      /**< OMP_PLACES */
+    BKM_AFF_GOMP_PLACES_GOMP,     /**< GOMP_CPU_AFFINITY */
+    BKM_AFF_GOMP_PLACES_DEFAULT   /**< binding on without places: libgomp's `threads` */
 } bkm_aff_gomp_places_src_t;
 
 /** One thread of a planned team. */
 typedef struct bkm_aff_gomp_thread {
-    int level;           /**< 1 = the outermost team */
-    int num;             /**< omp_get_thread_num() in its team */
-    int team_size;       /**< omp_get_num_threads() */
-    int parent;          /**< index in the plan of the thread that started its team; -1 at level 1 */
-    int place;           /**< omp_get_place_num(): -1 when libgomp has no places */
-    int part_off;        /**< partition: places part_off .. part_off + part_len - 1 */
-    int part_len;        /**< omp_get_partition_num_places() (0 without places) */
-    bkm_cpuset_t cpus;   /**< the thread's kernel CPU mask */
+    int level;         /**< 1 = the outermost team */
+    int num;           /**< omp_get_thread_num() in its team */
+    int team_size;     /**< omp_get_num_threads() */
+    int parent;        /**< index in the plan of the thread that started its team; -1 at level 1 */
+    int place;         /**< omp_get_place_num(): -1 when libgomp has no places */
+    int part_off;      /**< partition: places part_off .. part_off + part_len - 1 */
+    int part_len;      /**< omp_get_partition_num_places() (0 without places) */
+    bkm_cpuset_t cpus; /**< the thread's kernel CPU mask */
 } bkm_aff_gomp_thread_t;
 
 /** How libgomp's threads wait (spin before sleeping on a futex). */
 typedef struct bkm_aff_gomp_wait {
-    int policy;                            /**< OMP_WAIT_POLICY: -1 unset (or rejected), 0 passive, 1 active */
-    unsigned long long spin_count;         /**< GOMP_SPINCOUNT as libgomp shows it (ULLONG_MAX = infinite) */
-    unsigned long long throttled_count;    /**< spins used while libgomp manages more threads than CPUs */
-    int throttled;                         /**< 1 when the planned threads outnumber the initial mask's CPUs */
-    unsigned long long effective;          /**< what the planned teams spin: one of the two */
+    int policy;                         /**< OMP_WAIT_POLICY: -1 unset (or rejected), 0 passive, 1 active */
+    unsigned long long spin_count;      /**< GOMP_SPINCOUNT as libgomp shows it (ULLONG_MAX = infinite) */
+    unsigned long long throttled_count; /**< spins used while libgomp manages more threads than CPUs */
+    int throttled;                      /**< 1 when the planned threads outnumber the initial mask's CPUs */
+    unsigned long long effective;       /**< what the planned teams spin: one of the two */
 } bkm_aff_gomp_wait_t;
 
 typedef struct bkm_aff_gomp_plan bkm_aff_gomp_plan_t;
@@ -174,12 +174,10 @@ int bkm_aff_gomp_plan_equal(const bkm_aff_gomp_plan_t *a, const bkm_aff_gomp_pla
  *   "place":0,"partition":[0,1,...],"cpus":[0],"cores":[0],"sockets":[0]},...],
  *   "messages":[...],"fatal":null,"notes":[...],"key":"..."}; level-1 entries come first, "thread"
  *  is the thread number; cores/sockets are logical indexes (omitted when @p topo is NULL). */
-int bkm_aff_gomp_plan_to_json(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w,
-                              bkm_err_t *err);
+int bkm_aff_gomp_plan_to_json(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err);
 /** Human-readable: places, binding per level, the constructor's pin, waiting, a table thread ->
  *  place, partition, CPUs, core, socket, then libgomp's messages and the notes. */
-int bkm_aff_gomp_plan_explain(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out,
-                              bkm_err_t *err);
+int bkm_aff_gomp_plan_explain(const bkm_aff_gomp_plan_t *plan, const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *err);
 
 #ifdef __cplusplus
 }
