@@ -20,7 +20,9 @@
  *       the systematic cases, then seeded random ones up to N (default 3000, or $BKM_GOMP_CASES);
  *       --rules: only the cases of the rule table (one per rule, worked examples first);
  *       --perturb feeds the comparison a deliberately wrong planner (the negative control):
- *       close-restarts, spread-even, ll-caches-per-cache, no-pin, no-messages
+ *       close-restarts, spread-even, ll-caches-per-cache, no-pin, no-messages; `all` compares
+ *       every case with the right planner and with each wrong one, and fails unless the right one
+ *       matches every case and each wrong one is caught on at least one
  *   gomp_diff sysfs SYNTHETIC DIR      write the fake /sys/devices/system tree of a topology
  *
  * Exit status of `run`: 0 when every case matched, 1 on a mismatch or harness error, 2 on bad
@@ -703,6 +705,20 @@ static void view_free(view_t *v)
     memset(v, 0, sizeof(*v));
 }
 
+static int view_copy(const view_t *from, view_t *to)
+{
+    *to = *from;
+    to->places = calloc((size_t)from->n_places + 1, sizeof(bkm_cpuset_t));
+    to->th = calloc((size_t)from->n_th + 1, sizeof(tview_t));
+    if (!to->places || !to->th) {
+        view_free(to);
+        return -1;
+    }
+    memcpy(to->places, from->places, (size_t)from->n_places * sizeof(bkm_cpuset_t));
+    memcpy(to->th, from->th, (size_t)from->n_th * sizeof(tview_t));
+    return 0;
+}
+
 static int tview_cmp(const void *a, const void *b)
 {
     return strcmp(((const tview_t *)a)->path, ((const tview_t *)b)->path);
@@ -824,8 +840,7 @@ static int view_from_probe(int status, const char *out, const char *errt, view_t
             continue;
         size_t len = strcspn(s + 9, "\n");
         /* threads of nested teams that fail to start at the same time each print the fatal error */
-        if (v->n_msg > 0 && !strncmp(s + 9, "Thread creation failed", 22) &&
-            !strncmp(v->msg[v->n_msg - 1], s + 9, len))
+        if (v->n_msg > 0 && !strncmp(s + 9, "Thread creation failed", 22) && !strncmp(v->msg[v->n_msg - 1], s + 9, len))
             continue;
         if (v->n_msg < 16)
             snprintf(v->msg[v->n_msg++], sizeof(v->msg[0]), "%.*s", (int)len, s + 9);
@@ -904,10 +919,12 @@ enum {
     PERTURB_SPREAD_EVEN,
     PERTURB_LLC_PER_CACHE,
     PERTURB_NO_PIN,
-    PERTURB_NO_MESSAGES
+    PERTURB_NO_MESSAGES,
+    PERTURB_N,
+    PERTURB_ALL = PERTURB_N /* every wrong planner on every case, each beside the right one */
 };
 static const char *const g_perturb_names[] = {"none",   "close-restarts", "spread-even", "ll-caches-per-cache",
-                                              "no-pin", "no-messages"};
+                                              "no-pin", "no-messages",    "all"};
 
 static int level1_policy(const gcase_t *c)
 {
@@ -1055,6 +1072,7 @@ typedef struct opts {
 typedef struct stats {
     int compared, matched, mismatched, harness, cli_checked, cli_failed;
     int with_messages, fatal, nested;
+    int caught[PERTURB_N]; /* --perturb all: cases on which each wrong planner was caught */
 } stats_t;
 
 typedef struct slot {
@@ -1250,7 +1268,22 @@ static void slot_finish(const opts_t *o, const tinfo_t *tinfo, slot_t *s, int st
         print_repro(c);
         goto out;
     }
-    perturb(o->perturb, &tinfo[c->topo], c, &want);
+    if (o->perturb == PERTURB_ALL)
+        for (int m = 1; m < PERTURB_N; m++) {
+            view_t wrong;
+            bkm_buf_t ignored = {0};
+            if (view_copy(&want, &wrong) < 0) {
+                st->harness++;
+                printf("HARNESS %s\n  out of memory\n", bkm_buf_str(&desc));
+                goto out;
+            }
+            perturb(m, &tinfo[c->topo], c, &wrong);
+            st->caught[m] += compare(&wrong, &got, &ignored) > 0;
+            bkm_buf_free(&ignored);
+            view_free(&wrong);
+        }
+    else
+        perturb(o->perturb, &tinfo[c->topo], c, &want);
     st->compared++;
     st->with_messages += got.n_msg > 0;
     st->fatal += got.fatal;
@@ -1348,7 +1381,7 @@ static int cmd_run(int argc, char **argv)
             o.seed = (uint64_t)v;
         else if (!strcmp(a, "--perturb")) {
             o.perturb = -1;
-            for (int k = 1; k < (int)(sizeof(g_perturb_names) / sizeof(g_perturb_names[0])); k++)
+            for (int k = 1; k <= PERTURB_ALL; k++)
                 if (!strcmp(val, g_perturb_names[k]))
                     o.perturb = k;
             if (o.perturb < 0) {
@@ -1474,9 +1507,15 @@ static int cmd_run(int argc, char **argv)
         bkm_topo_close(tinfo[i].topo);
     free(tinfo);
     free(cases);
+    int missed = 0;
+    for (int m = 1; o.perturb == PERTURB_ALL && m < PERTURB_N; m++) {
+        printf("negative control: the wrong planner '%s' %s on %d of the %d cases\n", g_perturb_names[m],
+               st.caught[m] ? "was caught" : "was NOT caught", st.caught[m], st.compared);
+        missed += st.caught[m] == 0;
+    }
     if (rc)
         return rc;
-    return st.mismatched || st.harness || st.cli_failed || st.compared == 0 ? 1 : 0;
+    return st.mismatched || st.harness || st.cli_failed || st.compared == 0 || missed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
