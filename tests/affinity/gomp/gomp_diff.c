@@ -17,7 +17,8 @@
  * usage:
  *   gomp_diff run --shim SO --probe EXE [--tune EXE] [--cases N] [--seed S] [--perturb MODE]
  *                 [--rules] [--topo NAME] [--verbose]
- *       the systematic cases, then seeded random ones up to N (default 3000, or $BKM_GOMP_CASES);
+ *       the systematic cases (at most two thirds of N: the rules, then an even sample of the grid),
+ *       then seeded random ones up to N (default 3000, or $BKM_GOMP_CASES);
  *       --rules: only the cases of the rule table (one per rule, worked examples first);
  *       --perturb feeds the comparison a deliberately wrong planner (the negative control):
  *       close-restarts, spread-even, ll-caches-per-cache, no-pin, no-messages; `all` compares
@@ -1426,7 +1427,19 @@ static int cmd_run(int argc, char **argv)
             return 3;
         }
     /* the cases: systematic first, then random, grouped by topology (one mount per topology) */
-    int n = gen_systematic(tinfo, cases, o.rules_only ? (int)(sizeof(g_rules) / sizeof(g_rules[0])) : o.cases);
+    int n_rules = (int)(sizeof(g_rules) / sizeof(g_rules[0]));
+    int n = gen_systematic(tinfo, cases, o.rules_only ? n_rules : o.cases + 4096);
+    /* at most two thirds systematic: the rules, then an even sample of the grid */
+    int budget = o.rules_only ? n : o.cases * 2 / 3 > n_rules ? o.cases * 2 / 3 : n_rules;
+    if (n > budget) {
+        int grid = n - n_rules, keep = budget - n_rules, k = n_rules;
+        for (int i = 0; i < keep; i++) {
+            cases[k] = cases[n_rules + (int)((long)i * grid / keep)];
+            cases[k].id = k;
+            k++;
+        }
+        n = k;
+    }
     int n_systematic = n;
     rng_t r = {o.seed};
     for (; n < o.cases && !o.rules_only; n++)
