@@ -48,6 +48,16 @@ static hwloc_obj_t tile_of(hwloc_topology_t h, hwloc_obj_t core, int l2_shared)
     return NULL;
 }
 
+/* The cache of the highest level above @p pu (the last of that level found going up), or NULL. */
+static hwloc_obj_t llc_of(hwloc_obj_t pu)
+{
+    hwloc_obj_t best = NULL;
+    for (hwloc_obj_t o = pu->parent; o; o = o->parent)
+        if (hwloc_obj_type_is_cache(o->type) && (!best || o->attr->cache.depth >= best->attr->cache.depth))
+            best = o;
+    return best;
+}
+
 /* Do L2 caches (if any) each cover more than one core? */
 static int l2_is_shared(hwloc_topology_t h)
 {
@@ -219,8 +229,13 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
     int shared = l2_is_shared(h);
     int n_cores_obj = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE);
     int *die = bkm_calloc((size_t)n, sizeof(*die));
-    if (!die)
+    hwloc_obj_t *llcs = bkm_calloc((size_t)n, sizeof(*llcs)); /* distinct last-level caches seen */
+    int n_llc = 0;
+    if (!die || !llcs) {
+        bkm_free(die);
+        bkm_free(llcs);
         return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d PUs", n);
+    }
     for (int i = 0; i < n; i++) {
         hwloc_obj_t p = hwloc_get_obj_by_type(h, HWLOC_OBJ_PU, (unsigned)i);
         hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_CORE, p);
@@ -228,6 +243,7 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
         hwloc_obj_t tile = tile_of(h, core, shared);
         if (p->os_index >= BKM_CPUSET_MAX) {
             bkm_free(die);
+            bkm_free(llcs);
             return bkm_err_set(err, BKM_EINVAL, "PU P#%u is beyond the supported OS indexes 0..%d", p->os_index,
                                BKM_CPUSET_MAX - 1);
         }
@@ -244,6 +260,15 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
         u->pkg_id = pkg ? hw_id(pkg) : 0;
         /* A PU without a core object: an id above every real core id (made unique below). */
         u->core_id = core ? hw_id(core) : -1;
+        u->llc = -1;
+        hwloc_obj_t llc = llc_of(p);
+        for (int k = 0; llc && k <= n_llc; k++)
+            if (k == n_llc || llcs[k] == llc) {
+                if (k == n_llc)
+                    llcs[n_llc++] = llc;
+                u->llc = k;
+                break;
+            }
         u->smt = 0;
         if (core) {
             for (hwloc_obj_t q = hwloc_get_next_obj_inside_cpuset_by_type(h, core->cpuset, HWLOC_OBJ_PU, NULL); q;
@@ -254,6 +279,7 @@ static int build_tables(bkm_topo_t *t, const bkm_cpuset_t *allowed, bkm_err_t *e
     }
     unique_core_ids(t, die);
     bkm_free(die);
+    bkm_free(llcs);
     qsort(t->pu, (size_t)t->n_pu, sizeof(*t->pu), pu_cmp);
 
     bkm_topo_summary_t *s = &t->sum;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune affinity explain|verify`: what LLVM libomp 14 does with an affinity setting (KMP_AFFINITY,
- * OMP_PLACES/OMP_PROC_BIND, KMP_HW_SUBSET, GOMP_CPU_AFFINITY, KMP_BLOCKTIME) on a node, and a check
- * on this host that the runtime really binds that way (a fresh child process runs the probe). */
+ * OMP_PLACES/OMP_PROC_BIND, KMP_HW_SUBSET, GOMP_CPU_AFFINITY, KMP_BLOCKTIME) on a node, or with
+ * --runtime gomp what GNU libgomp 12 does with its variables, and a check on this host that the
+ * runtime really binds that way (a fresh child process runs the probe). */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
@@ -25,6 +26,14 @@ typedef struct aff_cfg {
     int threads;
     int json, tiles, mic, from_env;
     bkm_aff_env_t env;
+    /* --runtime gomp: libgomp's own variables and the nested teams */
+    const char *runtime;                   /* "libomp" (default) or "gomp" */
+    const char *nested;                    /* "T2[,T3[,T4]]": num_threads of the nested levels */
+    const char *num_threads, *spincount, *max_active_levels, *omp_nested;
+    int lenient;
+    int gomp;                              /* --runtime gomp */
+    int levels;                            /* 1 + the levels of --nested */
+    int level_threads[BKM_AFF_GOMP_MAX_LEVELS];
 } aff_cfg_t;
 
 /* The positional argument: a KMP_AFFINITY value, as --kmp-affinity. */
@@ -45,7 +54,10 @@ static int aff_positional(void *cfg, const char *arg, bkm_err_t *err)
 /* The team size and the settings: every sub-command. */
 #define AFF_COMMON_OPTS                                                                                           \
     {.name = "threads", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(aff_cfg_t, threads), .lo = 1,       \
-     .hi = BKM_CPUSET_MAX, .help = "team size (required)", .example = "1"},                                     \
+     .hi = BKM_CPUSET_MAX,                                                                                       \
+     .help = "team size (required; with --runtime gomp optional: the num_threads\n"                              \
+             "of the outermost region, else libgomp picks the size)",                                             \
+     .example = "1"},                                                                                             \
     AFF_STR("kmp-affinity", "S", kmp_affinity, "KMP_AFFINITY (also the positional argument)", "compact"),      \
     AFF_STR("places", "P", omp_places,                                                                           \
             "OMP_PLACES: threads|cores|sockets|ll_caches|numa_domains[(N)] or\n"                                 \
@@ -64,8 +76,26 @@ static int aff_positional(void *cfg, const char *arg, bkm_err_t *err)
      .help = "machine-readable output: {\"threads\":N,\"bound\":true,\"effective\":\"...\",\n"                   \
              "\"plan\":[{\"thread\":0,\"cpus\":[0]},...],\"warnings\":[...]}"}
 
+#define AFF_GOMP_STR(nm, meta, member, text, ex)                                                                  \
+    {.name = nm, .kind = BKM_CLI_STR, .metavar = meta, .off = offsetof(aff_cfg_t, member), .help = text, .example = ex}
+
 static const bkm_cli_opt_t explain_table[] = {
     BKM_CLI_TOPO_OPTS(aff_cfg_t, src, mask),
+    {.name = "runtime", .kind = BKM_CLI_CHOICE, .metavar = "libomp|gomp", .off = offsetof(aff_cfg_t, runtime),
+     .choices = "libomp|gomp",
+     .help = "the OpenMP runtime to explain: LLVM libomp 14 (default) or GNU libgomp 12\n"
+             "(gcc -fopenmp, Debian's PyTorch); libgomp ignores every KMP_* variable"},
+    AFF_GOMP_STR("nested", "T2[,T3..]", nested,
+                 "gomp: plan nested teams too, with these num_threads per level\n"
+                 "(0 = libgomp's own choice), e.g. 2 or 2,0",
+                 "2"),
+    AFF_GOMP_STR("num-threads", "N[,N..]", num_threads, "gomp: OMP_NUM_THREADS, one value per nesting level", "4,2"),
+    AFF_GOMP_STR("max-active-levels", "N", max_active_levels, "gomp: OMP_MAX_ACTIVE_LEVELS", "2"),
+    AFF_GOMP_STR("omp-nested", "B", omp_nested, "gomp: OMP_NESTED (true|false)", "true"),
+    AFF_GOMP_STR("spincount", "N", spincount, "gomp: GOMP_SPINCOUNT, e.g. 10000, 300k, infinite", "300k"),
+    {.name = "lenient", .kind = BKM_CLI_FLAG, .off = offsetof(aff_cfg_t, lenient),
+     .help = "gomp: show what libgomp does with a value it rejects (its message,\n"
+             "then the variable treated as unset) instead of exit 2"},
     {.name = "tiles", .kind = BKM_CLI_FLAG, .off = offsetof(aff_cfg_t, tiles),
      .help = "model KNL tiles as a level (hwloc-method runtimes; libomp 14 as\n"
              "shipped by Debian has no tile level)"},
@@ -85,7 +115,9 @@ static const char aff_settings_text[] =
 static const bkm_cli_cmd_spec_t explain_cmd = {
     .name = "affinity explain",
     .usage = "tune affinity explain [--node NAME|--profile FILE|--xml FILE|--synthetic DESC]\n"
-             "         --threads N [SETTINGS] [--json] [KMP_AFFINITY]",
+             "         --threads N [SETTINGS] [--json] [KMP_AFFINITY]\n"
+             "tune affinity explain --runtime gomp [--node NAME|...] [--threads N] [--nested T2,..]\n"
+             "         [SETTINGS] [--lenient] [--json]",
     .about = "Computes, exactly as LLVM libomp 14 does, which OS processors (PUs) each thread of the\n"
              "outermost OpenMP team of N threads is bound to, and prints a table thread -> PUs, core,\n"
              "socket, the effective settings (as KMP_SETTINGS=1 prints them) and warnings (threads\n"
@@ -94,10 +126,19 @@ static const bkm_cli_cmd_spec_t explain_cmd = {
     BKM_CLI_TABLE(explain_table),
     .positional = aff_settings_text,
     .positional_fn = aff_positional,
-    .more = "examples:\n"
+    .more = "With --runtime gomp it computes what GNU libgomp 12 does instead: its place list, the\n"
+            "policy of every nesting level, the pin of the initial thread in libgomp's constructor,\n"
+            "every thread's place, partition and CPUs (nested teams with --nested), the spin count,\n"
+            "and what libgomp ignores (every KMP_* variable, GOMP_CPU_AFFINITY after a valid\n"
+            "OMP_PLACES, ...). --threads is then optional (libgomp takes OMP_NUM_THREADS or the CPUs of\n"
+            "the mask). A value libgomp rejects is exit 2 naming it, unless --lenient.\n"
+            "\n"
+            "examples:\n"
             "  tune affinity explain --node haswell --threads 32 granularity=fine,compact,1,0\n"
             "  tune affinity explain --node knl --threads 64 --places cores --proc-bind spread --json\n"
             "  tune affinity explain --node haswell --threads 8 --hw-subset 1s,4c,1t\n"
+            "  tune affinity explain --runtime gomp --node haswell --threads 12 --places cores --proc-bind spread\n"
+            "  tune affinity explain --runtime gomp --node haswell --threads 2 --nested 4 --proc-bind spread,close\n"
             "\n"
             "exit codes: 0 ok, 2 bad option or setting (the message names the token), 3 environment\n"
             "problem (topology).\n",
@@ -137,6 +178,29 @@ static void usage(FILE *f)
     bkm_cli_opt_help(&verify_cmd, f);
 }
 
+/* --nested "2,0": the num_threads of levels 2.. (0 = libgomp's own choice). */
+static int parse_nested(aff_cfg_t *c, bkm_err_t *err)
+{
+    const char *s = c->nested;
+    c->levels = 1;
+    c->level_threads[0] = c->threads;
+    while (s != NULL) {
+        long long v;
+        char item[32];
+        size_t n = strcspn(s, ",");
+        if (c->levels >= BKM_AFF_GOMP_MAX_LEVELS)
+            return bkm_err_set(err, BKM_EINVAL, "tune affinity: --nested '%s': at most %d nested levels", c->nested,
+                               BKM_AFF_GOMP_MAX_LEVELS - 1);
+        snprintf(item, sizeof(item), "%.*s", (int)(n < sizeof(item) ? n : sizeof(item) - 1), s);
+        if (n >= sizeof(item) || bkm_parse_int(item, 0, BKM_AFF_GOMP_MAX_TEAM, &v) < 0)
+            return bkm_err_set(err, BKM_EINVAL, "tune affinity: --nested '%s': '%.*s' is not a team size 0..%d",
+                               c->nested, (int)n, s, BKM_AFF_GOMP_MAX_TEAM);
+        c->level_threads[c->levels++] = (int)v;
+        s = s[n] == ',' ? s + n + 1 : NULL;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, aff_cfg_t *c, bkm_err_t *err)
 {
     const bkm_cli_cmd_spec_t *spec;
@@ -151,11 +215,23 @@ static int parse_args(int argc, char **argv, aff_cfg_t *c, bkm_err_t *err)
         return bkm_err_set(err, BKM_EINVAL, "tune affinity: unknown subcommand '%s' (explain or verify)", c->cmd);
     if ((rc = bkm_cli_opt_parse(spec, argc - 1, argv + 1, c, err)) != 0)
         return rc;
-    if (c->threads < 1)
+    c->gomp = c->runtime != NULL && strcmp(c->runtime, "gomp") == 0;
+    if (c->threads < 1 && !c->gomp)
         return bkm_err_set(err, BKM_EINVAL, "tune affinity %s: --threads N is required", c->cmd);
-    if (c->from_env)
+    if (!c->gomp && (c->nested || c->num_threads || c->max_active_levels || c->omp_nested || c->spincount ||
+                     c->lenient))
+        return bkm_err_set(err, BKM_EINVAL,
+                           "tune affinity %s: --nested, --num-threads, --max-active-levels, --omp-nested, --spincount "
+                           "and --lenient are for --runtime gomp",
+                           c->cmd);
+    if (c->from_env) {
         bkm_cli_aff_env_read(&c->env);
-    return 0;
+        c->num_threads = getenv("OMP_NUM_THREADS");
+        c->max_active_levels = getenv("OMP_MAX_ACTIVE_LEVELS");
+        c->omp_nested = getenv("OMP_NESTED");
+        c->spincount = getenv("GOMP_SPINCOUNT");
+    }
+    return c->gomp ? parse_nested(c, err) : 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -202,6 +278,58 @@ static int cmd_probe(const aff_cfg_t *c, bkm_err_t *err)
     return rc;
 }
 
+/* explain --runtime gomp: the libgomp plan, text or JSON, into @p out. */
+static int explain_gomp(const aff_cfg_t *c, const bkm_topo_t *t, bkm_buf_t *out, bkm_err_t *err)
+{
+    bkm_aff_gomp_env_t env;
+    bkm_aff_gomp_opts_t opts;
+    bkm_aff_gomp_plan_t *plan = NULL;
+    char foreign_buf[4][320];
+    const char *foreign[5];
+    int n_foreign = 0, rc;
+    const struct {
+        const char *name, *value;
+    } kmp[] = {{"KMP_AFFINITY", c->env.kmp_affinity},
+               {"KMP_HW_SUBSET", c->env.kmp_hw_subset},
+               {"KMP_PLACE_THREADS", c->env.kmp_place_threads},
+               {"KMP_BLOCKTIME", c->env.kmp_blocktime}};
+    memset(&env, 0, sizeof(env));
+    memset(&opts, 0, sizeof(opts));
+    env.omp_places = c->env.omp_places;
+    env.omp_proc_bind = c->env.omp_proc_bind;
+    env.gomp_cpu_affinity = c->env.gomp_cpu_affinity;
+    env.omp_wait_policy = c->env.omp_wait_policy;
+    env.omp_num_threads = c->num_threads;
+    env.omp_max_active_levels = c->max_active_levels;
+    env.omp_nested = c->omp_nested;
+    env.gomp_spincount = c->spincount;
+    for (size_t i = 0; i < sizeof(kmp) / sizeof(kmp[0]); i++)
+        if (kmp[i].value != NULL) {
+            snprintf(foreign_buf[n_foreign], sizeof(foreign_buf[0]), "%s=%.250s", kmp[i].name, kmp[i].value);
+            foreign[n_foreign] = foreign_buf[n_foreign];
+            n_foreign++;
+        }
+    foreign[n_foreign] = NULL;
+    env.foreign = foreign;
+    opts.n_levels = c->levels;
+    for (int l = 0; l < c->levels; l++)
+        opts.num_threads[l] = c->level_threads[l];
+    opts.strict = !c->lenient;
+    if ((rc = bkm_aff_gomp_plan_create(t, &env, &opts, &plan, err)) != BKM_OK)
+        return rc;
+    if (c->json) {
+        bkm_json_w_t w;
+        bkm_json_w_init(&w, out, 0);
+        rc = bkm_aff_gomp_plan_to_json(plan, t, &w, err);
+        if (rc == BKM_OK)
+            bkm_buf_puts(out, "\n");
+    } else {
+        rc = bkm_aff_gomp_plan_explain(plan, t, out, err);
+    }
+    bkm_aff_gomp_plan_free(plan);
+    return rc;
+}
+
 int bkm_cli_affinity(int argc, char **argv)
 {
     aff_cfg_t cfg;
@@ -238,6 +366,11 @@ int bkm_cli_affinity(int argc, char **argv)
     opts.mic = cfg.mic;
     if ((rc = bkm_cli_topo_open(&cfg.src, cfg.mask, NULL, &t, &err)) != BKM_OK)
         goto out;
+    if (cfg.gomp) {
+        if ((rc = explain_gomp(&cfg, t, &out, &err)) == BKM_OK)
+            fputs(bkm_buf_str(&out), stdout);
+        goto out;
+    }
     if ((rc = bkm_aff_plan_create_ex(t, &cfg.env, cfg.threads, &opts, &plan, &err)) != BKM_OK)
         goto out;
     if (strcmp(cfg.cmd, "explain") == 0) {

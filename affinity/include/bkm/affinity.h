@@ -3,7 +3,7 @@
  * Topology (hwloc: host, XML, synthetic; node profiles), OpenMP affinity settings (KMP_AFFINITY,
  * KMP_HW_SUBSET, KMP_BLOCKTIME, OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY): strict parsing,
  * planning identical to LLVM libomp 14, explanation, and verification of the binding that took
- * effect.
+ * effect; the same for GNU libgomp 12 in bkm/affinity/gomp.h (included here).
  *
  * Error convention: see bkm/common.h. Handles are opaque; destroy functions accept NULL.
  * Nothing here may be called from inside an OpenMP parallel region unless stated.
@@ -39,6 +39,9 @@ typedef struct bkm_topo_pu {
                       core_id), which may be non-contiguous; where the OS repeats core ids across the
                       dies of a package, die rank x (largest core id + 1) + core id. libomp orders the
                       cores of a package by it (what a KMP_CPUINFO_FILE from bkm says) */
+    int llc;     /**< last-level cache instance: PUs with the same value share the highest-level cache
+                      above them (on Linux the last cache/indexK of the highest level, what GNU
+                      libgomp's OMP_PLACES=ll_caches reads); -1 when the topology lists no cache */
 } bkm_topo_pu_t;
 
 /** One cache level as discovered (per-instance size). */
@@ -546,4 +549,8 @@ int bkm_aff_probe_spawn_ex(const char *exe, char *const argv[], char *const *env
 #ifdef __cplusplus
 }
 #endif
+
+/* GNU libgomp 12: its place list, team placement and waiting (a feature header of this module). */
+#include "bkm/affinity/gomp.h"
+
 #endif /* BKM_AFFINITY_H */

@@ -24,38 +24,13 @@
 #include <unistd.h>
 
 #include "bkm/common.h"
+#include "../diff_rng.h"
 
 extern char **environ;
 
 #define DIFF_MAX_ARGS 24
 #define DIFF_MAX_ENV 512
 #define DIFF_CHILD_TIMEOUT_S 60
-
-/* ---- Seeded random numbers (splitmix64: the same sequence on every machine) ----------------- */
-
-typedef struct rng {
-    uint64_t s;
-} rng_t;
-
-static uint64_t rng_next(rng_t *r)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/** Uniform integer in [lo, hi]. */
-static int rng_int(rng_t *r, int lo, int hi)
-{
-    return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1));
-}
-
-/** 1 with probability pct/100. */
-static int rng_pct(rng_t *r, int pct)
-{
-    return rng_int(r, 0, 99) < pct;
-}
 
 /* ---- Fake topology -------------------------------------------------------------------------- */
 
