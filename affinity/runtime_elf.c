@@ -865,7 +865,9 @@ static int try_candidate(closure_t *c, const char *path, elf_t *e, int *ok, bkm_
     elf_close(e);
     if (rc == BKM_ENOMEM)
         return bkm_err_set(err, rc, "%s", why.msg);
-    return bkm__rt_result_warn(c->r, "skipped %s", why.msg) < 0 ? bkm_err_set(err, BKM_ENOMEM, "out of memory") : BKM_OK;
+    if (bkm__rt_result_warn(c->r, "skipped %s", why.msg) < 0)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory");
+    return BKM_OK;
 }
 
 /* Look for @p name in each directory of @p list (entries split at any of @p seps; an empty one is

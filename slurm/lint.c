@@ -401,7 +401,8 @@ static void srun_words(state_t *st, const words_t *ws, int i, int line)
         }
         if ((v = opt_val(ws, &k, "-D", "--chdir")) != NULL) {
             snprintf(chdir_to, sizeof chdir_to, "%s", v);
-        } else if ((v = opt_val(ws, &k, NULL, "--cpu-bind")) != NULL || (v = opt_val(ws, &k, NULL, "--cpu_bind")) != NULL) {
+        } else if ((v = opt_val(ws, &k, NULL, "--cpu-bind")) != NULL ||
+                   (v = opt_val(ws, &k, NULL, "--cpu_bind")) != NULL) {
             st->srun_bind = 1;
             snprintf(st->srun_bind_val, sizeof st->srun_bind_val, "%s", v);
         } else if ((v = opt_val(ws, &k, "-n", "--ntasks")) != NULL) {

@@ -40,14 +40,17 @@ for node in haswell knl; do
 done
 
 # --- the done-when case: gcc's program loads libgomp; the seed's KMP_* lines are ignored
+gomp="./app loads libgomp.so.1 (GNU OpenMP)"
+place="its placement variables are OMP_PLACES/OMP_PROC_BIND/GOMP_CPU_AFFINITY"
 expect 1 "$tune" lint jobs/haswell_app.sbatch
 has "jobs/haswell_app.sbatch:15: note: ./app loads libgomp.so.1 (GNU OpenMP: app -> libgomp.so.1)"
-has "jobs/haswell_app.sbatch:12: error: KMP_AFFINITY is ignored: ./app loads libgomp.so.1 (GNU OpenMP); its placement variables are OMP_PLACES/OMP_PROC_BIND/GOMP_CPU_AFFINITY"
+has "jobs/haswell_app.sbatch:12: error: KMP_AFFINITY is ignored: $gomp; $place"
 has "jobs/haswell_app.sbatch:13: error: KMP_BLOCKTIM is read by no OpenMP runtime"   # the seed's typo, as before
 has "the placement is not explained: the program loads GNU libgomp only"
 expect 1 "$tune" lint jobs/knl_app.sbatch
-has "jobs/knl_app.sbatch:11: error: KMP_AFFINITY is ignored: ./app loads libgomp.so.1 (GNU OpenMP); its placement variables are OMP_PLACES/OMP_PROC_BIND/GOMP_CPU_AFFINITY"
-has "jobs/knl_app.sbatch:12: error: KMP_BLOCKTIME is ignored: ./app loads libgomp.so.1 (GNU OpenMP); its wait variables are OMP_WAIT_POLICY/GOMP_SPINCOUNT"
+has "jobs/knl_app.sbatch:11: error: KMP_AFFINITY is ignored: $gomp; $place"
+wait="its wait variables are OMP_WAIT_POLICY/GOMP_SPINCOUNT"
+has "jobs/knl_app.sbatch:12: error: KMP_BLOCKTIME is ignored: $gomp; $wait"
 hasnt "OMP_NUM_THREADS is ignored"
 has "2 error(s)"
 expect 1 "$tune" lint jobs/knl_app.sbatch --json

@@ -20,7 +20,8 @@ cat >step.py <<'PY'
 import time
 import torch
 torch.manual_seed(0)
-net = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 26 * 26, 10))
+net = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                          torch.nn.Linear(8 * 26 * 26, 10))
 opt = torch.optim.SGD(net.parameters(), lr=0.01)
 x, y = torch.randn(32, 1, 28, 28), torch.randint(0, 10, (32,))
 loss = torch.nn.functional.cross_entropy(net(x), y)

@@ -263,7 +263,8 @@ START_TEST(var_table_matches_the_runtimes)
         if (k)
             ck_assert_msg(bin_has(omp, n_o, v[i].name), "the table says libomp reads %s; its binary lacks it",
                           v[i].name);
-        ck_assert_msg(((v[i].readers >> BKM_AFF_RUNTIME_LIBOMP) & 1) == ((v[i].readers >> BKM_AFF_RUNTIME_LIBIOMP5) & 1),
+        ck_assert_msg(((v[i].readers >> BKM_AFF_RUNTIME_LIBOMP) & 1) ==
+                          ((v[i].readers >> BKM_AFF_RUNTIME_LIBIOMP5) & 1),
                       "%s: libomp and libiomp5 disagree", v[i].name);
     }
     bin_names_listed("libgomp", gomp, n_g, 1u << BKM_AFF_RUNTIME_LIBGOMP);
@@ -794,8 +795,9 @@ static bkm_aff_runtime_result_t same_as_loader(const char *prog, const char *llp
     bkm_buf_init(&got);
     loader_view(prog, llp, &want);
     closure_view(&r, &got);
-    ck_assert_msg(strcmp(bkm_buf_str(&want), bkm_buf_str(&got)) == 0, "%s (LD_LIBRARY_PATH=%s):\n ld.so: %s\n bkm:   %s",
-                  prog, llp ? llp : "", bkm_buf_str(&want), bkm_buf_str(&got));
+    ck_assert_msg(strcmp(bkm_buf_str(&want), bkm_buf_str(&got)) == 0,
+                  "%s (LD_LIBRARY_PATH=%s):\n ld.so: %s\n bkm:   %s", prog, llp ? llp : "", bkm_buf_str(&want),
+                  bkm_buf_str(&got));
     bkm_buf_free(&want);
     bkm_buf_free(&got);
     return r;
@@ -1223,7 +1225,8 @@ static void dynamic_case(const char *prog, const char *interp, int n_runtimes, b
     ck_assert_msg(r.n_runtimes == n_runtimes, "%s maps %d runtimes, want %d", prog, r.n_runtimes, n_runtimes);
     /* the maps list files by address, not in load order: compare as a set */
     if (n_runtimes == 1)
-        ck_assert_msg(runtime_kind(&r, 0) == k0, "%s: runtime %s", prog, bkm_aff_runtime_kind_name(runtime_kind(&r, 0)));
+        ck_assert_msg(runtime_kind(&r, 0) == k0, "%s: runtime %s", prog,
+                      bkm_aff_runtime_kind_name(runtime_kind(&r, 0)));
     if (n_runtimes == 2) {
         ck_assert_msg((runtime_kind(&r, 0) == k0 && runtime_kind(&r, 1) == k1) ||
                       (runtime_kind(&r, 0) == k1 && runtime_kind(&r, 1) == k0), "%s: runtimes %s, %s", prog,
@@ -1343,7 +1346,8 @@ static int torch_main(void)
         return 1;
     }
     for (int k = 0; k < r.n_runtimes; k++)
-        if (r.obj[r.runtime[k]].kind == BKM_AFF_RUNTIME_LIBGOMP && strcmp(r.obj[r.runtime[k]].name, "libgomp.so.1") == 0)
+        if (r.obj[r.runtime[k]].kind == BKM_AFF_RUNTIME_LIBGOMP &&
+            strcmp(r.obj[r.runtime[k]].name, "libgomp.so.1") == 0)
             gomp = r.runtime[k];
     if (gomp < 0 || r.kind != BKM_AFF_RUNTIME_LIBGOMP || r.obj[gomp].parent != 0) {
         printf("FAIL: the static closure of %s does not list libgomp.so.1 as its own dependency (%d runtimes, "
