@@ -120,43 +120,25 @@ out:
     return rc;
 }
 
-/* Classify a mapped file by the basename of its real path. */
-static void note_runtime(bkm_aff_probe_t *p, const char *path)
-{
-    char real[PATH_MAX];
-    const char *r = realpath(path, real) ? real : path;
-    const char *base = strrchr(r, '/');
-    base = base ? base + 1 : r;
-    int omp = strncmp(base, "libomp.so", 9) == 0 || strncmp(base, "libomp-", 7) == 0;
-    int gomp = strncmp(base, "libgomp", 7) == 0;
-    int iomp = strncmp(base, "libiomp5", 8) == 0;
-    if (!omp && !gomp && !iomp)
-        return;
-    p->has_libomp |= omp;
-    p->has_libgomp |= gomp;
-    p->has_libiomp5 |= iomp;
-    /* maps lists a library once per segment: record each path once. */
-    size_t len = strlen(r);
-    for (const char *s = p->runtimes; (s = strstr(s, r)) != NULL; s += len)
-        if ((s == p->runtimes || s[-1] == ';') && (s[len] == ';' || s[len] == '\0'))
-            return;
-    size_t used = strlen(p->runtimes);
-    snprintf(p->runtimes + used, sizeof(p->runtimes) - used, "%s%s", used ? ";" : "", r);
-}
-
+/* The OpenMP runtimes mapped in this process: the one maps parser and classifier of
+ * bkm_aff_runtime_detect_pid (a file counts by what it is, so a libgomp.so.1 link to libomp is
+ * libomp). */
 static int scan_maps(bkm_aff_probe_t *p, bkm_err_t *err)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return bkm_err_set(err, BKM_EIO, "cannot read /proc/self/maps: %s", strerror(errno));
-    char line[PATH_MAX + 256];
-    while (fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *path = strchr(line, '/');
-        if (path && (strstr(path, "omp") != NULL))
-            note_runtime(p, path);
+    bkm_aff_runtime_result_t r;
+    int rc;
+    bkm_aff_runtime_result_init(&r);
+    if ((rc = bkm_aff_runtime_detect_pid(0, NULL, &r, err)) < 0)
+        return rc;
+    for (int k = 0; k < r.n_runtimes; k++) {
+        const bkm_aff_runtime_obj_t *o = &r.obj[r.runtime[k]];
+        size_t used = strlen(p->runtimes);
+        p->has_libomp |= o->kind == BKM_AFF_RUNTIME_LIBOMP;
+        p->has_libgomp |= o->kind == BKM_AFF_RUNTIME_LIBGOMP;
+        p->has_libiomp5 |= o->kind == BKM_AFF_RUNTIME_LIBIOMP5;
+        snprintf(p->runtimes + used, sizeof(p->runtimes) - used, "%s%s", used ? ";" : "", o->real);
     }
-    fclose(f);
+    bkm_aff_runtime_result_free(&r);
     return BKM_OK;
 }
 

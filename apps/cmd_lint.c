@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* `tune lint SCRIPT`: what a batch script asks of the OpenMP runtime and of srun, checked, and the
- * placement it produces on its node, explained. */
+/* `tune lint SCRIPT`: what a batch script asks of the OpenMP runtime and of srun, checked against
+ * the runtime the program of each srun line loads, and the placement it produces on its node,
+ * explained. */
+#define _GNU_SOURCE /* realpath, PATH_MAX, environ */
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bkm/slurm.h"
 #include "cli_opt.h"
+
+extern char **environ;
 
 const char bkm_cli_lint_summary[] = "check a batch script's OpenMP/KMP settings and srun line, explain its placement";
 
@@ -15,7 +21,8 @@ const char bkm_cli_lint_summary[] = "check a batch script's OpenMP/KMP settings 
 
 typedef struct lint_opts {
     const char *node, *script;
-    int json;
+    int json, probe;
+    double probe_timeout_s;
 } lint_opts_t;
 
 static int lint_script(void *cfg, const char *arg, bkm_err_t *err)
@@ -33,7 +40,14 @@ static const bkm_cli_opt_t lint_table[] = {
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(lint_opts_t, json),
      .help = "print {\"script\",\"node\",\"constraint\",\"threads\",\"srun_c\",\"errors\",\n"
              "\"warnings\",\"findings\":[{\"line\",\"severity\",\"code\",\"message\"}],\n"
-             "\"placement\": the planner's JSON, \"explanation\"}"},
+             "\"placement\": the planner's JSON, \"explanation\",\n"
+             "\"programs\":[{\"line\",\"program\",\"path\",\"kind\",\"static\",\"probe\"}]}"},
+    {.name = "probe", .kind = BKM_CLI_FLAG, .off = offsetof(lint_opts_t, probe),
+     .help = "start the program of each srun line briefly (its own process group,\n"
+             "stdin /dev/null, the script's exports) and read the OpenMP runtimes\n"
+             "it maps from /proc/PID/maps: this EXECUTES the program"},
+    {.name = "probe-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(lint_opts_t, probe_timeout_s),
+     .lo = 0.1, .hi = 600, .help = "how long --probe lets each program run (default 5 s)", .example = "1"},
 };
 
 static const bkm_cli_cmd_spec_t lint_cmd = {
@@ -44,14 +58,19 @@ static const bkm_cli_cmd_spec_t lint_cmd = {
              "against the variables libomp 14 and libgomp read), values the strict parsers reject,\n"
              "settings that cancel each other (OMP_PROC_BIND or OMP_PLACES beside KMP_AFFINITY: libomp\n"
              "applies them in environment order), thread counts that do not fit the node of its -C\n"
-             "constraint or srun's -c, srun without --cpu-bind where NERSC's rules need it; then the\n"
-             "placement the script produces on that node (the planner's explanation, rank 0).",
+             "constraint or srun's -c, srun without --cpu-bind where NERSC's rules need it; the OpenMP\n"
+             "runtime the program of each srun line loads, from its ELF dependencies (GNU libgomp, LLVM\n"
+             "libomp, Intel libiomp5; found relative to the script's directory or in PATH), and every\n"
+             "variable the script sets that this runtime ignores (KMP_* for libgomp); an interpreter\n"
+             "(python3 x.py) cannot be told without running it: --probe does; then the placement the\n"
+             "script produces on that node (the planner's explanation, rank 0).",
     BKM_CLI_TABLE(lint_table),
     .positional = "arguments:\n  SCRIPT  the batch script to check",
     .positional_fn = lint_script,
     .more = "examples:\n"
             "  tune lint run_alexnet_knl.sh\n"
-            "  tune lint job.sbatch --node haswell --json\n\n"
+            "  tune lint job.sbatch --node haswell --json\n"
+            "  tune lint train.sbatch --probe --probe-timeout 10\n\n"
             "exit codes: 0 no error found (warnings and notes may be printed), 1 an error was found,\n"
             "            2 bad usage, or the script cannot be read\n",
 };
@@ -60,6 +79,8 @@ int bkm_cli_lint(int argc, char **argv)
 {
     static const char *const sev[] = {"note", "warning", "error"};
     lint_opts_t o;
+    bkm_slurm_lint_cfg_t cfg;
+    char dir[PATH_MAX];
     bkm_slurm_lint_t r;
     bkm_err_t err = {0};
     char *text = NULL;
@@ -81,7 +102,30 @@ int bkm_cli_lint(int argc, char **argv)
         bkm_free(text);
         return 2;
     }
-    if ((rc = bkm_slurm_lint_run(text, o.node, &r, &err)) < 0) {
+    /* the programs of its srun lines are found from the script's directory and this environment */
+    {
+        char *slash;
+        if (realpath(o.script, dir) == NULL) {
+            fprintf(stderr, "tune lint: cannot resolve '%s'\n", o.script);
+            bkm_free(text);
+            return 2;
+        }
+        slash = strrchr(dir, '/');
+        if (slash == dir)
+            slash[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+    }
+    memset(&cfg, 0, sizeof cfg);
+    cfg.node = o.node;
+    cfg.script_dir = dir;
+    cfg.runtime.path = getenv("PATH");
+    cfg.runtime.ld_library_path = getenv("LD_LIBRARY_PATH");
+    cfg.runtime.ld_preload = getenv("LD_PRELOAD");
+    cfg.probe = o.probe;
+    cfg.probe_timeout_s = o.probe_timeout_s;
+    cfg.probe_envp = environ;
+    if ((rc = bkm_slurm_lint_run_cfg(text, &cfg, &r, &err)) < 0) {
         fprintf(stderr, "tune lint: %s\n", err.msg);
         bkm_free(text);
         return bkm_status_exit_code(rc);

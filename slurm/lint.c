@@ -1,41 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* `tune lint`: what a batch script (or any shell script) really asks of the OpenMP runtime and of
  * srun, checked against the variables libomp 14 and libgomp read, the strict parsers, the node of
- * its -C constraint and NERSC's srun rules; then the placement it produces, explained. */
+ * its -C constraint and NERSC's srun rules, and the OpenMP runtime the program of each srun line
+ * loads; then the placement it produces, explained. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "bkm/slurm.h"
-
-/* Every variable LLVM libomp 14 (kmp_settings.cpp) or GNU libgomp (env.c) reads. */
-static const char *const known_vars[] = {
-    /* OpenMP standard (both runtimes) */
-    "OMP_AFFINITY_FORMAT", "OMP_ALLOCATOR", "OMP_CANCELLATION", "OMP_DEBUG", "OMP_DEFAULT_DEVICE",
-    "OMP_DISPLAY_AFFINITY", "OMP_DISPLAY_ENV", "OMP_DYNAMIC", "OMP_MAX_ACTIVE_LEVELS", "OMP_MAX_TASK_PRIORITY",
-    "OMP_NESTED", "OMP_NUM_TEAMS", "OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND", "OMP_SCHEDULE",
-    "OMP_STACKSIZE", "OMP_TARGET_OFFLOAD", "OMP_TEAMS_THREAD_LIMIT", "OMP_THREAD_LIMIT", "OMP_TOOL",
-    "OMP_TOOL_LIBRARIES", "OMP_TOOL_VERBOSE_INIT", "OMP_WAIT_POLICY",
-    /* libgomp */
-    "GOMP_CPU_AFFINITY", "GOMP_DEBUG", "GOMP_STACKSIZE", "GOMP_SPINCOUNT", "GOMP_RTEMS_THREAD_POOLS",
-    /* libomp */
-    "KMP_ADAPTIVE_LOCK_PROPS", "KMP_AFFINITY", "KMP_ALIGN_ALLOC", "KMP_ALL_THREADS", "KMP_ALL_THREADPRIVATE",
-    "KMP_ATOMIC_MODE", "KMP_BLOCKTIME", "KMP_CONSISTENCY_CHECK", "KMP_CPUINFO_FILE", "KMP_DETERMINISTIC_REDUCTION",
-    "KMP_DEVICE_THREAD_LIMIT", "KMP_DISP_NUM_BUFFERS", "KMP_DUPLICATE_LIB_OK", "KMP_DYNAMIC_MODE",
-    "KMP_ENABLE_TASK_THROTTLING", "KMP_FORCE_MONOTONIC_DYNAMIC_SCHEDULE", "KMP_FORCE_REDUCTION",
-    "KMP_FORKJOIN_BARRIER", "KMP_FORKJOIN_BARRIER_PATTERN", "KMP_FORKJOIN_FRAMES", "KMP_FORKJOIN_FRAMES_MODE",
-    "KMP_GTID_MODE", "KMP_HANDLE_SIGNALS", "KMP_HIDDEN_HELPER_AFFINITY", "KMP_HOT_TEAMS_MAX_LEVEL",
-    "KMP_HOT_TEAMS_MODE", "KMP_HW_SUBSET", "KMP_INIT_AT_FORK", "KMP_ITT_PREPARE_DELAY", "KMP_LIBRARY",
-    "KMP_LOCK_KIND", "KMP_MALLOC_POOL_INCR", "KMP_MONITOR_STACKSIZE", "KMP_MWAIT_HINTS", "KMP_NESTING_MODE",
-    "KMP_NUM_LOCKS_IN_BLOCK", "KMP_PLACE_THREADS", "KMP_PLAIN_BARRIER", "KMP_PLAIN_BARRIER_PATTERN",
-    "KMP_REDUCTION_BARRIER", "KMP_REDUCTION_BARRIER_PATTERN", "KMP_SCHEDULE", "KMP_SETTINGS",
-    "KMP_SPIN_BACKOFF_PARAMS", "KMP_STACKOFFSET", "KMP_STACKPAD", "KMP_STACKSIZE", "KMP_STORAGE_MAP",
-    "KMP_TASKING", "KMP_TASKLOOP_MIN_TASKS", "KMP_TASK_STEALING_CONSTRAINT", "KMP_TEAMS_THREAD_LIMIT",
-    "KMP_TOPOLOGY_METHOD", "KMP_USER_LEVEL_MWAIT", "KMP_USE_YIELD", "KMP_VERSION", "KMP_WARNINGS",
-    "LIBOMP_NUM_HIDDEN_HELPER_THREADS", "LIBOMP_USE_HIDDEN_HELPER_TASK", NULL,
-};
 
 int bkm_slurm_edit_distance(const char *a, const char *b)
 {
@@ -61,19 +37,22 @@ int bkm_slurm_edit_distance(const char *a, const char *b)
     return d[la][lb];
 }
 
+/* The variables: every one libomp 14 or libgomp reads (bkm_aff_runtime_vars). */
 const char *bkm_slurm_var_suggest(const char *name, int *known)
 {
+    size_t n;
+    const bkm_aff_runtime_var_t *vars = bkm_aff_runtime_vars(&n);
     const char *best = NULL;
     int bd = 3;
     *known = 0;
-    for (int i = 0; known_vars[i]; i++) {
+    for (size_t i = 0; i < n; i++) {
         int dist;
-        if (strcmp(name, known_vars[i]) == 0) {
+        if (strcmp(name, vars[i].name) == 0) {
             *known = 1;
             return NULL;
         }
-        if ((dist = bkm_slurm_edit_distance(name, known_vars[i])) < bd)
-            bd = dist, best = known_vars[i];
+        if ((dist = bkm_slurm_edit_distance(name, vars[i].name)) < bd)
+            bd = dist, best = vars[i].name;
     }
     return best;
 }
@@ -111,6 +90,12 @@ void bkm_slurm_lint_free(bkm_slurm_lint_t *r)
     bkm_free(r->f);
     bkm_free(r->plan_text);
     bkm_free(r->plan_json);
+    for (int i = 0; i < r->n_programs; i++) {
+        bkm_free(r->programs[i].path);
+        bkm_aff_runtime_result_free(&r->programs[i].rt);
+        bkm_aff_runtime_result_free(&r->programs[i].probe);
+    }
+    bkm_free(r->programs);
     memset(r, 0, sizeof *r);
 }
 
@@ -191,12 +176,26 @@ typedef struct var {
     int line, dyn;
 } var_t;
 
+/* The program of an srun line, with its arguments */
+#define MAXP 16
+#define MAXARGS 32
+typedef struct prog {
+    int line, dyn;                /* dyn: the program or an argument depends on the shell ($, `) */
+    char word[256];
+    char chdir[256];              /* srun -D / --chdir */
+    char args[MAXARGS][256];
+    int n_args;
+} prog_t;
+
 typedef struct state {
     var_t v[MAXV];
     int n;
     int sb_nodes, sb_ntasks, sb_tpn, sb_c;   /* #SBATCH -N, -n, --ntasks-per-node, -c */
+    char sb_chdir[256];                      /* #SBATCH -D / --chdir */
     int srun_line, srun_n, srun_N, srun_tpn, srun_c, srun_bind;
     char srun_bind_val[64];
+    prog_t prog[MAXP];
+    int n_prog;
 } state_t;
 
 static var_t *var_find(state_t *st, const char *name)
@@ -302,16 +301,123 @@ static void sbatch_line(bkm_slurm_lint_t *r, state_t *st, const char *rest, int 
             num_arg(r, line, "--ntasks-per-node", v, &st->sb_tpn);
         else if ((v = opt_val(&ws, &i, "-c", "--cpus-per-task")) != NULL)
             num_arg(r, line, "-c", v, &st->sb_c);
+        else if ((v = opt_val(&ws, &i, "-D", "--chdir")) != NULL)
+            snprintf(st->sb_chdir, sizeof st->sb_chdir, "%s", v);
     }
+}
+
+/* srun's options that take their value as the next word when not written --name=value or -xvalue
+ * (Slurm 22.05); the others take none or only an attached one. */
+static const char *const srun_long_val[] = {
+    "--account", "--acctg-freq", "--bb", "--bbf", "--begin", "--chdir", "--cluster-constraint", "--clusters",
+    "--comment", "--constraint", "--container", "--core-spec", "--cores-per-socket", "--cpu-bind", "--cpu_bind",
+    "--cpu-freq", "--cpus-per-gpu", "--cpus-per-task", "--deadline", "--delay-boot", "--dependency",
+    "--distribution", "--epilog", "--error", "--exclude", "--export", "--extra-node-info", "--gid", "--gpu-bind",
+    "--gpu-freq", "--gpus", "--gpus-per-node", "--gpus-per-socket", "--gpus-per-task", "--gres", "--gres-flags",
+    "--het-group", "--hint", "--input", "--job-name", "--jobid", "--licenses", "--mail-type", "--mail-user",
+    "--mcs-label", "--mem", "--mem-bind", "--mem_bind", "--mem-per-cpu", "--mem-per-gpu", "--mincpus", "--mpi",
+    "--network", "--nodefile", "--nodelist", "--nodes", "--ntasks", "--ntasks-per-core", "--ntasks-per-gpu",
+    "--ntasks-per-node", "--ntasks-per-socket", "--open-mode", "--output", "--partition", "--power", "--priority",
+    "--profile", "--prolog", "--qos", "--relative", "--reservation", "--signal", "--slurmd-debug",
+    "--sockets-per-node", "--switches", "--task-epilog", "--task-prolog", "--thread-spec", "--threads",
+    "--threads-per-core", "--time", "--time-min", "--tmp", "--tres-per-task", "--uid", "--wait", "--wckey", NULL,
+};
+static const char srun_short_val[] = "ABcCdDeGiJLmMnNopqrStTwWx";
+
+static int in_list(const char *const *list, const char *w)
+{
+    for (int i = 0; list && list[i]; i++)
+        if (strcmp(list[i], w) == 0)
+            return 1;
+    return 0;
+}
+
+/* Commands that run another one: the program is after their options (and, for taskset, the mask). */
+typedef struct wrapper {
+    const char *name;
+    const char *short_val;        /* -x options with a value as the next word */
+    const char *const *long_val;  /* --name options with a value as the next word */
+    int positional;               /* words before the command (taskset's mask) */
+    int assignments;              /* NAME=VALUE words before the command (env) */
+} wrapper_t;
+static const char *const env_long[] = {"--unset", "--chdir", NULL};
+static const char *const numactl_long[] = {"--interleave", "--preferred", "--cpunodebind", "--physcpubind",
+                                           "--membind", NULL};
+static const char *const nice_long[] = {"--adjustment", NULL};
+static const char *const time_long[] = {"--format", "--output", NULL};
+static const char *const stdbuf_long[] = {"--input", "--output", "--error", NULL};
+static const wrapper_t wrappers[] = {
+    {"env", "uC", env_long, 0, 1},     {"numactl", "ipNCm", numactl_long, 0, 0}, {"taskset", "", NULL, 1, 0},
+    {"nice", "n", nice_long, 0, 0},    {"time", "fo", time_long, 0, 0},          {"stdbuf", "ioe", stdbuf_long, 0, 0},
+    {"nohup", "", NULL, 0, 0},
+};
+
+static int is_separator(const char *w)
+{
+    return strchr(";&|", w[0]) && w[1] == '\0';
+}
+
+/* A redirection word (>, >>, <, 2>, 2>&1, &>...): the program's arguments end before it. */
+static int is_redirection(const char *w)
+{
+    while (*w >= '0' && *w <= '9')
+        w++;
+    return *w == '>' || *w == '<';
+}
+
+/* Skip wrappers from word @p i on; returns the index of the program (>= ws->n: none). */
+static int skip_wrappers(const words_t *ws, int i)
+{
+    for (int depth = 0; depth < 8 && i < ws->n; depth++) {
+        const char *base = strrchr(ws->w[i], '/');
+        const wrapper_t *wr = NULL;
+        int pos;
+        base = base ? base + 1 : ws->w[i];
+        for (size_t k = 0; k < sizeof wrappers / sizeof wrappers[0] && wr == NULL; k++)
+            if (strcmp(base, wrappers[k].name) == 0)
+                wr = &wrappers[k];
+        if (wr == NULL)
+            return i;
+        pos = wr->positional;
+        for (i++; i < ws->n && !is_separator(ws->w[i]); i++) {
+            const char *w = ws->w[i];
+            if (strcmp(w, "--") == 0) {
+                i++;
+                break;
+            }
+            if (w[0] == '-' && w[1]) {
+                if ((w[1] != '-' && w[2] == '\0' && strchr(wr->short_val, w[1])) ||
+                    (w[1] == '-' && in_list(wr->long_val, w)))
+                    i++;
+                continue;
+            }
+            if (wr->assignments && strchr(w, '=') && is_name(w, (size_t)(strchr(w, '=') - w)))
+                continue;
+            if (pos > 0) {
+                pos--;
+                continue;
+            }
+            break;
+        }
+    }
+    return i;
 }
 
 static void srun_words(bkm_slurm_lint_t *r, state_t *st, const words_t *ws, int i, int line)
 {
+    char chdir_to[256] = "";
     st->srun_line = line;
     for (i++; i < ws->n && ws->w[i][0] == '-'; i++) {
         const char *v;
         int k = i;
-        if ((v = opt_val(ws, &k, NULL, "--cpu-bind")) != NULL || (v = opt_val(ws, &k, NULL, "--cpu_bind")) != NULL) {
+        if (strcmp(ws->w[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if ((v = opt_val(ws, &k, "-D", "--chdir")) != NULL) {
+            snprintf(chdir_to, sizeof chdir_to, "%s", v);
+        } else if ((v = opt_val(ws, &k, NULL, "--cpu-bind")) != NULL ||
+                   (v = opt_val(ws, &k, NULL, "--cpu_bind")) != NULL) {
             st->srun_bind = 1;
             snprintf(st->srun_bind_val, sizeof st->srun_bind_val, "%s", v);
         } else if ((v = opt_val(ws, &k, "-n", "--ntasks")) != NULL) {
@@ -322,11 +428,26 @@ static void srun_words(bkm_slurm_lint_t *r, state_t *st, const words_t *ws, int 
             num_arg(r, line, "srun --ntasks-per-node", v, &st->srun_tpn);
         } else if ((v = opt_val(ws, &k, "-c", "--cpus-per-task")) != NULL) {
             num_arg(r, line, "srun -c", v, &st->srun_c);
-        } else if (ws->w[i][1] != '-' && strlen(ws->w[i]) == 2 && strchr("ABJpqtwxmoeDdkLuS", ws->w[i][1]) &&
+        } else if (ws->w[i][1] != '-' && strlen(ws->w[i]) == 2 && strchr(srun_short_val, ws->w[i][1]) &&
                    i + 1 < ws->n) {
             k = i + 1;   /* another short option with a value: skip the value */
+        } else if (ws->w[i][1] == '-' && in_list(srun_long_val, ws->w[i]) && i + 1 < ws->n) {
+            k = i + 1;
         }
         i = k;
+    }
+    i = skip_wrappers(ws, i);
+    if (i < ws->n && !is_separator(ws->w[i]) && !is_redirection(ws->w[i]) && st->n_prog < MAXP) {
+        prog_t *p = &st->prog[st->n_prog++];
+        memset(p, 0, sizeof *p);
+        p->line = line;
+        p->dyn = ws->dyn[i];
+        snprintf(p->word, sizeof p->word, "%s", ws->w[i]);
+        snprintf(p->chdir, sizeof p->chdir, "%s", chdir_to);
+        for (i++; i < ws->n && !is_separator(ws->w[i]) && !is_redirection(ws->w[i]) && p->n_args < MAXARGS; i++) {
+            snprintf(p->args[p->n_args++], sizeof p->args[0], "%s", ws->w[i]);
+            p->dyn |= ws->dyn[i];
+        }
     }
 }
 
@@ -467,6 +588,267 @@ static void env_from(state_t *st, bkm_aff_env_t *env)
     env->omp_wait_policy = val_of(st, "OMP_WAIT_POLICY");
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* The programs of the srun lines and their OpenMP runtime                                   */
+
+/* The value of @p name the script sets for good (a static value), else @p fallback; *dyn = 1
+ * when the script sets it from the shell. */
+static const char *script_or(state_t *st, const char *name, const char *fallback, int *dyn)
+{
+    var_t *v = var_find(st, name);
+    if (v && v->dyn)
+        *dyn = 1;
+    return v && !v->dyn ? v->value : fallback;
+}
+
+/* The working directory of program @p p: srun --chdir, else #SBATCH --chdir, else the script's
+ * directory; a relative one is taken from the script's directory. */
+static void workdir_of(const state_t *st, const prog_t *p, const char *script_dir, char *out, size_t n)
+{
+    const char *d = p->chdir[0] ? p->chdir : st->sb_chdir;
+    if (d[0] == '\0')
+        snprintf(out, n, "%s", script_dir);
+    else if (d[0] == '/')
+        snprintf(out, n, "%s", d);
+    else
+        snprintf(out, n, "%s/%s", script_dir, d);
+}
+
+/* The runtimes a detection names, as a kind per runtime file. */
+static int kinds_of(const bkm_aff_runtime_result_t *rt, bkm_aff_runtime_kind_t *k, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < rt->n_runtimes && n < cap; i++)
+        k[n++] = rt->obj[rt->runtime[i]].kind;
+    return n;
+}
+
+static const char *base_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Flag every variable the script sets that all of the program's runtimes ignore. */
+static void flag_ignored(bkm_slurm_lint_t *r, state_t *st, const prog_t *p, const bkm_aff_runtime_result_t *rt)
+{
+    bkm_aff_runtime_kind_t k[8];
+    int nk = kinds_of(rt, k, 8);
+    const bkm_aff_runtime_obj_t *first;
+    if (nk == 0)
+        return;
+    first = &rt->obj[rt->runtime[0]];
+    for (int i = 0; i < st->n; i++) {
+        const var_t *v = &st->v[i];
+        const bkm_aff_runtime_var_t *rv = bkm_aff_runtime_var_find(v->name);
+        int ignored = rv != NULL;
+        bkm_buf_t b;
+        for (int j = 0; j < nk && ignored; j++)
+            ignored = bkm_aff_runtime_var_ignored(k[j], v->name);
+        if (!ignored)
+            continue;
+        bkm_buf_init(&b);
+        bkm_aff_runtime_var_explain(first->kind, v->name, p->word,
+                                    !rt->dynamic ? first->name : first->soname ? first->soname : base_of(first->path),
+                                    &b);
+        if (nk > 1)
+            bkm_buf_printf(&b, " (and so does every other runtime it loads)");
+        add(r, v->line, rv->role == BKM_AFF_ROLE_OTHER ? BKM_SLURM_WARNING : BKM_SLURM_ERROR, "ignored-variable",
+            "%s (srun line %d)", bkm_buf_str(&b), p->line);
+        bkm_buf_free(&b);
+    }
+}
+
+/* "libgomp.so.1 (GNU OpenMP, app -> libgomp.so.1)" for each runtime of @p rt. */
+static void runtimes_text(const bkm_aff_runtime_result_t *rt, bkm_buf_t *b)
+{
+    for (int i = 0; i < rt->n_runtimes; i++) {
+        const bkm_aff_runtime_obj_t *o = &rt->obj[rt->runtime[i]];
+        bkm_buf_printf(b, "%s%s (%s", i ? " and " : "", rt->dynamic ? o->path : o->name,
+                       bkm_aff_runtime_kind_title(o->kind));
+        if (!rt->dynamic) {
+            bkm_buf_puts(b, ": ");
+            bkm_aff_runtime_result_chain(rt, rt->runtime[i], b);
+        }
+        bkm_buf_puts(b, ")");
+    }
+}
+
+/* Start the program briefly (--probe) and note what it mapped. */
+static void probe_program(bkm_slurm_lint_t *r, state_t *st, const prog_t *p, bkm_slurm_lint_program_t *lp,
+                          const bkm_slurm_lint_cfg_t *cfg, const char *workdir)
+{
+    char *argv[MAXARGS + 2];
+    char **envp = NULL;
+    size_t n_env = 0, k = 0, own;
+    bkm_aff_runtime_probe_cfg_t pc;
+    bkm_err_t e = {0};
+    bkm_buf_t b;
+    if (p->dyn) {
+        add(r, p->line, BKM_SLURM_NOTE, "probe", "%s is not started: its command line depends on the shell ($ or `)",
+            p->word);
+        return;
+    }
+    while (cfg->probe_envp && cfg->probe_envp[n_env])
+        n_env++;
+    if ((envp = bkm_calloc(n_env + (size_t)st->n + 1, sizeof *envp)) == NULL) {
+        add(r, p->line, BKM_SLURM_NOTE, "probe", "%s is not started: out of memory", p->word);
+        return;
+    }
+    /* the environment: the caller's, with the script's static exports in place of the same names */
+    for (size_t i = 0; i < n_env; i++) {
+        const char *eq = strchr(cfg->probe_envp[i], '=');
+        int replaced = 0;
+        for (int j = 0; eq && j < st->n && !replaced; j++)
+            replaced = !st->v[j].dyn && strlen(st->v[j].name) == (size_t)(eq - cfg->probe_envp[i]) &&
+                       strncmp(st->v[j].name, cfg->probe_envp[i], (size_t)(eq - cfg->probe_envp[i])) == 0;
+        if (!replaced)
+            envp[k++] = cfg->probe_envp[i];
+    }
+    own = k;
+    for (int j = 0; j < st->n; j++) {
+        bkm_buf_t kv;
+        if (st->v[j].dyn)
+            continue;
+        bkm_buf_init(&kv);
+        bkm_buf_printf(&kv, "%s=%s", st->v[j].name, st->v[j].value);
+        if ((envp[k] = kv.oom ? NULL : bkm_buf_take(&kv)) != NULL)
+            k++;
+        bkm_buf_free(&kv);
+    }
+    envp[k] = NULL;
+    argv[0] = lp->path;
+    for (int i = 0; i < p->n_args; i++)
+        argv[i + 1] = (char *)p->args[i];
+    argv[p->n_args + 1] = NULL;
+    memset(&pc, 0, sizeof pc);
+    pc.timeout_s = cfg->probe_timeout_s;
+    pc.cwd = workdir;
+    pc.envp = envp;
+    pc.proc_root = cfg->runtime.proc_root;
+    if (bkm_aff_runtime_probe_run(lp->path, argv, &pc, &lp->probe, &e) < 0) {
+        add(r, p->line, BKM_SLURM_NOTE, "probe", "%s could not be started: %s", p->word, e.msg);
+    } else {
+        lp->probed = 1;
+        bkm_buf_init(&b);
+        if (lp->probe.n_runtimes > 0)
+            runtimes_text(&lp->probe, &b);
+        else
+            bkm_buf_puts(&b, "no OpenMP runtime");
+        add(r, p->line, BKM_SLURM_NOTE, "probe", "started under --probe, %s mapped %s (%d samples in %.1f s%s)",
+            p->word, bkm_buf_str(&b), lp->probe.samples, lp->probe.ran_s,
+            lp->probe.exited ? "; it ended by itself, and what it loads later is not seen" : "");
+        bkm_buf_free(&b);
+        for (int i = 0; i < lp->probe.n_warnings; i++)
+            add(r, p->line, BKM_SLURM_WARNING, "runtime", "%s: %s", p->word, lp->probe.warning[i]);
+    }
+    for (size_t i = own; i < k; i++)   /* the caller's strings are borrowed */
+        bkm_free(envp[i]);
+    bkm_free(envp);
+}
+
+/* Check the program of every srun line; returns 1 when every program checked loads GNU libgomp
+ * only (the libomp checks and explanation do not apply then). */
+static int check_programs(bkm_slurm_lint_t *r, state_t *st, const bkm_slurm_lint_cfg_t *cfg)
+{
+    int all_gomp = 0, any = 0, lpath_dyn = 0;
+    bkm_aff_runtime_cfg_t rc = cfg->runtime;
+    rc.path = script_or(st, "PATH", cfg->runtime.path, &lpath_dyn);
+    rc.ld_library_path = script_or(st, "LD_LIBRARY_PATH", cfg->runtime.ld_library_path, &lpath_dyn);
+    rc.ld_preload = script_or(st, "LD_PRELOAD", cfg->runtime.ld_preload, &lpath_dyn);
+    if (st->n_prog == 0)
+        return 0;
+    if ((r->programs = bkm_calloc((size_t)st->n_prog, sizeof *r->programs)) == NULL) {
+        add(r, 0, BKM_SLURM_NOTE, "program", "the programs of the srun lines are not checked: out of memory");
+        return 0;
+    }
+    if (lpath_dyn)
+        add(r, 0, BKM_SLURM_NOTE, "program", "the script sets PATH, LD_LIBRARY_PATH or LD_PRELOAD from the shell: "
+            "programs and libraries are looked up with the values tune lint runs under");
+    all_gomp = 1;
+    for (int i = 0; i < st->n_prog; i++) {
+        const prog_t *p = &st->prog[i];
+        bkm_slurm_lint_program_t *lp = &r->programs[r->n_programs++];
+        bkm_aff_runtime_result_t *rt = &lp->rt;
+        const bkm_aff_runtime_result_t *used;
+        char workdir[PATH_MAX];
+        bkm_err_t e = {0};
+        bkm_buf_t b;
+        int rcode;
+        lp->line = p->line;
+        lp->kind = BKM_AFF_RUNTIME_UNKNOWN;
+        snprintf(lp->word, sizeof lp->word, "%s", p->word);
+        bkm_aff_runtime_result_init(&lp->rt);
+        bkm_aff_runtime_result_init(&lp->probe);
+        if (p->dyn && strpbrk(p->word, "$`")) {
+            add(r, p->line, BKM_SLURM_NOTE, "program",
+                "srun runs '%s', which depends on the shell: its OpenMP runtime is not checked", p->word);
+            all_gomp = 0;
+            continue;
+        }
+        workdir_of(st, p, cfg->script_dir, workdir, sizeof workdir);
+        rc.cwd = workdir;
+        rcode = bkm_aff_runtime_detect_static(p->word, &rc, rt, &e);
+        if (rcode == BKM_EINVAL && strchr(p->word, '/') == NULL) {
+            /* srun looks for a bare name in PATH, then in the working directory */
+            char here[sizeof p->word + 2];
+            bkm_err_t e2 = {0};
+            snprintf(here, sizeof here, "./%s", p->word);
+            if (access(workdir, F_OK) == 0 && bkm_aff_runtime_detect_static(here, &rc, rt, &e2) == BKM_OK)
+                rcode = BKM_OK;
+        }
+        if (rcode < 0) {
+            all_gomp = 0;
+            if (bkm_aff_runtime_is_interpreter(p->word))
+                add(r, p->line, BKM_SLURM_NOTE, "runtime",
+                    "%s is an interpreter (not found here: %s): which OpenMP runtime the code it runs loads cannot "
+                    "be told statically", p->word, e.msg);
+            else
+                add(r, p->line, BKM_SLURM_NOTE, "program", "srun runs '%s': %s; its OpenMP runtime is not checked",
+                    p->word, e.msg);
+            continue;
+        }
+        lp->checked = 1;
+        lp->path = bkm_strdup(rt->program);
+        if (access(rt->program, X_OK) != 0)
+            add(r, p->line, BKM_SLURM_NOTE, "program", "%s (%s) is not executable here: srun would refuse it",
+                p->word, rt->program);
+        bkm_buf_init(&b);
+        if (rt->kind == BKM_AFF_RUNTIME_UNKNOWN)
+            add(r, p->line, BKM_SLURM_NOTE, "runtime", "%s%s", rt->reason ? rt->reason : "cannot be told",
+                rt->interpreter ? "; tune lint --probe starts it briefly to see which runtime it maps" : "");
+        else if (rt->kind == BKM_AFF_RUNTIME_NONE)
+            add(r, p->line, BKM_SLURM_NOTE, "runtime",
+                "%s loads no OpenMP runtime (its ELF dependencies name none): the script's OpenMP variables act only "
+                "if it loads one at run time (dlopen; tune lint --probe would see it)", p->word);
+        else {
+            runtimes_text(rt, &b);
+            add(r, p->line, BKM_SLURM_NOTE, "runtime", "%s loads %s, from its ELF dependencies", p->word,
+                bkm_buf_str(&b));
+        }
+        bkm_buf_free(&b);
+        for (int w = 0; w < rt->n_warnings; w++)
+            add(r, p->line, strstr(rt->warning[w], "OpenMP runtimes in one process") ? BKM_SLURM_WARNING
+                                                                                     : BKM_SLURM_NOTE,
+                "runtime", "%s: %s", p->word, rt->warning[w]);
+        if (cfg->probe && lp->path)
+            probe_program(r, st, p, lp, cfg, workdir);
+        used = lp->probed && lp->probe.n_runtimes > 0 ? &lp->probe : rt;
+        if (used->kind != BKM_AFF_RUNTIME_UNKNOWN)
+            lp->kind = used->kind;
+        flag_ignored(r, st, p, used);
+        any = 1;
+        {
+            bkm_aff_runtime_kind_t k[8];
+            int nk = kinds_of(used, k, 8);
+            for (int j = 0; j < nk; j++)
+                all_gomp &= k[j] == BKM_AFF_RUNTIME_LIBGOMP;
+            all_gomp &= nk > 0;
+        }
+    }
+    return any && all_gomp;
+}
+
 static void check_cancelling(bkm_slurm_lint_t *r, state_t *st, const bkm_aff_env_t *env)
 {
     bkm_aff_setting_t s;
@@ -602,15 +984,26 @@ static void explain(bkm_slurm_lint_t *r, const bkm_node_profile_t *prof, bkm_top
 
 int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, bkm_err_t *err)
 {
-    state_t *st = bkm_calloc(1, sizeof *st);
+    bkm_slurm_lint_cfg_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.node = node;
+    return bkm_slurm_lint_run_cfg(text, &cfg, r, err);
+}
+
+int bkm_slurm_lint_run_cfg(const char *text, const bkm_slurm_lint_cfg_t *cfg, bkm_slurm_lint_t *r, bkm_err_t *err)
+{
+    state_t *st;
     bkm_buf_t logical;
     bkm_node_profile_t prof;
     bkm_topo_t *topo = NULL;
     bkm_aff_env_t env;
-    int line = 0, start = 0, rc = BKM_OK, have_node;
-    const char *p = text;
+    int line = 0, start = 0, rc = BKM_OK, have_node, gomp_only = 0;
+    const char *p = text, *node;
+    if (r == NULL || text == NULL || cfg == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "lint: NULL argument");
     memset(r, 0, sizeof *r);
-    if (st == NULL)
+    node = cfg->node;
+    if ((st = bkm_calloc(1, sizeof *st)) == NULL)
         return bkm_err_set(err, BKM_ENOMEM, "lint: out of memory");
     bkm_buf_init(&logical);
     while (*p) {
@@ -641,8 +1034,11 @@ int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, 
     bkm_buf_free(&logical);
 
     check_values(r, st);
+    if (cfg->script_dir)
+        gomp_only = check_programs(r, st, cfg);
     env_from(st, &env);
-    check_cancelling(r, st, &env);
+    if (!gomp_only)
+        check_cancelling(r, st, &env);
     if ((have_node = node_pick(r, node, &prof, err)) < 0) {
         rc = have_node;
         goto out;
@@ -656,7 +1052,12 @@ int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, 
     if ((rc = bkm_topo_open_profile(&topo, &prof, err)) < 0)
         goto out;
     check_node(r, st, topo);
-    explain(r, &prof, topo, &env);
+    if (gomp_only)
+        add(r, 0, BKM_SLURM_NOTE, "placement",
+            "the placement is not explained: the program loads GNU libgomp only, and bkm's placement planner models "
+            "LLVM libomp (libgomp reads OMP_PLACES, OMP_PROC_BIND and GOMP_CPU_AFFINITY its own way)");
+    else
+        explain(r, &prof, topo, &env);
 out:
     bkm_topo_close(topo);
     bkm_free(st);
@@ -696,6 +1097,28 @@ int bkm_slurm_lint_to_json(const bkm_slurm_lint_t *r, const char *script, bkm_bu
     else
         bkm_json_null(&w);
     bkm_json_key(&w, "explanation"), bkm_json_str(&w, r->plan_text);
+    bkm_json_key(&w, "programs");
+    bkm_json_arr_begin(&w);
+    for (int i = 0; i < r->n_programs; i++) {
+        const bkm_slurm_lint_program_t *p = &r->programs[i];
+        bkm_json_obj_begin(&w);
+        bkm_json_key(&w, "line"), bkm_json_int(&w, p->line);
+        bkm_json_key(&w, "program"), bkm_json_str(&w, p->word);
+        bkm_json_key(&w, "path"), bkm_json_str(&w, p->path);
+        bkm_json_key(&w, "kind"), bkm_json_str(&w, bkm_aff_runtime_kind_name(p->kind));
+        bkm_json_key(&w, "static");
+        if (p->checked)
+            bkm_aff_runtime_result_to_json(&p->rt, &w, NULL);
+        else
+            bkm_json_null(&w);
+        bkm_json_key(&w, "probe");
+        if (p->probed)
+            bkm_aff_runtime_result_to_json(&p->probe, &w, NULL);
+        else
+            bkm_json_null(&w);
+        bkm_json_obj_end(&w);
+    }
+    bkm_json_arr_end(&w);
     bkm_json_obj_end(&w);
     return out->oom ? BKM_ENOMEM : BKM_OK;
 }

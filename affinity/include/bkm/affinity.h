@@ -12,6 +12,7 @@
 #define BKM_AFFINITY_H
 
 #include "bkm/common.h"
+#include "bkm/affinity/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -204,9 +204,23 @@ typedef struct bkm_slurm_finding {
     int line;                     /**< 1-based; 0 = the whole script */
     bkm_slurm_sev_t sev;
     char code[32];                /**< "unknown-variable", "bad-value", "cancelling", "threads",
-                                       "cpu-bind", "node" */
+                                       "cpu-bind", "node", "program", "runtime", "ignored-variable",
+                                       "probe" */
     char msg[512];
 } bkm_slurm_finding_t;
+
+/** The program of one srun line and what is known of the OpenMP runtime it loads. */
+typedef struct bkm_slurm_lint_program {
+    int line;                     /**< the srun line */
+    char word[256];               /**< the program as the script writes it ("./app", "python3") */
+    char *path;                   /**< where it was found, or NULL (not found, or a shell expansion) */
+    int checked;                  /**< 1: rt holds its static detection */
+    bkm_aff_runtime_result_t rt;  /**< from its ELF dependencies (bkm_aff_runtime_detect_static) */
+    int probed;                   /**< 1: probe holds what it mapped while it ran (--probe) */
+    bkm_aff_runtime_result_t probe;
+    bkm_aff_runtime_kind_t kind;  /**< the runtime the variables were checked against: what the probe
+                                       saw, else the static answer; UNKNOWN when neither tells */
+} bkm_slurm_lint_program_t;
 
 /** A lint report: the findings and what the script sets. */
 typedef struct bkm_slurm_lint {
@@ -220,7 +234,24 @@ typedef struct bkm_slurm_lint {
     int ranks_per_node;           /**< 0 = unknown */
     char *plan_text;              /**< the planner's explanation on that node, or NULL */
     char *plan_json;              /**< the same as JSON, or NULL */
+    bkm_slurm_lint_program_t *programs; /**< [n_programs]: the programs of the srun lines (program checks on) */
+    int n_programs;
 } bkm_slurm_lint_t;
+
+/** What bkm_slurm_lint_run_cfg checks besides the script's text. Zero it, then set what applies. */
+typedef struct bkm_slurm_lint_cfg {
+    const char *node;             /**< as bkm_slurm_lint_run's @p node */
+    const char *script_dir;       /**< the script's directory: a relative program (and srun --chdir)
+                                       is taken from it, a bare name from PATH and then from it.
+                                       NULL: the programs of srun lines are not checked */
+    bkm_aff_runtime_cfg_t runtime;/**< PATH, LD_LIBRARY_PATH and LD_PRELOAD of the environment the job
+                                       starts from; the script's own static exports of them win */
+    int probe;                    /**< start each program briefly to see the runtimes it maps
+                                       (bkm_aff_runtime_probe_run): it executes the program */
+    double probe_timeout_s;       /**< how long each may run; 0: 5 s */
+    char *const *probe_envp;      /**< the environment the programs start with; the script's
+                                       exports are added (NULL: only those) */
+} bkm_slurm_lint_cfg_t;
 void bkm_slurm_lint_free(bkm_slurm_lint_t *r);
 
 /** Lint the script @p text: OpenMP/KMP variables no runtime reads (edit distance against the
@@ -230,8 +261,21 @@ void bkm_slurm_lint_free(bkm_slurm_lint_t *r);
  *  (NULL: from -C, knl or haswell) names a profile (bkm_profile_resolve). BKM_OK whatever was
  *  found (r->errors counts the errors); BKM_EINVAL when @p node is unknown. */
 int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, bkm_err_t *err);
+/** bkm_slurm_lint_run with the programs of the script's srun lines checked too (cfg->script_dir
+ *  set): each program (the first word after srun's options and wrappers such as env, numactl,
+ *  taskset) is found and its OpenMP runtime named from its ELF dependencies ("runtime" note); an
+ *  interpreter cannot be told statically (a note saying that --probe would tell); every variable
+ *  the script sets that this runtime ignores is an "ignored-variable" finding on its line (an
+ *  error for placement, wait, thread-count and stack variables, a warning for the others); two
+ *  runtimes in one program are a warning. A program loading GNU libgomp only gets no libomp
+ *  cancellation check and no placement explanation (the planner models libomp): a note says so.
+ *  With cfg->probe each program found is started (never through a shell; not when its command
+ *  line holds shell expansions) with the script's exports, and what it maps decides. */
+int bkm_slurm_lint_run_cfg(const char *text, const bkm_slurm_lint_cfg_t *cfg, bkm_slurm_lint_t *r, bkm_err_t *err);
 /** The report as JSON: {"node","constraint","threads","srun_c","errors","warnings",
- *  "findings":[{"line","severity","code","message"}],"placement": plan JSON or null}. */
+ *  "findings":[{"line","severity","code","message"}],"placement": plan JSON or null,
+ *  "explanation", "programs":[{"line","program","path","kind","static": detection or null,
+ *  "probe": detection or null}]} (detections as bkm_aff_runtime_result_to_json). */
 int bkm_slurm_lint_to_json(const bkm_slurm_lint_t *r, const char *script, bkm_buf_t *out);
 /** The closest variable name libomp or libgomp reads within edit distance 2 of @p name, or NULL
  *  when @p name is one of them or none is that close. */
