@@ -672,6 +672,37 @@ END_TEST
 
 /* One nesting limit: what the writer writes, the reader reads; a tree too deep for where it
  * goes is null (and said so), never invalid output. */
+/* SHA-256 against FIPS 180-4's examples, across block boundaries, and of a file. */
+START_TEST(sha256_known_vectors)
+{
+    char hex[65];
+    bkm_err_t err = {0};
+    static char big[1000000];
+    bkm_sha256_hex("", 0, hex);
+    ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    bkm_sha256_hex("abc", 3, hex);
+    ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    bkm_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
+    ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    memset(big, 'a', sizeof big);
+    bkm_sha256_hex(big, sizeof big, hex);
+    ck_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    {
+        const char *p = "/tmp/bkm-test-sha256.txt";
+        FILE *f = fopen(p, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("abc", f);
+        fclose(f);
+        ck_assert_int_eq(bkm_sha256_file(p, hex, &err), BKM_OK);
+        ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        unlink(p);
+    }
+    ck_assert_int_eq(bkm_sha256_file("/nonexistent/x", hex, &err), BKM_EIO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/x"));
+    ck_assert_int_eq(bkm_sha256_file("/tmp", hex, &err), BKM_EINVAL);
+}
+END_TEST
+
 START_TEST(json_one_depth_limit)
 {
     bkm_buf_t b, doc;
@@ -759,6 +790,7 @@ static Suite *common_suite(void)
     tcase_add_test(tc, file_check_regular_or_absent);
     tcase_add_test(tc, file_write_output_safe);
     tcase_add_test(tc, file_write_new_exclusive);
+    tcase_add_test(tc, sha256_known_vectors);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;

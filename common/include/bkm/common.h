@@ -141,6 +141,12 @@ double bkm_median(double *v, size_t n);
 /** qsort() comparison of two doubles, ascending (NaN-free input). */
 int bkm_cmp_double(const void *a, const void *b);
 
+/** SHA-256 of @p n bytes at @p data as 64 lowercase hex digits (and a NUL) into @p hex. */
+void bkm_sha256_hex(const void *data, size_t n, char hex[65]);
+/** SHA-256 of the regular file @p path (the exact executable a trial ran). @return BKM_OK;
+ *  BKM_EINVAL when it is not a regular file; BKM_EIO naming the path and the reason. */
+int bkm_sha256_file(const char *path, char hex[65], bkm_err_t *err);
+
 /* ---------------------------------------------------------------------------------------- */
 /** Monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Never clock() or gettimeofday(). */
 uint64_t bkm_now_ns(void);

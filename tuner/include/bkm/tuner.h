@@ -16,6 +16,7 @@
 
 #include "bkm/stats.h"
 #include "bkm/trial.h"
+#include "bkm/tuner/program.h"
 #include "bkm/tuner/regress.h"
 #include "bkm/tuner/replay.h"
 #include "bkm/tuner/runner.h"
