@@ -368,7 +368,11 @@ static void gomp_missing(const char *name)
     _exit(127);
 }
 
+/* The body's real function and data, passed as the data of gomp_trampoline. Its first word is the
+ * first word of the real data: GOMP_parallel_reductions reads the task reductions' descriptor
+ * through it (*(uintptr_t **)data, in libgomp and in libomp's GOMP layer) before the team starts. */
 typedef struct gomp_box {
+    void *first_word;
     gomp_body_t fn;
     void *data;
     int primary;
@@ -395,7 +399,7 @@ static void gomp_trampoline(void *p)
     pthread_once(&gomp.once, gomp_resolve);                                                       \
     if (gomp.field == NULL)                                                                       \
         gomp_missing(name);                                                                       \
-    gomp_box_t box = {fn, data, shim.on ? self_tid() : 0};                                        \
+    gomp_box_t box = {NULL, fn, data, shim.on ? self_tid() : 0};                                  \
     gomp_body_t call_fn = shim.on ? gomp_trampoline : fn;                                         \
     void *call_data = shim.on ? (void *)&box : data
 
@@ -408,6 +412,7 @@ SHIM_EXPORT void GOMP_parallel(gomp_body_t fn, void *data, unsigned num_threads,
 SHIM_EXPORT unsigned GOMP_parallel_reductions(gomp_body_t fn, void *data, unsigned num_threads, unsigned flags)
 {
     GOMP_ENTER(parallel_reductions, "GOMP_parallel_reductions");
+    box.first_word = *(void **)data;
     return gomp.parallel_reductions(call_fn, call_data, num_threads, flags);
 }
 

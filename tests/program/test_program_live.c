@@ -216,6 +216,42 @@ END_TEST
 
 #endif
 
+#ifdef BKM_OMP_COMBINED_GCC
+/* Each interposed entry point ran one team of its own size, every index reported by a thread of
+ * the process, and the results are those of the program run without the shim. */
+START_TEST(gomp_every_entry_point)
+{
+    const char *env[] = {"OMP_PROC_BIND=false", NULL};
+    char *argv[] = {BKM_OMP_COMBINED_GCC, NULL};
+    watch_opts_t with = {BKM_TEAM_SHIM, NULL, env, 10, 60}, without = {NULL, NULL, env, 10, 60};
+    watch_result_t a, b;
+    ck_assert_int_eq(watch_run(argv, &with, &a), 0);
+    ck_assert_int_eq(watch_run(argv, &without, &b), 0);
+    ck_assert_int_eq(a.status, 0);
+    ck_assert_int_eq(b.status, 0);
+    ck_assert_str_eq(a.out, b.out);
+    ck_assert_ptr_nonnull(strstr(a.out, "loop_static 499500\n"));
+    ck_assert_ptr_nonnull(strstr(a.out, "task_reduction 45\n"));
+    for (int size = 2; size <= 13; size++) {
+        const bkm_prog_team_t *team = NULL;
+        for (int i = 0; i < bkm_prog_report_n_teams(a.r); i++)
+            if (bkm_prog_report_team(a.r, i)->size == size)
+                team = bkm_prog_report_team(a.r, i);
+        ck_assert_msg(team != NULL, "no team of %d threads in the log", size);
+        ck_assert_int_eq(team->api, BKM_PROG_API_GOMP);
+        ck_assert_int_eq(team->primary, a.pid);
+        ck_assert_int_eq(team->tid[0], a.pid);
+        ck_assert_msg(team->n_found == size, "team of %d: %d indexes reported", size, team->n_found);
+        ck_assert_int_eq(team->conflicts, 0);
+    }
+    /* the main team is the largest level-1 team of the main thread */
+    ck_assert_int_eq(bkm_prog_report_main_team(a.r)->size, 13);
+    watch_free(&a);
+    watch_free(&b);
+}
+END_TEST
+#endif
+
 /* ---------------------------------------------------------------------------------------- */
 #ifdef BKM_OMP_BUSY_CLANG
 
@@ -371,6 +407,9 @@ int main(void)
     tcase_add_test(tc, gomp_cores_close);
     tcase_add_test(tc, gomp_unbound);
     tcase_add_test(tc, gomp_nested_fork);
+#endif
+#ifdef BKM_OMP_COMBINED_GCC
+    tcase_add_test(tc, gomp_every_entry_point);
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("libomp");
