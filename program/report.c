@@ -29,9 +29,19 @@ struct bkm_prog_report {
     int ompt_tool, ompt_version;
     char ompt_runtime[BKM_PROG_NAME_MAX];
     int lost_shapes;
-    int *child;               /* other processes that wrote records */
-    int n_child;
+    int *child;               /* other processes that wrote records (the first REPORT_CHILDREN_MAX) */
+    int n_child, children_lost;
+    int threads_lost, teams_lost;   /* log entries beyond the limits below */
+    long team_slots;          /* sum of the teams' sizes */
+    int *slot;                /* tid -> index + 1 into th, open addressing; [slot_cap] */
+    int slot_cap;
 };
+
+/* Limits on what a log (data a program could write) makes the report hold. */
+#define REPORT_THREADS_MAX 65536
+#define REPORT_TEAMS_MAX 256
+#define REPORT_TEAM_SLOTS_MAX (1L << 20)
+#define REPORT_CHILDREN_MAX 64
 
 const char *bkm_prog_class_name(int cls)
 {
@@ -81,14 +91,38 @@ static int is_torch_object(const char *name)
 /* ---------------------------------------------------------------------------------------- */
 /* Building                                                                                  */
 
-static bkm_prog_thread_t *thread_of(bkm_prog_report_t *r, int tid)
+/* The first thread with @p tid (a reused TID keeps its first entry), by the hash of TIDs. */
+static int thread_index(const bkm_prog_report_t *r, int tid)
 {
-    for (int i = 0; i < r->n_th; i++)
+    if (r->slot_cap == 0)
+        return -1;
+    for (unsigned h = ((unsigned)tid * 2654435761u) & (unsigned)(r->slot_cap - 1);; h = (h + 1) & (unsigned)(r->slot_cap - 1)) {
+        int i = r->slot[h] - 1;
+        if (i < 0)
+            return -1;
         if (r->th[i].tid == tid)
-            return &r->th[i];
-    return NULL;
+            return i;
+    }
 }
 
+static bkm_prog_thread_t *thread_of(bkm_prog_report_t *r, int tid)
+{
+    int i = thread_index(r, tid);
+    return i >= 0 ? &r->th[i] : NULL;
+}
+
+static void slot_put(bkm_prog_report_t *r, int i)
+{
+    unsigned h = ((unsigned)r->th[i].tid * 2654435761u) & (unsigned)(r->slot_cap - 1);
+    while (r->slot[h] != 0) {
+        if (r->th[r->slot[h] - 1].tid == r->th[i].tid)
+            return;   /* a reused TID: the first entry stays the one found */
+        h = (h + 1) & (unsigned)(r->slot_cap - 1);
+    }
+    r->slot[h] = i + 1;
+}
+
+/* Append a thread; NULL when out of memory. The table stays at most half full. */
 static bkm_prog_thread_t *thread_add(bkm_prog_report_t *r, int tid, const bkm_prog_task_t *task)
 {
     bkm_prog_thread_t *t;
@@ -100,6 +134,17 @@ static bkm_prog_thread_t *thread_add(bkm_prog_report_t *r, int tid, const bkm_pr
         r->th = g;
         r->cap_th = ncap;
     }
+    if (2 * (r->n_th + 1) > r->slot_cap) {
+        int ncap = r->slot_cap ? r->slot_cap * 2 : 64;
+        int *g = bkm_calloc((size_t)ncap, sizeof *g);
+        if (g == NULL)
+            return NULL;
+        bkm_free(r->slot);
+        r->slot = g;
+        r->slot_cap = ncap;
+        for (int i = 0; i < r->n_th; i++)
+            slot_put(r, i);
+    }
     t = &r->th[r->n_th++];
     memset(t, 0, sizeof *t);
     t->tid = tid;
@@ -107,16 +152,25 @@ static bkm_prog_thread_t *thread_add(bkm_prog_report_t *r, int tid, const bkm_pr
     t->is_main = tid == r->pid;
     t->team_index = t->team_size = -1;
     t->cls = BKM_PROG_CLASS_UNKNOWN;
+    slot_put(r, r->n_th - 1);
     return t;
 }
 
-static bkm_prog_team_t *team_get(bkm_prog_report_t *r, int api, int primary, int size, int level, const char *rt)
+/* The team of that shape, created when new; NULL with *lost set when over the limits, NULL
+ * alone when out of memory. */
+static bkm_prog_team_t *team_get(bkm_prog_report_t *r, int api, int primary, int size, int level, const char *rt,
+                                 int *lost)
 {
     bkm_prog_team_t *t;
+    *lost = 0;
     for (int i = 0; i < r->n_team; i++) {
         t = &r->team[i];
         if (t->api == api && t->primary == primary && t->size == size && t->level == level)
             return t;
+    }
+    if (r->n_team == REPORT_TEAMS_MAX || r->team_slots + size > REPORT_TEAM_SLOTS_MAX) {
+        *lost = 1;
+        return NULL;
     }
     if (r->n_team == r->cap_team) {
         int ncap = r->cap_team ? r->cap_team * 2 : 8;
@@ -136,6 +190,7 @@ static bkm_prog_team_t *team_get(bkm_prog_report_t *r, int api, int primary, int
         return NULL;
     }
     r->n_team++;
+    r->team_slots += size;
     for (int i = 0; i < size; i++)
         t->tid[i] = -1;
     t->api = api, t->primary = primary, t->size = size, t->level = level;
@@ -162,6 +217,10 @@ static int child_add(bkm_prog_report_t *r, int pid)
     for (int i = 0; i < r->n_child; i++)
         if (r->child[i] == pid)
             return 0;
+    if (r->n_child == REPORT_CHILDREN_MAX) {
+        r->children_lost = 1;
+        return 0;
+    }
     if ((g = bkm_realloc(r->child, (size_t)(r->n_child + 1) * sizeof *g)) == NULL)
         return -1;
     r->child = g;
@@ -203,8 +262,14 @@ static int merge_log(bkm_prog_report_t *r, const bkm_prog_log_t *log, bkm_err_t 
         default:
             break;
         }
-        if ((t = thread_of(r, rec->tid)) == NULL && (t = thread_add(r, rec->tid, NULL)) == NULL)
-            return bkm_err_set(err, BKM_ENOMEM, "report: out of memory");
+        if ((t = thread_of(r, rec->tid)) == NULL) {
+            if (r->n_th >= REPORT_THREADS_MAX) {
+                r->threads_lost++;
+                continue;
+            }
+            if ((t = thread_add(r, rec->tid, NULL)) == NULL)
+                return bkm_err_set(err, BKM_ENOMEM, "report: out of memory");
+        }
         if (rec->kind == BKM_PROG_REC_THREAD && !t->created) {
             t->created = 1;
             t->creator = rec->creator;
@@ -217,7 +282,12 @@ static int merge_log(bkm_prog_report_t *r, const bkm_prog_log_t *log, bkm_err_t 
         } else if (rec->kind == BKM_PROG_REC_OTHREAD) {
             t->ompt_type = rec->type;
         } else if (rec->kind == BKM_PROG_REC_TEAM) {
-            bkm_prog_team_t *team = team_get(r, rec->api, rec->primary, rec->size, rec->level, rec->rt);
+            int lost;
+            bkm_prog_team_t *team = team_get(r, rec->api, rec->primary, rec->size, rec->level, rec->rt, &lost);
+            if (team == NULL && lost) {
+                r->teams_lost++;
+                continue;
+            }
             if (team == NULL)
                 return bkm_err_set(err, BKM_ENOMEM, "report: out of memory for team of %d", rec->size);
             runtime_add(r, rec->rt);
@@ -248,7 +318,7 @@ static int created_by_runtime(const bkm_prog_thread_t *t)
 static int infer_team(bkm_prog_report_t *r, bkm_err_t *err)
 {
     const bkm_prog_thread_t *first = NULL;
-    int n = 0, primary;
+    int n = 0, primary, lost;
     bkm_prog_team_t *team;
     for (int i = 0; i < r->n_th; i++)
         if (created_by_runtime(&r->th[i]) && (first == NULL || r->th[i].seq < first->seq))
@@ -259,8 +329,8 @@ static int infer_team(bkm_prog_report_t *r, bkm_err_t *err)
     for (int i = 0; i < r->n_th; i++)
         if (created_by_runtime(&r->th[i]) && r->th[i].creator == primary)
             n++;
-    if ((team = team_get(r, BKM_PROG_API_ORDER, primary, n + 1, 1, first->via)) == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "report: out of memory for team of %d", n + 1);
+    if ((team = team_get(r, BKM_PROG_API_ORDER, primary, n + 1, 1, first->via, &lost)) == NULL)
+        return lost ? BKM_OK : bkm_err_set(err, BKM_ENOMEM, "report: out of memory for team of %d", n + 1);
     team->tid[0] = primary;
     team->n_found = 1;
     for (int k = 1; k <= n; k++) {
@@ -304,33 +374,37 @@ static void pick_main_team(bkm_prog_report_t *r)
     r->main_team = best;
 }
 
-static void classify(bkm_prog_report_t *r)
+/* Team membership of every thread (one pass over the teams' members), then its class. */
+static int classify(bkm_prog_report_t *r, bkm_err_t *err)
 {
     const bkm_prog_team_t *main_team = r->main_team >= 0 ? &r->team[r->main_team] : NULL;
+    enum { IN_APP = 1, IN_HELPER = 2 };
+    unsigned char *member = bkm_calloc((size_t)r->n_th + 1, 1);
+    if (member == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "report: out of memory for %d threads", r->n_th);
+    for (int k = 0; k < r->n_team; k++) {
+        const bkm_prog_team_t *team = &r->team[k];
+        for (int j = 0; j < team->size; j++) {
+            int i = team->tid[j] >= 0 ? thread_index(r, team->tid[j]) : -1;
+            bkm_prog_thread_t *t;
+            if (i < 0)
+                continue;
+            t = &r->th[i];
+            if (team == main_team) {
+                t->team_index = j;
+                t->team_size = team->size;
+                t->team_t_ns = team->joined_ns[j];
+            }
+            member[i] |= team->helper ? IN_HELPER : IN_APP;
+        }
+    }
     for (int i = 0; i < r->n_th; i++) {
         bkm_prog_thread_t *t = &r->th[i];
-        int in_app_team = 0, in_helper_team = 0;
-        for (int k = 0; k < r->n_team; k++) {
-            const bkm_prog_team_t *team = &r->team[k];
-            for (int j = 0; j < team->size; j++) {
-                if (team->tid[j] != t->tid)
-                    continue;
-                if (team == main_team) {
-                    t->team_index = j;
-                    t->team_size = team->size;
-                    t->team_t_ns = team->joined_ns[j];
-                }
-                if (team->helper)
-                    in_helper_team = 1;
-                else
-                    in_app_team = 1;
-            }
-        }
         if (t->team_index >= 0)
             t->cls = BKM_PROG_CLASS_TEAM;
-        else if (in_app_team)
+        else if (member[i] & IN_APP)
             t->cls = BKM_PROG_CLASS_TEAM_OTHER;
-        else if (in_helper_team || created_by_runtime(t) || t->ompt_type == BKM_PROG_OMPT_WORKER ||
+        else if ((member[i] & IN_HELPER) || created_by_runtime(t) || t->ompt_type == BKM_PROG_OMPT_WORKER ||
                  t->ompt_type == BKM_PROG_OMPT_OTHER)
             t->cls = BKM_PROG_CLASS_OMP_HELPER;
         else if (t->is_main)
@@ -344,6 +418,8 @@ static void classify(bkm_prog_report_t *r)
         else
             t->cls = BKM_PROG_CLASS_OTHER;
     }
+    bkm_free(member);
+    return BKM_OK;
 }
 
 int bkm_prog_report_build(const bkm_prog_sampler_t *s, const bkm_prog_log_t *log, int pid, bkm_prog_report_t **out,
@@ -388,7 +464,8 @@ int bkm_prog_report_build(const bkm_prog_sampler_t *s, const bkm_prog_log_t *log
         team->helper = team->level <= 1 && team->api != BKM_PROG_API_ORDER && created_by_runtime(p);
     }
     pick_main_team(r);
-    classify(r);
+    if ((rc = classify(r, err)) < 0)
+        goto out;
     *out = r;
     return BKM_OK;
 out:
@@ -406,6 +483,7 @@ void bkm_prog_report_free(bkm_prog_report_t *r)
     }
     bkm_free(r->team);
     bkm_free(r->th);
+    bkm_free(r->slot);
     bkm_free(r->child);
     bkm_free(r);
 }
@@ -422,10 +500,8 @@ const bkm_prog_thread_t *bkm_prog_report_thread(const bkm_prog_report_t *r, int 
 
 const bkm_prog_thread_t *bkm_prog_report_find(const bkm_prog_report_t *r, int tid)
 {
-    for (int i = 0; r && i < r->n_th; i++)
-        if (r->th[i].tid == tid)
-            return &r->th[i];
-    return NULL;
+    int i = r ? thread_index(r, tid) : -1;
+    return i >= 0 ? &r->th[i] : NULL;
 }
 
 int bkm_prog_report_n_teams(const bkm_prog_report_t *r)
@@ -785,6 +861,8 @@ void bkm_prog_report_binding_json(const bkm_prog_report_t *r, const bkm_prog_che
         bkm_json_key(w, "first_malformed"), bkm_json_str(w, r->first_bad);
     bkm_json_key(w, "truncated"), bkm_json_bool(w, r->truncated);
     bkm_json_key(w, "lost_shapes"), bkm_json_int(w, r->lost_shapes);
+    bkm_json_key(w, "threads_lost"), bkm_json_int(w, r->threads_lost);
+    bkm_json_key(w, "teams_lost"), bkm_json_int(w, r->teams_lost);
     bkm_json_key(w, "ompt");
     if (r->ompt_tool) {
         bkm_json_obj_begin(w);
@@ -799,6 +877,7 @@ void bkm_prog_report_binding_json(const bkm_prog_report_t *r, const bkm_prog_che
     for (int i = 0; i < r->n_child; i++)
         bkm_json_int(w, r->child[i]);
     bkm_json_arr_end(w);
+    bkm_json_key(w, "other_processes_lost"), bkm_json_bool(w, r->children_lost);
     bkm_json_obj_end(w);
     bkm_json_key(w, "runtimes");
     bkm_json_arr_begin(w);

@@ -4,7 +4,7 @@
  * procfs (mask changes, a reused TID, a missing source, the end of the process), the report from
  * a synthetic log (main team, helper team, nested team, creation-order inference, every class),
  * the check against a plan (match, mismatch, missing, unsampled, no team, unbound) and the JSON. */
-#include <check.h>
+#include "bkm_check.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -594,6 +594,40 @@ START_TEST(report_creation_order)
 }
 END_TEST
 
+/* What a hostile log makes the report hold is bounded, and said. */
+START_TEST(report_bounds)
+{
+    bkm_buf_t text, b;
+    bkm_prog_log_t log;
+    bkm_prog_report_t *r = NULL;
+    bkm_err_t err = {0};
+    bkm_json_w_t w;
+    bkm_json_t *j = NULL;
+    bkm_buf_init(&text);
+    for (int i = 0; i < 300; i++)
+        bkm_buf_printf(&text, "bkmteam1 team pid=9 tid=%d t=1 api=ompt index=0 size=2 level=1 primary=%d rt=x\n",
+                       1000 + i, 1000 + i);
+    bkm_buf_printf(&text, "bkmteam1 team pid=9 tid=9 t=1 api=ompt index=65535 size=65536 level=1 primary=9 rt=x\n");
+    bkm_buf_printf(&text, "bkmteam1 team pid=9 tid=9 t=1 api=ompt index=0 size=65537 level=1 primary=9 rt=x\n");
+    memset(&log, 0, sizeof log);
+    ck_assert_int_eq(bkm_prog_log_parse(&log, bkm_buf_str(&text), text.len, &err), BKM_OK);
+    ck_assert_uint_eq(log.n, 301);
+    ck_assert_uint_eq(log.malformed, 1);   /* size above BKM_PROG_TEAM_SIZE_MAX */
+    ck_assert_int_eq(bkm_prog_report_build(NULL, &log, 9, &r, &err), BKM_OK);
+    ck_assert_int_eq(bkm_prog_report_n_teams(r), 256);
+    bkm_buf_init(&b);
+    bkm_json_w_init(&w, &b, 0);
+    bkm_prog_report_binding_json(r, NULL, &w);
+    ck_assert_int_eq(bkm_json_parse(bkm_buf_str(&b), &j, &err), BKM_OK);
+    ck_assert_int_eq((int)bkm_json_get_num(bkm_json_get(j, "shim"), "teams_lost", 0), 45);
+    bkm_json_free(j);
+    bkm_buf_free(&b);
+    bkm_prog_report_free(r);
+    bkm_prog_log_free(&log);
+    bkm_buf_free(&text);
+}
+END_TEST
+
 static void plan2(bkm_cpuset_t p[2], int cpu0, int cpu1)
 {
     bkm_cpuset_zero(&p[0]);
@@ -821,6 +855,7 @@ static Suite *program_suite(void)
     tcase_add_test(tc, report_classes_gomp);
     tcase_add_test(tc, report_classes_ompt_helper);
     tcase_add_test(tc, report_creation_order);
+    tcase_add_test(tc, report_bounds);
     tcase_add_test(tc, check_against_plan);
     tcase_add_test(tc, check_unbound_team);
     tcase_add_test(tc, json_binding_and_noise);
@@ -828,12 +863,5 @@ static Suite *program_suite(void)
     return s;
 }
 
-int main(void)   /* debugging: CK_FORK=no CK_RUN_CASE=report ./test_program */
-{
-    SRunner *sr = srunner_create(program_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
-}
+/* debugging: CK_FORK=no CK_RUN_CASE=report ./test_program */
+BKM_CHECK_MAIN(program_suite)

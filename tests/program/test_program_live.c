@@ -5,7 +5,7 @@
  * runtime was asked for (a plan in another order is a mismatch), the program's own pthread is
  * "other", libomp's hidden helpers are helpers, nested-only threads are not the team, a forked
  * child writes as itself, and the shim changes neither the output nor the exit status. */
-#include <check.h>
+#include "bkm_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +347,42 @@ END_TEST
 #endif
 
 /* ---------------------------------------------------------------------------------------- */
+/* A program without OpenMP: Python (a dependency of bkm's set-up) with one threading.Thread. The main thread is "main", the
+ * thread is "python" (created by the interpreter), and no team ran: the check says so. */
+START_TEST(python_threads_no_team)
+{
+    char *argv[] = {"/usr/bin/python3", "-c",
+                    "import threading, time\n"
+                    "t = threading.Thread(target=time.sleep, args=(0.3,))\n"
+                    "t.start(); t.join(); print('done')\n", NULL};
+    watch_opts_t o = {BKM_TEAM_SHIM, NULL, NULL, 10, 60};
+    watch_result_t res;
+    bkm_prog_check_t *c = NULL;
+    bkm_err_t err = {0};
+    int python = 0;
+    need_two_cpus();
+    ck_assert_int_eq(watch_run(argv, &o, &res), 0);
+    ck_assert_int_eq(res.status, 0);
+    ck_assert_str_eq(res.out, "done\n");
+    ck_assert_int_eq(bkm_prog_report_find(res.r, res.pid)->cls, BKM_PROG_CLASS_MAIN);
+    for (int i = 0; i < bkm_prog_report_n_threads(res.r); i++) {
+        const bkm_prog_thread_t *t = bkm_prog_report_thread(res.r, i);
+        if (t->tid != res.pid) {
+            ck_assert_int_eq(t->cls, BKM_PROG_CLASS_PYTHON);
+            ck_assert_int_eq(t->lib_is_exe, 1);
+            python++;
+        }
+    }
+    ck_assert_int_eq(python, 1);
+    ck_assert_ptr_null(bkm_prog_report_main_team(res.r));
+    ck_assert_int_eq(bkm_prog_report_check(res.r, &cpu0, 1, NULL, &c, &err), BKM_OK);
+    ck_assert_int_eq(c->verdict, BKM_PROG_NO_TEAM);
+    bkm_prog_check_free(c);
+    watch_free(&res);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------------------------- */
 /* The shim changes nothing the program does: same output, same exit status, with a log, without
  * the shim, and with a log it cannot open. */
 static void same_behaviour(const char *prog, const char *flags, const char *const *env)
@@ -386,21 +422,23 @@ START_TEST(shim_changes_nothing)
 }
 END_TEST
 
-int main(void)
+/* The suite, or no suite and a skip when this host cannot run it. */
+static Suite *live_suite(int argc, char **argv, int *status)
 {
-    Suite *s = suite_create("program_live");
-    TCase *tc = tcase_create("gomp");
-    SRunner *sr;
-    int failed;
+    Suite *s;
+    TCase *tc;
+    (void)argc, (void)argv;
 #if !defined(BKM_OMP_BUSY_GCC) && !defined(BKM_OMP_BUSY_CLANG)
-    fprintf(stderr, "test_program_live: neither gcc nor clang was found at configure time\n");
-    return 77;
+    *status = bkm_check_skip("neither gcc nor clang was found when bkm was configured");
+    return NULL;
 #endif
     watch_allowed(&allowed);
     if (bkm_cpuset_count(&allowed) < 2) {
-        fprintf(stderr, "test_program_live: needs 2 CPUs, this process may use %d\n", bkm_cpuset_count(&allowed));
-        return 77;
+        *status = bkm_check_skip("needs 2 CPUs, this process may use %d", bkm_cpuset_count(&allowed));
+        return NULL;
     }
+    s = suite_create("program_live");
+    tc = tcase_create("gomp");
     tcase_set_timeout(tc, 120);
 #ifdef BKM_OMP_BUSY_GCC
     tcase_add_test(tc, gomp_places_reverse);
@@ -423,11 +461,10 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("behaviour");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, python_threads_no_team);
     tcase_add_test(tc, shim_changes_nothing);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN_ARGS(live_suite)

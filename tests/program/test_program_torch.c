@@ -4,7 +4,7 @@
  * thread as thread 0 and one libgomp worker, bound to the first two cores in that order (found
  * through libtorch's own GOMP_parallel calls, which the shim interposes); a plan in the other order
  * is a mismatch; PyTorch's other threads are not the team. Skips (77) without python3-torch. */
-#include <check.h>
+#include "bkm_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,27 +77,26 @@ START_TEST(torch_team_bound_close)
 }
 END_TEST
 
-int main(void)
+static Suite *torch_suite(int argc, char **argv, int *status)
 {
-    Suite *s = suite_create("program_torch");
-    TCase *tc = tcase_create("torch");
-    SRunner *sr;
-    int failed;
+    Suite *s;
+    TCase *tc;
+    (void)argc, (void)argv;
     if (system(PYTHON " -c 'import torch' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "test_program_torch: " PYTHON " cannot import torch (Debian package python3-torch)\n");
-        return 77;
+        *status = bkm_check_skip(PYTHON " cannot import torch (Debian package python3-torch)");
+        return NULL;
     }
     watch_allowed(&allowed);
     if (bkm_cpuset_count(&allowed) < 2) {
-        fprintf(stderr, "test_program_torch: needs 2 CPUs, this process may use %d\n", bkm_cpuset_count(&allowed));
-        return 77;
+        *status = bkm_check_skip("needs 2 CPUs, this process may use %d", bkm_cpuset_count(&allowed));
+        return NULL;
     }
+    s = suite_create("program_torch");
+    tc = tcase_create("torch");
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, torch_team_bound_close);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return s;
 }
+
+BKM_CHECK_MAIN_ARGS(torch_suite)

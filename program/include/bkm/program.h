@@ -51,6 +51,9 @@ extern "C" {
  *  bytes outside [A-Za-z0-9._+-] are written as '_'. */
 #define BKM_PROG_NAME_MAX 64
 
+/** Largest team size a record may give (a larger one is not a record). */
+#define BKM_PROG_TEAM_SIZE_MAX 65536
+
 /** OMPT thread types (OpenMP 5.0 ompt_thread_t), as the "othread" record names them. */
 enum {
     BKM_PROG_OMPT_NONE = 0,     /**< no OMPT record for the thread */
@@ -80,7 +83,8 @@ enum {
  *   - ompt    rt=NAME thread_begin=R parallel_begin=R implicit_task=R   callbacks set (ompt_set_result_t)
  *   - fork    ppid=N parent_tid=TID                P is a forked child of N (first record of P)
  *   - lost    what=team-shapes max=N               T ran in more shapes than it records
- *  ('what' is kept in via; a field this version does not know is ignored, a repeated one is not.)
+ *  ('what' is kept in via; a field this version does not know is ignored, a repeated one is not;
+ *  index < size <= BKM_PROG_TEAM_SIZE_MAX.)
  */
 typedef enum {
     BKM_PROG_REC_START = 0,
@@ -319,7 +323,10 @@ typedef struct bkm_prog_thread {
 typedef struct bkm_prog_report bkm_prog_report_t;
 
 /** Merge the samples of @p s (may be NULL: log only) and the log @p log (may be NULL: samples only;
- *  every thread is then "unknown" or "main") for the process @p pid into a report. The main team
+ *  every thread is then "unknown" or "main") for the process @p pid into a report. What a log
+ *  (data the program could have written) makes it hold is bounded: 65536 threads the sampler did
+ *  not see, 256 team shapes, 2^20 team slots in all, 64 other processes; the rest is counted
+ *  ("threads_lost", "teams_lost", "other_processes_lost" in the JSON). The main team
  *  is the level-1 team of more than one thread led by the main thread, else by any thread, the
  *  largest first (the team of one thread when no larger one ran). The report borrows @p s: keep
  *  the sampler open while the report is used. @return BKM_OK; BKM_EINVAL (pid < 1); BKM_ENOMEM. */
