@@ -11,7 +11,8 @@
  *     parallel_begin and implicit_task callbacks records the same, and each runtime thread's kind.
  *
  * It links libc and libdl only, never an OpenMP runtime: the omp_* queries are taken from the
- * runtime object that defines the interposed entry point. It never changes what the program does:
+ * runtime object that defines the interposed entry point. It never changes what the program does
+ * (only how long a little of it takes: the records, and libomp's OMPT paths once a tool is active):
  * errno is preserved, no signal is touched, cancellation is disabled while a record is written,
  * and when the log cannot be opened at load time every wrapper only forwards. A record is written
  * by open(2) + one write(2) + close(2), O_APPEND: one write of a line under PIPE_BUF bytes is

@@ -230,8 +230,9 @@ typedef struct bkm_prog_sampler bkm_prog_sampler_t;
  *  (CPU, CPU time, faults, start time) and .../schedstat, and its mask: sched_getaffinity(2) on
  *  the live /proc (proc_root NULL or "/proc": the mask the scheduler applies, without formatting a
  *  status file), Cpus_allowed_list of .../status under another root; every heavy_every-th sample
- *  (and at a thread's first) also .../status (switches), .../sched (migrations) and .../comm. On
- *  this 2-CPU host a sample costs about 5 us per thread. @p opts may be NULL (defaults). @return BKM_OK; BKM_EINVAL (pid < 1,
+ *  (and at a thread's first) also .../status (switches), .../sched (migrations) and .../comm: a
+ *  sample is a directory listing plus two file reads and a system call per thread
+ *  (bkm_prog_sampler_pass_ns tells what it cost). @p opts may be NULL (defaults). @return BKM_OK; BKM_EINVAL (pid < 1,
  *  options out of range naming the value, no such process); BKM_ENOMEM. */
 int bkm_prog_sampler_open(bkm_prog_sampler_t **s, int pid, const bkm_prog_sampler_opts_t *opts, bkm_err_t *err);
 /** One pass over the process's threads. Once the process is gone (its task directory empty or
