@@ -17,7 +17,7 @@
 
 typedef struct aff_setting {
     char label[192];
-    char kmp[128], places[64], bind[32];
+    char kmp[128], places[64], bind[32], gomp[128];
 } aff_setting_t;
 
 typedef struct param_dim {   /* key and values within the one key=value limit (bkm_kv_t) */
@@ -169,7 +169,7 @@ static size_t var_name_len(const char *w)
  * after it up to the next such word are its value, spaces included, so that the affinity
  * parsers judge "OMP_PLACES={0:2}, {2:2}" (valid: libomp skips blanks) or
  * "OMP_PROC_BIND=close spread" (invalid: names "spread") as one value. */
-static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
+static int setting_parse(const char *text, aff_setting_t *a, int gomp, bkm_err_t *err)
 {
     bkm_aff_env_t env;
     bkm_aff_setting_t st;
@@ -183,7 +183,7 @@ static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
     if (strcmp(text, "default") == 0)
         return BKM_OK;
     if (strncmp(text, "KMP_AFFINITY=", 13) == 0 || strncmp(text, "OMP_PLACES=", 11) == 0 ||
-        strncmp(text, "OMP_PROC_BIND=", 14) == 0) {
+        strncmp(text, "OMP_PROC_BIND=", 14) == 0 || (gomp && strncmp(text, "GOMP_CPU_AFFINITY=", 18) == 0)) {
         const char *p = text;
         while (*p) {
             size_t nl = var_name_len(p);
@@ -208,9 +208,11 @@ static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
                 dst = a->places, cap = sizeof a->places;
             else if (strcmp(name, "OMP_PROC_BIND") == 0)
                 dst = a->bind, cap = sizeof a->bind;
+            else if (gomp && strcmp(name, "GOMP_CPU_AFFINITY") == 0)
+                dst = a->gomp, cap = sizeof a->gomp;
             else
                 return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': variable '%s' is not KMP_AFFINITY, "
-                                   "OMP_PLACES or OMP_PROC_BIND", text, name);
+                                   "OMP_PLACES%s or OMP_PROC_BIND", text, name, gomp ? ", GOMP_CPU_AFFINITY" : "");
             if (dst[0] != '\0')
                 return bkm_err_set(err, BKM_EINVAL, "--affinity '%s': %s is given twice", text, name);
             if (end == val || *val == ' ' || (size_t)(end - val) >= cap)
@@ -224,6 +226,15 @@ static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
             return bkm_err_set(err, BKM_EINVAL, "--affinity '%.60s...' is too long", text);
         snprintf(a->kmp, sizeof a->kmp, "%s", text);
     }
+    if (gomp) {   /* libgomp's own strict check; KMP_AFFINITY is dropped by the caller */
+        bkm_aff_gomp_env_t genv = {0};
+        genv.omp_places = a->places[0] ? a->places : NULL;
+        genv.omp_proc_bind = a->bind[0] ? a->bind : NULL;
+        genv.gomp_cpu_affinity = a->gomp[0] ? a->gomp : NULL;
+        if (bkm_aff_gomp_env_check(&genv, err) < 0)
+            return bkm_err_prefix(err, "--affinity '%s'", text);
+        return BKM_OK;
+    }
     memset(&env, 0, sizeof env);
     env.kmp_affinity = a->kmp[0] ? a->kmp : NULL;
     env.omp_places = a->places[0] ? a->places : NULL;
@@ -235,7 +246,7 @@ static int setting_parse(const char *text, aff_setting_t *a, bkm_err_t *err)
 
 static int setting_is_default(const aff_setting_t *a)
 {
-    return a->kmp[0] == '\0' && a->places[0] == '\0' && a->bind[0] == '\0';
+    return a->kmp[0] == '\0' && a->places[0] == '\0' && a->bind[0] == '\0' && a->gomp[0] == '\0';
 }
 
 /* The generated affinity settings, "default" first; granularity=tile only where cores are
@@ -263,6 +274,28 @@ static int settings_generate(aff_setting_t *out, int cap, int tiles)
             }
     for (int p = 0; p < 2; p++)
         for (int b = 0; b < 2; b++) {
+            snprintf(out[n].places, sizeof out[0].places, "%s", places[p]);
+            snprintf(out[n].bind, sizeof out[0].bind, "%s", binds[b]);
+            snprintf(out[n].label, sizeof out[0].label, "OMP_PLACES=%s OMP_PROC_BIND=%s", places[p], binds[b]);
+            n++;
+        }
+    return n;
+}
+
+/* The generated settings of a libgomp program, "default" first: every abstract place kind libgomp
+ * 12 knows with close and spread, and binding with its default places (OMP_PROC_BIND=true). */
+static int settings_generate_gomp(aff_setting_t *out, int cap)
+{
+    static const char *const places[] = {"threads", "cores", "sockets", "ll_caches", "numa_domains"};
+    static const char *const binds[] = {"close", "spread"};
+    int n = 0;
+    memset(out, 0, (size_t)cap * sizeof *out);
+    snprintf(out[n++].label, sizeof out[0].label, "default");
+    snprintf(out[n].bind, sizeof out[0].bind, "true");
+    snprintf(out[n].label, sizeof out[0].label, "OMP_PROC_BIND=true");
+    n++;
+    for (size_t p = 0; p < sizeof places / sizeof places[0]; p++)
+        for (size_t b = 0; b < sizeof binds / sizeof binds[0] && n < cap; b++) {
             snprintf(out[n].places, sizeof out[0].places, "%s", places[p]);
             snprintf(out[n].bind, sizeof out[0].bind, "%s", binds[b]);
             snprintf(out[n].label, sizeof out[0].label, "OMP_PLACES=%s OMP_PROC_BIND=%s", places[p], binds[b]);
@@ -472,6 +505,11 @@ static int space_push(bkm_tune_space_t *sp, const bkm_tune_config_t *c, bkm_err_
     return BKM_OK;
 }
 
+/* In a libgomp space the wait dimension (the blocktime slot) holds OMP_WAIT_POLICY: unset
+ * (BKM_TUNE_BLOCKTIME_UNSET), active or passive. */
+#define BKM__WAIT_ACTIVE (-100)
+#define BKM__WAIT_PASSIVE (-101)
+
 /* Fill the setting fields of a configuration from its coordinates. */
 static void config_fill(bkm_tune_config_t *c, const int *threads, const aff_setting_t *aff, const int *bt,
                         const char hw[][32], const param_dim_t *pd, int n_pd, const char *backend)
@@ -483,7 +521,14 @@ static void config_fill(bkm_tune_config_t *c, const int *threads, const aff_sett
     snprintf(c->omp_places, sizeof c->omp_places, "%s", a->places);
     snprintf(c->omp_proc_bind, sizeof c->omp_proc_bind, "%s", a->bind);
     snprintf(c->kmp_hw_subset, sizeof c->kmp_hw_subset, "%s", hw[c->coord[BKM_TUNE_DIM_HW_SUBSET]]);
+    snprintf(c->gomp_cpu_affinity, sizeof c->gomp_cpu_affinity, "%s", a->gomp);
     c->blocktime_ms = bt[c->coord[BKM_TUNE_DIM_BLOCKTIME]];
+    c->omp_wait_policy[0] = '\0';
+    if (c->blocktime_ms == BKM__WAIT_ACTIVE || c->blocktime_ms == BKM__WAIT_PASSIVE) {   /* a libgomp space */
+        snprintf(c->omp_wait_policy, sizeof c->omp_wait_policy, "%s",
+                 c->blocktime_ms == BKM__WAIT_ACTIVE ? "active" : "passive");
+        c->blocktime_ms = BKM_TUNE_BLOCKTIME_UNSET;
+    }
     snprintf(c->backend, sizeof c->backend, "%s", backend ? backend : "");
     c->n_params = 0;
     for (int k = 0; k < n_pd; k++) {
@@ -544,11 +589,12 @@ static int dims_threads(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_nod
 }
 
 /* affinity settings: "default" first; in the grid unless the user's list omits it */
-static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, bkm_err_t *err)
+static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, bkm_tune_space_t *sp, bkm_err_t *err)
 {
     int rc;
     if (o->n_affinity == 0) {
-        d->n_aff = settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY, tiles);
+        d->n_aff = o->gomp ? settings_generate_gomp(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY)
+                           : settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY, tiles);
         memset(d->aff_grid, 1, (size_t)d->n_aff);
         return BKM_OK;
     }
@@ -558,8 +604,15 @@ static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, b
     for (int i = 0; i < o->n_affinity && i < BKM_TUNE_SPACE_MAX_AFFINITY; i++) {
         aff_setting_t a;
         int dup = 0;
-        if ((rc = setting_parse(o->affinity[i], &a, err)) < 0)
+        if ((rc = setting_parse(o->affinity[i], &a, o->gomp, err)) < 0)
             return rc;
+        if (o->gomp && a.kmp[0]) {   /* GNU libgomp reads no KMP_* variable: never swept */
+            const char *why = "KMP_AFFINITY is ignored by GNU libgomp, which the program loads (its placement "
+                              "variables are OMP_PLACES/OMP_PROC_BIND/GOMP_CPU_AFFINITY): not swept";
+            if ((rc = add_note(sp, "--affinity '%s': %s", a.label, why)) < 0 || (rc = cause_add(sp, 0, 0, why, NULL)) < 0)
+                return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+            continue;
+        }
         if (setting_is_default(&a)) {
             d->aff_grid[0] = 1;
             continue;
@@ -579,6 +632,18 @@ static int dims_blocktime(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_n
                           bkm_tune_space_t *sp)
 {
     int n = o->n_blocktime ? o->n_blocktime : prof->n_blocktime, rc;
+    if (o->gomp) {   /* libgomp: OMP_WAIT_POLICY is its counterpart; KMP_BLOCKTIME does nothing */
+        if (o->n_blocktime > 0) {
+            const char *why = "KMP_BLOCKTIME is ignored by GNU libgomp, which the program loads (its wait "
+                              "variables are OMP_WAIT_POLICY/GOMP_SPINCOUNT): --blocktime not swept";
+            if ((rc = add_note(sp, "%s", why)) < 0 || (rc = cause_add(sp, 0, 0, why, NULL)) < 0)
+                return rc;
+        }
+        d->bt[0] = BKM_TUNE_BLOCKTIME_UNSET, d->bt[1] = BKM__WAIT_ACTIVE, d->bt[2] = BKM__WAIT_PASSIVE;
+        memset(d->bt_grid, 1, 3);
+        d->n_bt = 3;
+        return BKM_OK;
+    }
     d->bt_grid[0] = o->n_blocktime == 0;
     d->bt[d->n_bt++] = BKM_TUNE_BLOCKTIME_UNSET;
     for (int i = 0; i < n; i++) {
@@ -604,10 +669,16 @@ static int dims_blocktime(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_n
 
 /* KMP_HW_SUBSET: unset first; generated: 1..smt-1 threads of every core (per package) */
 static int dims_hw_subset(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_topo_summary_t *ts,
-                          bkm_err_t *err)
+                          bkm_tune_space_t *sp, bkm_err_t *err)
 {
-    d->hw_grid[0] = o->n_hw_subset == 0;
+    d->hw_grid[0] = o->n_hw_subset == 0 || o->gomp;
     d->hw[d->n_hw++][0] = '\0';
+    if (o->gomp) {   /* libgomp has no KMP_HW_SUBSET */
+        const char *why = "KMP_HW_SUBSET is ignored by GNU libgomp, which the program loads: --hw-subset not swept";
+        if (o->n_hw_subset > 0 && (add_note(sp, "%s", why) < 0 || cause_add(sp, 0, 0, why, NULL) < 0))
+            return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        return BKM_OK;
+    }
     for (int i = 0; i < o->n_hw_subset && d->n_hw <= BKM_TUNE_SPACE_MAX_HW_SUBSET; i++) {
         bkm_aff_hw_subset_t hs;
         const char *v = o->hw_subset[i];
@@ -772,6 +843,85 @@ out:
         bkm_aff_plan_free(plans[k]);
     bkm_free(plans);
     bkm_free(mn);
+    return rc;
+}
+
+/* The libgomp plan of setting @p a at @p t threads on @p topo (NULL with the planner's reason in
+ * @p e when libgomp would not run it: a fatal setting). */
+static bkm_aff_gomp_plan_t *gomp_plan(const aff_setting_t *a, int t, const bkm_topo_t *topo, bkm_err_t *e)
+{
+    bkm_aff_gomp_env_t env = {0};
+    bkm_aff_gomp_opts_t opts = {0};
+    bkm_aff_gomp_plan_t *plan = NULL;
+    char nt[16];
+    snprintf(nt, sizeof nt, "%d", t);
+    env.omp_places = a->places[0] ? a->places : NULL;
+    env.omp_proc_bind = a->bind[0] ? a->bind : NULL;
+    env.gomp_cpu_affinity = a->gomp[0] ? a->gomp : NULL;
+    env.omp_num_threads = nt;
+    opts.strict = 1;
+    if (bkm_aff_gomp_plan_create(topo, &env, &opts, &plan, e) < 0)
+        return NULL;
+    if (bkm_aff_gomp_plan_fatal(plan) != NULL) {
+        bkm_err_set(e, BKM_EINVAL, "%s", bkm_aff_gomp_plan_fatal(plan));
+        bkm_aff_gomp_plan_free(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+/* plans_dedup for a libgomp program: drop what libgomp would refuse, merge settings whose plans
+ * (places, policies, every thread's CPUs, the constructor's pin) are equal. */
+static int plans_dedup_gomp(dims_t *d, const bkm_topo_t *topo, bkm_tune_space_t *sp, bkm_err_t *err)
+{
+    int n_pairs = d->n_hw * d->n_aff, rc = BKM_OK;
+    bkm_aff_gomp_plan_t **plans = bkm_calloc((size_t)n_pairs, sizeof *plans);
+    d->rep = bkm_malloc((size_t)d->n_thr * (size_t)n_pairs * sizeof *d->rep);
+    d->eq_def = bkm_calloc((size_t)d->n_thr * (size_t)n_pairs, 1);
+    if (plans == NULL || d->rep == NULL || d->eq_def == NULL) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        goto out;
+    }
+    for (int ti = 0; ti < d->n_thr; ti++) {
+        int t = d->threads[ti];
+        for (int ai = 0; ai < n_pairs; ai++) {   /* one hw value (unset): pairs are settings */
+            int *r = &d->rep[ti * n_pairs + ai];
+            bkm_err_t e2 = {0};
+            *r = -1;
+            if ((plans[ai] = gomp_plan(&d->aff[ai], t, topo, &e2)) == NULL) {
+                char tail[300];
+                snprintf(tail, sizeof tail, ": %s", e2.msg);
+                if ((rc = cause_add(sp, 0, t, d->aff[ai].label, tail)) < 0 ||
+                    (rc = add_note(sp, "dropped %s at %d threads: %s", d->aff[ai].label, t, e2.msg)) < 0)
+                    goto out;
+                continue;
+            }
+            d->eq_def[ti * n_pairs + ai] = ai == 0 || (plans[0] && bkm_aff_gomp_plan_equal(plans[0], plans[ai]));
+            *r = ai;
+            for (int k = 0; k < ai && *r == ai; k++)
+                if (plans[k] && d->aff_grid[k] && bkm_aff_gomp_plan_equal(plans[k], plans[ai]))
+                    *r = k;
+            if (*r != ai) {
+                char head[256];
+                snprintf(head, sizeof head, "settings that libgomp 12 places exactly as an earlier setting on this "
+                         "topology (%s): measured once", d->words);
+                if ((rc = cause_add(sp, 1, 0, head, NULL)) < 0 ||
+                    (rc = add_note(sp, "%s \u2261 %s at %d thread%s (libgomp 12 on %s): measured once",
+                                   d->aff[ai].label, d->aff[*r].label, t, t == 1 ? "" : "s", d->words)) < 0)
+                    goto out;
+            }
+        }
+        for (int k = 0; k < n_pairs; k++) {
+            bkm_aff_gomp_plan_free(plans[k]);
+            plans[k] = NULL;
+        }
+    }
+out:
+    for (int k = 0; plans != NULL && k < n_pairs; k++)
+        bkm_aff_gomp_plan_free(plans[k]);
+    bkm_free(plans);
+    if (rc < 0 && rc != BKM_ENOMEM && err && err->msg[0] == '\0')
+        bkm_err_set(err, rc, "search space: out of memory");
     return rc;
 }
 
@@ -969,9 +1119,13 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     if (o->n_ranks > 0)
         return bkm_err_set(err, BKM_EINVAL, "--ranks applies to the MPI workload %s only, not %s",
                            BKM_TUNE_TRAIN_WORKLOAD, o->workload);
-    if ((rc = bkm_wl_find(o->workload, NULL, err)) < 0)
+    if (o->program && (o->n_params > 0 || (o->backend && o->backend[0])))
+        return bkm_err_set(err, BKM_EINVAL, "--%s does not apply to a program (%s): it has no bkm parameters",
+                           o->n_params > 0 ? "param" : "backend", o->workload);
+    if (!o->program && (rc = bkm_wl_find(o->workload, NULL, err)) < 0)
         return rc;
-    if (o->backend && o->backend[0] && (rc = check_value(o->workload, NULL, "backend", o->backend, err)) < 0)
+    if (!o->program && o->backend && o->backend[0] &&
+        (rc = check_value(o->workload, NULL, "backend", o->backend, err)) < 0)
         return bkm_err_prefix(err, "--backend");
     bkm_topo_summary(topo, &ts);
     bkm_topo_pus(topo, &n_pus);
@@ -985,9 +1139,10 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     topo_words(topo, d->words, sizeof d->words);
     d->popts.mic = profile_is_knl(prof);
     if ((rc = dims_threads(d, o, prof, n_pus, ts.cores > 0 ? ts.cores : 1, err)) < 0 ||
-        (rc = dims_affinity(d, o, ts.tiles > 0, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
-        (rc = dims_hw_subset(d, o, &ts, err)) < 0 || (rc = params_build(o, d->pd, &d->n_pd, sp, err)) < 0 ||
-        (rc = params_validate(d, o, sp, err)) < 0 || (rc = plans_dedup(d, topo, sp, err)) < 0 ||
+        (rc = dims_affinity(d, o, ts.tiles > 0, sp, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
+        (rc = dims_hw_subset(d, o, &ts, sp, err)) < 0 || (rc = params_build(o, d->pd, &d->n_pd, sp, err)) < 0 ||
+        (rc = params_validate(d, o, sp, err)) < 0 ||
+        (rc = o->gomp ? plans_dedup_gomp(d, topo, sp, err) : plans_dedup(d, topo, sp, err)) < 0 ||
         (rc = grid_build(d, o, sp, err)) < 0)
         goto out;
     if ((rc = space_finish(sp, d, o, err)) < 0)
@@ -1109,6 +1264,10 @@ void bkm_tune_config_to_json(const bkm_tune_config_t *c, bkm_json_w_t *w)
         bkm_json_key(w, "OMP_PLACES"), bkm_json_str(w, c->omp_places);
     if (c->omp_proc_bind[0])
         bkm_json_key(w, "OMP_PROC_BIND"), bkm_json_str(w, c->omp_proc_bind);
+    if (c->gomp_cpu_affinity[0])
+        bkm_json_key(w, "GOMP_CPU_AFFINITY"), bkm_json_str(w, c->gomp_cpu_affinity);
+    if (c->omp_wait_policy[0])
+        bkm_json_key(w, "OMP_WAIT_POLICY"), bkm_json_str(w, c->omp_wait_policy);
     bkm_json_obj_end(w);
     bkm_json_key(w, "params");
     bkm_json_obj_begin(w);
@@ -1149,6 +1308,10 @@ void bkm_tune_config_label(const bkm_tune_config_t *c, char *buf, size_t n)
         APPEND(" OMP_PROC_BIND=%s", c->omp_proc_bind);
     if (c->kmp_hw_subset[0])
         APPEND(" KMP_HW_SUBSET=%s", c->kmp_hw_subset);
+    if (c->gomp_cpu_affinity[0])
+        APPEND(" GOMP_CPU_AFFINITY=%s", c->gomp_cpu_affinity);
+    if (c->omp_wait_policy[0])
+        APPEND(" OMP_WAIT_POLICY=%s", c->omp_wait_policy);
     if (c->blocktime_ms != BKM_TUNE_BLOCKTIME_UNSET)
         APPEND(" KMP_BLOCKTIME=%s", bt_text(c->blocktime_ms, b, sizeof b));
     for (int i = 0; i < c->n_params; i++)
@@ -1178,6 +1341,11 @@ int bkm_tune_config_to_spec(const bkm_tune_config_t *c, const char *workload, bk
     if (c->omp_places[0] && (rc = bkm_tune_trial_spec_setenv(spec, "OMP_PLACES", c->omp_places, err)) < 0)
         return rc;
     if (c->omp_proc_bind[0] && (rc = bkm_tune_trial_spec_setenv(spec, "OMP_PROC_BIND", c->omp_proc_bind, err)) < 0)
+        return rc;
+    if (c->gomp_cpu_affinity[0] &&
+        (rc = bkm_tune_trial_spec_setenv(spec, "GOMP_CPU_AFFINITY", c->gomp_cpu_affinity, err)) < 0)
+        return rc;
+    if (c->omp_wait_policy[0] && (rc = bkm_tune_trial_spec_setenv(spec, "OMP_WAIT_POLICY", c->omp_wait_policy, err)) < 0)
         return rc;
     spec->ranks = bkm_tune_workload_is_mpi(workload) ? 1 : 0;
     for (int i = 0; i < c->n_params; i++) {

@@ -63,6 +63,17 @@ typedef struct bkm_tune_space_opts {
     int sweep_tunables;                            /**< 1: also sweep the kernel tunables not named in
                                                         params at {def/2, def, 2 def}; 0: keep them at
                                                         their defaults */
+    int program;                                   /**< 1: the workload is the user's own program
+                                                        (bkm/tuner/program.h): not a registered
+                                                        workload, no parameters */
+    int gomp;                                      /**< 1: the program loads GNU libgomp: the settings
+                                                        are OMP_PLACES x OMP_PROC_BIND (and the user's
+                                                        GOMP_CPU_AFFINITY), the wait dimension is
+                                                        OMP_WAIT_POLICY (unset, active, passive) instead
+                                                        of KMP_BLOCKTIME, no KMP_HW_SUBSET, and
+                                                        settings with identical plans by bkm's model of
+                                                        libgomp 12 are merged; a variable libgomp
+                                                        ignores (KMP_*) is dropped with a note */
 } bkm_tune_space_opts_t;
 
 /** One configuration of the space (a plain value). */
@@ -73,6 +84,8 @@ typedef struct bkm_tune_config {
     char omp_places[64];
     char omp_proc_bind[32];
     char kmp_hw_subset[32];
+    char gomp_cpu_affinity[128]; /**< "" = unset (libgomp spaces) */
+    char omp_wait_policy[16];  /**< "" = unset, "active", "passive" (libgomp spaces) */
     int blocktime_ms;          /**< BKM_TUNE_BLOCKTIME_UNSET, _INFINITE or ms */
     char backend[16];          /**< "" = workload default */
     int n_params;
