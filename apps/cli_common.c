@@ -14,6 +14,7 @@
 
 #include "bkm/results.h"
 #include "bkm/tuner.h"
+#include "bkm/worker.h"   /* bkm_tune_counters_parse: --counters is checked when it is parsed */
 
 const char *bkm_cli_db_path(const char *opt)
 {
@@ -87,6 +88,19 @@ int bkm_cli_opt_strategy(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm
     if (*nm == NULL)
         return bkm_err_set(err, BKM_EINVAL, "is unknown (grid, random, halving, local)");
     *(const char **)(void *)((char *)cfg + opt->off) = v;
+    return BKM_OK;
+}
+
+int bkm_cli_opt_counters(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
+{
+    char names[64][64];
+    int nn = 0;
+    const size_t cap = sizeof ((bkm_tune_trial_spec_t *)0)->counters;
+    if (strlen(v) >= cap)
+        return bkm_err_set(err, BKM_EINVAL, "is longer than %zu characters", cap - 1);
+    if (strcmp(v, "none") != 0 && bkm_tune_counters_parse(v, names, 64, &nn, err) < 0)
+        return BKM_EINVAL;
+    snprintf((char *)cfg + opt->off, cap, "%s", v);
     return BKM_OK;
 }
 

@@ -62,6 +62,45 @@ int bkm_cli_topo_open(const bkm_topo_source_t *src, const char *mask, bkm_node_p
     {.name = "db", .kind = BKM_CLI_STR, .metavar = "PATH", .off = offsetof(T, F),                                \
      .help = "results database (default: $BKM_DB, else " BKM_DB_DEFAULT_PATH ")", .example = "x.sqlite"}
 
+/** BKM_CLI_CALL parser of --counters: "none" or a comma-separated list of event names
+ *  (bkm_tune_counters_parse), copied into the char array (of a bkm_tune_trial_spec_t's counters
+ *  size) at cfg + opt->off; "is longer than N characters" or the list's fault otherwise. */
+int bkm_cli_opt_counters(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err);
+
+/** The trial protocol options that `tune run` and `tune sweep` share, into the
+ *  bkm_tune_trial_spec_t member @p SPEC of the options struct @p T: --min-samples (old spelling
+ *  --iters), --max-samples, --min-time, --trial-timeout, --disturbed-share, --counters and
+ *  --data-seed (the seed of the workload's input data, spec.seed; @p SEED_ALIAS: an old
+ *  spelling of it, or NULL). */
+#define BKM_CLI_TRIAL_OPTS(T, SPEC, SEED_ALIAS)                                                                  \
+    {.name = "min-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(T, SPEC.min_samples), .lo = 1, \
+     .hi = BKM_TUNE_SAMPLES_MAX, .help = "at least N timed samples per trial (default 5)", .alias = "iters"},   \
+    {.name = "max-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(T, SPEC.max_samples), .lo = 1, \
+     .hi = BKM_TUNE_SAMPLES_MAX, .help = "cap of the adaptive repetition (default 50)"},                        \
+    {.name = "min-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(T, SPEC.min_time_s),       \
+     .lo = 0, .hi = BKM_TUNE_TIME_MAX_S,                                                                        \
+     .help = "the timed loop of a trial lasts at least SEC (default 0.5; 90s, 5m;\n"                          \
+             "below --trial-timeout)", .example = "0.01"},                                                     \
+    {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(T, SPEC.timeout_s),   \
+     .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S,                                                                 \
+     .help = "a trial running longer is killed and recorded as timeout (default 600).\n"                      \
+             "In a sweep, a trial re-measured at k x the samples (halving rungs)\n"                            \
+             "gets k x the timeout; samples and time stay within the limits"},                                 \
+    {.name = "disturbed-share", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(T, SPEC.noise_share),      \
+     .lo = 0.001, .hi = 1,                                                                                      \
+     .help = "a trial's process is marked disturbed when its worst thread waited on a\n"                      \
+             "run queue, plus the steal time of its CPUs, for more than X of the timed\n"                      \
+             "region (default 0.10; from the OS, with or without PAPI)", .example = "0.2"},                    \
+    {.name = "counters", .kind = BKM_CLI_CALL, .metavar = "LIST", .off = offsetof(T, SPEC.counters),            \
+     .call = bkm_cli_opt_counters,                                                                              \
+     .help = "PAPI events per trial, comma-separated; 'none' disables (default:\n"                            \
+             "cycles, instructions, cache misses, FP ops and the perf:: software\n"                            \
+             "events; unavailable ones are reported with PAPI's reason)",                                       \
+     .example = "none"},                                                                                        \
+    {.name = "data-seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(T, SPEC.seed), .lo = 0,          \
+     .hi = 9.2e18, .alias = (SEED_ALIAS),                                                                       \
+     .help = "seed of the workload's input data, the same in every trial (default 1)"}
+
 /** BKM_CLI_CALL parser of --strategy: one of bkm_tune_strategy_names(), stored as const char * at
  *  cfg + opt->off; "is unknown (grid, ...)" otherwise. */
 int bkm_cli_opt_strategy(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err);

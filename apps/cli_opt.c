@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLI_OPTS_MAX 128
-
 int bkm_cli_opt_duration(const char *s, double *sec)
 {
     char *end;
@@ -167,12 +165,10 @@ static const bkm_cli_opt_t *find_short(const bkm_cli_cmd_spec_t *cmd, char c, si
     return NULL;
 }
 
-int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
+/* -h/--help anywhere before "--" wins over everything else on the line: 1 when it was printed. */
+static int help_asked(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv)
 {
-    int seen[CLI_OPTS_MAX] = {0}, json = 0, help = 0, options_done = 0;   /* seen: times each option came */
-    if (cmd->n_opts > CLI_OPTS_MAX)
-        return bkm_err_set(err, BKM_EINVAL, "tune %s: more than %d options in its table", cmd->name, CLI_OPTS_MAX);
-    /* -h/--help anywhere before "--" wins over everything else on the line */
+    int json = 0, help = 0;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
         json |= strcmp(argv[i], "--json") == 0;
@@ -182,9 +178,71 @@ int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void
             bkm_cli_opt_help_json(cmd, stdout);
         else
             bkm_cli_opt_help(cmd, stdout);
-        return 1;
     }
-    for (int i = 1; i < argc; i++) {
+    return help;
+}
+
+/* The option argv word @p a names ("--name", "--name=V", "-s", "-sV"), with *value its inline
+ * value (NULL when none) and *as the spelling used; BKM_EINVAL (err set) for an unknown one or
+ * a flag with a value. */
+static int option_of(const bkm_cli_cmd_spec_t *cmd, const char *a, const bkm_cli_opt_t **o, size_t *idx,
+                     const char **as, const char **value, bkm_err_t *err)
+{
+    *value = NULL;
+    if (a[1] == '-') {
+        const char *eq = strchr(a + 2, '=');
+        size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        *o = find_long(cmd, a + 2, len, idx, as);
+        if (*o == NULL)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '%.*s' (see tune %s --help)", cmd->name,
+                               (int)(len + 2), a, cmd->name);
+        if (eq != NULL) {
+            if ((*o)->kind == BKM_CLI_FLAG)
+                return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s takes no value ('%s')", cmd->name, *as, a);
+            *value = eq + 1;
+        }
+        return BKM_OK;
+    }
+    *o = find_short(cmd, a[1], idx);
+    *as = *o ? (*o)->name : NULL;
+    if (*o == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '-%c' (see tune %s --help)", cmd->name, a[1],
+                           cmd->name);
+    if (a[2] != '\0') {
+        if ((*o)->kind == BKM_CLI_FLAG)
+            return bkm_err_set(err, BKM_EINVAL, "tune %s: -%c takes no value ('%s')", cmd->name, a[1], a);
+        *value = a + 2;
+    }
+    return BKM_OK;
+}
+
+static int positional(const bkm_cli_cmd_spec_t *cmd, const char *a, void *cfg, bkm_err_t *err)
+{
+    int rc;
+    if (cmd->positional_fn == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "tune %s: unexpected argument '%s' (see tune %s --help)", cmd->name, a,
+                           cmd->name);
+    if ((rc = cmd->positional_fn(cfg, a, err)) < 0 && strncmp(err->msg, "tune ", 5) != 0)
+        bkm_err_prefix(err, "tune %s", cmd->name);
+    return rc;
+}
+
+int bkm_cli_opt_parse_given(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg,
+                            bkm_cli_given_t *given, bkm_err_t *err)
+{
+    bkm_cli_given_t own;
+    bkm_cli_given_t *g = given ? given : &own;
+    int options_done = 0, rc = BKM_OK;
+    memset(g, 0, sizeof *g);
+    if (cmd->n_opts > BKM_CLI_OPTS_MAX)
+        return bkm_err_set(err, BKM_EINVAL, "tune %s: more than %d options in its table", cmd->name,
+                           BKM_CLI_OPTS_MAX);
+    if (help_asked(cmd, argc, argv))
+        return 1;
+    /* every option takes at least one word of argv: argc entries are enough */
+    if (given && (g->list = bkm_calloc(argc > 0 ? (size_t)argc : 1, sizeof *g->list)) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "tune %s: out of memory", cmd->name);
+    for (int i = 1; i < argc && rc == BKM_OK; i++) {
         const char *a = argv[i], *value = NULL, *as = NULL;
         const bkm_cli_opt_t *o = NULL;
         size_t idx = 0;
@@ -193,58 +251,55 @@ int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void
             continue;
         }
         if (options_done || a[0] != '-' || a[1] == '\0') {
-            int rc;
-            if (cmd->positional_fn == NULL)
-                return bkm_err_set(err, BKM_EINVAL, "tune %s: unexpected argument '%s' (see tune %s --help)", cmd->name,
-                                   a, cmd->name);
-            if ((rc = cmd->positional_fn(cfg, a, err)) < 0) {
-                if (strncmp(err->msg, "tune ", 5) != 0)
-                    bkm_err_prefix(err, "tune %s", cmd->name);
-                return rc;
-            }
+            rc = positional(cmd, a, cfg, err);
             continue;
         }
-        if (a[1] == '-') {
-            const char *eq = strchr(a + 2, '=');
-            size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
-            o = find_long(cmd, a + 2, len, &idx, &as);
-            if (o == NULL)
-                return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '%.*s' (see tune %s --help)", cmd->name,
-                                   (int)(len + 2), a, cmd->name);
-            if (eq != NULL) {
-                if (o->kind == BKM_CLI_FLAG)
-                    return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s takes no value ('%s')", cmd->name, as, a);
-                value = eq + 1;
-            }
-        } else {
-            o = find_short(cmd, a[1], &idx);
-            as = o ? o->name : NULL;
-            if (o == NULL)
-                return bkm_err_set(err, BKM_EINVAL, "tune %s: unknown option '-%c' (see tune %s --help)", cmd->name,
-                                   a[1], cmd->name);
-            if (a[2] != '\0') {
-                if (o->kind == BKM_CLI_FLAG)
-                    return bkm_err_set(err, BKM_EINVAL, "tune %s: -%c takes no value ('%s')", cmd->name, a[1], a);
-                value = a + 2;
-            }
-        }
+        if ((rc = option_of(cmd, a, &o, &idx, &as, &value, err)) < 0)
+            break;
         if (o->kind != BKM_CLI_FLAG && value == NULL) {
-            if (i + 1 >= argc)
-                return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a value (%s)", cmd->name, as,
-                                   o->metavar ? o->metavar : kind_name(o->kind));
+            if (i + 1 >= argc) {
+                rc = bkm_err_set(err, BKM_EINVAL, "tune %s: --%s needs a value (%s)", cmd->name, as,
+                                 o->metavar ? o->metavar : kind_name(o->kind));
+                break;
+            }
             value = argv[++i];
         }
         /* a single-value option given again replaces the earlier value, in every command (scripts
          * append an override to a common line); a repeatable one adds a value */
-        seen[idx]++;
+        g->count[idx]++;
+        if (given)
+            g->list[g->n++] = (bkm_cli_given_opt_t){.opt = idx, .value = value, .by_alias = as != o->name};
         if (set_value(cmd, o, as, value ? value : "", cfg, err) < 0)
-            return BKM_EINVAL;
+            rc = BKM_EINVAL;
     }
-    for (size_t i = 0; i < cmd->n_opts; i++)
-        if ((cmd->opts[i].flags & BKM_CLI_REQUIRED) && seen[i] == 0)
-            return bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is required (see tune %s --help)", cmd->name,
-                               cmd->opts[i].name, cmd->name);
+    for (size_t i = 0; i < cmd->n_opts && rc == BKM_OK; i++)
+        if ((cmd->opts[i].flags & BKM_CLI_REQUIRED) && g->count[i] == 0)
+            rc = bkm_err_set(err, BKM_EINVAL, "tune %s: --%s is required (see tune %s --help)", cmd->name,
+                             cmd->opts[i].name, cmd->name);
+    if (rc < 0 && given)
+        bkm_cli_given_free(given);
+    return rc < 0 ? rc : 0;
+}
+
+int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err)
+{
+    return bkm_cli_opt_parse_given(cmd, argc, argv, cfg, NULL, err);
+}
+
+unsigned bkm_cli_given_count(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_given_t *given, const char *name)
+{
+    for (size_t i = 0; given && i < cmd->n_opts && i < BKM_CLI_OPTS_MAX; i++)
+        if (strcmp(cmd->opts[i].name, name) == 0)
+            return given->count[i];
     return 0;
+}
+
+void bkm_cli_given_free(bkm_cli_given_t *given)
+{
+    if (given == NULL)
+        return;
+    bkm_free(given->list);
+    memset(given, 0, sizeof *given);
 }
 
 int bkm_cli_opt_parse_cmd(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, int *code)

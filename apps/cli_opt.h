@@ -72,10 +72,43 @@ typedef struct bkm_cli_cmd_spec {
 /** The .opts and .n_opts members of a bkm_cli_cmd_spec_t from a static array of options. */
 #define BKM_CLI_TABLE(arr) .opts = (arr), .n_opts = sizeof(arr) / sizeof((arr)[0])
 
+/** The most options one command's table may hold. */
+#define BKM_CLI_OPTS_MAX 128
+
+/** One option as the command line gave it. */
+typedef struct bkm_cli_given_opt {
+    size_t opt;               /**< its index in the command's table */
+    const char *value;        /**< its value as written (points into argv); NULL for a flag */
+    int by_alias;             /**< 1: given by its old spelling (bkm_cli_opt_t.alias) */
+} bkm_cli_given_opt_t;
+
+/** Which options a parse saw (bkm_cli_opt_parse_given): how often each option of the table was
+ *  given, and every option given, in the order of the command line. */
+typedef struct bkm_cli_given {
+    unsigned count[BKM_CLI_OPTS_MAX]; /**< by table index */
+    bkm_cli_given_opt_t *list;        /**< owned: bkm_cli_given_free */
+    size_t n;
+} bkm_cli_given_t;
+
 /** Parse argv[1..argc) of command @p cmd into @p cfg (already holding the defaults).
  *  @return 0: parsed; 1: --help was printed to stdout (exit 0); BKM_EINVAL: err holds
  *  "tune CMD: ..." naming the option and the value (exit 2). Nothing is printed on error. */
 int bkm_cli_opt_parse(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg, bkm_err_t *err);
+
+/** bkm_cli_opt_parse that also records in @p given (when not NULL) which options were given,
+ *  with their values as written: what a command needs to tell an option given from one left at
+ *  its default, or to pass the options it was given on to another command line. @p given is
+ *  filled on success (return 0); after --help or an error it holds nothing. Free it with
+ *  bkm_cli_given_free in every case. BKM_ENOMEM when the list cannot be allocated. */
+int bkm_cli_opt_parse_given(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv, void *cfg,
+                            bkm_cli_given_t *given, bkm_err_t *err);
+
+/** How often the option called @p name (its name, not an old spelling) was given; 0 when it was
+ *  not, or when @p cmd has no such option. */
+unsigned bkm_cli_given_count(const bkm_cli_cmd_spec_t *cmd, const bkm_cli_given_t *given, const char *name);
+
+/** Release @p given's list (a zeroed or already freed one is fine). */
+void bkm_cli_given_free(bkm_cli_given_t *given);
 
 /** bkm_cli_opt_parse for a command's entry point: 0 when the command goes on; 1 when it must
  *  return *code at once (0 after --help; 2 after a parse error, whose message is on stderr). */

@@ -43,38 +43,44 @@ int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc,
     return 0;
 }
 
-int bkm_cli_slurm_submit(const char *cmd, const char *script, const char *dependency, int test_only,
-                         long long *job_id)
+int bkm_cli_slurm_submitter(const char *cmd, bkm_slurm_submit_t *how, char *sbatch, size_t n)
 {
-    char sbatch[4096];
     char **envp = NULL;
-    int cleared = 0, rc;
-    bkm_buf_t msg;
+    int cleared = 0;
     bkm_err_t err = {0};
-    bkm_slurm_submit_t s;
     const char *path = getenv("PATH");
-    *job_id = 0;
-    if ((rc = bkm_slurm_find_program("sbatch", path ? path : "/usr/bin:/bin", sbatch, sizeof sbatch, &err)) < 0) {
-        fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
-        return 3;
-    }
-    if ((rc = bkm_slurm_submit_env(environ, &envp, &cleared, &err)) < 0) {
+    memset(how, 0, sizeof *how);
+    if (bkm_slurm_find_program("sbatch", path ? path : "/usr/bin:/bin", sbatch, n, &err) < 0 ||
+        bkm_slurm_submit_env(environ, &envp, &cleared, &err) < 0) {
         fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
         return 3;
     }
     if (cleared > 0)
         fprintf(stderr, "tune %s: %d inherited SBATCH_*/SLURM_* variable(s) cleared for the submission\n", cmd,
                 cleared);
-    memset(&s, 0, sizeof s);
-    s.sbatch = sbatch;
-    s.envp = envp;
+    how->sbatch = sbatch;
+    how->envp = envp;
+    return 0;
+}
+
+int bkm_cli_slurm_submit(const char *cmd, const char *script, const char *dependency, int test_only,
+                         long long *job_id)
+{
+    char sbatch[4096];
+    int rc;
+    bkm_buf_t msg;
+    bkm_err_t err = {0};
+    bkm_slurm_submit_t s;
+    *job_id = 0;
+    if ((rc = bkm_cli_slurm_submitter(cmd, &s, sbatch, sizeof sbatch)) != 0)
+        return rc;
     s.script = script;
     s.dependency = dependency;
     s.test_only = test_only;
     bkm_buf_init(&msg);
     fflush(stdout);
     rc = bkm_slurm_submit_run(&s, job_id, &msg, &err);
-    bkm_free(envp);
+    bkm_free((void *)s.envp);
     if (rc < 0) {
         fprintf(stderr, "tune %s: %s\n", cmd, err.msg);
         bkm_buf_free(&msg);

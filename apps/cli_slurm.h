@@ -12,6 +12,10 @@
  *  which the caller frees). 0, or 3 after printing why (no /proc/self/exe). */
 int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
                            size_t self_len, char host[256], char when[32], bkm_buf_t *cmd);
+/** Prepare a submission: sbatch found on PATH (into @p sbatch, @p n bytes) and this environment
+ *  without SBATCH_* / SLURM_* (how->envp: the caller bkm_free()s it), saying how many were
+ *  cleared. 0, or 3 after printing why (no sbatch). */
+int bkm_cli_slurm_submitter(const char *cmd, bkm_slurm_submit_t *how, char *sbatch, size_t n);
 /** Submit @p script with sbatch (cleared SBATCH_ / SLURM_ variables; --test-only when asked;
  *  --dependency when not NULL). Prints what Slurm said. 0 with *job_id set, else the exit code
  *  (3: no sbatch, or Slurm refused: its message verbatim). */

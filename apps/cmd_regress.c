@@ -2,20 +2,15 @@
 /* `tune regress`: the regression gate. Records a baseline of a fixed suite, checks this build
  * against it, or runs an interleaved A/B against another build (the CI gate). */
 #define _GNU_SOURCE /* gethostname, environ */
-#include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
-#include "bkm/results.h"
-#include "bkm/slurm.h"
+#include "bkm/results.h"   /* BKM_DB_DEFAULT_PATH */
 #include "bkm/tuner.h"
 #include "bkm_revision.h"
 #include "cli_common.h"
@@ -122,49 +117,87 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
             "            4 some workloads could not be compared (their processes failed) and none regressed\n",
 };
 
+/* The progress line on a terminal: one self-overwriting line, ended before anything else. */
+typedef struct regress_bar {
+    int tty, open;
+} regress_bar_t;
+
 static void on_progress(void *ud, const char *line)
 {
-    if (*(int *)ud)
+    regress_bar_t *bar = ud;
+    if (bar->tty) {
         fprintf(stderr, "\rtune regress: %-60s", line);
+        bar->open = 1;
+    }
 }
 
-static void host_json(const bkm_topo_t *topo, bkm_buf_t *out, char *fp, size_t n)
+/* The options as the library's job, with what the run needs from this process. */
+static void regress_job(const regress_opts_t *o, const char *baseline_text, bkm_tune_regress_job_t *job)
 {
-    bkm_topo_summary_t ts;
-    bkm_json_w_t w;
-    char hostname[256] = "unknown";
-    gethostname(hostname, sizeof hostname - 1);
-    bkm_topo_summary(topo, &ts);
-    snprintf(fp, n, "%dp/%dn/%dc/%dt/%s", ts.packages, ts.numa_nodes, ts.cores, ts.pus, ts.isa);
-    bkm_json_w_init(&w, out, 0);
-    bkm_json_obj_begin(&w);
-    bkm_json_key(&w, "hostname"), bkm_json_str(&w, hostname);
-    bkm_json_key(&w, "cpu_model"), bkm_json_str(&w, ts.cpu_model);
-    bkm_json_key(&w, "fingerprint"), bkm_json_str(&w, fp);
-    bkm_json_key(&w, "isa"), bkm_json_str(&w, ts.isa);
-    bkm_json_key(&w, "topology");
-    if (bkm_topo_to_json(topo, &w, NULL) < 0)
-        bkm_json_null(&w);
-    bkm_json_obj_end(&w);
+    memset(job, 0, sizeof *job);
+    job->record = o->record;
+    job->output = o->output;
+    job->baseline_path = o->baseline;
+    job->baseline_text = baseline_text;
+    job->against = o->against;
+    job->junit = o->junit;
+    job->json = o->json;
+    job->threads = o->threads;
+    job->processes = o->processes;
+    job->params = o->params;
+    job->n_params = o->n_params;
+    job->workloads = o->workloads;
+    job->threshold = o->threshold;
+    job->alpha = o->alpha;
+    job->seed = (uint64_t)o->seed;
+    job->environ = environ;
+    job->path = getenv("PATH");
+    job->slurm_job_id = getenv("SLURM_JOB_ID");
+    job->revision = BKM_BUILD_REVISION;
+    job->db_path = bkm_cli_db_path(o->db);
+}
+
+/* What the run found, on the standard output and in the files asked for: the exit code. */
+static int regress_outputs(const regress_opts_t *o, const bkm_tune_regress_outcome_t *res)
+{
+    int ret;
+    if (res->verdict == BKM_TUNE_REGRESS_RECORDED) {
+        if ((ret = bkm_cli_output_write("regress", "-o", o->output, bkm_buf_str(&res->baseline), 0666)) != 0)
+            return ret;
+        fprintf(stderr, "tune regress: wrote %s: %s\n", o->output, res->summary);
+        return 0;
+    }
+    if (o->junit && (ret = bkm_cli_output_write("regress", "--junit", o->junit, bkm_buf_str(&res->junit), 0666)) != 0)
+        return ret;
+    fputs(bkm_buf_str(&res->report), stdout);
+    return res->verdict == BKM_TUNE_REGRESS_REGRESSION ? 1 : res->verdict == BKM_TUNE_REGRESS_INCOMPLETE ? 4 : 0;
+}
+
+/* Each line of @p notes on the standard error, after "tune regress: ". */
+static void print_notes(const bkm_buf_t *notes)
+{
+    for (const char *p = bkm_buf_str(notes); *p;) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(stderr, "tune regress: %.*s\n", len, p);
+        p += len + (nl != NULL);
+    }
 }
 
 int bkm_cli_regress(int argc, char **argv)
 {
     regress_opts_t o;
-    bkm_tune_regress_cfg_t cfg;
-    bkm_tune_regress_t *r = NULL;
-    bkm_tune_runner_t runner, ref;
+    bkm_tune_regress_job_t job;
+    bkm_tune_regress_outcome_t res = {0};
+    bkm_tune_runner_t runner;
     bkm_tune_trial_spec_t base;
     bkm_aff_topo_fix_t fix = {0};
-    bkm_topo_t *host = NULL;
-    bkm_topo_summary_t ts;
     bkm_err_t err = {0};
-    bkm_buf_t hj, out, baseline;
-    char self[PATH_MAX], fp[192], when[32], launcher[PATH_MAX];
+    regress_bar_t bar = {isatty(2), 0};
+    char self[PATH_MAX], when[32], host[256] = "unknown";
     char *baseline_text = NULL;
     size_t blen = 0;
-    int ret, tty = isatty(2), modes, fix_open = 0;
-    time_t now = time(NULL);
+    int ret, fix_open = 0;
 
     memset(&o, 0, sizeof o);
     o.threshold = BKM_TUNE_REGRESS_THRESHOLD;
@@ -172,236 +205,46 @@ int bkm_cli_regress(int argc, char **argv)
     o.seed = 1;
     if (bkm_cli_opt_parse_cmd(&regress_cmd, argc, argv, &o, &ret))
         return ret;
-    bkm_buf_init(&hj);
-    bkm_buf_init(&out);
-    bkm_buf_init(&baseline);
-    modes = !!o.record + !!o.baseline + !!o.against;
-    if (modes != 1) {
-        fprintf(stderr, "tune regress: give exactly one of --record, --baseline FILE, --against TUNE\n");
-        ret = 2;
-        goto done;
-    }
-    if (o.record && o.output == NULL) {
-        fprintf(stderr, "tune regress: --record needs -o FILE\n");
-        ret = 2;
-        goto done;
-    }
-    if (o.record && (o.junit || o.json)) {
-        fprintf(stderr, "tune regress: --%s is for a check (--baseline or --against), not --record\n",
-                o.junit ? "junit" : "json");
-        ret = 2;
-        goto done;
-    }
-    if (!o.record && o.output) {
-        fprintf(stderr, "tune regress: -o '%s' is only for --record (--junit OUT writes the comparison)\n", o.output);
-        ret = 2;
-        goto done;
-    }
-    if (o.baseline) {
-        ret = bkm_file_read_regular(o.baseline, "--baseline", 64u << 20, &baseline_text, &blen, &err);
-        if (ret < 0) {
-            fprintf(stderr, "tune regress: %s\n", err.msg);
-            ret = ret == BKM_EINVAL ? 2 : 3;
-            goto done;
-        }
-    }
-    if (o.against && access(o.against, X_OK) != 0) {
-        fprintf(stderr, "tune regress: --against '%s': not an executable (%s)\n", o.against, strerror(errno));
-        ret = 3;
-        goto done;
-    }
-    if ((ret = bkm_tune_env_check(environ, &err)) < 0 || (ret = bkm_topo_open_host(&host, &err)) < 0)
+    regress_job(&o, NULL, &job);
+    if ((ret = bkm_tune_regress_job_check(&job, &err)) < 0)
         goto fail;
-    host_json(host, &hj, fp, sizeof fp);
-    bkm_topo_summary(host, &ts);
-    if ((ret = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0)
-        goto fail;
-    ref = runner;
-    ref.worker_path = o.against;
+    if (o.baseline &&
+        (ret = bkm_file_read_regular(o.baseline, "--baseline", 64u << 20, &baseline_text, &blen, &err)) < 0) {
+        fprintf(stderr, "tune regress: %s\n", err.msg);
+        ret = ret == BKM_EINVAL ? 2 : 3;
+        goto done;
+    }
+    job.baseline_text = baseline_text;
     /* the suite runs the default setting (nothing bound): bound threads on a busy machine wait
      * for a neighbour's time slice at every barrier (a 0.1 ms GEMM measured at 5 ms), while
      * unbound ones move to whichever PU is free */
     bkm_tune_trial_spec_defaults(&base);
-    if ((ret = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (fix_open = 1, ret = bkm_cli_topo_fix_spec(&fix, &base, &err)) < 0)
+    if ((ret = bkm_tune_env_check(environ, &err)) < 0 || (ret = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0 ||
+        (ret = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (fix_open = 1, ret = bkm_cli_topo_fix_spec(&fix, &base, &err)) < 0)
         goto fail;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.runner = &runner;
-    cfg.reference = o.against ? &ref : NULL;
-    cfg.base = &base;
-    cfg.pus = ts.allowed_pus;
-    cfg.threads = o.threads;
-    cfg.params = o.params;
-    cfg.n_params = o.n_params;
-    cfg.workloads = o.workloads;
-    cfg.processes = o.processes;
-    cfg.seed = (uint64_t)o.seed;
-    cfg.progress = on_progress;
-    cfg.progress_ud = &tty;
-    if ((r = calloc(1, sizeof *r)) == NULL) {
-        ret = bkm_err_set(&err, BKM_ENOMEM, "out of memory");
-        goto fail;
-    }
-    if ((ret = bkm_tune_regress_plan(r, &cfg, baseline_text, &err)) < 0) {
-        fprintf(stderr, "tune regress: %s%s%s\n", o.baseline ? o.baseline : "", o.baseline ? ": " : "", err.msg);
-        ret = 2;
-        goto done;
-    }
-    if (o.baseline && strcmp(r->ref_fingerprint, fp) != 0) {
-        fprintf(stderr, "tune regress: baseline %s was recorded on %s (%s, topology/ISA %s); this host is %s "
-                        "(topology/ISA %s): its timings are not comparable here. Record a baseline on this kind of "
-                        "machine (tune regress --record -o FILE), or use --against OTHER_TUNE\n",
-                o.baseline, r->ref_host, r->ref_cpu, r->ref_fingerprint, ts.cpu_model, fp);
-        ret = 3;
-        goto done;
-    }
-    for (size_t i = 0; i < r->n_wl; i++)
-        if (r->wl[i].spec.ranks > 0) {
-            /* an MPI workload (fmnist-sgd): srun inside a Slurm allocation, else MPICH's mpiexec
-             * (hydra), from PATH, for both builds */
-            const char *path = getenv("PATH"), *job = getenv("SLURM_JOB_ID");
-            runner.slurm_job_id = ref.slurm_job_id = job && job[0] ? job : NULL;
-            if (bkm_slurm_find_program(runner.slurm_job_id ? "srun" : "mpiexec", path ? path : "/usr/bin:/bin",
-                                       launcher, sizeof launcher, &err) < 0) {
-                fprintf(stderr, "tune regress: workload %s runs as an MPI job and needs an MPI launcher: %s "
-                                "(install MPICH: mpiexec; or leave %s out of --workloads)\n",
-                        r->wl[i].name, err.msg, r->wl[i].name);
-                ret = 3;
-                goto done;
-            }
-            runner.launcher = ref.launcher = launcher;
-            break;
-        }
-    for (size_t i = 0; i < r->n_wl; i++) {
-        const bkm_tune_trial_spec_t *sp = &r->wl[i].spec;
-        /* an MPI job's workload is no registered kernel: its worker checks the training
-         * parameters; here the spec, and a core of its own per rank and thread */
-        if (sp->ranks > 0 && (ret = bkm_tune_trial_spec_validate(sp, &err)) == BKM_OK &&
-            (long)sp->ranks * sp->threads > ts.allowed_pus)
-            ret = bkm_err_set(&err, BKM_EINVAL, "%d ranks x %d threads need more than the %d PUs this process may use",
-                              sp->ranks, sp->threads, ts.allowed_pus);
-        if (sp->ranks == 0)
-            ret = bkm_tune_trial_check(sp, host, &err);
-        if (ret < 0) {
-            fprintf(stderr, "tune regress: workload %s: %s\n", r->wl[i].name, err.msg);
-            ret = 2;
-            goto done;
-        }
-    }
-    {
-        const volatile sig_atomic_t *stop = bkm_cli_stop_signals_catch();
-        runner.stop = ref.stop = stop;
-        cfg.stop = stop;
-    }
-    ret = bkm_tune_regress_measure(r, &cfg, &err);
-    if (tty)
+    gethostname(host, sizeof host - 1);
+    bkm_utc_iso8601(when, sizeof when);
+    job.runner = &runner;
+    job.base = &base;
+    job.hostname = host;
+    job.when = when;
+    job.stop = bkm_cli_stop_signals_catch();
+    job.progress = on_progress;
+    job.progress_ud = &bar;
+    ret = bkm_tune_regress_job_run(&job, &res, &err);
+    if (bar.open)
         fputc('\n', stderr);
-    if (ret < 0)
-        goto fail;
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    if (o.record) {
-        size_t bad = 0;
-        for (size_t i = 0; i < r->n_wl; i++)
-            if (r->wl[i].n < 3) {
-                fprintf(stderr, "tune regress: %s: only %zu process values: %s\n", r->wl[i].name, r->wl[i].n,
-                        r->wl[i].error);
-                bad++;
-            }
-        if (bad) {
-            fprintf(stderr, "tune regress: baseline not written\n");
-            ret = 3;
-            goto done;
-        }
-        bkm_tune_regress_baseline_json(r, bkm_buf_str(&hj), BKM_BUILD_REVISION, when, &baseline);
-        if ((ret = bkm_cli_output_write("regress", "-o", o.output, bkm_buf_str(&baseline), 0666)) != 0)
-            goto done;
-        fprintf(stderr, "tune regress: wrote %s: %zu workloads x %d processes, host %s, revision %s\n", o.output,
-                r->n_wl, r->processes, fp, BKM_BUILD_REVISION);
-        ret = 0;
+    print_notes(&res.notes);
+    ret = ret < 0 ? ret : regress_outputs(&o, &res);
+    if (ret >= 0)
         goto done;
-    }
-    if ((ret = bkm_tune_regress_compare(r, o.threshold, o.alpha, &err)) < 0)
-        goto fail;
-    {
-        bkm_json_w_t w;
-        bkm_buf_t res;
-        size_t untested = 0;
-        char reference[PATH_MAX + 160];
-        const char *verdict = r->regressions ? "regression" : "pass";
-        for (size_t i = 0; i < r->n_wl; i++)
-            untested += !r->wl[i].tested;
-        if (!r->regressions && untested)
-            verdict = "incomplete";
-        if (o.baseline)
-            snprintf(reference, sizeof reference, "%s (revision %s, %s)", o.baseline, r->ref_revision, r->ref_created);
-        else
-            snprintf(reference, sizeof reference, "%s", o.against);
-        bkm_buf_init(&res);
-        bkm_json_w_init(&w, &res, 0);
-        bkm_tune_regress_results_json(r, &w);
-        if (o.junit) {
-            bkm_buf_t j;
-            bkm_buf_init(&j);
-            bkm_tune_regress_junit(r, &j);
-            ret = bkm_cli_output_write("regress", "--junit", o.junit, bkm_buf_str(&j), 0666);
-            bkm_buf_free(&j);
-            if (ret != 0) {
-                bkm_buf_free(&res);
-                goto done;
-            }
-        }
-        {   /* the gate's history, for `tune report` */
-            bkm_db_t *db = NULL;
-            bkm_db_gate_run_t g = {.mode = o.against ? "ab" : "baseline", .fingerprint = fp,
-                                   .git_revision = BKM_BUILD_REVISION, .reference = reference,
-                                   .threshold = o.threshold, .alpha = o.alpha, .regressions = r->regressions,
-                                   .verdict = verdict, .results_json = bkm_buf_str(&res)};
-            char hn[256] = "unknown";
-            const char *path = bkm_cli_db_path(o.db);
-            bkm_err_t e2 = {0};
-            gethostname(hn, sizeof hn - 1);
-            g.hostname = hn;
-            if (!bkm_cli_db_check("regress", path) || bkm_db_open(&db, path, BKM_DB_CREATE, &e2) < 0 ||
-                bkm_db_gate_store(db, &g, &e2) < 0)
-                fprintf(stderr, "tune regress: warning: the run was not stored in %s: %s\n", path, e2.msg);
-            bkm_db_close(db);
-        }
-        if (o.json) {
-            bkm_json_w_init(&w, &out, 1);
-            bkm_json_obj_begin(&w);
-            bkm_json_key(&w, "verdict"), bkm_json_str(&w, verdict);
-            bkm_json_key(&w, "regressions"), bkm_json_int(&w, r->regressions);
-            bkm_json_key(&w, "mode"), bkm_json_str(&w, o.against ? "ab" : "baseline");
-            bkm_json_key(&w, "reference"), bkm_json_str(&w, reference);
-            bkm_json_key(&w, "revision"), bkm_json_str(&w, BKM_BUILD_REVISION);
-            bkm_json_key(&w, "host"), bkm_json_raw(&w, bkm_buf_str(&hj));
-            bkm_json_key(&w, "threshold"), bkm_json_double(&w, o.threshold);
-            bkm_json_key(&w, "alpha"), bkm_json_double(&w, o.alpha);
-            bkm_json_key(&w, "results"), bkm_json_raw(&w, bkm_buf_str(&res));
-            bkm_json_obj_end(&w);
-            printf("%s\n", bkm_buf_str(&out));
-        } else {
-            printf("tune regress: %s vs %s on %s (%s)\n", BKM_BUILD_REVISION, reference, fp, ts.cpu_model);
-            bkm_tune_regress_table(r, &out);
-            fputs(bkm_buf_str(&out), stdout);
-            printf("verdict: %s (%d regression(s))\n", verdict, r->regressions);
-        }
-        bkm_buf_free(&res);
-        ret = r->regressions ? 1 : untested ? 4 : 0;
-    }
-    goto done;
 fail:
     fprintf(stderr, "tune regress: %s\n", err.msg);
     ret = bkm_status_exit_code(ret);
 done:
     if (fix_open)
         bkm_cli_topo_fix_close(&fix);
-    if (r)
-        bkm_tune_regress_free(r);
-    free(r);
+    bkm_tune_regress_outcome_free(&res);
     bkm_free(baseline_text);
-    bkm_topo_close(host);
-    bkm_buf_free(&hj);
-    bkm_buf_free(&out);
-    bkm_buf_free(&baseline);
     return ret;
 }

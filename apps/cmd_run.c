@@ -20,11 +20,10 @@ const char bkm_cli_run_summary[] = "run one trial (workload + settings) in a fre
 
 typedef struct run_opts {
     bkm_tune_trial_spec_t spec;
-    const char *workload, *backend, *compare, *counters;
+    const char *workload, *backend, *compare;
 #ifdef BKM_TEST_HOOKS
     const char *inject;
 #endif
-    long long seed;
     int json, dry_run;
 } run_opts_t;
 
@@ -73,28 +72,11 @@ static const bkm_cli_opt_t run_table[] = {
      .help = "a workload parameter or kernel tunable (m=256, mc=128)", .example = "m=64"},
     {.name = "warmup", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.warmup), .lo = 0,
      .hi = BKM_TUNE_SAMPLES_MAX, .help = "at most N warm-up iterations, at least 1 is always run (default 20)"},
-    {.name = "min-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.min_samples),
-     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "at least N timed samples (default 5)", .alias = "iters"},
-    {.name = "max-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(run_opts_t, spec.max_samples),
-     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "cap of the adaptive repetition (default 50)"},
-    {.name = "min-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.min_time_s),
-     .lo = 0, .hi = BKM_TUNE_TIME_MAX_S, .help = "time at least SEC (default 0.5; 0.5, 90s, 5m)", .example = "0.01"},
     {.name = "max-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.max_time_s),
      .lo = 0, .hi = BKM_TUNE_TIME_MAX_S, .help = "no adaptive repetition after SEC of timing (default 30)"},
-    {.name = "seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(run_opts_t, seed), .lo = 0, .hi = 9.2e18,
-     .help = "data seed (default 1)"},
-    {.name = "counters", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(run_opts_t, counters),
-     .help = "PAPI events, comma-separated; 'none' disables (default: cycles,\n"
-             "instructions, cache misses, FP ops and the perf:: software events;\n"
-             "unavailable ones are listed with PAPI's reason)",
-     .example = "none"},
-    {.name = "disturbed-share", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(run_opts_t, spec.noise_share),
-     .lo = 0.001, .hi = 1,
-     .help = "mark the trial disturbed when its worst thread waited on a run queue,\n"
-             "plus the steal time of its CPUs, for more than X of the timed region\n"
-             "(default 0.10)", .example = "0.2"},
-    {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(run_opts_t, spec.timeout_s),
-     .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S, .help = "kill the worker after SEC (default 600)"},
+    /* --seed, which `tune sweep` and `tune regress` give to their own random choices, was the
+     * data seed here: still read, with a note (run_parse) */
+    BKM_CLI_TRIAL_OPTS(run_opts_t, spec, "seed"),
     {.name = "dry-run", .kind = BKM_CLI_FLAG, .off = offsetof(run_opts_t, dry_run),
      .help = "check everything (workload, parameters, settings against this\n"
              "node) and print the worker's trial spec as JSON; start nothing"},
@@ -112,7 +94,7 @@ static const bkm_cli_cmd_spec_t run_cmd = {
     .name = "run",
     .usage = "tune run --workload W [--backend native|onednn [--compare onednn|native]] [--threads N] [--affinity S]\n"
              "         [--blocktime B] [--hw-subset S] [--places P] [--proc-bind B] [--param key=value ...] [--warmup N] [--min-samples N]\n"
-             "         [--min-time SEC] [--max-samples N] [--max-time SEC] [--seed S]\n"
+             "         [--min-time SEC] [--max-samples N] [--max-time SEC] [--data-seed S]\n"
              "         [--counters LIST] [--disturbed-share X] [--trial-timeout SEC] [--dry-run]\n"
              "         [--json]",
     .about = "Runs ONE trial: a fresh worker process gets KMP_AFFINITY, KMP_BLOCKTIME and\n"
@@ -155,21 +137,28 @@ static int run_copy(const char *name, const char *v, char *dst, size_t cap, bkm_
 static int run_parse(int argc, char **argv, run_opts_t *o, bkm_err_t *err)
 {
     bkm_tune_trial_spec_t *spec = &o->spec;
-    int rc = bkm_cli_opt_parse(&run_cmd, argc, argv, o, err);
+    bkm_cli_given_t given;
+    int rc = bkm_cli_opt_parse_given(&run_cmd, argc, argv, o, &given, err);
+    for (size_t i = 0; rc == 0 && i < given.n; i++)
+        if (given.list[i].by_alias && strcmp(run_cmd.opts[given.list[i].opt].name, "data-seed") == 0) {
+            fprintf(stderr, "tune run: note: --seed is deprecated, use --data-seed (the workload's data seed; "
+                            "elsewhere --seed seeds bkm's own random choices)\n");
+            break;
+        }
+    bkm_cli_given_free(&given);
     if (rc != 0)
         return rc;
     if ((rc = run_copy("workload", o->workload, spec->workload, sizeof spec->workload, err)) < 0 ||
         (rc = run_copy("backend", o->backend, spec->backend, sizeof spec->backend, err)) < 0 ||
-        (rc = run_copy("compare", o->compare, spec->compare, sizeof spec->compare, err)) < 0 ||
-#ifdef BKM_TEST_HOOKS
-        (rc = run_copy("inject", o->inject, spec->inject, sizeof spec->inject, err)) < 0 ||
-#endif
-        (rc = run_copy("counters", o->counters, spec->counters, sizeof spec->counters, err)) < 0)
+        (rc = run_copy("compare", o->compare, spec->compare, sizeof spec->compare, err)) < 0)
         return rc;
+#ifdef BKM_TEST_HOOKS
+    if ((rc = run_copy("inject", o->inject, spec->inject, sizeof spec->inject, err)) < 0)
+        return rc;
+#endif
     if (o->compare != NULL && (o->backend == NULL || strcmp(o->compare, o->backend) == 0))
         return bkm_err_set(err, BKM_EINVAL, "tune run: --compare '%s' needs --backend naming the other engine (got %s)",
                            o->compare, o->backend ? o->backend : "none");
-    spec->seed = (uint64_t)o->seed;
     if (spec->max_samples < spec->min_samples)
         spec->max_samples = spec->min_samples;
     return BKM_OK;
@@ -265,7 +254,6 @@ int bkm_cli_run(int argc, char **argv)
 
     memset(&o, 0, sizeof o);
     bkm_tune_trial_spec_defaults(&o.spec);
-    o.seed = (long long)o.spec.seed;
     rc = run_parse(argc, argv, &o, &err);
     if (rc != 0) {
         if (rc < 0)

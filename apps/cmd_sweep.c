@@ -11,13 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "bkm/affinity.h"
 #include "bkm/results.h"
 #include "bkm/tuner.h"
-#include "bkm/worker.h"   /* bkm_tune_counters_parse: --counters is checked before a sweep starts */
 #include "bkm_revision.h"
 #include "cli_common.h"
 #include "cli_opt.h"
@@ -92,20 +90,6 @@ static int sweep_list(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_er
     return BKM_OK;
 }
 
-static int sweep_counters(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
-{
-    opts_t *o = cfg;
-    char names[64][64];
-    int nn = 0;
-    (void)opt;
-    if (strlen(v) >= sizeof o->sw.base.counters)
-        return bkm_err_set(err, BKM_EINVAL, "is too long");
-    if (strcmp(v, "none") != 0 && bkm_tune_counters_parse(v, names, 64, &nn, err) < 0)
-        return BKM_EINVAL;
-    snprintf(o->sw.base.counters, sizeof o->sw.base.counters, "%s", v);
-    return BKM_OK;
-}
-
 #ifdef BKM_TEST_HOOKS
 static int sweep_inject(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
 {
@@ -163,19 +147,9 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "time", .kind = BKM_CLI_DURATION, .metavar = "DURATION", .off = offsetof(opts_t, sw.time_budget_s),
      .lo = 0.001, .hi = 1e9, .help = "stop searching after DURATION (90s, 5m, 1h)", .example = "5m"},
     {.name = "seed", .kind = BKM_CLI_I64, .metavar = "N", .off = offsetof(opts_t, seed), .lo = 1, .hi = 1e8,
-     .help = "random choices of the strategy (default 1)"},
-    {.name = "min-time", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(opts_t, sw.base.min_time_s),
-     .lo = 0, .hi = BKM_TUNE_TIME_MAX_S,
-     .help = "timed loop of a trial lasts at least SEC (default 0.5; below\n--trial-timeout)", .example = "0.01"},
-    {.name = "min-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.base.min_samples),
-     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "at least N timed samples per trial (default 5)", .alias = "iters"},
-    {.name = "max-samples", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.base.max_samples),
-     .lo = 1, .hi = BKM_TUNE_SAMPLES_MAX, .help = "adaptive cap (default 50)"},
-    {.name = "trial-timeout", .kind = BKM_CLI_DURATION, .metavar = "SEC", .off = offsetof(opts_t, sw.base.timeout_s),
-     .lo = 0.001, .hi = BKM_TUNE_TIMEOUT_MAX_S,
-     .help = "a trial running longer is killed and stored as timeout (default 600).\n"
-             "A trial re-measured at k x the samples (halving rungs) gets k x the\n"
-             "timeout; samples and time stay within the limits"},
+     .help = "seed of the strategy's random choices (default 1; --data-seed is the\n"
+             "workload's)"},
+    BKM_CLI_TRIAL_OPTS(opts_t, sw.base, NULL),
     {.name = "confirm-top", .kind = BKM_CLI_INT, .metavar = "K", .off = offsetof(opts_t, sw.confirm_top), .lo = 0,
      .hi = BKM_TUNE_CONFIRM_TOP_MAX, .help = "candidates re-measured against the default (default 3)"},
     {.name = "replicates", .kind = BKM_CLI_INT, .metavar = "R", .off = offsetof(opts_t, sw.replicates), .lo = 6,
@@ -184,11 +158,6 @@ static const bkm_cli_opt_t sweep_table[] = {
              "processes, in a drift-cancelling order; the claim uses one value per process"},
     {.name = "min-ratio", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.min_ratio), .lo = 1,
      .hi = 100, .help = "smallest speedup over the default worth claiming (default 1.02)"},
-    {.name = "disturbed-share", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.base.noise_share),
-     .lo = 0.001, .hi = 1,
-     .help = "a process is marked disturbed when its worst thread waited on a run\n"
-             "queue, plus the steal time of its CPUs, for more than X of the timed\n"
-             "region (default 0.10; from the OS, with or without PAPI)", .example = "0.2"},
     {.name = "rerun-disturbed", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.rerun_disturbed),
      .lo = 0, .hi = BKM_TUNE_RERUN_DISTURBED_MAX,
      .help = "confirmation: run a disturbed process again, up to N times, instead\n"
@@ -202,11 +171,6 @@ static const bkm_cli_opt_t sweep_table[] = {
      .help = "a label stored with the sweep and shown by `tune report` (any text;\n"
              "re-running with another label relabels the resumed sweep)",
      .example = "first try"},
-    {.name = "counters", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_counters,
-     .help = "PAPI events per trial, comma-separated; 'none' disables (default:\n"
-             "cycles, instructions, cache misses, FP ops and the perf:: software\n"
-             "events; unavailable ones are stored with PAPI's reason)",
-     .example = "none"},
     {.name = "fresh", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, sw.fresh),
      .help = "start a new sweep instead of resuming the same command's"},
     BKM_CLI_DB_OPT(opts_t, db),
@@ -282,22 +246,20 @@ static const bkm_cli_cmd_spec_t sweep_cmd = {
             "            completed), 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP (completed trials kept)\n",
 };
 
-/* Parse argv into @p o (holding the defaults): 0 to go on, 1 after --help, BKM_EINVAL (err set). */
-static int parse_args(int argc, char **argv, opts_t *o, bkm_err_t *err)
+/* Parse argv into @p o (holding the defaults) and @p given (the options given, freed by the
+ * caller in every case): 0 to go on, 1 after --help, BKM_EINVAL (err set). */
+static int parse_args(int argc, char **argv, opts_t *o, bkm_cli_given_t *given, bkm_err_t *err)
 {
     int rc;
     o->seed = (long long)o->sw.seed;
-    if ((rc = bkm_cli_opt_parse(&sweep_cmd, argc, argv, o, err)) != 0)
+    if ((rc = bkm_cli_opt_parse_given(&sweep_cmd, argc, argv, o, given, err)) != 0)
         return rc;
     o->sp.workload = o->sw.workload = o->workload;
     o->sw.budget = (size_t)o->budget;
     o->sw.seed = (uint64_t)o->seed;
     if (o->sw.shard_count > 0) {
         /* a shard runs its part of the grid; another strategy cannot be split */
-        int given = 0;
-        for (int i = 1; i < argc; i++)
-            given |= strncmp(argv[i], "--strategy", 10) == 0;
-        if (given && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0)
+        if (bkm_cli_given_count(&sweep_cmd, given, "strategy") && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0)
             return bkm_err_set(err, BKM_EINVAL, "tune sweep: --shard runs a part of the grid: --strategy %s cannot "
                                "be split (use grid)", o->sw.strategy);
         if (o->sw.aa)
@@ -389,27 +351,6 @@ static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_no
     bkm_buf_free(&out);
 }
 
-/* The option of the sweep's table that argv word @p a names ("--name" or "--name=V", by its name
- * or old spelling), with *value the inline value (NULL when none); NULL when @p a is no option. */
-static const bkm_cli_opt_t *sweep_opt(const char *a, const char **value)
-{
-    size_t n;
-    *value = NULL;
-    if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
-        return NULL;
-    n = strcspn(a + 2, "=");
-    for (size_t k = 0; k < sizeof sweep_table / sizeof sweep_table[0]; k++) {
-        const bkm_cli_opt_t *o = &sweep_table[k];
-        if ((strlen(o->name) == n && strncmp(a + 2, o->name, n) == 0) ||
-            (o->alias && strlen(o->alias) == n && strncmp(a + 2, o->alias, n) == 0)) {
-            if (a[2 + n] == '=')
-                *value = a + 3 + n;
-            return o;
-        }
-    }
-    return NULL;
-}
-
 static void words_free(char **w, int n)
 {
     for (int i = 0; i < n; i++)
@@ -429,33 +370,26 @@ static int word_add(char **w, int *n, const char *dashes, const char *s)
 }
 
 /* The sweep's own options for the job's `tune sweep` line, one word each into *words (owned;
- * words_free): argv without what only concerns writing or submitting the job (and --db, --shard*:
- * the job sets them), read with the sweep's option table, so that a value is never taken for an
- * option nor an option for a value. A --node that names a profile or XML file becomes its
+ * words_free): the options given, as the parser saw them (so that a value is never taken for an
+ * option nor an option for a value), without what only concerns writing or submitting the job
+ * (and --db, --shard*: the job sets them). A --node that names a profile or XML file becomes its
  * absolute path: the job runs wherever sbatch starts it. 0, or the exit code after printing why. */
-static int job_args(int argc, char **argv, int add_grid, char ***words, int *n)
+static int job_args(const bkm_cli_given_t *given, char ***words, int *n)
 {
     static const char *const dropped[] = {"sbatch", "slurm-array", "account", "qos", "partition", "slurm-time",
                                           "job-name", "db", "shard", "shard-group", "submit", "dry-run", "json",
                                           NULL};
-    char **w = bkm_calloc((size_t)argc * 2 + 2, sizeof *w);
+    char **w = bkm_calloc(given->n * 2 + 1, sizeof *w);
     int k = 0;
     *words = NULL;
     *n = 0;
     if (w == NULL)
         goto oom;
-    for (int i = 1; i < argc; i++) {
-        const char *value = NULL;
-        const bkm_cli_opt_t *o = sweep_opt(argv[i], &value);
+    for (size_t i = 0; i < given->n; i++) {
+        const bkm_cli_opt_t *o = &sweep_table[given->list[i].opt];
+        const char *value = given->list[i].value;
         char abs[PATH_MAX];
         int drop = 0;
-        if (o == NULL) {   /* parse_args accepted the line: not reached */
-            fprintf(stderr, "tune: '%s' is not an option of the sweep\n", argv[i]);
-            words_free(w, k);
-            return 2;
-        }
-        if (o->kind != BKM_CLI_FLAG && value == NULL)
-            value = i + 1 < argc ? argv[++i] : "";
         for (int d = 0; dropped[d]; d++)
             drop |= strcmp(o->name, dropped[d]) == 0;
         if (drop)
@@ -474,8 +408,6 @@ static int job_args(int argc, char **argv, int add_grid, char ***words, int *n)
         if (word_add(w, &k, "--", o->name) < 0 || (value != NULL && word_add(w, &k, "", value) < 0))
             goto oom;
     }
-    if (add_grid && (word_add(w, &k, "--", "strategy") < 0 || word_add(w, &k, "", "grid") < 0))
-        goto oom;
     *words = w;
     *n = k;
     return 0;
@@ -486,54 +418,66 @@ oom:
     return 3;
 }
 
-/* A script's path as one shell word for a command line ("./" before one that starts with '-'). */
-static void script_word(bkm_buf_t *b, const char *path)
+/* The job(s) built: on stdout with --dry-run, else written (and submitted with --submit). */
+static int slurm_jobs_out(const opts_t *o, const bkm_node_profile_t *prof, const bkm_slurm_sweep_jobs_t *j)
 {
-    bkm_buf_t p;
-    bkm_buf_init(&p);
-    bkm_buf_printf(&p, "%s%s", path[0] == '-' ? "./" : "", path);
-    bkm_slurm_sh_quote(b, bkm_buf_str(&p), 0);
-    bkm_buf_free(&p);
+    bkm_slurm_submit_t how;
+    bkm_err_t err = {0};
+    long long ids[2] = {0, 0};
+    char sbatch[4096];
+    int ret, rc;
+    if (o->dry_run) {   /* --dry-run writes nothing: the script(s) on stdout */
+        printf("# %s\n%s", j->script, bkm_buf_str(&j->script_text));
+        if (j->array)
+            printf("# %s\n%s", j->merge, bkm_buf_str(&j->merge_text));
+        return 0;
+    }
+    if ((ret = bkm_cli_output_write("sweep", "--sbatch", j->script, bkm_buf_str(&j->script_text), 0777)) != 0 ||
+        (j->array && (ret = bkm_cli_output_write("sweep", "--sbatch", j->merge, bkm_buf_str(&j->merge_text), 0777)) != 0))
+        return ret;
+    if (j->array)
+        printf("tune: wrote %s (job array: %d shards of the %s sweep on %s, shards into %s) and %s (merge job into "
+               "%s)\n", j->script, o->slurm_array, o->workload, prof->name, bkm_buf_str(&j->shard_dir), j->merge,
+               bkm_buf_str(&j->db));
+    else
+        printf("tune: wrote %s (the %s sweep on %s, results merged into %s)\n", j->script, o->workload, prof->name,
+               bkm_buf_str(&j->db));
+    if (!o->submit) {   /* a command to copy: each path one shell word, never taken for an option */
+        printf("tune: submit with: %s\n", bkm_buf_str(&j->how));
+        return 0;
+    }
+    if ((ret = bkm_cli_slurm_submitter("sweep", &how, sbatch, sizeof sbatch)) != 0)
+        return ret;
+    fflush(stdout);
+    rc = bkm_slurm_sweep_jobs_submit(j, &how, ids, &err);
+    bkm_free((void *)how.envp);
+    for (int i = 0; i < 2; i++)
+        if (ids[i] > 0)
+            printf("Submitted batch job %lld (%s)\n", ids[i], i ? j->merge : j->script);
+    if (rc < 0) {
+        fprintf(stderr, "tune sweep: %s\n", err.msg);
+        return 3;
+    }
+    return 0;
 }
 
 /* --sbatch FILE / --slurm-array K: write (and submit) the job(s) that run this sweep on NODE. */
-static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc, char **argv)
+static int slurm_jobs(const opts_t *o, const bkm_cli_given_t *given, const bkm_node_profile_t *prof, int argc,
+                      char **argv)
 {
     bkm_slurm_job_t job;
-    bkm_slurm_array_t arr;
+    bkm_slurm_sweep_jobs_cfg_t cfg;
+    bkm_slurm_sweep_jobs_t j;
     bkm_err_t err = {0};
-    bkm_buf_t cmd, s1, s2, dbabs, shards;
+    bkm_buf_t cmd;
     char **words = NULL;
-    int n_words = 0;
-    char self[PATH_MAX], host[256], when[32], jname[96], f1[PATH_MAX], f2[PATH_MAX + 16], group[17];
-    const char *dot;
-    int ret = 0, rc;
-    long long id = 0, id2 = 0;
-    bkm_buf_init(&cmd), bkm_buf_init(&s1), bkm_buf_init(&s2), bkm_buf_init(&dbabs);
-    bkm_buf_init(&shards);
-    int user_strategy = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        const bkm_cli_opt_t *opt = sweep_opt(argv[i], &v);
-        user_strategy |= opt && strcmp(opt->name, "strategy") == 0;
-        if (opt && opt->kind != BKM_CLI_FLAG && v == NULL)
-            i++;   /* its value */
-    }
-    if (o->slurm_array && user_strategy && o->sw.strategy && strcmp(o->sw.strategy, "grid") != 0) {
-        fprintf(stderr, "tune: --slurm-array splits the grid: --strategy %s cannot be sharded (use grid)\n",
-                o->sw.strategy);
-        ret = 2;
-        goto out;
-    }
-    if (o->sw.shard_count > 0) {
-        fprintf(stderr, "tune: --shard is what the array's jobs run; not with --sbatch/--slurm-array\n");
-        ret = 2;
-        goto out;
-    }
+    char self[PATH_MAX], host[256], when[32], cwd[PATH_MAX];
+    int ret, rc, n_words = 0;
+    memset(&j, 0, sizeof j);
+    bkm_buf_init(&cmd);
     bkm_slurm_job_defaults(&job);
     if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, &cmd)) != 0)
         goto out;
-    snprintf(jname, sizeof jname, "bkm-%.80s", o->workload);
     job.node = prof->name;
     job.constraint = prof->slurm_constraint;
     job.workload = o->workload;
@@ -541,141 +485,138 @@ static int slurm_jobs(const opts_t *o, const bkm_node_profile_t *prof, int argc,
     if (o->qos)
         job.qos = o->qos;
     job.partition = o->partition;
-    job.time = o->slurm_time ? o->slurm_time : "02:00:00";
-    job.job_name = o->job_name ? o->job_name : jname;
-    if (o->db[0] != '/') {
-        char cwd[PATH_MAX];
-        if (getcwd(cwd, sizeof cwd) == NULL) {
-            fprintf(stderr, "tune: cannot read the current folder: %s\n", strerror(errno));
-            ret = 3;
-            goto out;
-        }
-        bkm_buf_printf(&dbabs, "%s/", cwd);
-    }
-    bkm_buf_puts(&dbabs, o->db);
-    bkm_buf_printf(&shards, "%s.shards", bkm_buf_str(&dbabs));
-    if ((ret = job_args(argc, argv, o->slurm_array && !user_strategy, &words, &n_words)) != 0)
+    job.time = o->slurm_time;   /* NULL: the sweep's default */
+    job.job_name = o->job_name;
+    if (o->db[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) {
+        fprintf(stderr, "tune: cannot read the current folder: %s\n", strerror(errno));
+        ret = 3;
         goto out;
-    memset(&arr, 0, sizeof arr);
-    arr.shards = o->slurm_array ? o->slurm_array : 1;
-    arr.sweep_argv = (const char *const *)words;
-    arr.sweep_argc = n_words;
-    arr.db = bkm_buf_str(&dbabs);
-    arr.shard_dir = bkm_buf_str(&shards);
-    {
-        unsigned char rnd[8];
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
-            fprintf(stderr, "tune: getrandom: %s\n", strerror(errno));
-            ret = 3;
-            goto out;
-        }
-        for (size_t i = 0; i < sizeof rnd; i++)
-            snprintf(group + 2 * i, sizeof group - 2 * i, "%02x", rnd[i]);
-        arr.group = group;
     }
-    if (o->slurm_array) {
-        rc = bkm_slurm_array_script_write(&job, &arr, &s1, &err);
-        if (rc == BKM_OK)
-            rc = bkm_slurm_merge_script_write(&job, &arr, &s2, &err);
-    } else {
-        rc = bkm_slurm_sweep_script_write(&job, &arr, &s1, &err);
-    }
-    if (rc < 0) {
+    if ((ret = job_args(given, &words, &n_words)) != 0)
+        goto out;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.job = &job;
+    cfg.shards = o->slurm_array;
+    cfg.sweep_argv = (const char *const *)words;
+    cfg.sweep_argc = n_words;
+    cfg.strategy = bkm_cli_given_count(&sweep_cmd, given, "strategy") ? o->sw.strategy : NULL;
+    cfg.shard_count = o->sw.shard_count;
+    cfg.db = o->db;
+    cfg.cwd = cwd;
+    cfg.script = o->sbatch;
+    if ((rc = bkm_slurm_sweep_jobs_build(&cfg, &j, &err)) < 0) {
         fprintf(stderr, "tune: %s\n", err.msg);
         ret = bkm_status_exit_code(rc);
         goto out;
     }
-    if (o->sbatch)
-        snprintf(f1, sizeof f1, "%s", o->sbatch);
-    else
-        snprintf(f1, sizeof f1, "bkm-%.60s-%.60s%s.sbatch", prof->name, o->workload, o->slurm_array ? "-array" : "");
-    dot = strrchr(f1, '.');
-    if (dot && strchr(dot, '/') == NULL && dot != f1)
-        snprintf(f2, sizeof f2, "%.*s-merge%s", (int)(dot - f1), f1, dot);
-    else
-        snprintf(f2, sizeof f2, "%s-merge", f1);
-    if (o->dry_run) {
-        /* --dry-run writes nothing: the script(s) on stdout */
-        printf("# %s\n%s", f1, bkm_buf_str(&s1));
-        if (o->slurm_array)
-            printf("# %s\n%s", f2, bkm_buf_str(&s2));
-        goto out;
-    }
-    if ((ret = bkm_cli_output_write("sweep", "--sbatch", f1, bkm_buf_str(&s1), 0777)) != 0 ||
-        (o->slurm_array && (ret = bkm_cli_output_write("sweep", "--sbatch", f2, bkm_buf_str(&s2), 0777)) != 0))
-        goto out;
-    if (o->slurm_array)
-        printf("tune: wrote %s (job array: %d shards of the %s sweep on %s, shards into %s) and %s (merge job into "
-               "%s)\n", f1, o->slurm_array, o->workload, prof->name, bkm_buf_str(&shards), f2, bkm_buf_str(&dbabs));
-    else
-        printf("tune: wrote %s (the %s sweep on %s, results merged into %s)\n", f1, o->workload, prof->name,
-               bkm_buf_str(&dbabs));
-    if (!o->submit) {
-        /* a command to copy: each path one shell word, never taken for an option */
-        bkm_buf_t how;
-        bkm_buf_init(&how);
-        bkm_buf_puts(&how, "sbatch ");
-        script_word(&how, f1);
-        if (o->slurm_array) {
-            bkm_buf_puts(&how, "; then sbatch --dependency=afterany:<id> ");
-            script_word(&how, f2);
-        }
-        printf("tune: submit with: %s\n", bkm_buf_str(&how));
-        bkm_buf_free(&how);
-        goto out;
-    }
-    if ((ret = bkm_cli_slurm_submit("sweep", f1, NULL, 0, &id)) != 0)
-        goto out;
-    if (o->slurm_array) {
-        char dep[64];
-        snprintf(dep, sizeof dep, "afterany:%lld", id);
-        ret = bkm_cli_slurm_submit("sweep", f2, dep, 0, &id2);
-    }
+    ret = slurm_jobs_out(o, prof, &j);
 out:
-    bkm_buf_free(&cmd), bkm_buf_free(&s1), bkm_buf_free(&s2), bkm_buf_free(&dbabs);
-    bkm_buf_free(&shards);
+    bkm_slurm_sweep_jobs_free(&j);
+    bkm_buf_free(&cmd);
     words_free(words, n_words);
     return ret;
+}
+
+/* Run the sweep here, on this host (it is the node): the database, the runner, the libomp
+ * topology correction, then bkm_tune_sweep_run and its summary; the exit code. */
+static int sweep_here(opts_t *o, bkm_tune_space_t *sp, const bkm_topo_t *node_topo, const bkm_node_profile_t *prof,
+                      int argc, char **argv)
+{
+    bkm_err_t err = {0};
+    bkm_db_t *db = NULL;
+    bkm_tune_runner_t runner;
+    bkm_tune_sweep_result_t res = {0};
+    bkm_aff_topo_fix_t fix = {0};
+    bar_t bar = {isatty(2), 0};
+    bkm_log_t log = {log_note, &bar, BKM_LOG_INFO};
+    bkm_buf_t cmd, out;
+    char self[PATH_MAX], launcher[4096], note[2048];
+    int rc;
+    bkm_buf_init(&cmd);
+    bkm_buf_init(&out);
+    if ((rc = bkm_tune_env_check(environ, &err)) < 0)
+        goto fail;
+    for (size_t i = 0; i < (o->verbose ? bkm_tune_space_n_notes(sp) : bkm_tune_space_n_causes(sp)); i++)
+        bkm_log(&log, BKM_LOG_INFO, "%s", o->verbose ? bkm_tune_space_note(sp, i) : bkm_tune_space_cause(sp, i)->text);
+    if ((rc = bkm_db_open(&db, o->db, BKM_DB_CREATE, &err)) < 0)
+        goto fail;
+    if (bkm_db_warning(db))
+        bkm_log(&log, BKM_LOG_WARN, "%s", bkm_db_warning(db));
+    if ((rc = bkm_tune_sweep_host_store(db, node_topo, &o->sw.host_id, &err)) < 0 ||
+        (rc = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0)
+        goto fail;
+    if (bkm_tune_workload_is_mpi(o->sp.workload) &&
+        (rc = bkm_tune_launcher_choose(&runner, getenv("PATH"), getenv("SLURM_JOB_ID"), launcher, sizeof launcher,
+                                       &err)) < 0) {
+        bkm_err_prefix(&err, "workload %s needs an MPI launcher", o->sp.workload);
+        goto fail;
+    }
+    /* libomp must see hwloc's topology, which every worker plans with (issue 8): the correction
+     * goes into the base spec, whose variables every trial carries and stores. */
+    if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &o->sw.base, &err)) < 0)
+        goto fail;
+    if (fix.disagreed || fix.applied)
+        bkm_log(&log, BKM_LOG_INFO, "%s", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
+    bkm_buf_puts(&cmd, "tune");
+    for (int i = 0; i < argc; i++)
+        bkm_buf_printf(&cmd, " %s", argv[i]);
+    o->sw.node = prof->name;
+    o->sw.shard_group = o->shard_group;
+    o->sw.command = bkm_buf_str(&cmd);
+    o->sw.git_revision = BKM_BUILD_REVISION;
+    o->sw.runner = &runner;
+    o->sw.stop = runner.stop = bkm_cli_stop_signals_catch();
+    o->sw.progress = on_progress;
+    o->sw.progress_ud = &bar;
+    o->sw.log = &log;
+    rc = bkm_tune_sweep_run(&o->sw, sp, db, &res, &err);
+    if (bar.open)
+        fputc('\n', stderr);
+    if (rc < 0)
+        goto fail;
+    bkm_tune_sweep_summary_render(&res, o->db, &out, o->json);
+    fputs(bkm_buf_str(&out), stdout);
+    /* an A/A run whose default "beats" itself is a failed check */
+    rc = res.interrupted ? 128 + (int)*o->sw.stop : res.failed ? 4 : res.aa && res.significant ? 1 : 0;
+    goto done;
+fail:
+    fprintf(stderr, "tune: %s\n", err.msg);
+    rc = bkm_status_exit_code(rc);
+done:
+    bkm_cli_topo_fix_close(&fix);
+    bkm_db_close(db);
+    bkm_buf_free(&cmd);
+    bkm_buf_free(&out);
+    bkm_tune_sweep_result_clear(&res);
+    return rc;
 }
 
 int bkm_cli_sweep(int argc, char **argv)
 {
     opts_t o;
+    bkm_cli_given_t given = {0};
     bkm_err_t err = {0};
     bkm_node_profile_t prof;
     bkm_topo_t *host = NULL, *node_topo = NULL;
     bkm_tune_space_t *sp = NULL;
-    bkm_db_t *db = NULL;
-    bkm_tune_runner_t runner;
-    bkm_tune_sweep_result_t res = {0};
-    bkm_aff_topo_fix_t fix = {0};
-    bkm_log_t log = {log_note, NULL, BKM_LOG_INFO};
-    bkm_buf_t cmd, out;
-    char self[PATH_MAX], launcher[4096];
     int rc, host_match;
-    bar_t bar = {isatty(2), 0};
-
-    const volatile sig_atomic_t *stop;
 
     memset(&o, 0, sizeof o);
     bkm_tune_sweep_cfg_defaults(&o.sw);
     o.node = "auto";
-    bkm_buf_init(&cmd);
-    bkm_buf_init(&out);
-    if ((rc = parse_args(argc, argv, &o, &err)) != 0) {
+    if ((rc = parse_args(argc, argv, &o, &given, &err)) != 0) {
         if (rc < 0)
             fprintf(stderr, "%s\n", err.msg);
-        bkm_buf_free(&cmd);
-        bkm_buf_free(&out);
+        bkm_cli_given_free(&given);
         return rc > 0 ? 0 : 2;
     }
     o.db = bkm_cli_db_path(o.db);
-    if (!bkm_cli_db_check("", o.db))
-        return 2;
+    if (!bkm_cli_db_check("", o.db)) {
+        rc = 2;
+        goto done;
+    }
     /* the host topology first, before anything could start an OpenMP runtime */
-    if ((rc = bkm_topo_open_host(&host, &err)) < 0)
-        goto fail;
-    if ((rc = bkm_profile_resolve(o.node, &prof, &err)) < 0)
+    if ((rc = bkm_topo_open_host(&host, &err)) < 0 || (rc = bkm_profile_resolve(o.node, &prof, &err)) < 0)
         goto fail;
     host_match = strcmp(prof.name, "auto") == 0 || bkm_profile_matches_host(&prof, host);
     if (strcmp(prof.name, "auto") == 0) {
@@ -688,86 +629,24 @@ int bkm_cli_sweep(int argc, char **argv)
         (rc = bkm_tune_space_specs_check(sp, o.sp.workload, &o.sw.base, &err)) < 0)
         goto fail;
     if (o.sbatch || o.slurm_array) {
-        rc = slurm_jobs(&o, &prof, argc, argv);
-        goto done;
-    }
-    if (o.submit) {
+        rc = slurm_jobs(&o, &given, &prof, argc, argv);
+    } else if (o.submit) {
         fprintf(stderr, "tune: --submit goes with --sbatch FILE or --slurm-array K\n");
         rc = 2;
-        goto done;
-    }
-    if (!host_match || o.dry_run) {
+    } else if (!host_match || o.dry_run) {
         print_plan(&o, sp, &prof, host_match, argc, argv);
         rc = 0;
-        goto done;
+    } else {
+        rc = sweep_here(&o, sp, node_topo, &prof, argc, argv);
     }
-    if ((rc = bkm_tune_env_check(environ, &err)) < 0)
-        goto fail;
-    for (size_t i = 0; i < (o.verbose ? bkm_tune_space_n_notes(sp) : bkm_tune_space_n_causes(sp)); i++)
-        bkm_log(&log, BKM_LOG_INFO, "%s", o.verbose ? bkm_tune_space_note(sp, i) : bkm_tune_space_cause(sp, i)->text);
-    if ((rc = bkm_db_open(&db, o.db, BKM_DB_CREATE, &err)) < 0)
-        goto fail;
-    if (bkm_db_warning(db))
-        bkm_log(&log, BKM_LOG_WARN, "%s", bkm_db_warning(db));
-    if ((rc = bkm_tune_sweep_host_store(db, node_topo, &o.sw.host_id, &err)) < 0)
-        goto fail;
-    if ((rc = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0)
-        goto fail;
-    if (bkm_tune_workload_is_mpi(o.sp.workload)) {
-        /* MPI trials: srun inside a Slurm allocation, else MPICH's mpiexec (hydra), from PATH */
-        const char *path = getenv("PATH"), *job = getenv("SLURM_JOB_ID");
-        runner.slurm_job_id = job && job[0] ? job : NULL;
-        if ((rc = bkm_slurm_find_program(runner.slurm_job_id ? "srun" : "mpiexec", path ? path : "/usr/bin:/bin",
-                                         launcher, sizeof launcher, &err)) < 0) {
-            rc = bkm_err_prefix(&err, "workload %s needs an MPI launcher", o.sp.workload);
-            goto fail;
-        }
-        runner.launcher = launcher;
-    }
-    /* libomp must see hwloc's topology, which every worker plans with (issue 8): the correction
-     * goes into the base spec, whose variables every trial carries and stores. */
-    if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &o.sw.base, &err)) < 0)
-        goto fail;
-    if (fix.disagreed || fix.applied) {
-        char note[2048];
-        bkm_log(&log, BKM_LOG_INFO, "%s", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
-    }
-    bkm_buf_puts(&cmd, "tune");
-    for (int i = 0; i < argc; i++)
-        bkm_buf_printf(&cmd, " %s", argv[i]);
-    o.sw.node = prof.name;
-    o.sw.shard_group = o.shard_group;
-    o.sw.command = bkm_buf_str(&cmd);
-    o.sw.git_revision = BKM_BUILD_REVISION;
-    o.sw.runner = &runner;
-    stop = bkm_cli_stop_signals_catch();
-    runner.stop = stop;
-    o.sw.stop = stop;
-    o.sw.progress = on_progress;
-    o.sw.progress_ud = &bar;
-    log.ud = &bar;
-    o.sw.log = &log;
-    rc = bkm_tune_sweep_run(&o.sw, sp, db, &res, &err);
-    if (bar.open)
-        fputc('\n', stderr);
-    if (rc < 0)
-        goto fail;
-    bkm_tune_sweep_summary_render(&res, o.db, &out, o.json);
-    fputs(bkm_buf_str(&out), stdout);
-    /* an A/A run whose default "beats" itself is a failed check */
-    rc = res.interrupted ? 128 + (int)*stop : res.failed ? 4 : res.aa && res.significant ? 1 : 0;
     goto done;
 fail:
     fprintf(stderr, "tune: %s\n", err.msg);
     rc = bkm_status_exit_code(rc);
 done:
-    bkm_cli_topo_fix_close(&fix);
-    bkm_db_close(db);
     bkm_tune_space_free(sp);
     bkm_topo_close(node_topo);
     bkm_topo_close(host);
-    bkm_buf_free(&cmd);
-    bkm_buf_free(&out);
-    bkm_tune_sweep_result_clear(&res);
+    bkm_cli_given_free(&given);
     return rc;
 }

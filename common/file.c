@@ -2,7 +2,8 @@
 /* Files: user-given input files (only a regular file is opened for reading, never a FIFO, device,
  * socket or directory: a FIFO without a writer blocks open(2) and read(2) forever; /dev/zero never
  * ends; and no more than a stated number of bytes is read), and the one way bkm writes a file
- * (a new name created exclusively, never through a link, then renamed into place). */
+ * (a new name created exclusively, never through a link, then renamed into place); and the
+ * lookup of an executable on a PATH the caller passes. */
 #define _GNU_SOURCE
 #include "bkm/common.h"
 
@@ -351,4 +352,24 @@ int bkm_file_write_output(const char *path, const char *what, const char *text, 
                            strerror(e));
     }
     return BKM_OK;
+}
+
+int bkm_path_find_program(const char *prog, const char *path, char *found, size_t n, bkm_err_t *err)
+{
+    const char *p = path ? path : "";
+    while (1) {
+        const char *c = strchr(p, ':');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len > 0 && len + strlen(prog) + 2 <= n) {
+            snprintf(found, n, "%.*s/%s", (int)len, p, prog);
+            if (access(found, X_OK) == 0)
+                return BKM_OK;
+        }
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    if (n > 0)
+        found[0] = '\0';
+    return bkm_err_set(err, BKM_EDEP, "'%s' is not installed (not on PATH)", prog);
 }

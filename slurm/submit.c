@@ -42,20 +42,8 @@ int bkm_slurm_submit_env(char *const *envp, char ***out, int *n_cleared, bkm_err
 
 int bkm_slurm_find_program(const char *prog, const char *path, char *found, size_t n, bkm_err_t *err)
 {
-    const char *p = path ? path : "";
-    while (1) {
-        const char *c = strchr(p, ':');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        if (len > 0 && len + strlen(prog) + 2 <= n) {
-            snprintf(found, n, "%.*s/%s", (int)len, p, prog);
-            if (access(found, X_OK) == 0)
-                return BKM_OK;
-        }
-        if (!c)
-            break;
-        p = c + 1;
-    }
-    found[0] = '\0';
+    if (bkm_path_find_program(prog, path, found, n, err) == BKM_OK)
+        return BKM_OK;
     return bkm_err_set(err, BKM_EDEP, "'%s' is not installed (not on PATH): install Slurm's client commands "
                        "(Debian: apt-get install slurm-client), or run on a login node of the cluster", prog);
 }

@@ -404,7 +404,9 @@ static int cand_append(cand_t *c, double v, const double *prec, int pos, int dis
 }
 
 /* Find or create the sweep: its key covers the space and the measurement protocol (another
- * protocol is another sweep), the strategy and its seed, the node and the workload. */
+ * protocol is another sweep), the strategy and its seed, the workload's data seed when it is not
+ * the default 1 (so that the keys of sweeps with the default stay what they were), the node and
+ * the workload. */
 static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
@@ -425,6 +427,8 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     bkm_json_key(&w, "target_ci_rel"), bkm_json_double(&w, cfg->base.target_ci_rel);
     bkm_json_key(&w, "strategy"), bkm_json_str(&w, strategy);
     bkm_json_key(&w, "seed"), bkm_json_int(&w, (int64_t)cfg->seed);
+    if (cfg->base.seed != 1)
+        bkm_json_key(&w, "data_seed"), bkm_json_int(&w, (int64_t)cfg->base.seed);
     /* the confirmation protocol: processes per arm, and A/A runs apart from real ones */
     bkm_json_key(&w, "confirm"), bkm_json_str(&w, "process-medians/" BKM_TUNE_CLAIM_ORDER_NAME);
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, cfg->replicates);

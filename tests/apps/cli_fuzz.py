@@ -53,12 +53,12 @@ COMMANDS = {
         "flags": ["--json", "--env"], "positional": True},
     "run": {
         "opts": ["--workload", "--backend", "--threads", "--affinity", "--blocktime", "--param",
-                 "--warmup", "--min-samples", "--iters", "--min-time", "--max-samples", "--max-time", "--seed",
-                 "--counters", "--trial-timeout"],
+                 "--warmup", "--min-samples", "--iters", "--min-time", "--max-samples", "--max-time", "--data-seed",
+                 "--seed", "--counters", "--trial-timeout"],
         "flags": ["--json"], "always": ["--dry-run"]},
     "sweep": {
         "opts": ["--workload", "--node", "--threads", "--affinity", "--blocktime", "--hw-subset",
-                 "--param", "--backend", "--strategy", "--budget", "--time", "--seed", "--min-time",
+                 "--param", "--backend", "--strategy", "--budget", "--time", "--seed", "--data-seed", "--min-time",
                  "--min-samples", "--max-samples", "--trial-timeout", "--confirm-top", "--counters",
                  "--db", "--sbatch", "--slurm-array", "--account", "--qos", "--partition", "--slurm-time",
                  "--job-name", "--shard", "--shard-group"],
@@ -107,6 +107,7 @@ GOOD = {
     "--budget": ["1", "5", "20"],
     "--time": ["90s", "5m", "1h"],
     "--seed": ["1", "7"],
+    "--data-seed": ["1", "12345678901"],
     "--seeds": ["1", "3"],
     "--min-time": ["0.05", "0", "1"],
     "--min-samples": ["5", "1"],

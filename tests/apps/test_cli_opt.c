@@ -286,6 +286,50 @@ START_TEST(required_alias_spelling_and_call_messages)
 }
 END_TEST
 
+/* The parse reports which options were given, how often, with their values as written and the
+ * spelling used: what a command needs to pass its options on (the sweep's batch job line). */
+START_TEST(given_options_are_reported)
+{
+    char *argv[] = {"demo", "--threads=8", "-t", "4", "--param", "m=1", "pos", "--json", "--database", "x.sqlite",
+                    "--trial-timeout", "5m", "-wgemm", "--", "--threads", NULL};
+    char *bad[] = {"demo", "--threads", "2", "--nope", NULL};
+    bkm_cli_given_t g;
+    cfg_t c;
+    bkm_err_t err = {0};
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(bkm_cli_opt_parse_given(&cmd, 15, argv, &c, &g, &err), 0);
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "threads"), 2);   /* "--threads" after "--" is positional */
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "param"), 1);
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "db"), 1);
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "database"), 0);   /* names, not old spellings */
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "seed"), 0);
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "nosuch"), 0);
+    ck_assert_uint_eq(g.n, 7);
+    ck_assert_str_eq(opts[g.list[0].opt].name, "threads");
+    ck_assert_str_eq(g.list[0].value, "8");
+    ck_assert_str_eq(g.list[1].value, "4");
+    ck_assert_str_eq(g.list[2].value, "m=1");
+    ck_assert_str_eq(opts[g.list[3].opt].name, "json");
+    ck_assert_ptr_null(g.list[3].value);
+    ck_assert_str_eq(opts[g.list[4].opt].name, "db");
+    ck_assert_int_eq(g.list[4].by_alias, 1);
+    ck_assert_int_eq(g.list[0].by_alias, 0);
+    ck_assert_str_eq(g.list[5].value, "5m");   /* as written, not the parsed 300 s */
+    ck_assert_str_eq(g.list[6].value, "gemm");
+    ck_assert_int_eq(c.npos, 2);
+    bkm_cli_given_free(&g);
+    ck_assert_ptr_null(g.list);
+    ck_assert_uint_eq(g.n, 0);
+    bkm_cli_given_free(&g);   /* twice is harmless */
+    /* an error leaves nothing to free, and the message is the plain parser's */
+    ck_assert_int_eq(bkm_cli_opt_parse_given(&cmd, 4, bad, &c, &g, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "tune demo: unknown option '--nope' (see tune demo --help)");
+    ck_assert_ptr_null(g.list);
+    ck_assert_uint_eq(bkm_cli_given_count(&cmd, &g, "threads"), 0);
+    bkm_cli_given_free(&g);
+}
+END_TEST
+
 static Suite *cli_opt_suite(void)
 {
     Suite *s = suite_create("cli_opt");
@@ -296,6 +340,7 @@ static Suite *cli_opt_suite(void)
     tcase_add_test(tc, help_wins_and_stops_parsing);
     tcase_add_test(tc, durations);
     tcase_add_test(tc, required_alias_spelling_and_call_messages);
+    tcase_add_test(tc, given_options_are_reported);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -765,6 +765,26 @@ START_TEST(json_one_depth_limit)
 }
 END_TEST
 
+/* The PATH lookup every launcher and sbatch search goes through. */
+START_TEST(path_find_program)
+{
+    char found[64];
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_path_find_program("sh", "/nonexistent::/bin:/usr/bin", found, sizeof found, &err), BKM_OK);
+    ck_assert_str_eq(found, "/bin/sh");
+    ck_assert_int_eq(bkm_path_find_program("sh", "/nonexistent", found, sizeof found, &err), BKM_EDEP);
+    ck_assert_str_eq(err.msg, "'sh' is not installed (not on PATH)");
+    ck_assert_str_eq(found, "");
+    ck_assert_int_eq(bkm_path_find_program("sh", "", found, sizeof found, &err), BKM_EDEP);
+    ck_assert_int_eq(bkm_path_find_program("sh", NULL, found, sizeof found, &err), BKM_EDEP);
+    /* a name that does not fit the buffer is not found, never truncated into another file */
+    ck_assert_int_eq(bkm_path_find_program("sh", "/bin", found, 7, &err), BKM_EDEP);
+    ck_assert_int_eq(bkm_path_find_program("sh", "/bin", found, 8, &err), BKM_OK);
+    /* a file that is not executable is not a program */
+    ck_assert_int_eq(bkm_path_find_program("passwd", "/etc", found, sizeof found, &err), BKM_EDEP);
+}
+END_TEST
+
 static Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -791,6 +811,7 @@ static Suite *common_suite(void)
     tcase_add_test(tc, file_write_output_safe);
     tcase_add_test(tc, file_write_new_exclusive);
     tcase_add_test(tc, sha256_known_vectors);
+    tcase_add_test(tc, path_find_program);
     tcase_set_timeout(tc, 10);
     suite_add_tcase(s, tc);
     return s;

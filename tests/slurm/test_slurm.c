@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of slurm/: NERSC's srun layout, edit distance against the runtimes' variables,
- * settings, golden batch scripts, the job array and merge job, submission environment, lint. */
+ * settings, golden batch scripts, the job array and merge job, a sweep's jobs and their
+ * submission, submission environment, lint. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bkm_check.h"
 #include "bkm/slurm.h"
@@ -283,6 +286,125 @@ START_TEST(array_and_merge_scripts)
 }
 END_TEST
 
+/* A sweep's jobs from its config: the defaults, the file names, the absolute database, the grid
+ * added to an array's line, the refusals; submission of the job and its merge job with a fake
+ * sbatch that records its arguments. */
+START_TEST(sweep_jobs_built_and_submitted)
+{
+    static const char *const args[] = {"--workload", "alexnet", "--min-time", "5m"};
+    bkm_slurm_job_t job;
+    bkm_slurm_sweep_jobs_cfg_t cfg;
+    bkm_slurm_sweep_jobs_t j;
+    bkm_slurm_submit_t how;
+    bkm_err_t err = {0};
+    char dir[] = "/tmp/bkm-test-sweepjobs-XXXXXX", path[256], log[256], *text;
+    char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+    long long ids[2];
+    size_t len;
+    FILE *f;
+    job_fixed(&job);
+    job.job_name = NULL;
+    job.time = NULL;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.job = &job;
+    cfg.sweep_argv = args;
+    cfg.sweep_argc = 4;
+    cfg.db = "res/bkm.sqlite";
+    cfg.cwd = "/scratch/u";
+    cfg.group = "0123456789abcdef";
+    /* one job: the default name and time, the database made absolute */
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    ck_assert_int_eq(j.array, 0);
+    ck_assert_str_eq(j.script, "bkm-knl-alexnet.sbatch");
+    ck_assert_str_eq(bkm_buf_str(&j.db), "/scratch/u/res/bkm.sqlite");
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&j.script_text), "#SBATCH -t 02:00:00\n"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&j.script_text), "#SBATCH -J bkm-alexnet\n"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&j.script_text), "sweep --workload alexnet --min-time 5m --db"));
+    ck_assert_ptr_null(strstr(bkm_buf_str(&j.script_text), "--strategy"));
+    ck_assert_str_eq(bkm_buf_str(&j.how), "sbatch bkm-knl-alexnet.sbatch");
+    bkm_slurm_sweep_jobs_free(&j);
+    /* an array: --strategy grid added, the merge job's name before the extension */
+    cfg.shards = 3;
+    cfg.script = "-x.job";
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    ck_assert_int_eq(j.array, 1);
+    ck_assert_str_eq(j.script, "-x.job");
+    ck_assert_str_eq(j.merge, "-x-merge.job");
+    ck_assert_str_eq(bkm_buf_str(&j.shard_dir), "/scratch/u/res/bkm.sqlite.shards");
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&j.script_text), "#SBATCH --array=0-2\n"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&j.script_text), "--min-time 5m --strategy grid --db"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&j.merge_text), "--strategy grid --db \"$LOCAL\""));
+    ck_assert_str_eq(bkm_buf_str(&j.how), "sbatch ./-x.job; then sbatch --dependency=afterany:<id> ./-x-merge.job");
+    bkm_slurm_sweep_jobs_free(&j);
+    cfg.script = "jobs.d/sweep";   /* a dot in a folder is no extension */
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    ck_assert_str_eq(j.merge, "jobs.d/sweep-merge");
+    bkm_slurm_sweep_jobs_free(&j);
+    cfg.script = NULL;
+    cfg.group = NULL;   /* a random group, 16 hex digits */
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    ck_assert_str_eq(j.script, "bkm-knl-alexnet-array.sbatch");
+    ck_assert_uint_eq(strspn(j.group, "0123456789abcdef"), 16);
+    bkm_slurm_sweep_jobs_free(&j);
+    /* a given grid is not repeated; another strategy cannot be split; --shard is the array's own */
+    cfg.strategy = "grid";
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    ck_assert_ptr_null(strstr(bkm_buf_str(&j.script_text), "--strategy"));
+    bkm_slurm_sweep_jobs_free(&j);
+    cfg.strategy = "random";
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "--slurm-array splits the grid: --strategy random cannot be sharded (use grid)");
+    bkm_slurm_sweep_jobs_free(&j);
+    cfg.shards = 0;   /* one job runs any strategy */
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    bkm_slurm_sweep_jobs_free(&j);
+    cfg.shard_count = 2;
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--shard"));
+    bkm_slurm_sweep_jobs_free(&j);
+    cfg.shard_count = 0;
+    cfg.cwd = NULL;   /* a relative database needs the folder */
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_EINVAL);
+    bkm_slurm_sweep_jobs_free(&j);
+
+    /* submission: the array job, then the merge job after it */
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/sbatch", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fprintf(f, "#!/bin/sh\necho \"$*\" >> '%s'\nn=$(wc -l < '%s')\necho $((100 + n))\n", log, log);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0700), 0);
+    cfg.cwd = "/scratch/u";
+    cfg.strategy = NULL;
+    cfg.shards = 2;
+    cfg.group = "g";
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_build(&cfg, &j, &err), BKM_OK);
+    memset(&how, 0, sizeof how);
+    how.sbatch = path;
+    how.envp = envp;
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_submit(&j, &how, ids, &err), BKM_OK);
+    ck_assert_int_eq(ids[0], 101);
+    ck_assert_int_eq(ids[1], 102);
+    ck_assert_int_eq(bkm_file_read_regular(log, "log", 4096, &text, &len, &err), BKM_OK);
+    ck_assert_str_eq(text, "--parsable bkm-knl-alexnet-array.sbatch\n"
+                           "--parsable --dependency=afterany:101 bkm-knl-alexnet-array-merge.sbatch\n");
+    bkm_free(text);
+    /* sbatch refuses: nothing submitted, Slurm's message */
+    ck_assert_ptr_nonnull(f = fopen(path, "w"));
+    fprintf(f, "#!/bin/sh\necho 'sbatch: error: invalid partition' >&2\nexit 1\n");
+    fclose(f);
+    ck_assert_int_eq(bkm_slurm_sweep_jobs_submit(&j, &how, ids, &err), BKM_EDEP);
+    ck_assert_int_eq(ids[0], 0);
+    ck_assert_int_eq(ids[1], 0);
+    ck_assert_ptr_nonnull(strstr(err.msg, "invalid partition"));
+    bkm_slurm_sweep_jobs_free(&j);
+    unlink(path);
+    unlink(log);
+    rmdir(dir);
+}
+END_TEST
+
 /* The one quoting function and the one comment escape: whatever the text, the shell reads back
  * exactly one word with that text, and a comment line never ends early. */
 START_TEST(quote_and_comment)
@@ -521,6 +643,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(tc, script_golden_places_ranks);
     tcase_add_test(tc, job_values_checked);
     tcase_add_test(tc, array_and_merge_scripts);
+    tcase_add_test(tc, sweep_jobs_built_and_submitted);
     tcase_add_test(tc, quote_and_comment);
     tcase_add_test(tc, foreign_values_refused_or_quoted);
     tcase_add_test(tc, submit_env_clears_slurm_variables);

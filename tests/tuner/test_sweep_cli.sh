@@ -75,5 +75,20 @@ expect 2 "--budget" "$BKM_TUNE" --workload gemm --budget -3 --db bad.sqlite
 expect 2 "kc" "$BKM_TUNE" --workload gemm --param kc=banana --db bad.sqlite
 expect 2 "a,,b" "$BKM_TUNE" --workload gemm --counters a,,b --db bad.sqlite
 [ ! -e bad.sqlite ] || fail "bad input wrote a database"
+expect 2 "--data-seed '-1'" "$BKM_TUNE" --workload gemm --data-seed -1 --db bad.sqlite
+[ ! -e bad.sqlite ] || fail "bad input wrote a database"
 expect 0 "usage: tune \[sweep\]" "$BKM_TUNE" sweep --help
-echo "ok: foreign db refused and unchanged, knl planned not run, bad input named with exit 2"
+grep -q -- "--data-seed S" out.txt || fail "sweep --help lacks --data-seed"
+# (g) --data-seed: the workload's data seed reaches every trial (its check value follows it) and is
+# part of the sweep's identity; --data-seed 1, the default, is the same sweep as none
+ds=(--workload gemm --param m=16 --param n=16 --param k=16 --threads 1 --affinity default --hw-subset none
+    --blocktime 200 --strategy grid --confirm-top 0 --min-time 0.01 --counters none --db ds.sqlite)
+"$BKM_TUNE" "${ds[@]}" > ds1.out 2> ds1.err || fail "a sweep with the default data seed: exit $?"
+"$BKM_TUNE" "${ds[@]}" --data-seed 2 > ds2.out 2> ds2.err || fail "a sweep with --data-seed 2: exit $?"
+"$BKM_TUNE" "${ds[@]}" --data-seed 1 > ds3.out 2> ds3.err || fail "a sweep with --data-seed 1: exit $?"
+[ "$(q ds.sqlite 'SELECT count(*) FROM sweep')" = 2 ] ||
+  fail "--data-seed 2 resumed the other sweep, or --data-seed 1 did not: $(q ds.sqlite 'SELECT id, command FROM sweep')"
+[ "$(q ds.sqlite 'SELECT count(DISTINCT check_json) FROM trial WHERE sweep_id = 1')" = 1 ] &&
+  [ "$(q ds.sqlite 'SELECT count(DISTINCT check_json) FROM trial')" = 2 ] ||
+  fail "the data seed does not reach the trials: $(q ds.sqlite 'SELECT sweep_id, check_json FROM trial')"
+echo "ok: foreign db refused and unchanged, knl planned not run, bad input named with exit 2, --data-seed in every trial"

@@ -334,6 +334,12 @@ int bkm_file_write_new(const char *dir, const char *prefix, const char *text, si
 int bkm_file_write_output(const char *path, const char *what, const char *text, size_t len, unsigned mode,
                           bkm_err_t *err);
 
+/** Find the executable @p prog in the colon-separated folder list @p path (a PATH value the
+ * caller read; NULL or "" searches nothing) into @p found (@p n bytes): the first "<dir>/<prog>"
+ * that access(2) says is executable. @return BKM_OK; BKM_EDEP saying "'PROG' is not installed (not
+ * on PATH)" when it is nowhere (callers add how to install it). */
+int bkm_path_find_program(const char *prog, const char *path, char *found, size_t n, bkm_err_t *err);
+
 /* ---------------------------------------------------------------------------------------- */
 /** Strict number parsing: the whole string must be the number. */
 int bkm_parse_int(const char *s, long long min, long long max, long long *out);

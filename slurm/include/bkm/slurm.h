@@ -169,6 +169,45 @@ int bkm_slurm_sweep_script_write(const bkm_slurm_job_t *job, const bkm_slurm_arr
 int bkm_slurm_merge_script_write(const bkm_slurm_job_t *job, const bkm_slurm_array_t *a, bkm_buf_t *out,
                                  bkm_err_t *err);
 
+/** The batch job(s) that run a sweep on its node rather than here (`tune --sbatch FILE`, `tune
+ *  --slurm-array K`): one job, or a job array of K shards plus its merge job. */
+typedef struct bkm_slurm_sweep_jobs_cfg {
+    const bkm_slurm_job_t *job;   /**< node, constraint, workload, account, qos, partition and the
+                                       generator fields; time NULL: 02:00:00; job_name NULL: bkm-WORKLOAD */
+    int shards;                   /**< 0: one job runs the whole sweep; K >= 1: a job array of K shards */
+    const char *const *sweep_argv; /**< the sweep's own options for the job's `tune sweep` line, one
+                                        word each, without --db and --shard* (the jobs set them) */
+    int sweep_argc;
+    const char *strategy;         /**< the --strategy given, NULL when none was: a job array splits
+                                       the grid (and adds --strategy grid), no other strategy */
+    int shard_count;              /**< the sweep's own --shard I/K count (0: none): refused here */
+    const char *db;               /**< --db, the database the results are merged into */
+    const char *cwd;              /**< the caller's current folder, when db is relative */
+    const char *script;           /**< the (array) job's file; NULL: bkm-NODE-WORKLOAD[-array].sbatch */
+    const char *group;            /**< the shards' sweep group; NULL: a random token (getrandom) */
+} bkm_slurm_sweep_jobs_cfg_t;
+
+/** The scripts of a sweep's job(s) and where they go. Free with bkm_slurm_sweep_jobs_free. */
+typedef struct bkm_slurm_sweep_jobs {
+    int array;                    /**< 1: a job array (script) and a merge job (merge) */
+    char script[4096];            /**< the (array) job's file */
+    char merge[4096 + 16];        /**< the merge job's file: the script's name with -merge before its
+                                       extension */
+    bkm_buf_t script_text, merge_text;
+    bkm_buf_t db;                 /**< the database, absolute */
+    bkm_buf_t shard_dir;          /**< where the shards are collected: DB.shards */
+    bkm_buf_t how;                /**< the command that submits them by hand (each path one shell word) */
+    char group[17];
+} bkm_slurm_sweep_jobs_t;
+
+/** Build the job(s) of @p cfg into @p out: the checks (a job array splits the grid only: another
+ *  strategy is BKM_EINVAL, as is --shard), the job's defaults, the absolute database, the group,
+ *  the scripts (bkm_slurm_sweep_script_write, or bkm_slurm_array_script_write and
+ *  bkm_slurm_merge_script_write) and their file names. @return BKM_OK; BKM_EINVAL naming the value;
+ *  BKM_EIO (no random group). @p out is to be freed in every case. */
+int bkm_slurm_sweep_jobs_build(const bkm_slurm_sweep_jobs_cfg_t *cfg, bkm_slurm_sweep_jobs_t *out, bkm_err_t *err);
+void bkm_slurm_sweep_jobs_free(bkm_slurm_sweep_jobs_t *j);
+
 /* ======================================================================================== */
 /* Submission                                                                                 */
 /* ======================================================================================== */
@@ -193,6 +232,12 @@ typedef struct bkm_slurm_submit {
  *  --test-only) and @p msg gets sbatch's output. When sbatch refuses, BKM_EDEP with Slurm's own
  *  message verbatim in @p err (and in @p msg). */
 int bkm_slurm_submit_run(const bkm_slurm_submit_t *s, long long *job_id, bkm_buf_t *msg, bkm_err_t *err);
+/** Submit a sweep's written job scripts (bkm_slurm_sweep_jobs_build) with @p how's sbatch and
+ *  environment (its script and dependency are set here): the job, then the merge job with
+ *  --dependency=afterany:ID. ids[0], ids[1]: the job ids (0 when not submitted); after a failure,
+ *  those that were. Errors as bkm_slurm_submit_run. */
+int bkm_slurm_sweep_jobs_submit(const bkm_slurm_sweep_jobs_t *j, const bkm_slurm_submit_t *how, long long ids[2],
+                                bkm_err_t *err);
 
 /* ======================================================================================== */
 /* Lint                                                                                       */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /** @file bkm/tuner.h
  * The tuner, the parent of every trial, one header per feature: the trial runner (one fresh
- * process per trial), the search space, strategies, the sweep, replay and the regression gate.
+ * process per trial) and the MPI launcher of its MPI trials, the search space, strategies, the
+ * sweep, replay and the regression gate.
  * It includes the trial contract (bkm/trial.h) and the statistics (bkm/stats.h) it decides
  * with. What runs inside a measured process is bkm/worker.h.
  *
@@ -16,6 +17,7 @@
 
 #include "bkm/stats.h"
 #include "bkm/trial.h"
+#include "bkm/tuner/launcher.h"
 #include "bkm/tuner/program.h"
 #include "bkm/tuner/regress.h"
 #include "bkm/tuner/replay.h"

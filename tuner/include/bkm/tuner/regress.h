@@ -6,6 +6,9 @@
 #ifndef BKM_TUNER_REGRESS_H
 #define BKM_TUNER_REGRESS_H
 
+#include <signal.h>
+#include <stdint.h>
+
 #include "bkm/stats.h"
 #include "bkm/tuner/runner.h"
 
@@ -124,6 +127,89 @@ void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out);
  *  <failure> for each regression, <error> for a workload that could not be measured. */
 void bkm_tune_regress_junit(const bkm_tune_regress_t *r, bkm_buf_t *out);
 void bkm_tune_regress_free(bkm_tune_regress_t *r);
+
+/* ---------------------------------------------------------------------------------------- */
+/* The whole `tune regress` workflow behind one call: the mode rules, the suite planned and
+ * checked against this host, the MPI launcher, the measurement, the comparison, the texts to
+ * print and to write, and the run stored as the gate's history. The caller parses the command
+ * line, reads the baseline file, catches the signals, writes the outputs and prints. */
+
+/** A regression run as its command line asks for it. Exactly one mode: record, baseline_path
+ *  (with baseline_text) or against. */
+typedef struct bkm_tune_regress_job {
+    int record;                         /**< --record: measure and produce a baseline */
+    const char *output;                 /**< -o FILE: only with record (the caller writes it) */
+    const char *baseline_path;          /**< --baseline FILE: its name (messages, the reference) */
+    const char *baseline_text;          /**< its contents, read by the caller */
+    const char *against;                /**< --against TUNE: the other build's executable */
+    const char *junit;                  /**< --junit OUT: a check writes JUnit XML (the caller writes it) */
+    int json;                           /**< a check's report as JSON instead of the table */
+    int threads, processes;             /**< as bkm_tune_regress_cfg_t */
+    const char *const *params;
+    size_t n_params;
+    const char *workloads;
+    double threshold, alpha;            /**< of the comparison */
+    uint64_t seed;                      /**< of the measurement order */
+    const bkm_tune_runner_t *runner;    /**< this build's workers; its stop flag is the job's */
+    const bkm_tune_trial_spec_t *base;  /**< environment for every process (libomp topology
+                                             correction); may be NULL */
+    char *const *environ;               /**< the environment the run measures under (bkm_tune_env_check) */
+    const char *path;                   /**< PATH, for the MPI launcher (bkm_tune_launcher_choose) */
+    const char *slurm_job_id;           /**< SLURM_JOB_ID, ditto; NULL outside an allocation */
+    const char *hostname;               /**< this host's name (baseline, gate history) */
+    const char *revision;               /**< this build's revision */
+    const char *when;                   /**< now, ISO-8601 UTC: a baseline's created_at */
+    const char *db_path;                /**< results database of the gate's history */
+    const volatile sig_atomic_t *stop;  /**< set by a signal: the measurement winds down */
+    void (*progress)(void *ud, const char *line);
+    void *progress_ud;
+} bkm_tune_regress_job_t;
+
+/** What a regression run found. */
+typedef enum bkm_tune_regress_verdict {
+    BKM_TUNE_REGRESS_RECORDED = 0,      /**< --record: the baseline is in outcome.baseline */
+    BKM_TUNE_REGRESS_PASS,              /**< no workload regressed, every one was compared */
+    BKM_TUNE_REGRESS_REGRESSION,        /**< at least one workload regressed */
+    BKM_TUNE_REGRESS_INCOMPLETE,        /**< none regressed, but some could not be compared */
+} bkm_tune_regress_verdict_t;
+
+/** The outcome of bkm_tune_regress_job_run: texts the caller prints or writes. Zero-initialise;
+ *  free with bkm_tune_regress_outcome_free (after a failure too: notes may explain it). */
+typedef struct bkm_tune_regress_outcome {
+    bkm_tune_regress_verdict_t verdict;
+    int regressions;
+    bkm_buf_t report;                   /**< a check: the table with its head and verdict line, or
+                                             the JSON document (job->json), for the standard output */
+    bkm_buf_t baseline;                 /**< --record: the baseline JSON, for -o FILE */
+    bkm_buf_t junit;                    /**< a check with job->junit: the JUnit XML */
+    bkm_buf_t notes;                    /**< lines for people (standard error), each ending in '\n':
+                                             why workloads failed, a gate run that was not stored */
+    char summary[256];                  /**< --record: "N workloads x P processes, host FP, revision R" */
+    bkm_tune_regress_t *run;            /**< the suite and its figures (owned) */
+} bkm_tune_regress_outcome_t;
+
+/** The mode rules of @p job, before anything is read or run: exactly one mode; --record needs
+ *  -o and takes neither --junit nor --json; -o is only for --record; an --against that is not an
+ *  executable. @return BKM_OK; BKM_EINVAL naming the rule ("give exactly one of --record,
+ *  --baseline FILE, --against TUNE", "--record needs -o FILE", ...); BKM_EDEP for --against. */
+int bkm_tune_regress_job_check(const bkm_tune_regress_job_t *job, bkm_err_t *err);
+
+/** Run @p job: bkm_tune_regress_job_check, this host's topology, the suite (bkm_tune_regress_plan;
+ *  a baseline of another topology or ISA is refused), the MPI launcher when an MPI workload is in
+ *  it, every workload's spec checked against this host, the measurement, then for --record the
+ *  baseline (refused when a workload has fewer than 3 process values: notes name them) and for
+ *  a check the comparison, its texts and the gate run stored in job->db_path (when that fails, a
+ *  warning in notes; the verdict stands). @return BKM_OK with @p out filled; BKM_EINVAL (a mode
+ *  rule, the suite or a workload refused: err names it); BKM_ENOTSUP (a baseline of another
+ *  machine); BKM_EDEP (no launcher, --against, a runner error, a baseline not written);
+ *  BKM_EFAIL (stopped by a signal); others from the libraries. */
+int bkm_tune_regress_job_run(const bkm_tune_regress_job_t *job, bkm_tune_regress_outcome_t *out, bkm_err_t *err);
+
+/** The verdict's name: "recorded", "pass", "regression", "incomplete". */
+const char *bkm_tune_regress_verdict_name(bkm_tune_regress_verdict_t v);
+
+/** Release what @p out holds (NULL-safe; a zeroed outcome is fine). */
+void bkm_tune_regress_outcome_free(bkm_tune_regress_outcome_t *out);
 
 #ifdef __cplusplus
 }
