@@ -70,14 +70,17 @@ static void program_how(bkm_cli_program_t *p)
 }
 
 int bkm_cli_program_open(bkm_cli_program_t *p, int argc, char **argv, const char *name, const char *metric,
-                         const char *unit, int higher, double probe_timeout_s, const char *self,
+                         const char *unit, int higher, const char *runtime, double probe_timeout_s, const char *self,
                          const struct bkm_topo *topo, bkm_err_t *err)
 {
+    bkm_aff_runtime_kind_t forced = BKM_AFF_RUNTIME_UNKNOWN;
     bkm_aff_runtime_cfg_t cfg;
     char *resolved = NULL, dir[PATH_MAX];
     int rc;
     memset(p, 0, sizeof *p);
     bkm_aff_runtime_result_init(&p->detected);
+    if (runtime != NULL && (rc = bkm_aff_runtime_kind_parse(runtime, &forced, err)) < 0)
+        return bkm_err_prefix(err, "--runtime");
     if (argc < 1 || argc > BKM_TUNE_PROGRAM_ARGS_MAX)
         return bkm_err_set(err, BKM_EINVAL, "-- CMD: %d words, 1..%d allowed", argc, BKM_TUNE_PROGRAM_ARGS_MAX);
     bkm_aff_runtime_cfg_init(&cfg);
@@ -104,10 +107,13 @@ int bkm_cli_program_open(bkm_cli_program_t *p, int argc, char **argv, const char
         bkm_tune_program_default_name(p->argv, argc, p->name, sizeof p->name);
     if ((rc = bkm_aff_runtime_detect_static(p->exe, &cfg, &p->detected, err)) < 0)
         return rc;
-    if (p->detected.kind == BKM_AFF_RUNTIME_UNKNOWN && p->detected.interpreter != NULL &&
+    if (runtime == NULL && p->detected.kind == BKM_AFF_RUNTIME_UNKNOWN && p->detected.interpreter != NULL &&
         (rc = program_probe(p, argc, probe_timeout_s, err)) < 0)
         return rc;
     program_how(p);
+    p->forced = runtime != NULL ? (int)forced : -1;
+    if (runtime != NULL)
+        snprintf(p->how, sizeof p->how, "--runtime %s", bkm_aff_runtime_kind_name(forced));
     /* the team shim is built and installed beside tune */
     snprintf(dir, sizeof dir, "%s", self);
     if (strrchr(dir, '/'))
@@ -133,6 +139,8 @@ int bkm_cli_program_open(bkm_cli_program_t *p, int argc, char **argv, const char
 int bkm_cli_program_runtime(const bkm_cli_program_t *p)
 {
     const bkm_aff_runtime_result_t *r = &p->detected;
+    if (p->forced >= 0)
+        return p->forced;
     if (r->n_runtimes > 0)
         return (int)r->obj[r->runtime[0]].kind;
     return r->kind == BKM_AFF_RUNTIME_UNKNOWN && !p->probed ? BKM_AFF_RUNTIME_UNKNOWN : BKM_AFF_RUNTIME_NONE;

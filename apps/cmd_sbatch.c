@@ -147,8 +147,48 @@ static int default_setting(const sbatch_opts_t *o, bkm_topo_t *topo, const bkm_n
     return rc;
 }
 
+/* A sweep of the user's program (`tune ... -- CMD`) stored the program and the OpenMP runtime it
+ * loaded with each trial's binding: the job runs that program (each word quoted), exporting the
+ * variables of that runtime. Read from a database: data, checked like any stored value.
+ * @p doc keeps the strings the job points into. 0, or 2 (printed) for a malformed record. */
+static int program_from_binding(const char *binding, bkm_slurm_job_t *job, bkm_json_t **doc,
+                                const char **argv, int cap)
+{
+    const bkm_json_t *pg, *av, *rt;
+    const char *kind;
+    bkm_err_t err = {0};
+    bkm_aff_runtime_kind_t k;
+    int n = 0;
+    if (binding == NULL || bkm_json_parse(binding, doc, NULL) < 0 || (pg = bkm_json_get(*doc, "program")) == NULL)
+        return 0;   /* one of bkm's own workloads */
+    av = bkm_json_get(pg, "argv");
+    if (av == NULL || av->type != BKM_JSON_ARR || av->n_children == 0 || av->n_children >= (size_t)cap) {
+        fprintf(stderr, "tune sbatch: the stored program has no usable argv\n");
+        return 2;
+    }
+    for (const bkm_json_t *x = av->child; x; x = x->next) {
+        if (x->type != BKM_JSON_STR) {
+            fprintf(stderr, "tune sbatch: the stored program's word %d is not a string\n", n);
+            return 2;
+        }
+        argv[n++] = x->str;
+    }
+    argv[n] = NULL;
+    rt = bkm_json_get(binding ? *doc : NULL, "runtime");
+    kind = rt ? bkm_json_get_str(rt, "planned_for") : NULL;
+    if (kind == NULL || bkm_aff_runtime_kind_parse(kind, &k, &err) < 0) {
+        fprintf(stderr, "tune sbatch: the stored program's runtime is unknown: %s\n", kind ? err.msg : "none");
+        return 2;
+    }
+    job->program_argv = argv;
+    job->program_argc = n;
+    job->setting.runtime = k == BKM_AFF_RUNTIME_LIBGOMP ? (int)k : 0;
+    return 0;
+}
+
 /* The stored best-known setting; 2 (printed) when there is none. */
-static int best_setting(const sbatch_opts_t *o, const char *db_path, bkm_slurm_job_t *job, bkm_db_best_t *b)
+static int best_setting(const sbatch_opts_t *o, const char *db_path, bkm_slurm_job_t *job, bkm_db_best_t *b,
+                        char **binding)
 {
     char node[64];
     int found = 0, rc;
@@ -166,6 +206,8 @@ static int best_setting(const sbatch_opts_t *o, const char *db_path, bkm_slurm_j
     }
     if ((rc = bkm_db_open(&db, db_path, BKM_DB_READONLY, &err)) == BKM_OK)
         rc = bkm_db_best_get(db, node, o->workload, b, &found, &err);
+    if (rc == BKM_OK && found)   /* a program's trials carry the program and its runtime */
+        rc = bkm_db_config_binding(db, b->sweep_id, b->config_json, binding, &err);
     bkm_db_close(db);
     if (rc < 0) {
         fprintf(stderr, "tune sbatch: %s\n", err.msg);
@@ -207,7 +249,9 @@ int bkm_cli_sbatch(int argc, char **argv)
     bkm_err_t err = {0};
     bkm_buf_t cmd, script;
     char self[PATH_MAX], host[256], when[32], jname[96], out_default[256];
-    const char *out;
+    const char *out, *pargv[258];
+    char *binding = NULL;
+    bkm_json_t *pdoc = NULL;
     int ret, rc = 0;
     long long id;
 
@@ -236,7 +280,8 @@ int bkm_cli_sbatch(int argc, char **argv)
         rc = bkm_slurm_setting_seed(prof.name, &job.setting, &err), job.origin = BKM_SLURM_FROM_SEED;
     else if (o.dflt)
         rc = default_setting(&o, topo, &prof, &job.setting, &err), job.origin = BKM_SLURM_FROM_DEFAULT;
-    else if ((ret = best_setting(&o, bkm_cli_db_path(o.db), &job, &best)) != 0)
+    else if ((ret = best_setting(&o, bkm_cli_db_path(o.db), &job, &best, &binding)) != 0 ||
+             (ret = program_from_binding(binding, &job, &pdoc, pargv, (int)(sizeof pargv / sizeof pargv[0]))) != 0)
         goto done;
     if (rc >= 0)
         rc = params_apply(&o, &job.setting, &err);
@@ -311,6 +356,8 @@ int bkm_cli_sbatch(int argc, char **argv)
     }
 done:
     bkm_db_best_clear(&best);
+    bkm_free(binding);
+    bkm_json_free(pdoc);
     bkm_topo_close(topo);
     bkm_buf_free(&cmd);
     bkm_buf_free(&script);

@@ -19,6 +19,7 @@
 #include "bkm_revision.h"
 #include "cli_common.h"
 #include "cli_opt.h"
+#include "cli_program.h"
 #include "cli_slurm.h"
 #include "cli_topofix.h"
 
@@ -31,6 +32,10 @@ typedef struct opts {
     bkm_tune_space_opts_t sp;
     bkm_tune_sweep_cfg_t sw;
     const char *node, *db, *workload;
+    const char *metric, *metric_unit, *runtime;   /* -- CMD: the program (cli_program.h) */
+    int metric_higher;
+    double probe_timeout;
+    bkm_cli_program_t *prog;                      /* NULL: one of bkm's workloads */
     long long budget, seed;
     int json, dry_run, verbose;
     /* Slurm: the sweep as a batch job or a job array + merge job (bkm::slurm) */
@@ -113,8 +118,9 @@ static int sweep_inject(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_
 static const bkm_cli_opt_t sweep_table[] = {
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(opts_t, workload),
      .help = "gemm, conv2d, alexnet, ... (tune run --help lists them), or the MPI\n"
-             "training run fmnist-sgd (with --ranks)", .example = "gemm",
-     .flags = BKM_CLI_REQUIRED},
+             "training run fmnist-sgd (with --ranks); with -- CMD the name your\n"
+             "program is stored under (default: from the program)", .example = "gemm"},
+    BKM_CLI_PROGRAM_OPTS(opts_t),
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
      .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
     {.name = "threads", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_threads,
@@ -218,7 +224,8 @@ static const bkm_cli_opt_t sweep_table[] = {
 
 static const bkm_cli_cmd_spec_t sweep_cmd = {
     .name = "sweep",
-    .usage = "tune [sweep] --workload WL [--node NODE] [options]",
+    .usage = "tune [sweep] --workload WL [--node NODE] [options]\n"
+             "tune [sweep] [--workload NAME] [--node NODE] [options] [--metric REGEX] -- CMD ARGS...",
     .about = "Measures settings of WL on this node, one fresh worker process per trial: thread counts,\n"
              "KMP_AFFINITY (compact/scatter/balanced x granularity x permute, none), the OMP_PLACES /\n"
              "OMP_PROC_BIND alternative, KMP_BLOCKTIME, KMP_HW_SUBSET and kernel tunables. Settings whose\n"
@@ -232,6 +239,9 @@ static const bkm_cli_cmd_spec_t sweep_cmd = {
     .more = "examples:\n"
             "  tune --workload gemm --param m=256 --param n=256 --param k=256 --min-time 0.1\n"
             "  tune --node knl --workload alexnet          (on a non-KNL host: plan + how to run it there)\n"
+            "  tune --node auto --workload torch-cnn --threads 1,2 -- python3 train.py\n"
+            "       (your own program: the settings its OpenMP runtime reads, each trial one run of it;\n"
+            "        GNU libgomp, e.g. Debian's PyTorch: OMP_PLACES x OMP_PROC_BIND x OMP_WAIT_POLICY)\n"
             "  tune --workload fmnist-sgd --ranks 1,2 --threads 1,2 --param allreduce=mpi,ring\n"
             "       (MPI training: ranks x threads per rank; each trial a short training run\n"
             "        timed per step; value = median over ranks of each rank's median step time)\n\n"
@@ -254,6 +264,8 @@ static int parse_args(int argc, char **argv, opts_t *o, bkm_cli_given_t *given, 
     o->seed = (long long)o->sw.seed;
     if ((rc = bkm_cli_opt_parse_given(&sweep_cmd, argc, argv, o, given, err)) != 0)
         return rc;
+    if (o->workload == NULL && o->prog == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "tune sweep: --workload WL is required (or -- CMD ARGS: your own program)");
     o->sp.workload = o->sw.workload = o->workload;
     o->sw.budget = (size_t)o->budget;
     o->sw.seed = (uint64_t)o->seed;
@@ -552,8 +564,13 @@ static int sweep_here(opts_t *o, bkm_tune_space_t *sp, const bkm_topo_t *node_to
         goto fail;
     }
     /* libomp must see hwloc's topology, which every worker plans with (issue 8): the correction
-     * goes into the base spec, whose variables every trial carries and stores. */
-    if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (rc = bkm_cli_topo_fix_spec(&fix, &o->sw.base, &err)) < 0)
+     * goes into the base spec, whose variables every trial carries and stores; a program on
+     * another runtime (libgomp reads no KMP_* variable) gets none of it. */
+    runner.program = o->prog ? &o->prog->pg : NULL;
+    if ((rc = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 ||
+        ((o->prog == NULL || o->prog->pg.runtime == BKM_AFF_RUNTIME_LIBOMP ||
+          o->prog->pg.runtime == BKM_AFF_RUNTIME_LIBIOMP5) &&
+         (rc = bkm_cli_topo_fix_spec(&fix, &o->sw.base, &err)) < 0))
         goto fail;
     if (fix.disagreed || fix.applied)
         bkm_log(&log, BKM_LOG_INFO, "%s", bkm_cli_topo_fix_describe(&fix, note, sizeof note));
@@ -591,6 +608,29 @@ done:
     return rc;
 }
 
+/* -- CMD: the program resolved and the runtime it loads found; the space follows that runtime. */
+static int sweep_program(opts_t *o, int pargc, char **pargv, const bkm_topo_t *topo, bkm_err_t *err)
+{
+    char self[PATH_MAX];
+    int rc, kind;
+    if (realpath("/proc/self/exe", self) == NULL)
+        return bkm_err_set(err, BKM_EDEP, "cannot resolve /proc/self/exe");
+    if ((rc = bkm_cli_program_open(o->prog, pargc, pargv, o->workload, o->metric, o->metric_unit, o->metric_higher,
+                                   o->runtime, o->probe_timeout, self, topo, err)) < 0)
+        return rc;
+    kind = o->prog->pg.runtime;
+    if (kind == BKM_AFF_RUNTIME_UNKNOWN)
+        return bkm_err_set(err, BKM_EINVAL, "cannot tell which OpenMP runtime %s loads (%s): name it with "
+                           "--runtime libgomp|libomp|libiomp5|none", o->prog->exe, o->prog->how);
+    o->sp.workload = o->sw.workload = o->prog->name;
+    o->sp.program = 1;
+    o->sp.gomp = kind == BKM_AFF_RUNTIME_LIBGOMP;
+    o->sp.no_openmp = kind == BKM_AFF_RUNTIME_NONE;
+    fprintf(stderr, "tune: %s loads %s (%s): sweeping the settings it reads\n", o->prog->exe,
+            bkm_aff_runtime_kind_title((bkm_aff_runtime_kind_t)kind), o->prog->how);
+    return BKM_OK;
+}
+
 int bkm_cli_sweep(int argc, char **argv)
 {
     opts_t o;
@@ -599,15 +639,19 @@ int bkm_cli_sweep(int argc, char **argv)
     bkm_node_profile_t prof;
     bkm_topo_t *host = NULL, *node_topo = NULL;
     bkm_tune_space_t *sp = NULL;
-    int rc, host_match;
+    char **pargv = NULL;
+    int rc, host_match, oargc, pargc = 0;
 
     memset(&o, 0, sizeof o);
     bkm_tune_sweep_cfg_defaults(&o.sw);
     o.node = "auto";
-    if ((rc = parse_args(argc, argv, &o, &given, &err)) != 0) {
+    if ((rc = bkm_cli_program_split(argc, argv, &oargc, &pargv, &pargc, &err)) < 0 ||
+        (pargc > 0 && (o.prog = calloc(1, sizeof *o.prog)) == NULL) ||
+        (rc = parse_args(oargc, argv, &o, &given, &err)) != 0) {
         if (rc < 0)
             fprintf(stderr, "%s\n", err.msg);
         bkm_cli_given_free(&given);
+        free(o.prog);
         return rc > 0 ? 0 : 2;
     }
     o.db = bkm_cli_db_path(o.db);
@@ -625,6 +669,8 @@ int bkm_cli_sweep(int argc, char **argv)
     } else if ((rc = bkm_topo_open_profile(&node_topo, &prof, &err)) < 0) {
         goto fail;
     }
+    if (o.prog != NULL && (rc = sweep_program(&o, pargc, pargv, node_topo, &err)) < 0)
+        goto fail;
     if ((rc = bkm_tune_space_create(&sp, node_topo, &prof, &o.sp, &err)) < 0 ||
         (rc = bkm_tune_space_specs_check(sp, o.sp.workload, &o.sw.base, &err)) < 0)
         goto fail;
@@ -648,5 +694,7 @@ done:
     bkm_topo_close(node_topo);
     bkm_topo_close(host);
     bkm_cli_given_free(&given);
+    bkm_cli_program_close(o.prog);
+    free(o.prog);
     return rc;
 }

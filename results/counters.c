@@ -142,3 +142,25 @@ out:
     bkm_free(owner);
     return ret;
 }
+
+int bkm_db_config_binding(bkm_db_t *db, int64_t sweep_id, const char *config_json, char **binding_json, bkm_err_t *err)
+{
+    sqlite3_stmt *st = NULL;
+    int ret, rc;
+    *binding_json = NULL;
+    ret = bkm__db_prepare(db, "SELECT binding_json FROM trial WHERE sweep_id = ?1 AND config_json = ?2 AND "
+                              "status = 'ok' AND binding_json IS NOT NULL ORDER BY id DESC LIMIT 1", &st, err);
+    if (ret < 0)
+        return ret;
+    sqlite3_bind_int64(st, 1, sweep_id);
+    bkm__bind_text(st, 2, config_json);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL) {
+        if ((*binding_json = bkm_strdup((const char *)sqlite3_column_text(st, 0))) == NULL)
+            ret = bkm_err_set(err, BKM_ENOMEM, "out of memory reading a trial's binding");
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        ret = bkm__db_err(db, rc, "read a trial's binding", err);
+    }
+    sqlite3_finalize(st);
+    return ret;
+}

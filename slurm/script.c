@@ -16,6 +16,32 @@ static void env_of(const bkm_slurm_setting_t *s, bkm_aff_env_t *env)
     env->kmp_hw_subset = s->kmp_hw_subset[0] ? s->kmp_hw_subset : NULL;
     env->omp_places = s->omp_places[0] ? s->omp_places : NULL;
     env->omp_proc_bind = s->omp_proc_bind[0] ? s->omp_proc_bind : NULL;
+    env->gomp_cpu_affinity = s->gomp_cpu_affinity[0] ? s->gomp_cpu_affinity : NULL;
+    env->omp_wait_policy = s->omp_wait_policy[0] ? s->omp_wait_policy : NULL;
+}
+
+/* The setting's variables for GNU libgomp (s->runtime == LIBGOMP). */
+static void gomp_env_of(const bkm_slurm_setting_t *s, bkm_aff_gomp_env_t *env)
+{
+    memset(env, 0, sizeof *env);
+    env->omp_places = s->omp_places[0] ? s->omp_places : NULL;
+    env->omp_proc_bind = s->omp_proc_bind[0] ? s->omp_proc_bind : NULL;
+    env->gomp_cpu_affinity = s->gomp_cpu_affinity[0] ? s->gomp_cpu_affinity : NULL;
+    env->omp_wait_policy = s->omp_wait_policy[0] ? s->omp_wait_policy : NULL;
+    env->gomp_spincount = s->gomp_spincount[0] ? s->gomp_spincount : NULL;
+}
+
+/* A libgomp setting: libgomp's own strict checks; a KMP_* variable does nothing there. */
+static int gomp_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err)
+{
+    bkm_aff_gomp_env_t env;
+    const char *kmp = s->kmp_affinity[0] ? "KMP_AFFINITY" : s->kmp_blocktime[0] ? "KMP_BLOCKTIME"
+                      : s->kmp_hw_subset[0] ? "KMP_HW_SUBSET" : NULL;
+    if (kmp != NULL)
+        return bkm_err_set(err, BKM_EINVAL, "%s is ignored by GNU libgomp, which the program loads: a script for it "
+                           "exports OMP_PLACES/OMP_PROC_BIND/GOMP_CPU_AFFINITY/OMP_WAIT_POLICY/GOMP_SPINCOUNT only", kmp);
+    gomp_env_of(s, &env);
+    return bkm_aff_gomp_env_check(&env, err);
 }
 
 static int copy_str(char *dst, size_t cap, const char *v, const char *what, bkm_err_t *err)
@@ -37,6 +63,9 @@ int bkm_slurm_setting_from_config(const char *config_json, bkm_slurm_setting_t *
         {"KMP_HW_SUBSET", offsetof(bkm_slurm_setting_t, kmp_hw_subset), sizeof s->kmp_hw_subset},
         {"OMP_PLACES", offsetof(bkm_slurm_setting_t, omp_places), sizeof s->omp_places},
         {"OMP_PROC_BIND", offsetof(bkm_slurm_setting_t, omp_proc_bind), sizeof s->omp_proc_bind},
+        {"GOMP_CPU_AFFINITY", offsetof(bkm_slurm_setting_t, gomp_cpu_affinity), sizeof s->gomp_cpu_affinity},
+        {"OMP_WAIT_POLICY", offsetof(bkm_slurm_setting_t, omp_wait_policy), sizeof s->omp_wait_policy},
+        {"GOMP_SPINCOUNT", offsetof(bkm_slurm_setting_t, gomp_spincount), sizeof s->gomp_spincount},
     };
     bkm_json_t *j = NULL;
     const bkm_json_t *env, *params, *x;
@@ -109,7 +138,13 @@ int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err)
     int rc;
     if (s->threads < 1 || s->threads > BKM_CPUSET_MAX)
         return bkm_err_set(err, BKM_EINVAL, "threads %d is not in 1..%d", s->threads, BKM_CPUSET_MAX);
+    if (s->runtime == BKM_AFF_RUNTIME_LIBGOMP && (rc = gomp_setting_check(s, err)) < 0)
+        return rc;
+    if (s->runtime != BKM_AFF_RUNTIME_LIBGOMP && s->gomp_spincount[0])
+        return bkm_err_set(err, BKM_EINVAL, "GOMP_SPINCOUNT is read by GNU libgomp only: LLVM libomp ignores it");
     env_of(s, &env);
+    if (s->runtime == BKM_AFF_RUNTIME_LIBGOMP)
+        goto params;
     if ((rc = bkm_aff_setting_resolve(&env, &res, err)) < 0)
         return rc;
     if (res.n_ignored > 0)
@@ -120,6 +155,7 @@ int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err)
         return bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY='%s' and %s cancel each other (libomp applies them in "
                            "environment order): a script exports one of the two", env.kmp_affinity,
                            env.omp_proc_bind ? "OMP_PROC_BIND" : "OMP_PLACES");
+params:
     for (int i = 0; i < s->n_params; i++) {
         const char *eq = strchr(s->params[i], '=');
         if (eq == NULL || eq == s->params[i])
@@ -243,6 +279,21 @@ int bkm_slurm_job_check(const bkm_slurm_job_t *job, bkm_err_t *err)
             if (*p < 0x20 || *p == 0x7f)
                 return bkm_err_set(err, BKM_EINVAL, "--command must be one line without control characters "
                                    "(it holds 0x%02x)", *p);
+    }
+    if (job->program_argv != NULL) {   /* read back from a database: data, checked before it is quoted */
+        if (job->program_argc < 1 || job->program_argc > 256 || job->program_argv[0] == NULL ||
+            job->program_argv[0][0] != '/')
+            return bkm_err_set(err, BKM_EINVAL, "the stored program needs 1..256 words and an absolute path first "
+                               "(got %d words, '%.200s')", job->program_argc,
+                               job->program_argc > 0 && job->program_argv[0] ? job->program_argv[0] : "");
+        for (int i = 0; i < job->program_argc; i++) {
+            if (job->program_argv[i] == NULL || strlen(job->program_argv[i]) > 4096)
+                return bkm_err_set(err, BKM_EINVAL, "the stored program's word %d is missing or too long", i);
+            for (const unsigned char *p = (const unsigned char *)job->program_argv[i]; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                    return bkm_err_set(err, BKM_EINVAL, "the stored program's word %d holds a control character "
+                                       "(0x%02x)", i, *p);
+        }
     }
     if (job->tune[0] != '/')
         return bkm_err_set(err, BKM_EINVAL, "the tune path '%.300s' is not absolute", job->tune);
@@ -392,11 +443,25 @@ static void exports_write(const bkm_slurm_setting_t *s, bkm_buf_t *b)
     const char *names[8], *values[8];
     int n;
     env_of(s, &env);
-    n = bkm_aff_env_export(&env, names, values);
-    bkm_buf_puts(b, "# The setting, exported to every rank (srun's default --export=ALL), in the order libomp\n"
-                    "# applies it; nothing else that steers OpenMP placement is inherited.\n");
+    if (s->runtime == BKM_AFF_RUNTIME_LIBGOMP) {   /* only what libgomp reads; names: a closed set */
+        static const char *const gnames[] = {"OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "OMP_WAIT_POLICY",
+                                             "GOMP_SPINCOUNT"};
+        const char *gvals[] = {s->omp_places, s->omp_proc_bind, s->gomp_cpu_affinity, s->omp_wait_policy,
+                               s->gomp_spincount};
+        n = 0;
+        for (size_t i = 0; i < sizeof gnames / sizeof gnames[0]; i++)
+            if (gvals[i][0])
+                names[n] = gnames[i], values[n++] = gvals[i];
+    } else {
+        n = bkm_aff_env_export(&env, names, values);
+    }
+    bkm_buf_puts(b, s->runtime == BKM_AFF_RUNTIME_LIBGOMP
+                        ? "# The setting, exported to every rank (srun's default --export=ALL): the program loads GNU\n"
+                          "# libgomp, which reads OMP_* and GOMP_* and ignores every KMP_* variable.\n"
+                        : "# The setting, exported to every rank (srun's default --export=ALL), in the order libomp\n"
+                          "# applies it; nothing else that steers OpenMP placement is inherited.\n");
     bkm_buf_puts(b, "unset OMP_PLACES OMP_PROC_BIND KMP_AFFINITY KMP_HW_SUBSET KMP_PLACE_THREADS KMP_BLOCKTIME "
-                    "GOMP_CPU_AFFINITY\n");
+                    "GOMP_CPU_AFFINITY OMP_WAIT_POLICY GOMP_SPINCOUNT\n");
     bkm_buf_printf(b, "export OMP_NUM_THREADS=%d\n", s->threads);
     for (int i = 0; i < n; i++) {
         bkm_buf_printf(b, "export %s=", names[i]);   /* names: a closed set (bkm_aff_env_export) */
@@ -438,12 +503,22 @@ static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, 
     }
     bkm_buf_puts(b, " \\\n  bash -c 'echo \"bkm rank ${SLURM_PROCID} of ${SLURM_NTASKS} on ${SLURMD_NODENAME:-$(hostname)}: "
                     "OMP_NUM_THREADS=${OMP_NUM_THREADS-} KMP_AFFINITY=${KMP_AFFINITY-} KMP_BLOCKTIME=${KMP_BLOCKTIME-} "
-                    "KMP_HW_SUBSET=${KMP_HW_SUBSET-} OMP_PLACES=${OMP_PLACES-} OMP_PROC_BIND=${OMP_PROC_BIND-}\"; "
+                    "KMP_HW_SUBSET=${KMP_HW_SUBSET-} OMP_PLACES=${OMP_PLACES-} OMP_PROC_BIND=${OMP_PROC_BIND-} "
+                    "GOMP_CPU_AFFINITY=${GOMP_CPU_AFFINITY-} OMP_WAIT_POLICY=${OMP_WAIT_POLICY-}\"; "
                     "exec \"$@\"' bkm-rank \\\n  ");
     if (job->command) {
         /* the user's own program: the one value written as shell code, on purpose (one line,
          * no control character: bkm_slurm_job_check) */
         bkm_buf_printf(b, "%s\n", job->command);
+        return;
+    }
+    if (job->program_argv != NULL) {   /* the program a sweep measured, as stored: data, each word quoted */
+        for (int i = 0; i < job->program_argc; i++) {
+            if (i)
+                bkm_buf_puts(b, " ");
+            bkm_slurm_sh_quote(b, job->program_argv[i], 0);
+        }
+        bkm_buf_puts(b, "\n");
         return;
     }
     if (job->train) {   /* the MPI training run: every rank trains (its parameters, no affinity options) */

@@ -497,8 +497,8 @@ static int json_samples(bkm_json_w_t *w, const prog_run_t *pr, const bkm__tune_p
 
 /* Binding: the team the report found against the plan. *mismatch = 1 when a team thread was bound
  * elsewhere than planned, or the runtime ran fewer threads than asked. */
-static int json_binding(bkm_json_w_t *w, const prog_run_t *pr, const bkm_prog_report_t *rep, int kind,
-                        int *mismatch, char *why, size_t why_n, bkm_err_t *err)
+static int json_binding(bkm_json_w_t *w, const prog_run_t *pr, const bkm__tune_proc_end_t *end,
+                        const bkm_prog_report_t *rep, int kind, int *mismatch, char *why, size_t why_n, bkm_err_t *err)
 {
     bkm_cpuset_t *planned = NULL;
     bkm_prog_check_t *chk = NULL;
@@ -526,7 +526,8 @@ static int json_binding(bkm_json_w_t *w, const prog_run_t *pr, const bkm_prog_re
     bkm_json_obj_begin(w);
     bkm_json_key(w, "verified"), bkm_json_bool(w, verified);
     bkm_json_key(w, "summary"), bkm_json_str(w, why);
-    bkm_json_key(w, "runtime"), bkm_json_str(w, bkm_aff_runtime_kind_name(kind));
+    json_program(w, pr->pg, end);   /* stored with the trial: the scripts run this program */
+    json_runtime(w, pr, kind);
     bkm_json_key(w, "planner"), bkm_json_str(w, bkm_buf_str(&notes));
     bkm_json_key(w, "bound"), bkm_json_bool(w, chk != NULL && chk->n_unbound < chk->team_size);
     bkm_json_key(w, "team");
@@ -705,11 +706,9 @@ int bkm__tune_program_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec
     bkm_json_key(&w, "threads"), bkm_json_int(&w, spec->threads);
     json_env(&w, spec);
     json_effective(&w, spec, kind);
-    json_program(&w, pg, &end);
-    json_runtime(&w, pr, kind);
     json_metric(&w, pr);
     if ((rc = json_samples(&w, pr, &end, status == BKM_TRIAL_OK, err)) < 0 ||
-        (rc = json_binding(&w, pr, rep, kind, &mismatch, why, sizeof why, err)) < 0)
+        (rc = json_binding(&w, pr, &end, rep, kind, &mismatch, why, sizeof why, err)) < 0)
         goto out;
     bkm_json_key(&w, "noise");
     if (rep != NULL)

@@ -283,7 +283,7 @@ static int settings_generate(aff_setting_t *out, int cap, int tiles)
 }
 
 /* The generated settings of a libgomp program, "default" first: every abstract place kind libgomp
- * 12 knows with close and spread, and binding with its default places (OMP_PROC_BIND=true). */
+ * 12 knows with close and spread, then binding with its default places (OMP_PROC_BIND=true). */
 static int settings_generate_gomp(aff_setting_t *out, int cap)
 {
     static const char *const places[] = {"threads", "cores", "sockets", "ll_caches", "numa_domains"};
@@ -291,16 +291,16 @@ static int settings_generate_gomp(aff_setting_t *out, int cap)
     int n = 0;
     memset(out, 0, (size_t)cap * sizeof *out);
     snprintf(out[n++].label, sizeof out[0].label, "default");
-    snprintf(out[n].bind, sizeof out[0].bind, "true");
-    snprintf(out[n].label, sizeof out[0].label, "OMP_PROC_BIND=true");
-    n++;
     for (size_t p = 0; p < sizeof places / sizeof places[0]; p++)
-        for (size_t b = 0; b < sizeof binds / sizeof binds[0] && n < cap; b++) {
+        for (size_t b = 0; b < sizeof binds / sizeof binds[0] && n < cap - 1; b++) {
             snprintf(out[n].places, sizeof out[0].places, "%s", places[p]);
             snprintf(out[n].bind, sizeof out[0].bind, "%s", binds[b]);
             snprintf(out[n].label, sizeof out[0].label, "OMP_PLACES=%s OMP_PROC_BIND=%s", places[p], binds[b]);
             n++;
         }
+    snprintf(out[n].bind, sizeof out[0].bind, "true");   /* last: an equal named setting represents it */
+    snprintf(out[n].label, sizeof out[0].label, "OMP_PROC_BIND=true");
+    n++;
     return n;
 }
 
@@ -379,6 +379,8 @@ static int params_build(const bkm_tune_space_opts_t *o, param_dim_t *dims, int *
     size_t n_wp = 0;
     int rc, isa_given = 0;
     *n_dims = 0;
+    if (o->program)   /* the user's program has no bkm parameters */
+        return BKM_OK;
     for (int i = 0; i < o->n_params; i++)
         isa_given |= strncmp(o->params[i], "isa=", 4) == 0;
     if ((rc = bkm_wl_params(o->workload, wp, &n_wp, err)) < 0)
@@ -592,6 +594,15 @@ static int dims_threads(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_nod
 static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, bkm_tune_space_t *sp, bkm_err_t *err)
 {
     int rc;
+    if (o->no_openmp) {   /* no runtime reads an affinity variable: the default only */
+        snprintf(d->aff[0].label, sizeof d->aff[0].label, "default");
+        d->aff_grid[0] = 1;
+        d->n_aff = 1;
+        if (o->n_affinity > 0 && (rc = add_note(sp, "--affinity: the program loads no OpenMP runtime, so no affinity "
+                                                "variable acts: not swept")) < 0)
+            return bkm_err_set(err, BKM_ENOMEM, "search space: out of memory");
+        return BKM_OK;
+    }
     if (o->n_affinity == 0) {
         d->n_aff = o->gomp ? settings_generate_gomp(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY)
                            : settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY, tiles);
@@ -632,6 +643,12 @@ static int dims_blocktime(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_n
                           bkm_tune_space_t *sp)
 {
     int n = o->n_blocktime ? o->n_blocktime : prof->n_blocktime, rc;
+    if (o->no_openmp) {
+        d->bt[0] = BKM_TUNE_BLOCKTIME_UNSET;
+        d->bt_grid[0] = 1;
+        d->n_bt = 1;
+        return BKM_OK;
+    }
     if (o->gomp) {   /* libgomp: OMP_WAIT_POLICY is its counterpart; KMP_BLOCKTIME does nothing */
         if (o->n_blocktime > 0) {
             const char *why = "KMP_BLOCKTIME is ignored by GNU libgomp, which the program loads (its wait "
@@ -671,8 +688,10 @@ static int dims_blocktime(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_n
 static int dims_hw_subset(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_topo_summary_t *ts,
                           bkm_tune_space_t *sp, bkm_err_t *err)
 {
-    d->hw_grid[0] = o->n_hw_subset == 0 || o->gomp;
+    d->hw_grid[0] = o->n_hw_subset == 0 || o->gomp || o->no_openmp;
     d->hw[d->n_hw++][0] = '\0';
+    if (o->no_openmp)
+        return BKM_OK;
     if (o->gomp) {   /* libgomp has no KMP_HW_SUBSET */
         const char *why = "KMP_HW_SUBSET is ignored by GNU libgomp, which the program loads: --hw-subset not swept";
         if (o->n_hw_subset > 0 && (add_note(sp, "%s", why) < 0 || cause_add(sp, 0, 0, why, NULL) < 0))
@@ -939,6 +958,8 @@ static int pcomb_check(const dims_t *d, const bkm_tune_space_opts_t *o, const in
 {
     bkm_wl_config_t wc;
     char kv[128];
+    if (o->program)
+        return BKM_OK;
     bkm_wl_config_init(&wc);
     if (o->backend && o->backend[0]) {
         snprintf(kv, sizeof kv, "backend=%s", o->backend);

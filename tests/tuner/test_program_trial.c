@@ -81,8 +81,8 @@ START_TEST(gomp_program_bound_as_planned)
     ck_assert_msg(c.res.status == BKM_TRIAL_OK, "%s: %s", bkm_trial_status_name(c.res.status), c.res.message);
     ck_assert_int_eq(c.res.n_samples, 1);
     ck_assert(c.res.median_ms >= 100.0 && c.res.median_ms < 30000.0);
-    ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "runtime", NULL), "planned_for"), "libgomp");
-    ck_assert_str_eq(bkm_json_get_str(bkm_json_at(jget(c.res.doc, "runtime", "loaded"), 0), "kind"), "libgomp");
+    ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "binding", "runtime"), "planned_for"), "libgomp");
+    ck_assert_str_eq(bkm_json_get_str(bkm_json_at(jget(jget(c.res.doc, "binding", "runtime"), "loaded", NULL), 0), "kind"), "libgomp");
     ck_assert(jget(c.res.doc, "binding", "verified")->boolean);
     ck_assert_ptr_nonnull(strstr(bkm_json_get_str(jget(c.res.doc, "binding", NULL), "summary"), "2 of 2"));
     ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "metric", NULL), "source"), "wall-time");
@@ -126,7 +126,7 @@ START_TEST(libomp_program_bound_as_planned)
     ck_assert_int_eq(bkm_tune_trial_spec_setenv(&c.spec, "KMP_AFFINITY", "granularity=fine,compact", &err), BKM_OK);
     prog_run(&c);
     ck_assert_msg(c.res.status == BKM_TRIAL_OK, "%s: %s", bkm_trial_status_name(c.res.status), c.res.message);
-    ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "runtime", NULL), "planned_for"), "libomp");
+    ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "binding", "runtime"), "planned_for"), "libomp");
     ck_assert(jget(c.res.doc, "binding", "verified")->boolean);
     prog_done(&c);
 }
@@ -160,7 +160,7 @@ START_TEST(program_without_openmp)
     c.spec.threads = 1;
     prog_run(&c);
     ck_assert_msg(c.res.status == BKM_TRIAL_OK, "%s", c.res.message);
-    ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "runtime", NULL), "planned_for"), "none");
+    ck_assert_str_eq(bkm_json_get_str(jget(c.res.doc, "binding", "runtime"), "planned_for"), "none");
     ck_assert(!jget(c.res.doc, "binding", "verified")->boolean);
     ck_assert_ptr_nonnull(strstr(bkm_json_get_str(jget(c.res.doc, "binding", NULL), "summary"), "no OpenMP runtime"));
     prog_done(&c);
@@ -174,8 +174,8 @@ START_TEST(two_runtimes_are_a_finding)
     prog_setup(&c, BKM_OMP_PROG_GCC, BKM_AFF_RUNTIME_LIBGOMP, "dlopen", "3", "100");
     prog_run(&c);
     ck_assert_msg(c.res.status == BKM_TRIAL_OK, "%s", c.res.message);
-    ck_assert(jget(c.res.doc, "runtime", "two_runtimes")->boolean);
-    ck_assert_uint_eq(jget(c.res.doc, "runtime", "loaded")->n_children, 2);
+    ck_assert(jget(jget(c.res.doc, "binding", "runtime"), "two_runtimes", NULL)->boolean);
+    ck_assert_uint_eq(jget(jget(c.res.doc, "binding", "runtime"), "loaded", NULL)->n_children, 2);
     prog_done(&c);
 }
 END_TEST

@@ -264,6 +264,11 @@ typedef struct bkm_db_counter_summary {
  *  bkm_free) is NULL and *n 0 when there are none. @return BKM_OK, or a database error. */
 int bkm_db_config_counters(bkm_db_t *db, int64_t sweep_id, const char *config_json, bkm_db_counter_summary_t **out,
                            size_t *n, bkm_err_t *err);
+/** The stored binding evidence (JSON text, bkm_free) of the newest ok trial of configuration
+ *  @p config_json in sweep @p sweep_id; *binding_json NULL when none. A program's trials carry
+ *  the program and the runtime it loaded there. @return BKM_OK or a database error. */
+int bkm_db_config_binding(bkm_db_t *db, int64_t sweep_id, const char *config_json, char **binding_json,
+                          bkm_err_t *err);
 
 /* ---------------------------------------------------------------------------------------- */
 /** Check that @p path is a bkm database of the current schema without modifying it (header,

@@ -34,6 +34,12 @@ typedef struct bkm_slurm_setting {
     char kmp_hw_subset[64];
     char omp_places[256];
     char omp_proc_bind[64];
+    char gomp_cpu_affinity[256];  /**< GNU libgomp's (libomp converts it) */
+    char omp_wait_policy[16];
+    char gomp_spincount[32];      /**< GNU libgomp only */
+    int runtime;                  /**< the OpenMP runtime of the program the job runs
+                                       (bkm_aff_runtime_kind_t): NONE (0) = bkm's own workloads, which
+                                       run on LLVM libomp; LIBGOMP: only the variables libgomp reads */
     char backend[16];             /**< "" = the workload's default */
     char params[BKM_SLURM_MAX_PARAMS][128];   /**< "key=value" workload parameters / tunables */
     int n_params;
@@ -46,10 +52,12 @@ int bkm_slurm_setting_from_config(const char *config_json, bkm_slurm_setting_t *
  *  KMP_AFFINITY=granularity=fine,compact,1,0, KMP_BLOCKTIME=1, 32 threads on "haswell" and 68 on
  *  "knl". BKM_EINVAL naming @p node for any other node. */
 int bkm_slurm_setting_seed(const char *node, bkm_slurm_setting_t *s, bkm_err_t *err);
-/** Check @p s: every variable through the strict parsers, and no rival variables that would
- *  cancel each other (KMP_AFFINITY with a type beside OMP_PLACES/OMP_PROC_BIND: libomp applies
- *  them in environment order and one silently loses); each parameter key=value of letters,
- *  digits and =_.,:+-; the backend a name (letters, digits, _ and -). BKM_EINVAL naming them. */
+/** Check @p s: every variable through the strict parsers of the runtime it is for (s->runtime:
+ *  GNU libgomp's, where a KMP_* variable is refused as ignored; else libomp's, where
+ *  GOMP_SPINCOUNT is), and no rival variables that would cancel each other (KMP_AFFINITY with a
+ *  type beside OMP_PLACES/OMP_PROC_BIND: libomp applies them in environment order and one
+ *  silently loses); each parameter key=value of letters, digits and =_.,:+-; the backend a name
+ *  (letters, digits, _ and -). BKM_EINVAL naming them. */
 int bkm_slurm_setting_check(const bkm_slurm_setting_t *s, bkm_err_t *err);
 
 /** srun's CPUs per task and binding for @p ranks_per_node ranks on a node of @p pus logical CPUs
@@ -106,6 +114,9 @@ typedef struct bkm_slurm_job {
     const char *output;           /**< -o; NULL = "<job_name>-%j.out" */
     const char *mpi;              /**< srun --mpi=TYPE ("pmi2" for MPICH); NULL or "" = omitted */
     const char *command;          /**< the user's program instead of `tune run`; NULL = tune run */
+    const char *const *program_argv; /**< the user's program as stored by a sweep of it (`tune ...
+                                       -- CMD ARGS`): each word quoted; NULL = none */
+    int program_argc;
     int train;                    /**< 1: the workload is the MPI training run: the ranks run
                                        `tune train --threads T --param ...` instead of `tune run` */
     const char *tune;             /**< path of the tune executable the job runs */

@@ -74,6 +74,9 @@ typedef struct bkm_tune_space_opts {
                                                         settings with identical plans by bkm's model of
                                                         libgomp 12 are merged; a variable libgomp
                                                         ignores (KMP_*) is dropped with a note */
+    int no_openmp;                                 /**< 1: the program loads no OpenMP runtime: no
+                                                        OpenMP variable acts; only --threads (its
+                                                        OMP_NUM_THREADS, which it may read itself) */
 } bkm_tune_space_opts_t;
 
 /** One configuration of the space (a plain value). */
