@@ -97,6 +97,50 @@ static int export_counters_json(bkm_db_t *db, sqlite3_stmt *st, int64_t trial_id
     return rc == SQLITE_DONE ? BKM_OK : bkm__db_err(db, rc, "read counters", err);
 }
 
+/* A stored JSON text as one cell, re-serialised (never spliced: a database may hold anything);
+ * empty when it is missing or unreadable. */
+static void csv_json(bkm_buf_t *b, const char *text)
+{
+    bkm_json_t *doc = NULL;
+    bkm_buf_t cell;
+    bkm_json_w_t w;
+    if (text == NULL || bkm_json_parse(text, &doc, NULL) < 0)
+        return;
+    bkm_buf_init(&cell);
+    bkm_json_w_init(&w, &cell, 0);
+    if (bkm_json_write_tree(&w, doc) == BKM_OK)
+        csv_str(b, bkm_buf_str(&cell));
+    bkm_buf_free(&cell);
+    bkm_json_free(doc);
+}
+
+/* The three cells of a program's trial (runtime, program, exe_sha256), from its binding evidence:
+ * the runtime it was planned for, its argv (words joined by blanks), the hash of its executable;
+ * empty for bkm's own workloads. Each preceded by a comma. */
+static void csv_program(bkm_buf_t *b, const char *binding)
+{
+    bkm_json_t *doc = NULL;
+    const bkm_json_t *pg = NULL, *rt = NULL, *av;
+    bkm_buf_t argv;
+    bkm_buf_init(&argv);
+    if (binding != NULL && bkm_json_parse(binding, &doc, NULL) == BKM_OK && doc->type == BKM_JSON_OBJ) {
+        pg = bkm_json_get(doc, "program");
+        rt = bkm_json_get(doc, "runtime");
+    }
+    av = pg ? bkm_json_get(pg, "argv") : NULL;
+    for (const bkm_json_t *x = av && av->type == BKM_JSON_ARR ? av->child : NULL; x; x = x->next)
+        if (x->type == BKM_JSON_STR)
+            bkm_buf_printf(&argv, "%s%s", argv.len ? " " : "", x->str);
+    bkm_buf_puts(b, ",");
+    csv_str(b, rt && rt->type == BKM_JSON_OBJ ? bkm_json_get_str(rt, "planned_for") : NULL);
+    bkm_buf_puts(b, ",");
+    csv_str(b, argv.len ? bkm_buf_str(&argv) : NULL);
+    bkm_buf_puts(b, ",");
+    csv_str(b, pg ? bkm_json_get_str(pg, "sha256") : NULL);
+    bkm_buf_free(&argv);
+    bkm_json_free(doc);
+}
+
 static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r, const char *counters)
 {
     bkm_buf_printf(b, "%lld,", (long long)r->id);
@@ -133,6 +177,11 @@ static void csv_row(bkm_buf_t *b, const bkm_db_trial_row_t *r, const char *count
     csv_noise(b, r->noise_json);
     bkm_buf_puts(b, ",");
     csv_str(b, counters);
+    bkm_buf_puts(b, ",");
+    csv_str(b, r->git_revision);
+    csv_program(b, r->binding_json);
+    bkm_buf_puts(b, ",");
+    csv_json(b, r->binding_json);
     bkm_buf_puts(b, "\r\n");
 }
 
@@ -200,6 +249,10 @@ static void json_row(bkm_json_w_t *w, const bkm_db_trial_row_t *r, bkm_buf_t *no
     bkm_json_double(w, r->noise_share);
     bkm_json_key(w, "noise");   /* the worker's object, re-serialised (null if unreadable) */
     json_stored(w, r->noise_json, "noise", notes);
+    bkm_json_key(w, "git_revision");
+    bkm_json_str(w, r->git_revision);
+    bkm_json_key(w, "binding");   /* threads against the plan; a program's argv, hash and runtime */
+    json_stored(w, r->binding_json, "binding", notes);
     if (notes->len) {   /* what was left out of this row, and why */
         bkm_json_key(w, "notes");
         bkm_json_arr_begin(w);
@@ -237,7 +290,8 @@ int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fm
     if (fmt == BKM_DB_EXPORT_CSV) {
         bkm_buf_puts(out, "id,sweep,node,workload,status,role,round,config,n_samples,median_ms,min_ms,mad_ms,"
                           "ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,"
-                          "voluntary_switches,involuntary_switches,migrations,steal_share,counters\r\n");
+                          "voluntary_switches,involuntary_switches,migrations,steal_share,counters,git_revision,"
+                          "runtime,program,exe_sha256,binding\r\n");
         for (size_t i = 0; i < l.n && ret == BKM_OK; i++) {
             bkm_buf_free(&cell);
             bkm_buf_init(&cell);

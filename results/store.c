@@ -569,6 +569,8 @@ void bkm_db_trial_list_free(bkm_db_trial_list_t *l)
         bkm_free(r->error);
         bkm_free(r->impl);
         bkm_free(r->noise_json);
+        bkm_free(r->binding_json);
+        bkm_free(r->git_revision);
     }
     bkm_free(l->rows);
     l->rows = NULL;
@@ -587,12 +589,14 @@ int bkm_db_trials_query(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_trial_lis
                           bkm__db_has_column(db, "main", "trial", "noise_json")
                               ? "SELECT t.id, t.sweep_id, s.uuid, s.node, s.workload, t.config_json, t.status, t.role, "
                                 "t.round, t.error, t.impl, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, "
-                                "t.ci_hi_ms, t.gflops, t.noise_share, t.disturbed, t.noise_json FROM trial t JOIN "
+                                "t.ci_hi_ms, t.gflops, t.noise_share, t.disturbed, t.noise_json, t.binding_json, "
+                                "s.git_revision FROM trial t JOIN "
                                 "sweep s ON s.id = t.sweep_id WHERE (?1 = 0 OR t.sweep_id = ?1) AND (?2 IS NULL OR "
                                 "s.node = ?2) AND (?3 IS NULL OR s.workload = ?3) ORDER BY t.id"
                               : "SELECT t.id, t.sweep_id, s.uuid, s.node, s.workload, t.config_json, t.status, t.role, "
                                 "t.round, t.error, t.impl, t.n_samples, t.median_ms, t.min_ms, t.mad_ms, t.ci_lo_ms, "
-                                "t.ci_hi_ms, t.gflops, NULL, NULL, NULL FROM trial t JOIN sweep s ON s.id = "
+                                "t.ci_hi_ms, t.gflops, NULL, NULL, NULL, t.binding_json, s.git_revision FROM trial t "
+                                "JOIN sweep s ON s.id = "
                                 "t.sweep_id WHERE (?1 = 0 OR t.sweep_id = ?1) AND (?2 IS NULL OR s.node = ?2) AND "
                                 "(?3 IS NULL OR s.workload = ?3) ORDER BY t.id",
                           &st, err);
@@ -637,6 +641,8 @@ int bkm_db_trials_query(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_trial_lis
         r->noise_share = bkm__col_double(st, 18);
         r->disturbed = sqlite3_column_type(st, 19) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 19) != 0;
         r->noise_json = bkm__col_strdup(st, 20, &oom);
+        r->binding_json = bkm__col_strdup(st, 21, &oom);
+        r->git_revision = bkm__col_strdup(st, 22, &oom);
         if (oom)
             break;
     }

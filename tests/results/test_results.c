@@ -117,6 +117,9 @@ static int put_trial(bkm_db_t *db, int64_t sweep, int i, bkm_err_t *err)
         t.noise_share = 0.4;
         t.disturbed = 1;
     }
+    if (i == 4)   /* a program's trial: its runtime, argv and hash travel in the binding evidence */
+        t.binding_json = "{\"bound\":2,\"runtime\":{\"planned_for\":\"libgomp\"},\"program\":{\"argv\":"
+                         "[\"/usr/bin/python3\",\"a \\\"b\\\".py\"],\"sha256\":\"ab12\"}}";
     return bkm_db_trial_insert(db, &t, NULL, NULL, err);
 }
 
@@ -728,7 +731,7 @@ START_TEST(counter_states_round_trip)
     /* export CSV: the counters cell */
     ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_CSV, &b, &err), BKM_OK);
     ck_assert_ptr_nonnull(strstr(b.data, ",perf::CONTEXT-SWITCHES=disagrees(papi 0/os 16155);"
-                                         "perf::CPU-MIGRATIONS=unavailable;perf::TASK-CLOCK=5000000\r\n"));
+                                         "perf::CPU-MIGRATIONS=unavailable;perf::TASK-CLOCK=5000000,"));
     bkm_buf_free(&b);
     /* the report's document */
     ck_assert_int_eq(bkm_db_report_json(db, NULL, &b, &err), BKM_OK);
@@ -786,7 +789,7 @@ START_TEST(legacy_counters_are_not_measurements)
     bkm_buf_init(&b);
     ck_assert_int_eq(bkm_db_export(db, NULL, BKM_DB_EXPORT_CSV, &b, &err), BKM_OK);
     ck_assert_ptr_nonnull(strstr(b.data, ",PAPI_TOT_CYC=unavailable;perf::CONTEXT-SWITCHES=unavailable;"
-                                         "perf::CPU-MIGRATIONS=unavailable;perf::TASK-CLOCK=123\r\n"));
+                                         "perf::CPU-MIGRATIONS=unavailable;perf::TASK-CLOCK=123,"));
     bkm_buf_free(&b);
     ck_assert_int_eq(bkm_db_config_counters(db, 1, "{\"t\":1}", &cs, &n, &err), BKM_OK);
     ck_assert_uint_eq(n, 4);
@@ -1031,6 +1034,11 @@ START_TEST(export_parses_back)
         ck_assert_double_eq(bkm_json_get_num(o, "n_samples", -1), 5);
         ck_assert_uint_eq(ci->n_children, 2);
         ck_assert_str_eq(bkm_json_get_str(o, "node"), "knl");
+        ck_assert_str_eq(bkm_json_get_str(o, "git_revision"), "unknown");
+        if (i == 4)   /* a program's binding evidence, embedded as JSON */
+            ck_assert_str_eq(bkm_json_get_str(bkm_json_get(bkm_json_get(o, "binding"), "program"), "sha256"), "ab12");
+        else
+            ck_assert_int_eq(bkm_json_get(o, "binding")->type, BKM_JSON_NULL);
         /* the noise evidence as stored, or null */
         if (i % 2 == 0) {
             ck_assert_int_eq(bkm_json_get(o, "disturbed")->type, BKM_JSON_BOOL);
@@ -1054,11 +1062,15 @@ START_TEST(export_parses_back)
     ck_assert_ptr_nonnull(strstr(b.data, ",\"{\"\"affinity\"\":\"\"compact,\\\"\"1\\\"\"\"\",\"\"threads\"\":3}\","));
     ck_assert_ptr_nonnull(strstr(b.data, ",crashed,search,0,"));
     ck_assert_ptr_nonnull(strstr(b.data, ",error,disturbed,noise_share,voluntary_switches,involuntary_switches,"
-                                         "migrations,steal_share,counters\r\n"));
+                                         "migrations,steal_share,counters,git_revision,runtime,program,"
+                                         "exe_sha256,binding\r\n"));
     ck_assert_ptr_nonnull(strstr(b.data, ",1,0.40000000000000002,1,7,2,0.01,PAPI_TOT_CYC=unavailable;"
-                                         "perf::TASK-CLOCK=2000000\r\n"));
+                                         "perf::TASK-CLOCK=2000000,unknown,,,,\r\n"));
     /* a trial without evidence: empty cells */
-    ck_assert_ptr_nonnull(strstr(b.data, ",,,,,,PAPI_TOT_CYC=unavailable;perf::TASK-CLOCK=1000000\r\n"));
+    ck_assert_ptr_nonnull(strstr(b.data, ",,,,,,PAPI_TOT_CYC=unavailable;perf::TASK-CLOCK=1000000,unknown,,,,\r\n"));
+    /* a program's trial: runtime, argv (a quote in a word doubled by CSV), hash, the evidence re-serialised */
+    ck_assert_ptr_nonnull(strstr(b.data, "perf::TASK-CLOCK=4000000,unknown,libgomp,\"/usr/bin/python3 a \"\"b\"\".py\","
+                                         "ab12,\"{\"\"bound\"\":2,"));
     bkm_buf_free(&b);
     /* filters */
     bkm_db_filter_t f = {.node = "haswell"};

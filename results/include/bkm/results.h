@@ -206,6 +206,8 @@ typedef struct bkm_db_trial_row {
     double noise_share;          /**< NaN when unknown */
     int disturbed;               /**< 1, 0, -1 unknown */
     char *noise_json;            /**< NULL when none */
+    char *binding_json;          /**< the binding evidence (a program's: its argv, hash, runtime); NULL none */
+    char *git_revision;          /**< the bkm revision of the sweep */
 } bkm_db_trial_row_t;
 typedef struct bkm_db_trial_list {
     bkm_db_trial_row_t *rows;
