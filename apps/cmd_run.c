@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bkm/affinity.h"
+#include "bkm/results.h"
 #include "bkm/tuner.h"
 #include "cli_common.h"
 #include "cli_opt.h"
@@ -260,19 +261,23 @@ static void run_print_text(const bkm_tune_trial_result_t *r, const bkm_tune_tria
             printf("counter     %-24s unavailable: %s\n", c->name, c->reason);
     }
     if (r->doc && bkm_json_get(r->doc, "noise")) {
-        const bkm_json_t *n = bkm_json_get(r->doc, "noise"), *t = bkm_json_get(n, "totals");
-        if (t && bkm_json_get(t, "team"))   /* a program's: the OpenMP team's threads */
-            t = bkm_json_get(t, "team");
+        const bkm_json_t *n = bkm_json_get(r->doc, "noise"), *t = bkm_db_noise_totals(n);
         printf("noise       %s: share %.3g (run-queue wait %.3g + steal %.3g; threshold %.3g)\n",
                r->disturbed == 1 ? "DISTURBED" : r->disturbed == 0 ? "quiet" : "unknown", r->noise_share,
                bkm_json_get_num(n, "wait_share", NAN), bkm_json_get_num(n, "steal_share", NAN),
                bkm_json_get_num(n, "threshold", NAN));
-        if (t)
+        if (t) {
+            double nt = bkm_json_get_num(t, "threads", -1);   /* a program's sums say over how many */
+            char over[64] = "the team's threads";
+            if (nt >= 0)
+                snprintf(over, sizeof over, "%.0f thread%s%s", nt, nt == 1 ? "" : "s",
+                         t == bkm_json_get(bkm_json_get(n, "totals"), "team") ? " of the OpenMP team" : "");
             printf("            switches %.0f voluntary, %.0f involuntary; migrations %.0f; page faults %.0f minor, "
-                   "%.0f major (over threads; -1: unavailable)\n",
+                   "%.0f major (over %s; -1: unavailable)\n",
                    bkm_json_get_num(t, "voluntary_switches", -1), bkm_json_get_num(t, "involuntary_switches", -1),
                    bkm_json_get_num(t, "migrations", -1), bkm_json_get_num(t, "minor_faults", -1),
-                   bkm_json_get_num(t, "major_faults", -1));
+                   bkm_json_get_num(t, "major_faults", -1), over);
+        }
     }
     if (r->status != BKM_TRIAL_OK && r->stderr_tail[0])
         printf("worker stderr (tail):\n%s", r->stderr_tail);

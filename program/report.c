@@ -19,6 +19,7 @@ struct bkm_prog_report {
     int main_team;            /* index into team, -1 none */
     char runtimes[256];
     uint64_t t0_ns;           /* time origin of the JSON */
+    uint64_t rt_seen_ns;      /* when the parent first saw a runtime mapped; 0 unknown */
     /* the log */
     int log_given;
     size_t records, malformed;
@@ -584,20 +585,21 @@ int bkm_prog_report_check(const bkm_prog_report_t *r, const bkm_cpuset_t *planne
     else
         all_masks(r, &c->allowed);
     team = team_for_plan(r, n);
+    c->initial_only = team == NULL && n == 1 && r->rt_seen_ns != 0 && bkm_prog_report_find(r, r->pid) != NULL;
     c->api = team ? team->api : BKM_PROG_API_NONE;
-    c->primary = team ? team->primary : -1;
+    c->primary = team ? team->primary : c->initial_only ? r->pid : -1;
     for (int i = 0; i < n; i++) {
         bkm_prog_check_member_t *m = &c->member[i];
         const bkm_prog_thread_t *t;
         m->index = i;
         m->planned = planned[i];
-        m->tid = team ? team->tid[i] : -1;
+        m->tid = team ? team->tid[i] : c->initial_only ? r->pid : -1;
         if (m->tid < 0 || (t = bkm_prog_report_find(r, m->tid)) == NULL) {
             m->verdict = BKM_PROG_MISSING;
             c->n_missing++;
             continue;
         }
-        uint64_t joined = team->joined_ns[i];
+        uint64_t joined = team ? team->joined_ns[i] : r->rt_seen_ns;
         const bkm_prog_task_t *task = t->task;
         int mismatch = 0;
         for (int k = 0; task && k < task->n_masks; k++) {
@@ -620,7 +622,7 @@ int bkm_prog_report_check(const bkm_prog_report_t *r, const bkm_cpuset_t *planne
         c->n_unsampled += m->verdict == BKM_PROG_UNSAMPLED;
         c->n_unbound += m->unbound;
     }
-    if (team == NULL)
+    if (team == NULL && !c->initial_only)
         c->verdict = BKM_PROG_NO_TEAM;
     else if (c->n_mismatch > 0)
         c->verdict = BKM_PROG_MISMATCH;
@@ -629,9 +631,12 @@ int bkm_prog_report_check(const bkm_prog_report_t *r, const bkm_cpuset_t *planne
     else
         c->verdict = c->n_missing > 0 ? BKM_PROG_MISSING : BKM_PROG_UNSAMPLED;
     /* one line for people */
-    if (team == NULL) {
+    if (team == NULL && !c->initial_only) {
         snprintf(c->summary, sizeof c->summary, "no OpenMP team of %d threads ran (%d team shapes seen)", n,
                  r->n_team);
+    } else if (c->initial_only && c->verdict == BKM_PROG_MATCH) {
+        snprintf(c->summary, sizeof c->summary, "1 of 1 team threads bound as planned (the initial thread: a team "
+                 "of one starts no thread)");
     } else if (c->verdict == BKM_PROG_MATCH) {
         snprintf(c->summary, sizeof c->summary, "%d of %d team threads bound as planned (%s, %s)", n, n, team->rt,
                  api_name(team->api));
@@ -661,6 +666,12 @@ int bkm_prog_report_check(const bkm_prog_report_t *r, const bkm_cpuset_t *planne
     }
     *out = c;
     return BKM_OK;
+}
+
+void bkm_prog_report_set_runtime_seen(bkm_prog_report_t *r, uint64_t t_ns)
+{
+    if (r != NULL)
+        r->rt_seen_ns = t_ns;
 }
 
 void bkm_prog_check_free(bkm_prog_check_t *c)
@@ -793,6 +804,7 @@ static void json_check(const bkm_prog_check_t *c, bkm_json_w_t *w)
     bkm_json_key(w, "summary"), bkm_json_str(w, c->summary);
     bkm_json_key(w, "team_size"), bkm_json_int(w, c->team_size);
     bkm_json_key(w, "api"), bkm_json_str(w, api_name(c->api));
+    bkm_json_key(w, "initial_only"), bkm_json_bool(w, c->initial_only);
     bkm_json_key(w, "primary");
     if (c->primary >= 0)
         bkm_json_int(w, c->primary);

@@ -41,13 +41,27 @@ static void csv_num(bkm_buf_t *b, double v)
 
 /* The noise evidence's totals and steal share as four cells (each preceded by a comma; empty when
  * the trial has none or the source was unavailable). */
+const bkm_json_t *bkm_db_noise_totals(const bkm_json_t *noise)
+{
+    const bkm_json_t *t = noise && noise->type == BKM_JSON_OBJ ? bkm_json_get(noise, "totals") : NULL, *team, *all;
+    if (t == NULL || t->type != BKM_JSON_OBJ)
+        return NULL;
+    team = bkm_json_get(t, "team");
+    all = bkm_json_get(t, "all");
+    if (team == NULL && all == NULL)
+        return t;   /* a worker's */
+    if (team != NULL && team->type == BKM_JSON_OBJ && bkm_json_get_num(team, "threads", 0) > 0)
+        return team;
+    return all != NULL && all->type == BKM_JSON_OBJ ? all : NULL;
+}
+
 static void csv_noise(bkm_buf_t *b, const char *noise_json)
 {
     static const char *const tot[] = {"voluntary_switches", "involuntary_switches", "migrations"};
     bkm_json_t *doc = NULL;
     const bkm_json_t *t = NULL;
     if (noise_json != NULL && bkm_json_parse(noise_json, &doc, NULL) == BKM_OK)
-        t = bkm_json_get(doc, "totals");
+        t = bkm_db_noise_totals(doc);
     for (size_t i = 0; i < sizeof tot / sizeof tot[0]; i++) {
         const bkm_json_t *v = t ? bkm_json_get(t, tot[i]) : NULL;
         bkm_buf_puts(b, ",");

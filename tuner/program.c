@@ -172,6 +172,7 @@ typedef struct prog_run {
     int maps_reads;
     prog_loaded_t loaded[PROG_LOADED_MAX];
     int n_loaded;
+    uint64_t rt_seen_ns;            /* the first maps read that saw a runtime (0: none) */
     char log_path[512];
 } prog_run_t;
 
@@ -223,6 +224,8 @@ static void prog_read_maps(prog_run_t *pr, pid_t pid)
                 pr->n_loaded++;
             }
         }
+        if (r.n_runtimes > 0 && pr->rt_seen_ns == 0)
+            pr->rt_seen_ns = bkm_now_ns();
     }
     bkm_aff_runtime_result_free(&r);
 }
@@ -692,6 +695,7 @@ int bkm__tune_program_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec
         (void)bkm_prog_log_read(&log, pr->log_path, BKM_PROG_LOG_MAX_BYTES, NULL);   /* none: inferred from /proc */
     if (pr->sampler != NULL || log.n > 0)
         (void)bkm_prog_report_build(pr->sampler, log.n > 0 ? &log : NULL, (int)end.pid, &rep, NULL);
+    bkm_prog_report_set_runtime_seen(rep, pr->rt_seen_ns);
     prog_status(r, pr, &end, output_max);
     status = r->status;
     snprintf(message, sizeof message, "%s", r->message);

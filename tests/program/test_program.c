@@ -726,6 +726,62 @@ START_TEST(check_against_plan)
 }
 END_TEST
 
+/* A team of one records nothing (PyTorch at one thread runs no parallel region): with a runtime seen
+ * mapped, the initial thread is judged against planned[0] from that time on (its inherited mask
+ * before the runtime placed it does not count); without one, no team. */
+START_TEST(check_team_of_one_initial_thread)
+{
+    fake_thread_t main_t = {100, "python3", 1000, "0-1", 0, 10, 1, 0, 0};
+    bkm_cpuset_t plan[1];
+    bkm_prog_check_t *c = NULL;
+    bkm_err_t err = {0};
+    bkm_prog_sampler_t *s;
+    bkm_prog_report_t *r;
+    uint64_t seen;
+    fake_stat(0, 0, 0);
+    fake_write(100, &main_t);
+    s = fake_open(100);
+    usleep(2000);
+    main_t.mask = "1";
+    fake_write(100, &main_t);
+    sample(s);
+    seen = bkm_now_ns();
+    usleep(2000);
+    sample(s);
+    r = build(s, "bkmteam1 start pid=100 tid=100 t=1 ppid=1 prog=python3 version=1\n", 100);
+    bkm_cpuset_zero(&plan[0]);
+    bkm_cpuset_set(&plan[0], 1);
+    ck_assert_int_eq(bkm_prog_report_check(r, plan, 1, NULL, &c, &err), BKM_OK);
+    ck_assert_int_eq(c->verdict, BKM_PROG_NO_TEAM);   /* no runtime seen: nothing to judge */
+    ck_assert_int_eq(c->initial_only, 0);
+    bkm_prog_check_free(c);
+    bkm_prog_report_set_runtime_seen(r, seen);
+    ck_assert_int_eq(bkm_prog_report_check(r, plan, 1, NULL, &c, &err), BKM_OK);
+    ck_assert_msg(c->verdict == BKM_PROG_MATCH, "%s", c->summary);
+    ck_assert_int_eq(c->initial_only, 1);
+    ck_assert_int_eq(c->member[0].tid, 100);
+    ck_assert_int_eq(c->member[0].n_observed, 1);
+    ck_assert_ptr_nonnull(strstr(c->summary, "the initial thread"));
+    bkm_prog_check_free(c);
+    /* negative control: planned on CPU 0, the initial thread on 1 */
+    bkm_cpuset_zero(&plan[0]);
+    bkm_cpuset_set(&plan[0], 0);
+    ck_assert_int_eq(bkm_prog_report_check(r, plan, 1, NULL, &c, &err), BKM_OK);
+    ck_assert_int_eq(c->verdict, BKM_PROG_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(c->summary, "thread 0 (tid 100) on 1, planned 0"));
+    bkm_prog_check_free(c);
+    /* seen from the start: the inherited mask {0-1} counts too, a mismatch for the plan {1} */
+    bkm_prog_report_set_runtime_seen(r, 1);
+    bkm_cpuset_zero(&plan[0]);
+    bkm_cpuset_set(&plan[0], 1);
+    ck_assert_int_eq(bkm_prog_report_check(r, plan, 1, NULL, &c, &err), BKM_OK);
+    ck_assert_int_eq(c->verdict, BKM_PROG_MISMATCH);
+    bkm_prog_check_free(c);
+    bkm_prog_report_free(r);
+    bkm_prog_sampler_close(s);
+}
+END_TEST
+
 START_TEST(check_unbound_team)
 {
     fake_thread_t main_t = {100, "prog", 1000, "0-1", 0, 10, 1, 0, 0};
@@ -857,6 +913,7 @@ static Suite *program_suite(void)
     tcase_add_test(tc, report_creation_order);
     tcase_add_test(tc, report_bounds);
     tcase_add_test(tc, check_against_plan);
+    tcase_add_test(tc, check_team_of_one_initial_thread);
     tcase_add_test(tc, check_unbound_team);
     tcase_add_test(tc, json_binding_and_noise);
     suite_add_tcase(s, tc);

@@ -373,6 +373,7 @@ typedef struct bkm_prog_check {
     int team_size;                  /**< n, the plan's size */
     int api;                        /**< how the compared team was found (bkm_prog_api_t) */
     int primary;
+    int initial_only;               /**< a team of one judged by the initial thread (no team recorded) */
     bkm_cpuset_t allowed;           /**< the process's allowed set used for "unbound" */
     bkm_prog_check_member_t *member; /**< [team_size] */
     int n_match, n_mismatch, n_unsampled, n_missing, n_unbound;
@@ -390,6 +391,14 @@ typedef struct bkm_prog_check {
 int bkm_prog_report_check(const bkm_prog_report_t *r, const bkm_cpuset_t *planned, int n,
                           const bkm_cpuset_t *allowed, bkm_prog_check_t **out, bkm_err_t *err);
 void bkm_prog_check_free(bkm_prog_check_t *c);
+
+/** When the parent first saw an OpenMP runtime mapped in the process (bkm_now_ns; 0 = never seen,
+ *  the default). A team of one starts no thread and may run no parallel region at all (PyTorch runs
+ *  its operators inline at one thread), so no team of one is recorded: when a runtime was seen,
+ *  bkm_prog_report_check then compares the initial thread with planned[0], over the masks it held
+ *  from this time on (the runtime places the initial thread when it loads; before, it had the
+ *  inherited mask). Without a runtime seen, such a check stays "no-team". */
+void bkm_prog_report_set_runtime_seen(bkm_prog_report_t *r, uint64_t t_ns);
 
 /** The binding evidence as one JSON object (documented in the "Binding evidence" section of the
  *  program documentation): process, shim, runtimes, teams, the main team in team order, every

@@ -353,18 +353,25 @@ typedef struct bkm_db_gate_run {
 /** Store a gate run (created now). */
 int bkm_db_gate_store(bkm_db_t *db, const bkm_db_gate_run_t *g, bkm_err_t *err);
 
+/** The totals of a stored noise object (switches, migrations, faults): a worker's "totals", or
+ *  for a program trial its OpenMP team's ("totals.team") when a team was found, else all its
+ *  threads' ("totals.all"). NULL when there are none. Borrowed from @p noise. */
+const bkm_json_t *bkm_db_noise_totals(const bkm_json_t *noise);
+
 /** Export formats. */
 typedef enum { BKM_DB_EXPORT_CSV = 0, BKM_DB_EXPORT_JSON = 1 } bkm_db_export_fmt_t;
 /** Append every trial matching @p f (NULL = all) to @p out.
  *  CSV: a header row, then one row per trial: id,sweep,node,workload,status,role,round,config,
  *  n_samples,median_ms,min_ms,mad_ms,ci_lo_ms,ci_hi_ms,gflops,impl,error,disturbed,noise_share,
- *  voluntary_switches,involuntary_switches,migrations,steal_share (config as JSON text; RFC 4180
+ *  voluntary_switches,involuntary_switches,migrations,steal_share,counters,git_revision,runtime,
+ *  program,exe_sha256,binding (config and binding as JSON text; RFC 4180
  *  quoting; a text cell a spreadsheet would take for a formula (beginning with =, +, -, @, a tab
  *  or a carriage return: OWASP's rule) gets a single quote before it, in a quoted cell; empty
- *  cell for unknown numbers; the last four from the noise evidence).
+ *  cell for unknown numbers; switches to steal from the noise evidence (bkm_db_noise_totals);
+ *  runtime, program (argv joined by blanks) and exe_sha256 from a program trial's binding).
  *  JSON: a list of objects {id, sweep, node, workload, status, role, round, config (object),
  *  n_samples, median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, error, disturbed,
- *  noise_share, noise (the worker's noise object)}; null for unknown. Stored JSON (config, noise)
+ *  noise_share, noise (the worker's noise object), git_revision, binding}; null for unknown. Stored JSON (config, noise)
  *  is parsed and written again, never spliced in: one that does not parse or nests too deep is
  *  null, and the row then has "notes": [text] saying why. */
 int bkm_db_export(bkm_db_t *db, const bkm_db_filter_t *f, bkm_db_export_fmt_t fmt, bkm_buf_t *out,
