@@ -182,7 +182,7 @@ static int program_from_binding(const char *binding, bkm_slurm_job_t *job, bkm_j
     }
     job->program_argv = argv;
     job->program_argc = n;
-    job->setting.runtime = k == BKM_AFF_RUNTIME_LIBGOMP ? (int)k : 0;
+    job->setting.runtime = (int)k;
     return 0;
 }
 

@@ -437,7 +437,32 @@ static void sbatch_lines(const bkm_slurm_job_t *job, const char *output, const c
         bkm_buf_puts(b, extra);
 }
 
-static void exports_write(const bkm_slurm_setting_t *s, bkm_buf_t *b)
+/* What the comment over the exports says the program reads. */
+static const char *exports_comment(const bkm_slurm_setting_t *s, int program)
+{
+    if (!program)
+        return "# The setting, exported to every rank (srun's default --export=ALL), in the order libomp\n"
+               "# applies it; nothing else that steers OpenMP placement is inherited.\n";
+    switch (s->runtime) {
+    case BKM_AFF_RUNTIME_LIBGOMP:
+        return "# The setting, exported to every rank (srun's default --export=ALL): the program loads GNU\n"
+               "# libgomp, which reads OMP_* and GOMP_* and ignores every KMP_* variable.\n";
+    case BKM_AFF_RUNTIME_LIBOMP:
+    case BKM_AFF_RUNTIME_LIBIOMP5:
+        return s->runtime == BKM_AFF_RUNTIME_LIBOMP
+                   ? "# The setting, exported to every rank (srun's default --export=ALL): the program loads LLVM\n"
+                     "# libomp, which reads KMP_* and OMP_*, in the order it applies them; nothing else that\n"
+                     "# steers OpenMP placement is inherited.\n"
+                   : "# The setting, exported to every rank (srun's default --export=ALL): the program loads Intel\n"
+                     "# libiomp5, which reads KMP_* and OMP_*, in the order it applies them; nothing else that\n"
+                     "# steers OpenMP placement is inherited.\n";
+    default:
+        return "# The setting, exported to every rank (srun's default --export=ALL): the program loads no\n"
+               "# OpenMP runtime; OMP_NUM_THREADS is what it was measured with.\n";
+    }
+}
+
+static void exports_write(const bkm_slurm_setting_t *s, int program, bkm_buf_t *b)
 {
     bkm_aff_env_t env;
     const char *names[8], *values[8];
@@ -455,11 +480,7 @@ static void exports_write(const bkm_slurm_setting_t *s, bkm_buf_t *b)
     } else {
         n = bkm_aff_env_export(&env, names, values);
     }
-    bkm_buf_puts(b, s->runtime == BKM_AFF_RUNTIME_LIBGOMP
-                        ? "# The setting, exported to every rank (srun's default --export=ALL): the program loads GNU\n"
-                          "# libgomp, which reads OMP_* and GOMP_* and ignores every KMP_* variable.\n"
-                        : "# The setting, exported to every rank (srun's default --export=ALL), in the order libomp\n"
-                          "# applies it; nothing else that steers OpenMP placement is inherited.\n");
+    bkm_buf_puts(b, exports_comment(s, program));
     bkm_buf_puts(b, "unset OMP_PLACES OMP_PROC_BIND KMP_AFFINITY KMP_HW_SUBSET KMP_PLACE_THREADS KMP_BLOCKTIME "
                     "GOMP_CPU_AFFINITY OMP_WAIT_POLICY GOMP_SPINCOUNT\n");
     bkm_buf_printf(b, "export OMP_NUM_THREADS=%d\n", s->threads);
@@ -578,7 +599,7 @@ int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t
     provenance_write(job, out);
     sbatch_lines(job, bkm_buf_str(&o), NULL, out);
     bkm_buf_puts(out, "set -eu\n");
-    exports_write(&job->setting, out);
+    exports_write(&job->setting, job->program_argc > 0, out);
     tune_var(job, out);
     srun_write(job, &l, out);
     bkm_buf_free(&o);

@@ -381,15 +381,30 @@ static int prog_plan(const bkm_tune_program_t *pg, const bkm_tune_trial_spec_t *
     return BKM_OK;
 }
 
-/* The runtime the plan is made for: the one the process mapped, else the one expected (from its
- * ELF closure or a probe run: a program that ended before a read of its maps saw its libraries). */
-static int prog_runtime(const prog_run_t *pr)
+/* The runtime the plan is made for. One mapped: that one. Several (libgomp + libiomp5 through MKL,
+ * or a dlopen): the expected one (ELF closure, probe, --runtime) when it is among them, else the
+ * one whose team ran the main team, else the first seen. None mapped: the expected one (a program
+ * that ended before a read of its maps saw its libraries). */
+static int prog_runtime(const prog_run_t *pr, const bkm_prog_report_t *rep)
 {
-    for (int k = 0; k < pr->n_loaded; k++)
-        if (pr->loaded[k].kind == BKM_AFF_RUNTIME_LIBGOMP || pr->loaded[k].kind == BKM_AFF_RUNTIME_LIBOMP ||
-            pr->loaded[k].kind == BKM_AFF_RUNTIME_LIBIOMP5)
-            return pr->loaded[k].kind;
-    return pr->pg->runtime == BKM_AFF_RUNTIME_UNKNOWN ? BKM_AFF_RUNTIME_NONE : pr->pg->runtime;
+    const bkm_prog_team_t *team = rep ? bkm_prog_report_main_team(rep) : NULL;
+    int first = -1, expected = 0, of_team = -1;
+    for (int k = 0; k < pr->n_loaded; k++) {
+        int kd = pr->loaded[k].kind;
+        if (kd != BKM_AFF_RUNTIME_LIBGOMP && kd != BKM_AFF_RUNTIME_LIBOMP && kd != BKM_AFF_RUNTIME_LIBIOMP5)
+            continue;
+        if (first < 0)
+            first = kd;
+        expected |= kd == pr->pg->runtime;
+        if (team != NULL && of_team < 0 &&
+            ((kd == BKM_AFF_RUNTIME_LIBGOMP && strstr(team->rt, "gomp") != NULL) ||
+             (kd == BKM_AFF_RUNTIME_LIBOMP && strstr(team->rt, "libomp") != NULL) ||
+             (kd == BKM_AFF_RUNTIME_LIBIOMP5 && strstr(team->rt, "iomp5") != NULL)))
+            of_team = kd;
+    }
+    if (first < 0)
+        return pr->pg->runtime == BKM_AFF_RUNTIME_UNKNOWN ? BKM_AFF_RUNTIME_NONE : pr->pg->runtime;
+    return expected ? pr->pg->runtime : of_team >= 0 ? of_team : first;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -699,7 +714,7 @@ int bkm__tune_program_run(const bkm_tune_runner_t *rn, const bkm_tune_trial_spec
     prog_status(r, pr, &end, output_max);
     status = r->status;
     snprintf(message, sizeof message, "%s", r->message);
-    kind = prog_runtime(pr);
+    kind = prog_runtime(pr, rep);
 
     bkm_json_w_init(&w, &doc, 0);
     bkm_json_obj_begin(&w);

@@ -38,8 +38,9 @@ typedef struct bkm_slurm_setting {
     char omp_wait_policy[16];
     char gomp_spincount[32];      /**< GNU libgomp only */
     int runtime;                  /**< the OpenMP runtime of the program the job runs
-                                       (bkm_aff_runtime_kind_t): NONE (0) = bkm's own workloads, which
-                                       run on LLVM libomp; LIBGOMP: only the variables libgomp reads */
+                                       (bkm_aff_runtime_kind_t): LIBGOMP: only the variables libgomp
+                                       reads; any other: the libomp rules (bkm's own workloads, with
+                                       NONE (0), run on LLVM libomp); a program job's comment names it */
     char backend[16];             /**< "" = the workload's default */
     char params[BKM_SLURM_MAX_PARAMS][128];   /**< "key=value" workload parameters / tunables */
     int n_params;
