@@ -18,7 +18,7 @@ static bkm_cpuset_t allowed;
 START_TEST(torch_team_bound_close)
 {
     const char *env[] = {"OMP_NUM_THREADS=2", "OMP_PLACES=cores", "OMP_PROC_BIND=close", NULL};
-    char *argv[] = {PYTHON, BKM_TORCH_SCRIPT, "2", NULL};
+    char *argv[] = {PYTHON, BKM_TORCH_SCRIPT, "2s", NULL};
     watch_opts_t o = {BKM_TEAM_SHIM, NULL, env, 20, 240};
     bkm_cpuset_t place[2], plan[2];
     watch_result_t res;
