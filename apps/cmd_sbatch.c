@@ -114,12 +114,16 @@ static const bkm_cli_cmd_spec_t sbatch_cmd = {
              "-n, -c and --cpu-bind by NERSC's rules and --mpi=pmi2; every rank prints the settings it\n"
              "sees, then `tune run` prints the result line (median time, GFLOP/s). A comment records the\n"
              "provenance: sweep, median and interval, speedup vs the default, host, date, revision.\n"
-             "--default and --seed-bkm write a setting that bkm did not measure, and say so.",
+             "--default and --seed-bkm write a setting that bkm did not measure, and say so.\n"
+             "For a sweep of your own program (tune ... -- CMD ARGS) the srun line runs that program, each\n"
+             "word quoted, with only the variables of the OpenMP runtime it loads (GNU libgomp: OMP_* and\n"
+             "GOMP_*, never KMP_*).",
     BKM_CLI_TABLE(sbatch_table),
     .more = "examples:\n"
             "  tune sbatch --node knl --workload alexnet -o alexnet-knl.sbatch\n"
             "  tune sbatch --node haswell --workload alexnet --seed-bkm --account m1234 --submit\n"
-            "  tune sbatch --node knl --workload gemm --default --ranks-per-node 4 --command ./my_app\n\n"
+            "  tune sbatch --node knl --workload gemm --default --ranks-per-node 4 --command ./my_app\n"
+            "  tune sbatch --node auto --workload torch-cnn   (after tune --workload torch-cnn -- python3 train.py)\n\n"
             "exit codes: 0 written (and submitted), 2 bad usage or no best-known setting for NODE/WL\n"
             "            (use --default or --seed-bkm), 3 environment: the database is unreadable, no\n"
             "            sbatch on PATH, or Slurm refused the job (its message is shown verbatim)\n",

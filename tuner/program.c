@@ -136,8 +136,8 @@ int bkm_tune_program_metric_scan(const regex_t *metric, const char *line, double
         num[len] = '\0';
         errno = 0;
         v = strtod(num, &end);
-        if (end == num || *end != '\0' || errno == ERANGE || !isfinite(v))
-            return bkm_err_set(err, BKM_EINVAL, "--metric captured '%s', which is not a finite number", num);
+        if (end == num || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0)
+            return bkm_err_set(err, BKM_EINVAL, "--metric captured '%s', which is not a finite number >= 0", num);
         values[(*n)++] = v;
         if (m[0].rm_eo == 0)
             break;
@@ -496,8 +496,8 @@ static int json_samples(bkm_json_w_t *w, const prog_run_t *pr, const bkm__tune_p
             return bkm_err_set(err, BKM_ENOMEM, "out of memory for %zu samples", n);
         for (size_t i = 0; i < n; i++) {
             v[i] = pr->pg->metric ? pr->values[i] : end->wall_s * 1e3;
-            if (pr->pg->metric_higher)
-                v[i] = v[i] != 0.0 ? 1.0 / v[i] : INFINITY;
+            if (pr->pg->metric_higher)   /* a throughput of 0 was refused as a trial failure */
+                v[i] = 1.0 / v[i];
             bkm_json_double(w, v[i]);
         }
     }
@@ -620,6 +620,13 @@ static void prog_status(bkm_tune_trial_result_t *r, const prog_run_t *pr, const 
         r->status = BKM_TRIAL_FAILED;
         snprintf(r->message, sizeof r->message, "the program printed no line matching --metric '%.300s'",
                  pr->pg->metric);
+    } else if (pr->pg->metric_higher) {
+        for (size_t i = 0; i < pr->n_values && r->status == BKM_TRIAL_OK; i++)
+            if (pr->values[i] == 0.0) {   /* 1/0: no time to store */
+                r->status = BKM_TRIAL_FAILED;
+                snprintf(r->message, sizeof r->message, "--metric-higher: the program reported a throughput of 0 "
+                         "(sample %zu), which has no time per unit", i + 1);
+            }
     }
     if (end->overflow || end->how == END_TIMEOUT) {
         r->exit_code = -1;

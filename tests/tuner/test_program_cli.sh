@@ -137,6 +137,12 @@ expect 3 "$T" run --threads 2 --metric "$METRIC" -- "$GCC_PROG" nometric 2 10
 grep -q "no line matching --metric" out err || fail "no metric: not said"
 expect 3 "$T" run --threads 2 -- "$GCC_PROG" exit3 2 10
 grep -q "exited with code 3" out err || fail "exit 3: not said"
+printf '#!/bin/sh\necho "rate 0 img/s"\n' > zero.sh && chmod +x zero.sh
+expect 3 "$T" run --runtime none --metric 'rate ([0-9.]+)' --metric-higher -- ./zero.sh
+grep -q "throughput of 0" out err || fail "a throughput of 0: not said"
+printf '#!/bin/sh\necho "time -2 ms"\n' > neg.sh && chmod +x neg.sh
+expect 3 "$T" run --runtime none --metric 'time ([-0-9.]+) ms' -- ./neg.sh
+grep -qF "'-2'" out err || fail "a negative metric: not named"
 # two runtimes in one process: a finding, the team still judged by the runtime that ran it
 expect 0 "$T" run --threads 2 --places cores --proc-bind close -- "$GCC_PROG" dlopen 2 10
 grep -q "TWO OpenMP runtimes" out || fail "two runtimes: no finding"

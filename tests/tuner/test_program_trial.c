@@ -239,9 +239,13 @@ START_TEST(checks_and_metric_scan)
     ck_assert_int_eq(bkm_tune_program_check(&p, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'bad name'"));
     ck_assert_int_eq(regcomp(&re, "t=([-0-9.e+]+)", REG_EXTENDED), 0);
-    ck_assert_int_eq(bkm_tune_program_metric_scan(&re, "t=1.5 t=2 t=-3e2 x", v, 8, &n, &err), BKM_OK);
+    ck_assert_int_eq(bkm_tune_program_metric_scan(&re, "t=1.5 t=2 t=3e2 x", v, 8, &n, &err), BKM_OK);
     ck_assert_uint_eq(n, 3);
-    ck_assert_double_eq(v[2], -300.0);
+    ck_assert_double_eq(v[2], 300.0);
+    n = 0;   /* a time or a rate is never negative */
+    ck_assert_int_eq(bkm_tune_program_metric_scan(&re, "t=1 t=-3e2", v, 8, &n, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'-3e2'"));
+    n = 0;
     ck_assert_int_eq(bkm_tune_program_metric_scan(&re, "t=1.2.3", v, 8, &n, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'1.2.3'"));
     n = 7;

@@ -9,7 +9,8 @@
  * region), nometric (prints nothing), exit3 (exits with status 3), noisy (prints 1 MiB of text
  * per region), dlopen (also loads LLVM libomp with dlopen: two runtimes in one process), rebind
  * (thread 0 of each team moves itself to the machine's last CPU: not where a runtime that binds
- * the team close from CPU 0 put it). */
+ * the team close from CPU 0 put it), work (a fixed amount of arithmetic per region, about MS
+ * milliseconds on one 3 GHz core, split over the team: its time grows when it is slowed down). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <sched.h>
@@ -41,6 +42,12 @@ int main(int argc, char **argv)
     for (int r = 0; r < regions; r++) {
         double t0 = now_ms();
         double part = 0;
+        if (strcmp(mode, "work") == 0) {
+            long n = (long)(ms * 600000.0);
+#pragma omp parallel for reduction(+ : part) schedule(static)
+            for (long i = 0; i < n; i++)
+                part += (double)(i & 1023) * 1e-9;
+        } else
 #pragma omp parallel reduction(+ : part)
         {
             double end = t0 + ms;
