@@ -246,6 +246,7 @@ int bkm_cli_opt_parse_given(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv
         const char *a = argv[i], *value = NULL, *as = NULL;
         const bkm_cli_opt_t *o = NULL;
         size_t idx = 0;
+        int argi = i;
         if (!options_done && strcmp(a, "--") == 0) {
             options_done = 1;
             continue;
@@ -268,7 +269,8 @@ int bkm_cli_opt_parse_given(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv
          * append an override to a common line); a repeatable one adds a value */
         g->count[idx]++;
         if (given)
-            g->list[g->n++] = (bkm_cli_given_opt_t){.opt = idx, .value = value, .by_alias = as != o->name};
+            g->list[g->n++] = (bkm_cli_given_opt_t){.opt = idx, .argi = argi, .value = value,
+                                                    .by_alias = as != o->name};
         if (set_value(cmd, o, as, value ? value : "", cfg, err) < 0)
             rc = BKM_EINVAL;
     }

@@ -78,6 +78,7 @@ typedef struct bkm_cli_cmd_spec {
 /** One option as the command line gave it. */
 typedef struct bkm_cli_given_opt {
     size_t opt;               /**< its index in the command's table */
+    int argi;                 /**< the index in argv of the word that names it ("--name", "--name=V", "-sV") */
     const char *value;        /**< its value as written (points into argv); NULL for a flag */
     int by_alias;             /**< 1: given by its old spelling (bkm_cli_opt_t.alias) */
 } bkm_cli_given_opt_t;
