@@ -398,13 +398,14 @@ void bkm_kern_col2vol_dyn(const bkm_conv3d_desc_t *d, const float *col, float *s
 /* ---------------------------------------------------------------------------------------- */
 /* conv3d object                                                                              */
 
-enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_BWW, P_COUNT };
-enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3 };
+enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_BWW, P_DKC, P_DGRP, P_DPB, P_DR, P_COUNT };
+enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3, ALGO_DIRECT = 4 };
 static const bkm_param_desc_t conv3d_params[P_COUNT] = {
-    {"algo", 0, 3, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
+    {"algo", 0, 4, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
      "GEMM, intra-sample (images in turn, parallel vol2col + parallel GEMM); 3 depth unfold + the native conv2d "
-     "(each output depth plane of each image is a 2-D image of ic*kd channels); 0 auto (1 when a column of the "
-     "vol2col matrix is short, ic*kd*kh*kw <= 64, e.g. one input channel; else 3)"},
+     "(each output depth plane of each image is a 2-D image of ic*kd channels); 4 direct 3-D convolution (no "
+     "column matrix); 0 auto (1 when a column of the vol2col matrix is short, ic*kd*kh*kw <= 64, e.g. one input "
+     "channel; else 4 on AVX-512 and AVX2, 3 on generic)"},
     {"v2c", 0, 2, 1, 1, "intra-sample vol2col/col2vol (chunking scheme): 1 one flat range split evenly over the "
      "threads, 2 dynamic chunks of whole lines taken in turn (a preempted thread leaves its chunks to the others), "
      "0 serial"},
@@ -413,6 +414,13 @@ static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"nc", 0, 65536, 0, 1, "GEMM column block (0 = the ISA's default; else a multiple of nr)"},
     {"bww", 0, 2, 0, 1, "backward-weights of algo 3: 1 the unfolded conv2d; 2 vol2col + GEMM, batch-level (as "
      "algo 1); 0 auto (2 when a column of the vol2col matrix is short, ic*kd*kh*kw <= " "64, e.g. one input channel)"},
+    {"dkc", 0, 65536, 0, 1, "direct (algo 4): input channels per block of the forward reduction (output "
+     "channels for backward-data); 0 auto (one lane block's weights in half of L2)"},
+    {"dgrp", 0, 256, 0, 1, "direct: register tiles of output pixels per group (the unit of work and of the "
+     "transposing store); 0 = 16"},
+    {"dpb", 0, 65536, 0, 16, "direct: output pixels per block of the backward-weights reduction (diff_dst "
+     "transposed per block); 0 auto (a quarter of L2)"},
+    {"dr", 6, 7, 6, 1, "direct, AVX-512: rows of the 64-lane register tile (6: 24 accumulators, 7: 28)"},
 };
 
 const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params)
@@ -433,6 +441,7 @@ struct bkm_kern_conv3d {
     size_t ws_bytes;
     float *wpart;            /* batch bwd-weights: partial diff_wei of threads 1..nt-1 */
     bkm_kern_conv2d_t *c2;   /* unfold: the 2-D convolution of mb*od images of ic*kd channels */
+    bkm_dconv_t *dc;         /* direct: the three directions */
     float *xu, *gxu, *yu;    /* unfold: unfolded input / its gradient, 2-D output [n][o][k][p][q] */
     int bww_batch;           /* unfold: backward-weights as algo 1 (its buffers allocated too) */
     int reuse;               /* bkm_kern_conv3d_set_reuse: inputs kept unchanged within a step */
@@ -440,6 +449,33 @@ struct bkm_kern_conv3d {
     const float *yu_of;      /* unfold: the diff_dst whose plane swap yu holds (NULL: none) */
     char impl[160];
 };
+
+/* The algorithm tunable @p algo resolves to for vol2col columns of @p K rows on @p isa. Auto: the
+ * direct convolution where the ISA has its micro-kernels; a short column (conv3d_1: 27 rows) as
+ * batch-level vol2col + GEMM; else the depth unfold. */
+static int c3_algo(int32_t algo, int64_t K, bkm_isa_t isa)
+{
+    if (algo != ALGO_AUTO)
+        return algo;
+    if (K <= C3_BWW_BATCH_MAX_K)
+        return ALGO_BATCH;
+    return isa == BKM_ISA_AVX512 || isa == BKM_ISA_AVX2 ? ALGO_DIRECT : ALGO_UNFOLD;
+}
+
+/* The direct convolution (algo 4) of @p cv, all three directions, with the tunables @p v. */
+static int c3_direct(bkm_kern_conv3d_t *cv, const int32_t *v, const bkm_kern_params_t *params, bkm_err_t *err)
+{
+    const bkm_dconv_cfg_t dcfg = {cv->gcfg.isa, v[P_DKC], v[P_DGRP], v[P_DPB], v[P_DR] == 7,
+                                  params ? params->cache.l2 : 0};
+    int rc = bkm__dconv_create(&cv->dc, &cv->d, &dcfg, BKM_DCONV_FWD | BKM_DCONV_BWD_D | BKM_DCONV_BWD_W, cv->nt, err);
+    if (rc < 0) {
+        bkm_err_prefix(err, "conv3d algo=4");
+        return rc;
+    }
+    cv->P = cv->d.od * cv->d.oh * cv->d.ow;
+    snprintf(cv->impl, sizeof cv->impl, "native:%s", bkm__dconv_name(cv->dc));
+    return BKM_OK;
+}
 
 int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, const bkm_kern_params_t *params,
                            bkm_err_t *err)
@@ -463,16 +499,20 @@ int bkm_kern_conv3d_create(bkm_kern_conv3d_t **out, const bkm_conv3d_desc_t *d, 
     cv->d = dd;
     cv->nt = omp_get_max_threads() > 0 ? omp_get_max_threads() : 1;
     cv->K = dd.ic * dd.kd * dd.kh * dd.kw;
-    /* auto: a short column (conv3d_1: 27 rows) unfolds to a conv2d of a handful of channels, whose
-     * im2col + GEMM costs ~1.6x the CPU time of batch-level vol2col + GEMM (forward) */
-    cv->algo = v[P_ALGO] != ALGO_AUTO ? v[P_ALGO] : cv->K <= C3_BWW_BATCH_MAX_K ? ALGO_BATCH : ALGO_UNFOLD;
+    if ((rc = bkm_kern_gemm_cfg_init(&cv->gcfg, params ? params->isa : BKM_ISA_AUTO, err)) < 0)
+        goto fail;
+    cv->algo = c3_algo(v[P_ALGO], cv->K, cv->gcfg.isa);
+    if (cv->algo == ALGO_DIRECT) {
+        if ((rc = c3_direct(cv, v, params, err)) < 0)
+            goto fail;
+        *out = cv;
+        return BKM_OK;
+    }
     cv->v2c_nt = v[P_V2C] ? cv->nt : 1;
     cv->v2c_dyn = v[P_V2C] == 2;
     cv->P = dd.od * dd.oh * dd.ow;
     cv->bww_batch = cv->algo == ALGO_UNFOLD && (v[P_BWW] == 2 || (v[P_BWW] == 0 && cv->K <= C3_BWW_BATCH_MAX_K));
     cv->n_bufs = cv->algo == ALGO_BATCH || cv->bww_batch ? cv->nt : 1;
-    if ((rc = bkm_kern_gemm_cfg_init(&cv->gcfg, params ? params->isa : BKM_ISA_AUTO, err)) < 0)
-        goto fail;
     cv->gcfg.nt = cv->algo == ALGO_BATCH || cv->bww_batch ? 1 : cv->nt;
     if ((v[P_MC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "mc", v[P_MC], err)) < 0) ||
         (v[P_KC] && (rc = bkm_kern_gemm_cfg_set(&cv->gcfg, "kc", v[P_KC], err)) < 0) ||
@@ -652,6 +692,10 @@ int bkm_kern_conv3d_fwd(bkm_kern_conv3d_t *cv, const float *src, const float *we
     const bkm_conv3d_desc_t *d = &cv->d;
     const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, kp = cv->K * cv->P;
     int rc = BKM_OK;
+    if (cv->algo == ALGO_DIRECT) {
+        bkm__dconv_fwd(cv->dc, src, wei, bias, BKM_FAST_ACT_NONE, dst);
+        return BKM_OK;
+    }
     if (cv->algo == ALGO_UNFOLD) {
         unfold(cv, src, cv->xu);
         cv->xu_of = src;
@@ -686,6 +730,10 @@ int bkm_kern_conv3d_bwd_data(bkm_kern_conv3d_t *cv, const float *diff_dst, const
     const bkm_conv3d_desc_t *d = &cv->d;
     const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, kp = cv->K * cv->P;
     int rc = BKM_OK;
+    if (cv->algo == ALGO_DIRECT) {
+        bkm__dconv_bwd_data(cv->dc, diff_dst, wei, diff_src);
+        return BKM_OK;
+    }
     if (cv->algo == ALGO_UNFOLD) {
         if (!cv->reuse || cv->yu_of != diff_dst)
             swap_planes(cv, diff_dst, cv->yu, 0);
@@ -729,7 +777,9 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
     const int64_t in_sz = d->ic * d->id * d->ih * d->iw, out_sz = d->oc * cv->P, P = cv->P, mb = d->mb,
                   kp = cv->K * cv->P, nw = d->oc * cv->K;
     int rc = BKM_OK;
-    if (cv->algo == ALGO_UNFOLD && !cv->bww_batch) {
+    if (cv->algo == ALGO_DIRECT) {
+        bkm__dconv_bwd_weights(cv->dc, src, diff_dst, diff_wei);
+    } else if (cv->algo == ALGO_UNFOLD && !cv->bww_batch) {
         if (!cv->reuse || cv->xu_of != src)
             unfold(cv, src, cv->xu);
         cv->xu_of = src;
@@ -737,8 +787,7 @@ int bkm_kern_conv3d_bwd_weights(bkm_kern_conv3d_t *cv, const float *src, const f
             swap_planes(cv, diff_dst, cv->yu, 0);
         cv->yu_of = diff_dst;
         return bkm_kern_conv2d_bwd_weights(cv->c2, cv->xu, cv->yu, diff_wei, d->has_bias ? diff_bias : NULL, err);
-    }
-    if (cv->algo == ALGO_BATCH || cv->bww_batch) {
+    } else if (cv->algo == ALGO_BATCH || cv->bww_batch) {
         /* thread t sums its images (a static split: the reduction order is fixed for a thread count)
          * into diff_wei (t = 0) or its partial buffer, then the partials are added in thread order */
 #pragma omp parallel num_threads(cv->nt)
@@ -805,6 +854,7 @@ void bkm_kern_conv3d_destroy(bkm_kern_conv3d_t *cv)
     bkm_free(cv->ws);
     bkm_free(cv->wpart);
     bkm_kern_conv2d_destroy(cv->c2);
+    bkm__dconv_destroy(cv->dc);
     bkm_free(cv->xu);
     bkm_free(cv->gxu);
     bkm_free(cv->yu);

@@ -195,6 +195,52 @@ void bkm__conv2d_fast_store_avx512(const float *tile, int64_t m, int64_t len, fl
 void bkm__conv2d_fast_col2im_row_avx512(const float *o, int64_t ld, int64_t kw, int64_t len, int64_t x0, int64_t iw,
                                         float *out);
 /* ---------------------------------------------------------------------------------------- */
+/* Direct convolution (dconv.c over dconv_avx512.c, dconv_avx2.c)                              */
+
+#define BKM_DCONV_R_MAX 12    /* rows of the largest register tile */
+#define BKM_DCONV_TAPS_MAX 64 /* widest kernel along one axis */
+/* c[i][l] (+)= sum_{j < n} base[i][off[j]] * b[row[j] * lb + l] for rows i < r, lanes l < lb (the
+ * descriptor's); acc = 0 starts from zero (c is only written). Rows of c are lb floats apart. */
+typedef void (*bkm_dconv_ukr_t)(int64_t n, const float *const *base, const int32_t *off, const int32_t *row,
+                                const float *b, float *c, int acc);
+typedef struct bkm_dconv_ukr_desc {
+    int32_t v, r, lb; /* vectors per row, rows, lanes per row of b and c */
+    bkm_dconv_ukr_t fn;
+    const char *name; /* "avx512_6x64" */
+} bkm_dconv_ukr_desc_t;
+/* By vectors: [v - 1] for v = 1..4 (AVX-512, 16 lanes a vector, 64 lanes a row; [4] is the 7-row
+ * variant of v = 4) and v = 1..2 (AVX2, 8 lanes a vector, 16 a row). */
+extern const bkm_dconv_ukr_desc_t bkm__dconv_ukr_avx512[5];
+extern const bkm_dconv_ukr_desc_t bkm__dconv_ukr_avx2[2];
+/* d[p * ldd + i] = s[i * lds + p] for i < rows (<= 64), p < np (AVX-512 16 x 16 transposes). */
+void bkm__dconv_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t np, float *d, int64_t ldd);
+
+/* Blocking of a direct convolution (0 = auto): kc reduction channels per block of the gathers
+ * (auto: one lane block's weights in half of L2), grp tiles per group of output pixels (16), pb
+ * pixels per backward-weights block (auto: the transposed diff_dst block in a quarter of L2), r7 the
+ * 7-row AVX-512 tile instead of 6 rows; l2 the L2 bytes (0: 1 MiB). */
+typedef struct bkm_dconv_cfg {
+    bkm_isa_t isa; /* resolved: BKM_ISA_AVX512 or BKM_ISA_AVX2 */
+    int32_t kc, grp, pb, r7;
+    size_t l2;
+} bkm_dconv_cfg_t;
+enum { BKM_DCONV_FWD = 1, BKM_DCONV_BWD_D = 2, BKM_DCONV_BWD_W = 4 };
+typedef struct bkm_dconv bkm_dconv_t;
+/* The directions @p dirs of @p d (checked by the caller) on @p nt threads. BKM_ENOTSUP for an ISA
+ * without micro-kernels, a kernel over BKM_DCONV_TAPS_MAX taps or images beyond 32-bit offsets;
+ * BKM_ENOMEM. */
+int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_dconv_cfg_t *cfg, int dirs, int nt,
+                      bkm_err_t *err);
+void bkm__dconv_destroy(bkm_dconv_t *dc);
+/* NCDHW / OIDHW; each opens its own parallel region of nt threads and never allocates. fwd: dst =
+ * conv + bias (NULL: none), then act (BKM_FAST_ACT_NONE or _RELU); bwd_weights writes diff_wei only. */
+void bkm__dconv_fwd(bkm_dconv_t *dc, const float *src, const float *wei, const float *bias, int act, float *dst);
+void bkm__dconv_bwd_data(bkm_dconv_t *dc, const float *diff_dst, const float *wei, float *diff_src);
+void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei);
+/* "direct.avx512_6x64" (static storage of the object) */
+const char *bkm__dconv_name(const bkm_dconv_t *dc);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Pooling and ReLU (layers.c, layers_avx512.c)                                               */
 
 /* AVX-512 max pooling of the interior output columns of one row (layers_avx512.c): nc outputs,

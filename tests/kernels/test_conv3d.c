@@ -162,41 +162,35 @@ START_TEST(vol2col_large_streaming_by_definition)
 }
 END_TEST
 
-START_TEST(conv3d_matches_reference)
+/* One conv3d object of @p shape with the tunables @p kv (NULL-terminated): every direction against
+ * the naive references, a second bwd_w overwriting, the impl naming @p impl. */
+static void check_against_reference(const char *shape, const char *const *kv, const char *impl)
 {
     bkm_conv3d_desc_t d;
     bkm_err_t err = {0};
     bkm_kern_conv3d_t *cv = NULL;
     bkm_kern_params_t kp;
-    /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
-     * depth unfold + conv2d in every direction; depth unfold with the batch-level backward-weights;
-     * intra-sample with vol2col/col2vol in dynamic chunks */
-    static const char *const algo[6] = {"algo=1", "algo=2", "algo=2", "algo=3", "algo=3", "algo=2"};
-    static const char *const v2c[6] = {"v2c=1", "v2c=1", "v2c=0", "bww=1", "bww=2", "v2c=2"};
-    static const char *const impl[6] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
-                                        "native:unfold_", "+bww_vol2col_gemm.batch", "vol2col_dyn_gemm.intra"};
-    const char *shape = shapes[_i / 6];
-    int var = _i % 6;
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(shape, 0, &d, &err), BKM_OK);
     bkm_kern_params_init(&kp);
-    ck_assert_int_eq(bkm_kern_params_add(&kp, algo[var], &err), BKM_OK);
-    ck_assert_int_eq(bkm_kern_params_add(&kp, v2c[var], &err), BKM_OK);
-    ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
-    ck_assert_msg(strstr(bkm_kern_conv3d_impl(cv), impl[var]) != NULL, "%s", bkm_kern_conv3d_impl(cv));
+    for (int i = 0; kv[i]; i++)
+        ck_assert_msg(bkm_kern_params_add(&kp, kv[i], &err) == BKM_OK, "%s", err.msg);
+    ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s %s: %s", shape, kv[0], err.msg);
+    ck_assert_msg(strstr(bkm_kern_conv3d_impl(cv), impl) != NULL, "%s: %s", shape, bkm_kern_conv3d_impl(cv));
     size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
            nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow);
     float *src = rnd(ns, 1, 1.0f), *wei = rnd(nw, 2, 1.0f), *bias = rnd((size_t)d.oc, 3, 1.0f), *dd = rnd(nd, 4, 1.0f);
     float *y = calloc(nd, 4), *yr = calloc(nd, 4), *gs = calloc(ns, 4), *gsr = calloc(ns, 4);
     float *gw = calloc(nw, 4), *gwr = calloc(nw, 4), *gb = calloc((size_t)d.oc, 4), *gbr = calloc((size_t)d.oc, 4);
+    memset(y, 0xff, nd * 4), memset(gs, 0xff, ns * 4), memset(gw, 0xff, nw * 4); /* every element is written */
     ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, y, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, gs, &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
     bkm_kern_conv3d_ref_fwd(&d, src, wei, bias, yr);
     bkm_kern_conv3d_ref_bwd_data(&d, dd, wei, gsr);
     bkm_kern_conv3d_ref_bwd_weights(&d, src, dd, gwr, gbr);
-    ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s", shape);
-    ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s", shape);
-    ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s", shape);
+    ck_assert_msg(rel_diff(y, yr, nd) < 1e-5, "fwd %s %s: %g", shape, kv[0], rel_diff(y, yr, nd));
+    ck_assert_msg(rel_diff(gs, gsr, ns) < 1e-5, "bwd_d %s %s: %g", shape, kv[0], rel_diff(gs, gsr, ns));
+    ck_assert_msg(rel_diff(gw, gwr, nw) < 1e-5, "bwd_w %s %s: %g", shape, kv[0], rel_diff(gw, gwr, nw));
     ck_assert_msg(rel_diff(gb, gbr, (size_t)d.oc) < 1e-5, "bias %s", shape);
     /* a second bwd_w overwrites (does not accumulate) */
     ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, gw, gb, &err), BKM_OK);
@@ -204,6 +198,46 @@ START_TEST(conv3d_matches_reference)
     bkm_kern_conv3d_destroy(cv);
     free(src), free(wei), free(bias), free(dd), free(y), free(yr), free(gs), free(gsr), free(gw), free(gwr);
     free(gb), free(gbr);
+}
+
+START_TEST(conv3d_matches_reference)
+{
+    /* variants: batch-level; intra-sample with parallel vol2col; intra-sample with serial vol2col;
+     * depth unfold + conv2d in every direction; depth unfold with the batch-level backward-weights;
+     * intra-sample with vol2col/col2vol in dynamic chunks */
+    static const char *const algo[6] = {"algo=1", "algo=2", "algo=2", "algo=3", "algo=3", "algo=2"};
+    static const char *const v2c[6] = {"v2c=1", "v2c=1", "v2c=0", "bww=1", "bww=2", "v2c=2"};
+    static const char *const impl[6] = {".batch.", "vol2col_par_gemm.intra", "vol2col_serial_gemm.intra",
+                                        "native:unfold_", "+bww_vol2col_gemm.batch", "vol2col_dyn_gemm.intra"};
+    const char *const kv[3] = {algo[_i % 6], v2c[_i % 6], NULL};
+    check_against_reference(shapes[_i / 6], kv, impl[_i % 6]);
+}
+END_TEST
+
+/* The direct convolution (algo 4) on the small odd shapes and on shapes with several and partial lane
+ * blocks (oc 70 = 64 + 6 on AVX-512, 4 x 16 + 6 on AVX2; ic 20 for backward-data), padding along every
+ * axis (taps classes at both borders), strides (backward-data phases) and kd 1 (a conv2d); with its
+ * blocking tunables: channel blocks of 1 (accumulating tiles), one tile per group, 16-pixel
+ * backward-weights blocks, the 7-row tile; on AVX2 too (77 without it: skipped, never passed). */
+static const char *direct_shapes[] = {
+    "mb2ic20id6ih7iw9oc70kd3kh2kw3sd2sh1sw2pd1ph1pw2", /* strides, padding, partial lane blocks */
+    "mb3ic17id5ih6iw8oc18kd3pd1",                     /* padding 1 on a 3-tap kernel */
+    "mb2ic33id4ih9iw11oc64kd1kh5kw5ph2pw2",           /* a 2-D 5x5 conv with padding 2 (kd 1) */
+    "mb2ic8id7ih7iw7oc16kd2sd3kh3sh2kw4sw1pd1ph2pw0", /* stride 3 > kernel 2: pixels without taps */
+};
+
+START_TEST(conv3d_direct_matches_reference)
+{
+    static const char *const var[][4] = {
+        {"algo=4", NULL, NULL},   {"algo=4", "dkc=1", NULL}, {"algo=4", "dgrp=1", NULL},
+        {"algo=4", "dpb=16", NULL}, {"algo=4", "dr=7", NULL}, {"algo=4", "isa=avx2", "dkc=3"},
+    };
+    const int nv = (int)(sizeof var / sizeof var[0]), ns0 = (int)(sizeof shapes / sizeof shapes[0]);
+    const int v = _i % nv, sh = _i / nv;
+    const char *shape = sh < ns0 ? shapes[sh] : direct_shapes[sh - ns0];
+    if (bkm_kern_isa_detect() != BKM_ISA_AVX512 && (v < nv - 1 || bkm_kern_isa_detect() != BKM_ISA_AVX2))
+        return; /* the run's exit code says skipped: see the skip test below */
+    check_against_reference(shape, var[v], v == nv - 1 ? "direct.avx2_" : "direct.avx512_");
 }
 END_TEST
 
@@ -376,6 +410,8 @@ static Suite *conv3d_suite(void)
     tcase_add_test(tc, desc_grammar);
     tcase_add_loop_test(tc, vol2col_parallel_equals_serial_and_adjoint, 0, (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_loop_test(tc, conv3d_matches_reference, 0, 6 * (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_loop_test(tc, conv3d_direct_matches_reference, 0,
+                        6 * (int)(sizeof shapes / sizeof shapes[0] + sizeof direct_shapes / sizeof direct_shapes[0]));
     tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
     tcase_add_test(tc, vol2col_large_streaming_by_definition);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);

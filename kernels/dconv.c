@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: MIT */
+/* Direct convolution, NCDHW fp32 (a conv2d is the case kd = id = 1): no column matrix. The three
+ * directions run one micro-kernel (dconv_<isa>.c): a register tile of R rows x 64 lanes (AVX-512;
+ * 16 on AVX2), each row a base pointer into the input, c[i][l] += sum_j base_i[off[j]] * b[row[j]][l].
+ *
+ *   forward        rows = R output pixels, lanes = output channels, j = (input channel, tap):
+ *                  the input is broadcast in place, b = the weights packed as [tap row][oc].
+ *   backward-data  the same gather with the roles of the two tensors swapped: rows = input pixels,
+ *                  lanes = input channels, j = (output channel, tap), the taps that reach the pixel
+ *                  (any stride: the pixels of one phase share them); b = the weights as [oc tap][ic].
+ *   backward-wts   rows = R (input channel, tap) entries, lanes = output channels, j = the output
+ *                  pixels; b = a block of diff_dst transposed to [pixel][oc] by each thread.
+ *
+ * Padding without copies: along each axis the output coordinates fall into classes of identical
+ * valid taps (forward: 3 classes for a 3-tap kernel with padding 1); a box of one class per axis
+ * has one table of (offset, row) entries, so every tile is dense. Each output element is computed
+ * by one thread in one order, so the bits do not depend on the thread count. Every buffer is
+ * allocated at creation; the directions never allocate. */
+#include "kernels_int.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DC_L2_DEFAULT (1u << 20)     /* L2 bytes assumed when the topology gave none */
+#define DC_ENTRIES_MAX (1LL << 27)   /* entry tables of one object */
+#define DC_GRP_DEFAULT 16            /* tiles per group (forward / backward-data) */
+
+/* One axis of a gather: the coordinates u of its output grouped into classes of equal taps. */
+typedef struct dc_axis {
+    int32_t ncls;
+    int32_t *nu, *u0, *nt, *t0; /* per class: number of u, first in u[], number of taps, first in tk[] */
+    int32_t *u, *ub;            /* u grouped by class (increasing), the input coordinate of its tap 0 delta */
+    int32_t *tk, *td;           /* taps per class: kernel offset k and input delta (input = ub + td) */
+} dc_axis_t;
+
+typedef struct dc_box {
+    int32_t cls[3];
+    int64_t npix, ntap, ent0, minoff; /* pixels, taps per channel, first entry, offset of the first tap */
+} dc_box_t;
+
+typedef struct dc_grp {
+    int32_t box;
+    int32_t nq;
+    int64_t q0; /* pixels [q0, q0 + nq) of the box, in (z, y, x) order */
+} dc_grp_t;
+
+/* A gather direction (forward or backward-data). */
+typedef struct dc_gat {
+    int64_t cin, lanes, nlb, T;           /* reduction channels, lanes, lane blocks, taps */
+    int64_t in[3], out[3], in_vol, out_vol;
+    dc_axis_t ax[3];
+    int64_t nbox, ngrp, gp, kc;           /* boxes, groups, pixels per group, channels per block */
+    dc_box_t *box;
+    dc_grp_t *grp;
+    int32_t *eoff, *erow;                 /* entries, box by box, channel-major */
+    float *wp;                            /* weights packed per lane block: [lb][cin * T][LB] */
+} dc_gat_t;
+
+/* Backward-weights: taps grouped by class box (equal valid output ranges along every axis). */
+typedef struct dc_wcb {
+    int64_t lo[3], hi[3];   /* valid output coordinates per axis */
+    int64_t ntap, t0;       /* taps of the box: tap[t0 .. t0 + ntap) */
+    int64_t npix, minpix;   /* pixels of the box, input offset of its first pixel */
+} dc_wcb_t;
+
+typedef struct dc_wtile {
+    int32_t lb, cb, ne; /* lane block, class box, entries (<= R) */
+} dc_wtile_t;
+
+typedef struct dc_wgt {
+    int64_t ncb, ntile, pb, nblk, T, cin, lanes, nlb;
+    dc_wcb_t *cb;
+    int32_t *tap;    /* tap indices (kz * kh + ky) * kw + kx grouped by class box */
+    dc_wtile_t *tile;
+    int64_t *toff;   /* per tile, BKM_DCONV_R_MAX entry base offsets into the input image */
+    int32_t *tcol;   /* ... and their columns of diff_wei (c * T + tap) */
+    int64_t *cost0;  /* prefix cost of the tiles (ntile + 1) */
+    float *stage;    /* per tile, BKM_DCONV_R_MAX x LB accumulators */
+} dc_wgt_t;
+
+struct bkm_dconv {
+    bkm_conv3d_desc_t d;
+    int nt;
+    int32_t lb;                           /* lanes per row of b and c */
+    const bkm_dconv_ukr_desc_t *ukr_set;  /* index v - 1 */
+    int32_t r_main;                       /* rows of the full-lane tile */
+    const bkm_dconv_ukr_desc_t *main;
+    dc_gat_t g[2];                        /* [0] forward, [1] backward-data */
+    int has[3];
+    dc_wgt_t w;
+    size_t scratch_floats;                /* per thread */
+    float *scratch;
+    int64_t *pix;                         /* per thread: 2 x (group pixels + R) offsets */
+    int32_t *ptab;                        /* per thread: 2 x pixel block (backward-weights tables) */
+    char name[64];
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Axis classes                                                                                */
+
+/* Taps of output coordinate u along one axis (k kernel, s stride, p padding, n_in input size, n_o
+ * the convolution's output size); fwd: input = u * s - p + k; bwd (u an input coordinate): the
+ * output coordinates (u + p - k) / s in range. Returns the count; *base: the input coordinate of
+ * delta 0. */
+static int axis_taps(int64_t u, int64_t k, int64_t s, int64_t p, int64_t n_in, int64_t n_o, int bwd, int32_t *tk,
+                     int32_t *td, int64_t *base)
+{
+    int n = 0;
+    if (!bwd) {
+        *base = u * s - p;
+        for (int64_t j = 0; j < k; j++)
+            if (*base + j >= 0 && *base + j < n_in)
+                tk[n] = (int32_t)j, td[n++] = (int32_t)j;
+        return n;
+    }
+    const int64_t ph = (u + p) % s;
+    *base = (u + p - ph) / s;
+    for (int64_t j = ph; j < k; j += s) {
+        const int64_t o = (u + p - j) / s;
+        if (u + p - j >= 0 && o < n_o)
+            tk[n] = (int32_t)j, td[n++] = (int32_t)(-(j - ph) / s);
+    }
+    return n;
+}
+
+static void axis_free(dc_axis_t *a)
+{
+    bkm_free(a->nu), bkm_free(a->u0), bkm_free(a->nt), bkm_free(a->t0);
+    bkm_free(a->u), bkm_free(a->ub), bkm_free(a->tk), bkm_free(a->td);
+    memset(a, 0, sizeof *a);
+}
+
+static int axis_build(dc_axis_t *a, int64_t n_u, int64_t k, int64_t s, int64_t p, int64_t n_in, int64_t n_o, int bwd)
+{
+    int32_t tk[BKM_DCONV_TAPS_MAX], td[BKM_DCONV_TAPS_MAX];
+    int32_t *cid = bkm_calloc((size_t)n_u, sizeof(int32_t));
+    int64_t base;
+    int rc = BKM_ENOMEM;
+    memset(a, 0, sizeof *a);
+    a->nu = bkm_calloc((size_t)n_u, sizeof(int32_t)), a->u0 = bkm_calloc((size_t)n_u, sizeof(int32_t));
+    a->nt = bkm_calloc((size_t)n_u, sizeof(int32_t)), a->t0 = bkm_calloc((size_t)n_u, sizeof(int32_t));
+    a->u = bkm_calloc((size_t)n_u, sizeof(int32_t)), a->ub = bkm_calloc((size_t)n_u, sizeof(int32_t));
+    a->tk = bkm_calloc((size_t)(n_u * k), sizeof(int32_t)), a->td = bkm_calloc((size_t)(n_u * k), sizeof(int32_t));
+    if (!cid || !a->nu || !a->u0 || !a->nt || !a->t0 || !a->u || !a->ub || !a->tk || !a->td)
+        goto out;
+    for (int64_t u = 0, ntk = 0; u < n_u; u++) { /* class of each u: the first with the same taps */
+        const int n = axis_taps(u, k, s, p, n_in, n_o, bwd, tk, td, &base);
+        int32_t c = 0;
+        for (; c < a->ncls; c++)
+            if (a->nt[c] == n && !memcmp(a->tk + a->t0[c], tk, (size_t)n * sizeof(int32_t)) &&
+                !memcmp(a->td + a->t0[c], td, (size_t)n * sizeof(int32_t)))
+                break;
+        if (c == a->ncls) {
+            a->nt[c] = n, a->t0[c] = (int32_t)ntk;
+            memcpy(a->tk + ntk, tk, (size_t)n * sizeof(int32_t));
+            memcpy(a->td + ntk, td, (size_t)n * sizeof(int32_t));
+            ntk += n;
+            a->ncls++;
+        }
+        cid[u] = c;
+        a->nu[c]++;
+    }
+    for (int32_t c = 1; c < a->ncls; c++)
+        a->u0[c] = a->u0[c - 1] + a->nu[c - 1];
+    memset(a->nu, 0, (size_t)a->ncls * sizeof(int32_t));
+    for (int64_t u = 0; u < n_u; u++) {
+        const int32_t c = cid[u], i = a->u0[c] + a->nu[c]++;
+        axis_taps(u, k, s, p, n_in, n_o, bwd, tk, td, &base);
+        a->u[i] = (int32_t)u, a->ub[i] = (int32_t)base;
+    }
+    rc = BKM_OK;
+out:
+    bkm_free(cid);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Gather directions: boxes, entries, groups                                                    */
+
+static void gat_free(dc_gat_t *g)
+{
+    for (int i = 0; i < 3; i++)
+        axis_free(&g->ax[i]);
+    bkm_free(g->box), bkm_free(g->grp), bkm_free(g->eoff), bkm_free(g->erow), bkm_free(g->wp);
+    memset(g, 0, sizeof *g);
+}
+
+/* Entries of box b: for each reduction channel c, the taps of the box's classes in (z, y, x) order. */
+static void gat_entries(dc_gat_t *g, const bkm_conv3d_desc_t *d, dc_box_t *b, int64_t e)
+{
+    const dc_axis_t *az = &g->ax[0], *ay = &g->ax[1], *ax = &g->ax[2];
+    const int32_t cz = b->cls[0], cy = b->cls[1], cx = b->cls[2];
+    int64_t minoff = INT64_MAX;
+    b->ent0 = e;
+    for (int32_t i = 0; i < az->nt[cz]; i++)
+        for (int32_t j = 0; j < ay->nt[cy]; j++)
+            for (int32_t l = 0; l < ax->nt[cx]; l++) {
+                const int64_t o = ((int64_t)az->td[az->t0[cz] + i] * g->in[1] + ay->td[ay->t0[cy] + j]) * g->in[2] +
+                                  ax->td[ax->t0[cx] + l];
+                minoff = o < minoff ? o : minoff;
+            }
+    b->minoff = b->ntap ? minoff : 0;
+    for (int64_t c = 0; c < g->cin; c++)
+        for (int32_t i = 0; i < az->nt[cz]; i++)
+            for (int32_t j = 0; j < ay->nt[cy]; j++)
+                for (int32_t l = 0; l < ax->nt[cx]; l++, e++) {
+                    const int32_t kz = az->tk[az->t0[cz] + i], ky = ay->tk[ay->t0[cy] + j], kx = ax->tk[ax->t0[cx] + l];
+                    const int64_t o = ((int64_t)az->td[az->t0[cz] + i] * g->in[1] + ay->td[ay->t0[cy] + j]) *
+                                          g->in[2] + ax->td[ax->t0[cx] + l];
+                    g->eoff[e] = (int32_t)(c * g->in_vol + o - b->minoff);
+                    g->erow[e] = (int32_t)(c * g->T + ((int64_t)kz * d->kh + ky) * d->kw + kx);
+                }
+}
+
+/* Boxes, entry tables and groups of a gather whose axes are built. */
+static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_err_t *err)
+{
+    int64_t nent = 0, ng = 0, e = 0;
+    g->nbox = (int64_t)g->ax[0].ncls * g->ax[1].ncls * g->ax[2].ncls;
+    if (!(g->box = bkm_calloc((size_t)g->nbox, sizeof(dc_box_t))))
+        return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate %lld boxes", (long long)g->nbox);
+    for (int64_t i = 0; i < g->nbox; i++) {
+        dc_box_t *b = &g->box[i];
+        b->cls[0] = (int32_t)(i / (g->ax[1].ncls * g->ax[2].ncls));
+        b->cls[1] = (int32_t)((i / g->ax[2].ncls) % g->ax[1].ncls);
+        b->cls[2] = (int32_t)(i % g->ax[2].ncls);
+        b->npix = (int64_t)g->ax[0].nu[b->cls[0]] * g->ax[1].nu[b->cls[1]] * g->ax[2].nu[b->cls[2]];
+        b->ntap = (int64_t)g->ax[0].nt[b->cls[0]] * g->ax[1].nt[b->cls[1]] * g->ax[2].nt[b->cls[2]];
+        nent += g->cin * b->ntap;
+        ng += (b->npix + gp - 1) / gp;
+    }
+    if (nent > DC_ENTRIES_MAX)
+        return bkm_err_set(err, BKM_ENOTSUP, "dconv: %lld tap entries exceed %lld", (long long)nent,
+                           (long long)DC_ENTRIES_MAX);
+    g->eoff = bkm_calloc((size_t)(nent ? nent : 1), sizeof(int32_t));
+    g->erow = bkm_calloc((size_t)(nent ? nent : 1), sizeof(int32_t));
+    g->grp = bkm_calloc((size_t)(ng ? ng : 1), sizeof(dc_grp_t));
+    if (!g->eoff || !g->erow || !g->grp)
+        return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate %lld tap entries", (long long)nent);
+    g->ngrp = 0;
+    for (int64_t i = 0; i < g->nbox; i++) {
+        gat_entries(g, d, &g->box[i], e);
+        e += g->cin * g->box[i].ntap;
+        for (int64_t q = 0; q < g->box[i].npix; q += gp)
+            g->grp[g->ngrp++] = (dc_grp_t){(int32_t)i, (int32_t)(g->box[i].npix - q < gp ? g->box[i].npix - q : gp), q};
+    }
+    g->gp = gp;
+    return BKM_OK;
+}
+
+/* Forward (bwd = 0) or backward-data (bwd = 1) gather of @p d. */
+static int gat_create(bkm_dconv_t *dc, dc_gat_t *g, int bwd, int64_t kc, int64_t gp, size_t l2, bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &dc->d;
+    const int64_t ks[3] = {d->kd, d->kh, d->kw}, ss[3] = {d->sd, d->sh, d->sw}, ps[3] = {d->pd, d->ph, d->pw};
+    const int64_t xi[3] = {d->id, d->ih, d->iw}, xo[3] = {d->od, d->oh, d->ow};
+    int rc;
+    g->cin = bwd ? d->oc : d->ic;
+    g->lanes = bwd ? d->ic : d->oc;
+    g->nlb = (g->lanes + dc->lb - 1) / dc->lb;
+    g->T = d->kd * d->kh * d->kw;
+    for (int i = 0; i < 3; i++) {
+        g->in[i] = bwd ? xo[i] : xi[i];
+        g->out[i] = bwd ? xi[i] : xo[i];
+        if ((rc = axis_build(&g->ax[i], g->out[i], ks[i], ss[i], ps[i], xi[i], xo[i], bwd)) < 0)
+            return bkm_err_set(err, rc, "dconv: cannot allocate the axis classes");
+    }
+    g->in_vol = g->in[0] * g->in[1] * g->in[2];
+    g->out_vol = g->out[0] * g->out[1] * g->out[2];
+    if ((double)g->cin * (double)g->in_vol >= 2147483647.0 || (double)g->cin * (double)g->T >= 2147483647.0)
+        return bkm_err_set(err, BKM_ENOTSUP, "dconv: an image of %lld x %lld floats exceeds 32-bit offsets",
+                           (long long)g->cin, (long long)g->in_vol);
+    if ((rc = gat_layout(g, d, gp, err)) < 0)
+        return rc;
+    if (kc <= 0) { /* auto: the weights of one lane block in half of L2, in equal channel blocks */
+        const double wbytes = (double)g->cin * (double)g->T * (double)dc->lb * sizeof(float);
+        const int64_t nblk = (int64_t)(wbytes / ((double)l2 / 2.0)) + 1;
+        kc = (g->cin + nblk - 1) / nblk;
+    }
+    g->kc = kc < g->cin ? kc : g->cin;
+    if (!(g->wp = bkm_aligned_alloc(64, (size_t)(g->nlb * g->cin * g->T * dc->lb) * sizeof(float))))
+        return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate the packed weights");
+    memset(g->wp, 0, (size_t)(g->nlb * g->cin * g->T * dc->lb) * sizeof(float));
+    return BKM_OK;
+}
+
+/* The micro-kernel of lane block @p lb of @p lanes lanes: the main tile for a full block, else the
+ * one with the fewest vectors that covers the rest. */
+static const bkm_dconv_ukr_desc_t *ukr_for(const bkm_dconv_t *dc, int64_t lanes, int64_t lb)
+{
+    const int64_t rest = lanes - lb * dc->lb, vl = dc->lb / dc->main->v;
+    if (rest >= dc->lb)
+        return dc->main;
+    return &dc->ukr_set[(rest + vl - 1) / vl - 1];
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Backward-weights: tap class boxes and tiles                                                 */
+
+static void wgt_free(dc_wgt_t *w)
+{
+    bkm_free(w->cb), bkm_free(w->tap), bkm_free(w->tile), bkm_free(w->toff), bkm_free(w->tcol);
+    bkm_free(w->cost0), bkm_free(w->stage);
+    memset(w, 0, sizeof *w);
+}
+
+/* Tap class boxes of @p d: taps with the same valid output range along each axis, in tap order. */
+static int wgt_classes(dc_wgt_t *w, const bkm_conv3d_desc_t *d)
+{
+    const int64_t ks[3] = {d->kd, d->kh, d->kw}, ss[3] = {d->sd, d->sh, d->sw}, ps[3] = {d->pd, d->ph, d->pw};
+    const int64_t xi[3] = {d->id, d->ih, d->iw}, xo[3] = {d->od, d->oh, d->ow};
+    int32_t *cid = bkm_calloc((size_t)w->T, sizeof(int32_t));
+    if (!cid || !(w->cb = bkm_calloc((size_t)w->T, sizeof(dc_wcb_t))) ||
+        !(w->tap = bkm_calloc((size_t)w->T, sizeof(int32_t)))) {
+        bkm_free(cid);
+        return BKM_ENOMEM;
+    }
+    w->ncb = 0;
+    for (int64_t t = 0; t < w->T; t++) {
+        const int64_t k[3] = {t / (d->kh * d->kw), (t / d->kw) % d->kh, t % d->kw};
+        int64_t lo[3], hi[3], c = 0;
+        for (int i = 0; i < 3; i++) { /* outputs u with 0 <= u * s - p + k < input size */
+            const int64_t a = ps[i] - k[i], b = xi[i] - 1 + ps[i] - k[i];
+            lo[i] = a <= 0 ? 0 : (a + ss[i] - 1) / ss[i];
+            hi[i] = b < 0 ? 0 : b / ss[i] + 1;
+            hi[i] = hi[i] > xo[i] ? xo[i] : hi[i];
+            hi[i] = hi[i] < lo[i] ? lo[i] : hi[i];
+        }
+        (void)ks;
+        for (; c < w->ncb; c++)
+            if (!memcmp(w->cb[c].lo, lo, sizeof lo) && !memcmp(w->cb[c].hi, hi, sizeof hi))
+                break;
+        if (c == w->ncb) {
+            memcpy(w->cb[c].lo, lo, sizeof lo), memcpy(w->cb[c].hi, hi, sizeof hi);
+            w->cb[c].npix = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+            w->cb[c].minpix = ((lo[0] * ss[0] - ps[0]) * d->ih + (lo[1] * ss[1] - ps[1])) * d->iw + lo[2] * ss[2] - ps[2];
+            w->ncb++;
+        }
+        cid[t] = (int32_t)c;
+        w->cb[c].ntap++;
+    }
+    for (int64_t c = 1; c < w->ncb; c++)
+        w->cb[c].t0 = w->cb[c - 1].t0 + w->cb[c - 1].ntap;
+    for (int64_t c = 0; c < w->ncb; c++)
+        w->cb[c].ntap = 0;
+    for (int64_t t = 0; t < w->T; t++) {
+        dc_wcb_t *cb = &w->cb[cid[t]];
+        w->tap[cb->t0 + cb->ntap++] = (int32_t)t;
+    }
+    bkm_free(cid);
+    return BKM_OK;
+}
+
+/* Tiles of R entries (input channel, tap) per lane block and class box, their input offsets and
+ * diff_wei columns, and the prefix of their cost (entries x pixels). */
+static int wgt_tiles(bkm_dconv_t *dc, dc_wgt_t *w)
+{
+    const bkm_conv3d_desc_t *d = &dc->d;
+    int64_t n = 0;
+    for (int64_t lb = 0; lb < w->nlb; lb++)
+        for (int64_t c = 0; c < w->ncb; c++)
+            n += (w->cin * w->cb[c].ntap + ukr_for(dc, w->lanes, lb)->r - 1) / ukr_for(dc, w->lanes, lb)->r;
+    w->ntile = n;
+    w->tile = bkm_calloc((size_t)(n ? n : 1), sizeof(dc_wtile_t));
+    w->toff = bkm_calloc((size_t)(n ? n : 1) * BKM_DCONV_R_MAX, sizeof(int64_t));
+    w->tcol = bkm_calloc((size_t)(n ? n : 1) * BKM_DCONV_R_MAX, sizeof(int32_t));
+    w->cost0 = bkm_calloc((size_t)n + 1, sizeof(int64_t));
+    w->stage = bkm_aligned_alloc(64, (size_t)(n ? n : 1) * BKM_DCONV_R_MAX * (size_t)dc->lb * sizeof(float));
+    if (!w->tile || !w->toff || !w->tcol || !w->cost0 || !w->stage)
+        return BKM_ENOMEM;
+    n = 0;
+    for (int64_t lb = 0; lb < w->nlb; lb++)
+        for (int64_t c = 0; c < w->ncb; c++) {
+            const dc_wcb_t *cb = &w->cb[c];
+            const int64_t ne = w->cin * cb->ntap, R = ukr_for(dc, w->lanes, lb)->r;
+            for (int64_t e0 = 0; e0 < ne; e0 += R, n++) {
+                w->tile[n] = (dc_wtile_t){(int32_t)lb, (int32_t)c, (int32_t)(ne - e0 < R ? ne - e0 : R)};
+                for (int64_t i = 0; i < BKM_DCONV_R_MAX; i++) {
+                    const int64_t e = e0 + (i < w->tile[n].ne ? i : w->tile[n].ne - 1);
+                    const int64_t ch = e / cb->ntap, t = w->tap[cb->t0 + e % cb->ntap];
+                    const int64_t kz = t / (d->kh * d->kw), ky = (t / d->kw) % d->kh, kx = t % d->kw;
+                    w->toff[n * BKM_DCONV_R_MAX + i] =
+                        ch * d->id * d->ih * d->iw + (cb->npix ? (kz * d->ih + ky) * d->iw + kx + cb->minpix : 0);
+                    w->tcol[n * BKM_DCONV_R_MAX + i] = (int32_t)(ch * w->T + t);
+                }
+                w->cost0[n + 1] = w->cost0[n] + R * cb->npix + 64;
+            }
+        }
+    memset(w->stage, 0, (size_t)(n ? n : 1) * BKM_DCONV_R_MAX * (size_t)dc->lb * sizeof(float));
+    return BKM_OK;
+}
+
+static int wgt_create(bkm_dconv_t *dc, int64_t pb, size_t l2, bkm_err_t *err)
+{
+    const bkm_conv3d_desc_t *d = &dc->d;
+    dc_wgt_t *w = &dc->w;
+    const int64_t P = d->od * d->oh * d->ow;
+    w->T = d->kd * d->kh * d->kw, w->cin = d->ic, w->lanes = d->oc;
+    w->nlb = (w->lanes + dc->lb - 1) / dc->lb;
+    if ((double)d->ic * (double)(d->id * d->ih * d->iw) >= 2147483647.0 || (double)d->ic * (double)w->T >= 2147483647.0)
+        return bkm_err_set(err, BKM_ENOTSUP, "dconv: an image of %lld channels exceeds 32-bit offsets",
+                           (long long)d->ic);
+    if (pb <= 0) { /* auto: the transposed diff_dst block of every lane block in a quarter of L2 */
+        pb = (int64_t)(l2 / 4 / ((size_t)(w->nlb * dc->lb) * sizeof(float)));
+        pb = pb < 64 ? 64 : pb > 4096 ? 4096 : pb / 16 * 16;
+    }
+    w->pb = pb < P ? pb : P;
+    w->nblk = (P + w->pb - 1) / w->pb;
+    if (wgt_classes(w, d) < 0 || wgt_tiles(dc, w) < 0)
+        return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate the backward-weights tiles");
+    return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The directions                                                                              */
+
+/* Weights into lane blocks (inside the caller's team): forward wp[lb][c * T + t][l] = W[lb * LB + l][c][t];
+ * backward-data wp[lb][o * T + t][l] = W[o][lb * LB + l][t]. Lanes past the last stay zero. */
+static void gat_pack(const bkm_dconv_t *dc, const dc_gat_t *g, int bwd, const float *wei)
+{
+    const int64_t LBn = dc->lb, rows = g->cin * g->T, T = g->T;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < g->nlb * rows; i++) {
+        const int64_t lb = i / rows, r = i % rows, nl = g->lanes - lb * LBn < LBn ? g->lanes - lb * LBn : LBn;
+        float *o = g->wp + i * LBn;
+        if (!bwd)
+            for (int64_t l = 0; l < nl; l++)
+                o[l] = wei[(lb * LBn + l) * rows + r];
+        else
+            for (int64_t l = 0; l < nl; l++)
+                o[l] = wei[((r / T) * g->lanes + lb * LBn + l) * T + r % T];
+    }
+}
+
+/* Pixel offsets of group @p gr: the input offset of each pixel's first tap (pb) and its output
+ * offset (po); pb is padded with the last pixel up to a whole tile. */
+static void gat_pixels(const dc_gat_t *g, const dc_grp_t *gr, int R, int64_t *pb, int64_t *po)
+{
+    const dc_box_t *b = &g->box[gr->box];
+    const dc_axis_t *az = &g->ax[0], *ay = &g->ax[1], *ax = &g->ax[2];
+    const int64_t nx = ax->nu[b->cls[2]], nyx = (int64_t)ay->nu[b->cls[1]] * nx;
+    const int32_t *uz = az->u + az->u0[b->cls[0]], *uy = ay->u + ay->u0[b->cls[1]], *ux = ax->u + ax->u0[b->cls[2]];
+    const int32_t *bz = az->ub + az->u0[b->cls[0]], *by = ay->ub + ay->u0[b->cls[1]], *bx = ax->ub + ax->u0[b->cls[2]];
+    for (int64_t q = 0; q < gr->nq; q++) {
+        const int64_t qq = gr->q0 + q, iz = qq / nyx, iy = (qq / nx) % (nyx / nx), ix = qq % nx;
+        pb[q] = b->ntap ? ((int64_t)bz[iz] * g->in[1] + by[iy]) * g->in[2] + bx[ix] + b->minoff : 0;
+        po[q] = ((int64_t)uz[iz] * g->out[1] + uy[iy]) * g->out[2] + ux[ix];
+    }
+    for (int64_t q = gr->nq; q < gr->nq + R; q++)
+        pb[q] = pb[gr->nq - 1];
+}
+
+/* One work item of a gather: image n, group gi, lane block lb; stores into y (+ bias, activation). */
+static void gat_item(const bkm_dconv_t *dc, const dc_gat_t *g, int64_t n, int64_t gi, int64_t lb, const float *x,
+                     const float *bias, int act, float *y, float *stage, int64_t *pb, int64_t *po)
+{
+    const dc_grp_t *gr = &g->grp[gi];
+    const dc_box_t *b = &g->box[gr->box];
+    const bkm_dconv_ukr_desc_t *u = ukr_for(dc, g->lanes, lb);
+    const int64_t LBn = dc->lb, R = u->r, nl = g->lanes - lb * LBn < LBn ? g->lanes - lb * LBn : LBn;
+    const float *xn = x + n * g->cin * g->in_vol, *wl = g->wp + lb * g->cin * g->T * LBn;
+    float *yn = y + (n * g->lanes + lb * LBn) * g->out_vol;
+    gat_pixels(g, gr, (int)R, pb, po);
+    for (int64_t c0 = 0; c0 < g->cin; c0 += g->kc) {
+        const int64_t c1 = c0 + g->kc < g->cin ? c0 + g->kc : g->cin;
+        const int64_t e0 = b->ent0 + c0 * b->ntap, ne = (c1 - c0) * b->ntap;
+        for (int64_t q = 0; q < gr->nq; q += R) {
+            const float *base[BKM_DCONV_R_MAX];
+            for (int64_t i = 0; i < R; i++)
+                base[i] = xn + pb[q + i];
+            u->fn(ne, base, g->eoff + e0, g->erow + e0, wl, stage + q * LBn, c0 > 0);
+        }
+    }
+    for (int64_t l = 0; l < nl; l++) {
+        const float bv = bias ? bias[lb * LBn + l] : 0.0f;
+        float *yl = yn + l * g->out_vol;
+        if (act == BKM_FAST_ACT_RELU)
+            for (int64_t q = 0; q < gr->nq; q++) {
+                const float v = stage[q * LBn + l] + bv;
+                yl[po[q]] = v > 0.0f ? v : 0.0f;
+            }
+        else if (bias)
+            for (int64_t q = 0; q < gr->nq; q++)
+                yl[po[q]] = stage[q * LBn + l] + bv;
+        else
+            for (int64_t q = 0; q < gr->nq; q++)
+                yl[po[q]] = stage[q * LBn + l];
+    }
+}
+
+static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, const float *bias, int act, float *y)
+{
+    const dc_gat_t *g = &dc->g[bwd];
+    const int64_t nitems = dc->d.mb * g->ngrp * g->nlb;
+#pragma omp parallel num_threads(dc->nt)
+    {
+        const int t = omp_get_thread_num();
+        float *stage = dc->scratch + (size_t)t * dc->scratch_floats;
+        int64_t *pb = dc->pix + (size_t)t * 2 * (size_t)(g->gp + BKM_DCONV_R_MAX), *po = pb + g->gp + BKM_DCONV_R_MAX;
+        gat_pack(dc, g, bwd, wei);
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < nitems; it++)
+            gat_item(dc, g, it / (g->nlb * g->ngrp), (it / g->nlb) % g->ngrp, it % g->nlb, x, bias, act, y, stage, pb,
+                     po);
+    }
+}
+
+void bkm__dconv_fwd(bkm_dconv_t *dc, const float *src, const float *wei, const float *bias, int act, float *dst)
+{
+    gat_run(dc, 0, src, wei, dc->d.has_bias ? bias : NULL, act, dst);
+}
+
+void bkm__dconv_bwd_data(bkm_dconv_t *dc, const float *diff_dst, const float *wei, float *diff_src)
+{
+    gat_run(dc, 1, diff_dst, wei, NULL, BKM_FAST_ACT_NONE, diff_src);
+}
+
+/* Pixel table of class box @p cb within the block [p0, p0 + np): input offsets from the box's first
+ * pixel (off) and rows of the block (row). Returns the count. */
+static int64_t wgt_table(const bkm_conv3d_desc_t *d, const dc_wcb_t *cb, int64_t p0, int64_t np, int32_t *off,
+                         int32_t *row)
+{
+    int64_t n = 0, z = p0 / (d->oh * d->ow), y = (p0 / d->ow) % d->oh, x = p0 % d->ow;
+    for (int64_t p = 0; p < np; p++) {
+        if (z >= cb->lo[0] && z < cb->hi[0] && y >= cb->lo[1] && y < cb->hi[1] && x >= cb->lo[2] && x < cb->hi[2]) {
+            off[n] = (int32_t)(((z * d->sd - d->pd) * d->ih + (y * d->sh - d->ph)) * d->iw + x * d->sw - d->pw -
+                               cb->minpix);
+            row[n++] = (int32_t)p;
+        }
+        if (++x == d->ow) {
+            x = 0;
+            if (++y == d->oh)
+                y = 0, z++;
+        }
+    }
+    return n;
+}
+
+/* diff_dst pixels [p0, p0 + np) of one image into dyt[lb][p][LB] (lanes past the last stay zero). */
+static void wgt_transpose(const bkm_dconv_t *dc, const float *dy, int64_t p0, int64_t np, float *dyt)
+{
+    const dc_wgt_t *w = &dc->w;
+    const int64_t P = dc->d.od * dc->d.oh * dc->d.ow, LBn = dc->lb;
+    for (int64_t lb = 0; lb < w->nlb; lb++) {
+        const int64_t nl = w->lanes - lb * LBn < LBn ? w->lanes - lb * LBn : LBn;
+        const float *s = dy + lb * LBn * P + p0;
+        float *o = dyt + lb * w->pb * LBn;
+        if (dc->main->lb == 64)
+            bkm__dconv_tr_avx512(s, P, nl, np, o, LBn);
+        else
+            for (int64_t l = 0; l < nl; l++)
+                for (int64_t p = 0; p < np; p++)
+                    o[p * LBn + l] = s[l * P + p];
+        for (int64_t p = 0; nl < LBn && p < np; p++) /* the lanes past the last: zeros, not stale values */
+            memset(o + p * LBn + nl, 0, (size_t)(LBn - nl) * sizeof(float));
+    }
+}
+
+/* The tiles of one thread [ta, tb) over every image and pixel block, then their diff_wei columns. */
+static void wgt_thread(bkm_dconv_t *dc, const float *src, const float *dy, float *dwei, int64_t ta, int64_t tb,
+                       float *dyt, int32_t *off, int32_t *row)
+{
+    const bkm_conv3d_desc_t *d = &dc->d;
+    dc_wgt_t *w = &dc->w;
+    const int64_t P = d->od * d->oh * d->ow, LBn = dc->lb, in_img = d->ic * d->id * d->ih * d->iw;
+    if (ta >= tb)
+        return;
+    for (int64_t n = 0; n < d->mb; n++)
+        for (int64_t blk = 0; blk < w->nblk; blk++) {
+            const int64_t p0 = blk * w->pb, np = P - p0 < w->pb ? P - p0 : w->pb;
+            int64_t cur = -1, cnt = 0;
+            wgt_transpose(dc, dy + n * d->oc * P, p0, np, dyt);
+            for (int64_t i = ta; i < tb; i++) {
+                const dc_wtile_t *t = &w->tile[i];
+                const bkm_dconv_ukr_desc_t *u = ukr_for(dc, w->lanes, t->lb);
+                const float *base[BKM_DCONV_R_MAX];
+                if (t->cb != cur)
+                    cnt = wgt_table(d, &w->cb[t->cb], p0, np, off, row), cur = t->cb;
+                for (int64_t r = 0; r < u->r; r++)
+                    base[r] = src + n * in_img + w->toff[i * BKM_DCONV_R_MAX + r];
+                u->fn(cnt, base, off, row, dyt + t->lb * w->pb * LBn, w->stage + i * BKM_DCONV_R_MAX * LBn,
+                      n > 0 || blk > 0);
+            }
+        }
+    for (int64_t i = ta; i < tb; i++) {
+        const dc_wtile_t *t = &w->tile[i];
+        const int64_t nl = w->lanes - t->lb * LBn < LBn ? w->lanes - t->lb * LBn : LBn, cols = w->cin * w->T;
+        const float *st = w->stage + i * BKM_DCONV_R_MAX * LBn;
+        for (int64_t l = 0; l < nl; l++)
+            for (int64_t r = 0; r < t->ne; r++)
+                dwei[(t->lb * LBn + l) * cols + w->tcol[i * BKM_DCONV_R_MAX + r]] = st[r * LBn + l];
+    }
+}
+
+void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei)
+{
+    dc_wgt_t *w = &dc->w;
+#pragma omp parallel num_threads(dc->nt)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const int64_t total = w->cost0[w->ntile], lo = total * t / nth, hi = total * (t + 1) / nth;
+        int64_t ta = 0, tb = 0;
+        while (ta < w->ntile && w->cost0[ta] < lo) /* tiles whose cost prefix starts in [lo, hi) */
+            ta++;
+        tb = ta;
+        while (tb < w->ntile && w->cost0[tb] < hi)
+            tb++;
+        wgt_thread(dc, src, diff_dst, diff_wei, ta, tb, dc->scratch + (size_t)t * dc->scratch_floats,
+                   dc->ptab + (size_t)t * 2 * (size_t)w->pb, dc->ptab + (size_t)t * 2 * (size_t)w->pb + w->pb);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Object                                                                                      */
+
+void bkm__dconv_destroy(bkm_dconv_t *dc)
+{
+    if (!dc)
+        return;
+    gat_free(&dc->g[0]), gat_free(&dc->g[1]);
+    wgt_free(&dc->w);
+    bkm_free(dc->scratch), bkm_free(dc->pix), bkm_free(dc->ptab);
+    bkm_free(dc);
+}
+
+int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_dconv_cfg_t *cfg, int dirs, int nt,
+                      bkm_err_t *err)
+{
+    bkm_dconv_t *dc;
+    const size_t l2 = cfg->l2 ? cfg->l2 : DC_L2_DEFAULT;
+    int64_t gp, pb_max = 0;
+    int rc = BKM_OK;
+    *out = NULL;
+    if (cfg->isa != BKM_ISA_AVX512 && cfg->isa != BKM_ISA_AVX2)
+        return bkm_err_set(err, BKM_ENOTSUP, "dconv: no micro-kernel for isa=%s", bkm_kern_isa_name(cfg->isa));
+    if (d->kd > BKM_DCONV_TAPS_MAX || d->kh > BKM_DCONV_TAPS_MAX || d->kw > BKM_DCONV_TAPS_MAX)
+        return bkm_err_set(err, BKM_ENOTSUP, "dconv: a kernel wider than %d taps", BKM_DCONV_TAPS_MAX);
+    if (!(dc = bkm_calloc(1, sizeof *dc)))
+        return bkm_err_set(err, BKM_ENOMEM, "dconv: out of memory");
+    dc->d = *d;
+    dc->nt = nt > 0 ? nt : 1;
+    dc->ukr_set = cfg->isa == BKM_ISA_AVX512 ? bkm__dconv_ukr_avx512 : bkm__dconv_ukr_avx2;
+    dc->main = cfg->isa == BKM_ISA_AVX512 ? &dc->ukr_set[cfg->r7 ? 4 : 3] : &dc->ukr_set[1];
+    dc->lb = dc->main->lb;
+    gp = (cfg->grp > 0 ? cfg->grp : DC_GRP_DEFAULT) * (int64_t)dc->main->r;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        if (!(dirs & (bwd ? BKM_DCONV_BWD_D : BKM_DCONV_FWD)))
+            continue;
+        if ((rc = gat_create(dc, &dc->g[bwd], bwd, cfg->kc, gp, l2, err)) < 0)
+            goto fail;
+        dc->has[bwd] = 1;
+    }
+    if ((dirs & BKM_DCONV_BWD_W) && (rc = wgt_create(dc, cfg->pb, l2, err)) < 0)
+        goto fail;
+    dc->has[2] = (dirs & BKM_DCONV_BWD_W) != 0;
+    pb_max = dc->has[2] ? dc->w.pb : 0;
+    dc->scratch_floats = (size_t)(gp + BKM_DCONV_R_MAX) * (size_t)dc->lb;
+    if (dc->has[2] && (size_t)(dc->w.nlb * pb_max * dc->lb) > dc->scratch_floats)
+        dc->scratch_floats = (size_t)(dc->w.nlb * pb_max * dc->lb);
+    dc->scratch_floats = (dc->scratch_floats + 15) / 16 * 16;
+    dc->scratch = bkm_aligned_alloc(64, (size_t)dc->nt * dc->scratch_floats * sizeof(float));
+    dc->pix = bkm_calloc((size_t)dc->nt * 2 * (size_t)(gp + BKM_DCONV_R_MAX), sizeof(int64_t));
+    dc->ptab = bkm_calloc((size_t)dc->nt * 2 * (size_t)(pb_max + 1), sizeof(int32_t));
+    if (!dc->scratch || !dc->pix || !dc->ptab) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate %d thread workspaces", dc->nt);
+        goto fail;
+    }
+#pragma omp parallel num_threads(dc->nt)
+    memset(dc->scratch + (size_t)omp_get_thread_num() * dc->scratch_floats, 0, dc->scratch_floats * sizeof(float));
+    snprintf(dc->name, sizeof dc->name, "direct.%s", dc->main->name);
+    *out = dc;
+    return BKM_OK;
+fail:
+    bkm__dconv_destroy(dc);
+    return rc;
+}
+
+const char *bkm__dconv_name(const bkm_dconv_t *dc)
+{
+    return dc->name;
+}
