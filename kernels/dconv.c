@@ -25,6 +25,8 @@
 #define DC_L2_DEFAULT (1u << 20)     /* L2 bytes assumed when the topology gave none */
 #define DC_ENTRIES_MAX (1LL << 27)   /* entry tables of one object */
 #define DC_GRP_DEFAULT 16            /* tiles per group (forward / backward-data) */
+#define DC_PARTS_MAX_ENTRIES 256     /* backward-weights in fixed parts below this many entries a lane block */
+#define DC_PARTS 4                   /* ... so many parts (at most the image x pixel blocks) */
 
 /* One axis of a gather: the coordinates u of its output grouped into classes of equal taps. */
 typedef struct dc_axis {
@@ -70,13 +72,14 @@ typedef struct dc_wtile {
 
 typedef struct dc_wgt {
     int64_t ncb, ntile, pb, nblk, T, cin, lanes, nlb;
+    int64_t nparts; /* 1: threads split the tiles; else fixed parts of the (image, block) sequence, summed in order */
     dc_wcb_t *cb;
     int32_t *tap;    /* tap indices (kz * kh + ky) * kw + kx grouped by class box */
     dc_wtile_t *tile;
     int64_t *toff;   /* per tile, BKM_DCONV_R_MAX entry base offsets into the input image */
     int32_t *tcol;   /* ... and their columns of diff_wei (c * T + tap) */
     int64_t *cost0;  /* prefix cost of the tiles (ntile + 1) */
-    float *stage;    /* per tile, BKM_DCONV_R_MAX x LB accumulators */
+    float *stage;    /* per part and tile, BKM_DCONV_R_MAX x LB accumulators */
 } dc_wgt_t;
 
 struct bkm_dconv {
@@ -86,6 +89,7 @@ struct bkm_dconv {
     const bkm_dconv_ukr_desc_t *ukr_set;  /* index v - 1 */
     int32_t r_main;                       /* rows of the full-lane tile */
     const bkm_dconv_ukr_desc_t *main;
+    const bkm_dconv_ukr_desc_t *tail;     /* full-lane tiles of r rows: [r - 1] */
     dc_gat_t g[2];                        /* [0] forward, [1] backward-data */
     int has[3];
     dc_wgt_t w;
@@ -178,6 +182,15 @@ out:
 /* ---------------------------------------------------------------------------------------- */
 /* Gather directions: boxes, entries, groups                                                    */
 
+/* Index of @p u in class @p c's list of axis @p a, or -1. */
+static int32_t uz_index(const dc_axis_t *a, int32_t c, int64_t u)
+{
+    for (int32_t i = 0; i < a->nu[c]; i++)
+        if (a->u[a->u0[c] + i] == u)
+            return i;
+    return -1;
+}
+
 static void gat_free(dc_gat_t *g)
 {
     for (int i = 0; i < 3; i++)
@@ -213,6 +226,28 @@ static void gat_entries(dc_gat_t *g, const bkm_conv3d_desc_t *d, dc_box_t *b, in
                 }
 }
 
+/* Groups of at most @p gp pixels, plane by plane of the output's first axis and, within a plane, box
+ * by box: every box of a plane reads the same few input planes, which stay in cache (box by box over
+ * the whole volume, a thin box along a border would stream the input for one element per line). */
+static void gat_groups(dc_gat_t *g, int64_t gp)
+{
+    const dc_axis_t *az = &g->ax[0];
+    g->ngrp = 0;
+    for (int64_t uz = 0; uz < g->out[0]; uz++) {
+        int32_t cz = 0, iz = 0;
+        while (cz < az->ncls && (iz = uz_index(az, cz, uz)) < 0)
+            cz++;
+        for (int32_t cy = 0; cy < g->ax[1].ncls; cy++)
+            for (int32_t cx = 0; cx < g->ax[2].ncls; cx++) {
+                const int64_t bi = ((int64_t)cz * g->ax[1].ncls + cy) * g->ax[2].ncls + cx;
+                const int64_t nyx = (int64_t)g->ax[1].nu[cy] * g->ax[2].nu[cx];
+                for (int64_t q = 0; q < nyx; q += gp)
+                    g->grp[g->ngrp++] = (dc_grp_t){(int32_t)bi, (int32_t)(nyx - q < gp ? nyx - q : gp), iz * nyx + q};
+            }
+    }
+    g->gp = gp;
+}
+
 /* Boxes, entry tables and groups of a gather whose axes are built. */
 static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_err_t *err)
 {
@@ -228,7 +263,7 @@ static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_e
         b->npix = (int64_t)g->ax[0].nu[b->cls[0]] * g->ax[1].nu[b->cls[1]] * g->ax[2].nu[b->cls[2]];
         b->ntap = (int64_t)g->ax[0].nt[b->cls[0]] * g->ax[1].nt[b->cls[1]] * g->ax[2].nt[b->cls[2]];
         nent += g->cin * b->ntap;
-        ng += (b->npix + gp - 1) / gp;
+        ng += (int64_t)g->ax[0].nu[b->cls[0]] * ((b->npix / g->ax[0].nu[b->cls[0]] + gp - 1) / gp);
     }
     if (nent > DC_ENTRIES_MAX)
         return bkm_err_set(err, BKM_ENOTSUP, "dconv: %lld tap entries exceed %lld", (long long)nent,
@@ -238,14 +273,11 @@ static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_e
     g->grp = bkm_calloc((size_t)(ng ? ng : 1), sizeof(dc_grp_t));
     if (!g->eoff || !g->erow || !g->grp)
         return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate %lld tap entries", (long long)nent);
-    g->ngrp = 0;
     for (int64_t i = 0; i < g->nbox; i++) {
         gat_entries(g, d, &g->box[i], e);
         e += g->cin * g->box[i].ntap;
-        for (int64_t q = 0; q < g->box[i].npix; q += gp)
-            g->grp[g->ngrp++] = (dc_grp_t){(int32_t)i, (int32_t)(g->box[i].npix - q < gp ? g->box[i].npix - q : gp), q};
     }
-    g->gp = gp;
+    gat_groups(g, gp);
     return BKM_OK;
 }
 
@@ -293,6 +325,13 @@ static const bkm_dconv_ukr_desc_t *ukr_for(const bkm_dconv_t *dc, int64_t lanes,
     if (rest >= dc->lb)
         return dc->main;
     return &dc->ukr_set[(rest + vl - 1) / vl - 1];
+}
+
+/* The same for a tile of @p rows rows: a full lane block takes the tail tile of exactly that many. */
+static const bkm_dconv_ukr_desc_t *ukr_rows(const bkm_dconv_t *dc, int64_t lanes, int64_t lb, int64_t rows)
+{
+    const bkm_dconv_ukr_desc_t *u = ukr_for(dc, lanes, lb);
+    return u == dc->main && rows < u->r ? &dc->tail[rows - 1] : u;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -366,7 +405,8 @@ static int wgt_tiles(bkm_dconv_t *dc, dc_wgt_t *w)
     w->toff = bkm_calloc((size_t)(n ? n : 1) * BKM_DCONV_R_MAX, sizeof(int64_t));
     w->tcol = bkm_calloc((size_t)(n ? n : 1) * BKM_DCONV_R_MAX, sizeof(int32_t));
     w->cost0 = bkm_calloc((size_t)n + 1, sizeof(int64_t));
-    w->stage = bkm_aligned_alloc(64, (size_t)(n ? n : 1) * BKM_DCONV_R_MAX * (size_t)dc->lb * sizeof(float));
+    w->stage = bkm_aligned_alloc(64, (size_t)w->nparts * (size_t)(n ? n : 1) * BKM_DCONV_R_MAX * (size_t)dc->lb *
+                                         sizeof(float));
     if (!w->tile || !w->toff || !w->tcol || !w->cost0 || !w->stage)
         return BKM_ENOMEM;
     n = 0;
@@ -387,7 +427,7 @@ static int wgt_tiles(bkm_dconv_t *dc, dc_wgt_t *w)
                 w->cost0[n + 1] = w->cost0[n] + R * cb->npix + 64;
             }
         }
-    memset(w->stage, 0, (size_t)(n ? n : 1) * BKM_DCONV_R_MAX * (size_t)dc->lb * sizeof(float));
+    memset(w->stage, 0, (size_t)w->nparts * (size_t)(n ? n : 1) * BKM_DCONV_R_MAX * (size_t)dc->lb * sizeof(float));
     return BKM_OK;
 }
 
@@ -407,6 +447,9 @@ static int wgt_create(bkm_dconv_t *dc, int64_t pb, size_t l2, bkm_err_t *err)
     }
     w->pb = pb < P ? pb : P;
     w->nblk = (P + w->pb - 1) / w->pb;
+    /* few entries: each thread transposing every diff_dst block would cost as much as the tiles */
+    w->nparts = w->cin * w->T < DC_PARTS_MAX_ENTRIES ? DC_PARTS : 1;
+    w->nparts = w->nparts < d->mb * w->nblk ? w->nparts : d->mb * w->nblk;
     if (wgt_classes(w, d) < 0 || wgt_tiles(dc, w) < 0)
         return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate the backward-weights tiles");
     return BKM_OK;
@@ -416,20 +459,26 @@ static int wgt_create(bkm_dconv_t *dc, int64_t pb, size_t l2, bkm_err_t *err)
 /* The directions                                                                              */
 
 /* Weights into lane blocks (inside the caller's team): forward wp[lb][c * T + t][l] = W[lb * LB + l][c][t];
- * backward-data wp[lb][o * T + t][l] = W[o][lb * LB + l][t]. Lanes past the last stay zero. */
+ * backward-data wp[lb][o * T + t][l] = W[o][lb * LB + l][t]. Lanes past the last stay zero. Both
+ * are transposes: of W's rows of a lane block (forward, in chunks of 256 columns), of one output
+ * channel's lane block (backward-data). */
 static void gat_pack(const bkm_dconv_t *dc, const dc_gat_t *g, int bwd, const float *wei)
 {
-    const int64_t LBn = dc->lb, rows = g->cin * g->T, T = g->T;
+    const int64_t LBn = dc->lb, rows = g->cin * g->T, T = g->T, nch = bwd ? g->cin : (rows + 255) / 256;
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < g->nlb * rows; i++) {
-        const int64_t lb = i / rows, r = i % rows, nl = g->lanes - lb * LBn < LBn ? g->lanes - lb * LBn : LBn;
-        float *o = g->wp + i * LBn;
-        if (!bwd)
+    for (int64_t i = 0; i < g->nlb * nch; i++) {
+        const int64_t lb = i / nch, ch = i % nch, nl = g->lanes - lb * LBn < LBn ? g->lanes - lb * LBn : LBn;
+        const int64_t r0 = bwd ? ch * T : ch * 256, nr = bwd ? T : (rows - r0 < 256 ? rows - r0 : 256);
+        const float *s = bwd ? wei + (ch * g->lanes + lb * LBn) * T : wei + lb * LBn * rows + r0;
+        const int64_t lds = bwd ? T : rows;
+        float *o = g->wp + (lb * rows + r0) * LBn;
+        if (LBn == 64) {
+            bkm__dconv_tr_avx512(s, lds, nl, nr, o, LBn);
+            continue;
+        }
+        for (int64_t r = 0; r < nr; r++)
             for (int64_t l = 0; l < nl; l++)
-                o[l] = wei[(lb * LBn + l) * rows + r];
-        else
-            for (int64_t l = 0; l < nl; l++)
-                o[l] = wei[((r / T) * g->lanes + lb * LBn + l) * T + r % T];
+                o[r * LBn + l] = s[l * lds + r];
     }
 }
 
@@ -466,11 +515,16 @@ static void gat_item(const bkm_dconv_t *dc, const dc_gat_t *g, int64_t n, int64_
         const int64_t c1 = c0 + g->kc < g->cin ? c0 + g->kc : g->cin;
         const int64_t e0 = b->ent0 + c0 * b->ntap, ne = (c1 - c0) * b->ntap;
         for (int64_t q = 0; q < gr->nq; q += R) {
+            const bkm_dconv_ukr_desc_t *uq = ukr_rows(dc, g->lanes, lb, gr->nq - q < R ? gr->nq - q : R);
             const float *base[BKM_DCONV_R_MAX];
-            for (int64_t i = 0; i < R; i++)
+            for (int64_t i = 0; i < uq->r; i++)
                 base[i] = xn + pb[q + i];
-            u->fn(ne, base, g->eoff + e0, g->erow + e0, wl, stage + q * LBn, c0 > 0);
+            uq->fn(ne, base, g->eoff + e0, g->erow + e0, wl, stage + q * LBn, c0 > 0);
         }
+    }
+    if (LBn == 64) {
+        bkm__dconv_store_avx512(stage, gr->nq, nl, po, yn, g->out_vol, bias ? bias + lb * LBn : NULL, act);
+        return;
     }
     for (int64_t l = 0; l < nl; l++) {
         const float bv = bias ? bias[lb * LBn + l] : 0.0f;
@@ -501,7 +555,7 @@ static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, 
         gat_pack(dc, g, bwd, wei);
 #pragma omp for schedule(static)
         for (int64_t it = 0; it < nitems; it++)
-            gat_item(dc, g, it / (g->nlb * g->ngrp), (it / g->nlb) % g->ngrp, it % g->nlb, x, bias, act, y, stage, pb,
+            gat_item(dc, g, it / (g->nlb * g->ngrp), it % g->ngrp, (it / g->ngrp) % g->nlb, x, bias, act, y, stage, pb,
                      po);
     }
 }
@@ -557,57 +611,77 @@ static void wgt_transpose(const bkm_dconv_t *dc, const float *dy, int64_t p0, in
     }
 }
 
-/* The tiles of one thread [ta, tb) over every image and pixel block, then their diff_wei columns. */
-static void wgt_thread(bkm_dconv_t *dc, const float *src, const float *dy, float *dwei, int64_t ta, int64_t tb,
-                       float *dyt, int32_t *off, int32_t *row)
+/* Tiles [ta, tb) over the blocks [b0, b1) of the (image, pixel block) sequence into @p stage (from
+ * zero at b0). */
+static void wgt_blocks(bkm_dconv_t *dc, const float *src, const float *dy, int64_t b0, int64_t b1, int64_t ta,
+                       int64_t tb, float *stage, float *dyt, int32_t *off, int32_t *row)
 {
     const bkm_conv3d_desc_t *d = &dc->d;
     dc_wgt_t *w = &dc->w;
     const int64_t P = d->od * d->oh * d->ow, LBn = dc->lb, in_img = d->ic * d->id * d->ih * d->iw;
-    if (ta >= tb)
-        return;
-    for (int64_t n = 0; n < d->mb; n++)
-        for (int64_t blk = 0; blk < w->nblk; blk++) {
-            const int64_t p0 = blk * w->pb, np = P - p0 < w->pb ? P - p0 : w->pb;
-            int64_t cur = -1, cnt = 0;
-            wgt_transpose(dc, dy + n * d->oc * P, p0, np, dyt);
-            for (int64_t i = ta; i < tb; i++) {
-                const dc_wtile_t *t = &w->tile[i];
-                const bkm_dconv_ukr_desc_t *u = ukr_for(dc, w->lanes, t->lb);
-                const float *base[BKM_DCONV_R_MAX];
-                if (t->cb != cur)
-                    cnt = wgt_table(d, &w->cb[t->cb], p0, np, off, row), cur = t->cb;
-                for (int64_t r = 0; r < u->r; r++)
-                    base[r] = src + n * in_img + w->toff[i * BKM_DCONV_R_MAX + r];
-                u->fn(cnt, base, off, row, dyt + t->lb * w->pb * LBn, w->stage + i * BKM_DCONV_R_MAX * LBn,
-                      n > 0 || blk > 0);
-            }
+    for (int64_t bi = b0; bi < b1 && ta < tb; bi++) {
+        const int64_t n = bi / w->nblk, p0 = bi % w->nblk * w->pb, np = P - p0 < w->pb ? P - p0 : w->pb;
+        int64_t cur = -1, cnt = 0;
+        wgt_transpose(dc, dy + n * d->oc * P, p0, np, dyt);
+        for (int64_t i = ta; i < tb; i++) {
+            const dc_wtile_t *t = &w->tile[i];
+            const bkm_dconv_ukr_desc_t *u = ukr_rows(dc, w->lanes, t->lb, t->ne);
+            const float *base[BKM_DCONV_R_MAX];
+            if (t->cb != cur)
+                cnt = wgt_table(d, &w->cb[t->cb], p0, np, off, row), cur = t->cb;
+            for (int64_t r = 0; r < u->r; r++)
+                base[r] = src + n * in_img + w->toff[i * BKM_DCONV_R_MAX + r];
+            u->fn(cnt, base, off, row, dyt + t->lb * w->pb * LBn, stage + i * BKM_DCONV_R_MAX * LBn, bi > b0);
         }
+    }
+}
+
+/* diff_wei columns of tiles [ta, tb): the sum of the parts' accumulators, in part order. */
+static void wgt_store(const bkm_dconv_t *dc, int64_t ta, int64_t tb, float *dwei)
+{
+    const dc_wgt_t *w = &dc->w;
+    const int64_t LBn = dc->lb, cols = w->cin * w->T, part = w->ntile * BKM_DCONV_R_MAX * LBn;
     for (int64_t i = ta; i < tb; i++) {
         const dc_wtile_t *t = &w->tile[i];
-        const int64_t nl = w->lanes - t->lb * LBn < LBn ? w->lanes - t->lb * LBn : LBn, cols = w->cin * w->T;
+        const int64_t nl = w->lanes - t->lb * LBn < LBn ? w->lanes - t->lb * LBn : LBn;
         const float *st = w->stage + i * BKM_DCONV_R_MAX * LBn;
         for (int64_t l = 0; l < nl; l++)
-            for (int64_t r = 0; r < t->ne; r++)
-                dwei[(t->lb * LBn + l) * cols + w->tcol[i * BKM_DCONV_R_MAX + r]] = st[r * LBn + l];
+            for (int64_t r = 0; r < t->ne; r++) {
+                float v = st[r * LBn + l];
+                for (int64_t p = 1; p < w->nparts; p++)
+                    v += st[p * part + r * LBn + l];
+                dwei[(t->lb * LBn + l) * cols + w->tcol[i * BKM_DCONV_R_MAX + r]] = v;
+            }
     }
 }
 
 void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei)
 {
     dc_wgt_t *w = &dc->w;
+    const int64_t nb = dc->d.mb * w->nblk;
 #pragma omp parallel num_threads(dc->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();
-        const int64_t total = w->cost0[w->ntile], lo = total * t / nth, hi = total * (t + 1) / nth;
-        int64_t ta = 0, tb = 0;
-        while (ta < w->ntile && w->cost0[ta] < lo) /* tiles whose cost prefix starts in [lo, hi) */
-            ta++;
-        tb = ta;
-        while (tb < w->ntile && w->cost0[tb] < hi)
-            tb++;
-        wgt_thread(dc, src, diff_dst, diff_wei, ta, tb, dc->scratch + (size_t)t * dc->scratch_floats,
-                   dc->ptab + (size_t)t * 2 * (size_t)w->pb, dc->ptab + (size_t)t * 2 * (size_t)w->pb + w->pb);
+        float *dyt = dc->scratch + (size_t)t * dc->scratch_floats;
+        int32_t *off = dc->ptab + (size_t)t * 2 * (size_t)(w->pb + 1), *row = off + w->pb + 1;
+        if (w->nparts > 1) { /* fixed parts whatever the team, summed in part order */
+#pragma omp for schedule(static)
+            for (int64_t p = 0; p < w->nparts; p++)
+                wgt_blocks(dc, src, diff_dst, nb * p / w->nparts, nb * (p + 1) / w->nparts, 0, w->ntile,
+                           w->stage + p * w->ntile * BKM_DCONV_R_MAX * dc->lb, dyt, off, row);
+#pragma omp for schedule(static)
+            for (int64_t i = 0; i < w->ntile; i++)
+                wgt_store(dc, i, i + 1, diff_wei);
+        } else { /* each thread its tiles, by their cost, over every block */
+            const int64_t total = w->cost0[w->ntile], lo = total * t / nth, hi = total * (t + 1) / nth;
+            int64_t ta = 0, tb;
+            while (ta < w->ntile && w->cost0[ta] < lo)
+                ta++;
+            for (tb = ta; tb < w->ntile && w->cost0[tb] < hi; tb++)
+                ;
+            wgt_blocks(dc, src, diff_dst, 0, nb, ta, tb, w->stage, dyt, off, row);
+            wgt_store(dc, ta, tb, diff_wei);
+        }
     }
 }
 
@@ -642,6 +716,7 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     dc->nt = nt > 0 ? nt : 1;
     dc->ukr_set = cfg->isa == BKM_ISA_AVX512 ? bkm__dconv_ukr_avx512 : bkm__dconv_ukr_avx2;
     dc->main = cfg->isa == BKM_ISA_AVX512 ? &dc->ukr_set[cfg->r7 ? 4 : 3] : &dc->ukr_set[1];
+    dc->tail = cfg->isa == BKM_ISA_AVX512 ? bkm__dconv_tail_avx512 : bkm__dconv_tail_avx2;
     dc->lb = dc->main->lb;
     gp = (cfg->grp > 0 ? cfg->grp : DC_GRP_DEFAULT) * (int64_t)dc->main->r;
     for (int bwd = 0; bwd < 2; bwd++) {

@@ -36,19 +36,26 @@ static inline __attribute__((always_inline)) void dconv_tile(const int V, const 
             _mm256_storeu_ps(c + i * LB + 8 * v, a[i][v]);
 }
 
-static void dconv_1x12(int64_t n, const float *const *base, const int32_t *off, const int32_t *row, const float *b,
-                       float *c, int acc)
-{
-    dconv_tile(1, 12, n, base, off, row, b, c, acc);
-}
+#define DCONV_UKR(V, R)                                                                                               \
+    static void dconv_##V##x##R(int64_t n, const float *const *base, const int32_t *off, const int32_t *row,          \
+                                const float *b, float *c, int acc)                                                    \
+    {                                                                                                                 \
+        dconv_tile(V, R, n, base, off, row, b, c, acc);                                                               \
+    }
 
-static void dconv_2x6(int64_t n, const float *const *base, const int32_t *off, const int32_t *row, const float *b,
-                      float *c, int acc)
-{
-    dconv_tile(2, 6, n, base, off, row, b, c, acc);
-}
+DCONV_UKR(1, 12)
+DCONV_UKR(2, 1)
+DCONV_UKR(2, 2)
+DCONV_UKR(2, 3)
+DCONV_UKR(2, 4)
+DCONV_UKR(2, 5)
+DCONV_UKR(2, 6)
 
 const bkm_dconv_ukr_desc_t bkm__dconv_ukr_avx2[2] = {
     {1, 12, LB, dconv_1x12, "avx2_12x8"},
     {2, 6, LB, dconv_2x6, "avx2_6x16"},
+};
+const bkm_dconv_ukr_desc_t bkm__dconv_tail_avx2[6] = {
+    {2, 1, LB, dconv_2x1, "avx2_1x16"}, {2, 2, LB, dconv_2x2, "avx2_2x16"}, {2, 3, LB, dconv_2x3, "avx2_3x16"},
+    {2, 4, LB, dconv_2x4, "avx2_4x16"}, {2, 5, LB, dconv_2x5, "avx2_5x16"}, {2, 6, LB, dconv_2x6, "avx2_6x16"},
 };

@@ -212,8 +212,16 @@ typedef struct bkm_dconv_ukr_desc {
  * variant of v = 4) and v = 1..2 (AVX2, 8 lanes a vector, 16 a row). */
 extern const bkm_dconv_ukr_desc_t bkm__dconv_ukr_avx512[5];
 extern const bkm_dconv_ukr_desc_t bkm__dconv_ukr_avx2[2];
+/* Tiles of all lanes with r rows, [r - 1]: r = 1..7 (AVX-512, 64 lanes), 1..6 (AVX2, 16 lanes). */
+extern const bkm_dconv_ukr_desc_t bkm__dconv_tail_avx512[7];
+extern const bkm_dconv_ukr_desc_t bkm__dconv_tail_avx2[6];
 /* d[p * ldd + i] = s[i * lds + p] for i < rows (<= 64), p < np (AVX-512 16 x 16 transposes). */
 void bkm__dconv_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t np, float *d, int64_t ldd);
+/* y[l * ldy + po[q]] = act(stage[q * 64 + l] + bias[l]) for q < nq, l < nl <= 64 (bias NULL: none;
+ * act BKM_FAST_ACT_NONE or _RELU, as the scalar ReLU): 16 x 16 transposes, one masked store per run
+ * of consecutive offsets. */
+void bkm__dconv_store_avx512(const float *stage, int64_t nq, int64_t nl, const int64_t *po, float *y, int64_t ldy,
+                             const float *bias, int act);
 
 /* Blocking of a direct convolution (0 = auto): kc reduction channels per block of the gathers
  * (auto: one lane block's weights in half of L2), grp tiles per group of output pixels (16), pb

@@ -4,6 +4,7 @@
  * references on small odd shapes (stride, padding, non-cubic), and finite-difference gradient
  * checks of conv3d and 3-D pooling. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,49 @@ START_TEST(conv3d_direct_matches_reference)
 }
 END_TEST
 
+/* The direct convolution computes each element on one thread in one order: the same bits on 1, 2
+ * and 3 threads, in every direction (tile split and fixed parts of the backward-weights). */
+START_TEST(conv3d_direct_same_bits_for_any_thread_count)
+{
+    static const char *const sh[] = {"mb3ic17id5ih6iw8oc18kd3pd1", "mb2ic3id7ih6iw5oc70kd3"}; /* 459 / 81 entries */
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    bkm_kern_params_t kp;
+    float *out[3][3];
+    if (bkm_kern_isa_detect() != BKM_ISA_AVX512 && bkm_kern_isa_detect() != BKM_ISA_AVX2)
+        return;
+    ck_assert_int_eq(bkm_kern_conv3d_desc_parse(sh[_i], 0, &d, &err), BKM_OK);
+    bkm_kern_params_init(&kp);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "algo=4", &err), BKM_OK);
+    ck_assert_int_eq(bkm_kern_params_add(&kp, "dpb=16", &err), BKM_OK); /* several blocks per image */
+    size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
+           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow), n[3] = {nd, ns, nw};
+    float *src = rnd(ns, 41, 1.0f), *wei = rnd(nw, 42, 1.0f), *bias = rnd((size_t)d.oc, 43, 1.0f),
+          *dd = rnd(nd, 44, 1.0f), *gb = calloc((size_t)d.oc, 4);
+    const int keep = omp_get_max_threads();
+    for (int t = 0; t < 3; t++) {
+        bkm_kern_conv3d_t *cv = NULL;
+        omp_set_num_threads(t + 1);
+        ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
+        for (int k = 0; k < 3; k++)
+            out[t][k] = calloc(n[k], 4);
+        ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, out[t][0], &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, out[t][1], &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, out[t][2], gb, &err), BKM_OK);
+        bkm_kern_conv3d_destroy(cv);
+    }
+    omp_set_num_threads(keep);
+    for (int t = 1; t < 3; t++)
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(memcmp(out[0][k], out[t][k], n[k] * 4) == 0, "%s: direction %d differs on %d threads", sh[_i],
+                          k, t + 1);
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 3; k++)
+            free(out[t][k]);
+    free(src), free(wei), free(bias), free(dd), free(gb);
+}
+END_TEST
+
 /* With reuse on, algo 3 takes the forward's unfold and one swap of diff_dst for both backward
  * directions; a new step (new values in the same buffers) must refresh them: every direction
  * against the naive reference in both backward orders, two steps each. */
@@ -413,6 +457,7 @@ static Suite *conv3d_suite(void)
     tcase_add_loop_test(tc, conv3d_direct_matches_reference, 0,
                         6 * (int)(sizeof shapes / sizeof shapes[0] + sizeof direct_shapes / sizeof direct_shapes[0]));
     tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
+    tcase_add_loop_test(tc, conv3d_direct_same_bits_for_any_thread_count, 0, 2);
     tcase_add_test(tc, vol2col_large_streaming_by_definition);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
