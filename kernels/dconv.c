@@ -27,6 +27,7 @@
 #define DC_GRP_DEFAULT 16            /* tiles per group (forward / backward-data) */
 #define DC_PARTS_MAX_ENTRIES 256     /* backward-weights in fixed parts below this many entries a lane block */
 #define DC_PARTS 4                   /* ... so many parts (at most the image x pixel blocks) */
+#define DC_PX_MAX_K 64               /* forward with pixels in the lanes up to this many entries (AVX-512) */
 
 /* One axis of a gather: the coordinates u of its output grouped into classes of equal taps. */
 typedef struct dc_axis {
@@ -80,6 +81,7 @@ typedef struct dc_wgt {
     int32_t *tcol;   /* ... and their columns of diff_wei (c * T + tap) */
     int64_t *cost0;  /* prefix cost of the tiles (ntile + 1) */
     float *stage;    /* per part and tile, BKM_DCONV_R_MAX x LB accumulators */
+    double *bsum;    /* per part, the diff_bias sums of every lane block (nlb x LB) */
 } dc_wgt_t;
 
 struct bkm_dconv {
@@ -93,9 +95,13 @@ struct bkm_dconv {
     dc_gat_t g[2];                        /* [0] forward, [1] backward-data */
     int has[3];
     dc_wgt_t w;
+    int px;                               /* forward with pixels in the lanes (bkm__dconv_px_fwd_avx512) */
+    bkm_dconv_px_t pxg;
+    int32_t *px_koff, *px_run0, *px_runs;
+    float *px_w;                          /* its weights in blocks of 8 channels */
     size_t scratch_floats;                /* per thread */
     float *scratch;
-    int64_t *pix;                         /* per thread: 2 x (group pixels + R) offsets */
+    int64_t *pix;                         /* per thread: 5 x (group pixels + R): offsets in, out, runs */
     int32_t *ptab;                        /* per thread: 2 x pixel block (backward-weights tables) */
     char name[64];
 };
@@ -340,7 +346,7 @@ static const bkm_dconv_ukr_desc_t *ukr_rows(const bkm_dconv_t *dc, int64_t lanes
 static void wgt_free(dc_wgt_t *w)
 {
     bkm_free(w->cb), bkm_free(w->tap), bkm_free(w->tile), bkm_free(w->toff), bkm_free(w->tcol);
-    bkm_free(w->cost0), bkm_free(w->stage);
+    bkm_free(w->cost0), bkm_free(w->stage), bkm_free(w->bsum);
     memset(w, 0, sizeof *w);
 }
 
@@ -450,9 +456,69 @@ static int wgt_create(bkm_dconv_t *dc, int64_t pb, size_t l2, bkm_err_t *err)
     /* few entries: each thread transposing every diff_dst block would cost as much as the tiles */
     w->nparts = w->cin * w->T < DC_PARTS_MAX_ENTRIES ? DC_PARTS : 1;
     w->nparts = w->nparts < d->mb * w->nblk ? w->nparts : d->mb * w->nblk;
-    if (wgt_classes(w, d) < 0 || wgt_tiles(dc, w) < 0)
+    w->bsum = bkm_calloc((size_t)(w->nparts * w->nlb * dc->lb), sizeof(double));
+    if (!w->bsum || wgt_classes(w, d) < 0 || wgt_tiles(dc, w) < 0)
         return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate the backward-weights tiles");
     return BKM_OK;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Forward with pixels in the lanes                                                            */
+
+/* Its geometry: the entries' input offsets and, per vector of 16 virtual pixels, the runs of real
+ * ones (a row of the output ends a run; the iw - ow columns past it are not stored). */
+static int px_create(bkm_dconv_t *dc)
+{
+    const bkm_conv3d_desc_t *d = &dc->d;
+    const int64_t T = d->kd * d->kh * d->kw, K = d->ic * T, V = d->oh * d->iw - (d->iw - d->ow), nvec = (V + 15) / 16;
+    int64_t nr = 0;
+    dc->px_koff = bkm_calloc((size_t)K, sizeof(int32_t));
+    dc->px_run0 = bkm_calloc((size_t)nvec + 1, sizeof(int32_t));
+    dc->px_runs = bkm_calloc((size_t)(3 * V), sizeof(int32_t));
+    dc->px_w = bkm_aligned_alloc(64, (size_t)((d->oc + 7) / 8 * 8 * K) * sizeof(float));
+    if (!dc->px_koff || !dc->px_run0 || !dc->px_runs || !dc->px_w)
+        return BKM_ENOMEM;
+    for (int64_t k = 0; k < K; k++) {
+        const int64_t c = k / T, t = k % T / (d->kh * d->kw), r = k % (d->kh * d->kw) / d->kw, x = k % d->kw;
+        dc->px_koff[k] = (int32_t)(c * d->id * d->ih * d->iw + (t * d->ih + r) * d->iw + x);
+    }
+    for (int64_t i = 0; i < nvec; i++) {
+        dc->px_run0[i] = (int32_t)nr;
+        for (int64_t l = 0; l < 16; l++) {
+            const int64_t v = 16 * i + l;
+            if (v >= V || v % d->iw >= d->ow)
+                continue;
+            if (l == 0 || v % d->iw == 0 || (v - 1) % d->iw >= d->ow) /* a new run */
+                dc->px_runs[3 * nr] = (int32_t)l, dc->px_runs[3 * nr + 1] = 0,
+                dc->px_runs[3 * nr + 2] = (int32_t)(v / d->iw * d->ow + v % d->iw), nr++;
+            dc->px_runs[3 * nr - 2]++;
+        }
+    }
+    dc->px_run0[nvec] = (int32_t)nr;
+    dc->pxg = (bkm_dconv_px_t){V, K, d->oc, dc->px_koff, dc->px_run0, dc->px_runs};
+    return BKM_OK;
+}
+
+/* The weights in blocks of 8 channels (as [k][8]), then the planes (image, output depth) split over
+ * the team. */
+static void px_fwd(bkm_dconv_t *dc, const float *src, const float *wei, const float *bias, int act, float *dst)
+{
+    const bkm_conv3d_desc_t *d = &dc->d;
+    const int64_t in_img = d->ic * d->id * d->ih * d->iw, out_vol = d->od * d->oh * d->ow, K = dc->pxg.k;
+    float *wp = dc->px_w;
+#pragma omp parallel num_threads(dc->nt)
+    {
+#pragma omp for schedule(static)
+        for (int64_t o = 0; o < (d->oc + 7) / 8 * 8; o++)
+            for (int64_t k = 0; k < K; k++)
+                wp[(o / 8 * 8) * K + k * 8 + o % 8] = wei[(o < d->oc ? o : d->oc - 1) * K + k];
+#pragma omp for schedule(static)
+        for (int64_t it = 0; it < d->mb * d->od; it++) {
+            const int64_t n = it / d->od, z = it % d->od;
+            bkm__dconv_px_fwd_avx512(&dc->pxg, src + n * in_img + z * d->ih * d->iw, wp, bias, act,
+                                     dst + n * d->oc * out_vol + z * d->oh * d->ow, out_vol);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -522,8 +588,15 @@ static void gat_item(const bkm_dconv_t *dc, const dc_gat_t *g, int64_t n, int64_
             uq->fn(ne, base, g->eoff + e0, g->erow + e0, wl, stage + q * LBn, c0 > 0);
         }
     }
-    if (LBn == 64) {
-        bkm__dconv_store_avx512(stage, gr->nq, nl, po, yn, g->out_vol, bias ? bias + lb * LBn : NULL, act);
+    if (LBn == 64) { /* runs of consecutive output offsets: (first pixel, count, offset) */
+        int64_t *runs = po + g->gp + BKM_DCONV_R_MAX, nr = 0;
+        for (int64_t q = 0; q < gr->nq; q++) {
+            if (q == 0 || po[q] != po[q - 1] + 1)
+                runs[3 * nr] = q, runs[3 * nr + 1] = 0, runs[3 * nr + 2] = po[q], nr++;
+            runs[3 * nr - 2]++;
+        }
+        bkm__dconv_store_avx512(stage, gr->nq, nl, runs, nr, yn, g->out_vol, bias ? bias + lb * LBn : NULL, act,
+                                stage + (g->gp + BKM_DCONV_R_MAX) * LBn);
         return;
     }
     for (int64_t l = 0; l < nl; l++) {
@@ -551,7 +624,7 @@ static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, 
     {
         const int t = omp_get_thread_num();
         float *stage = dc->scratch + (size_t)t * dc->scratch_floats;
-        int64_t *pb = dc->pix + (size_t)t * 2 * (size_t)(g->gp + BKM_DCONV_R_MAX), *po = pb + g->gp + BKM_DCONV_R_MAX;
+        int64_t *pb = dc->pix + (size_t)t * 5 * (size_t)(g->gp + BKM_DCONV_R_MAX), *po = pb + g->gp + BKM_DCONV_R_MAX;
         gat_pack(dc, g, bwd, wei);
 #pragma omp for schedule(static)
         for (int64_t it = 0; it < nitems; it++)
@@ -562,6 +635,10 @@ static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, 
 
 void bkm__dconv_fwd(bkm_dconv_t *dc, const float *src, const float *wei, const float *bias, int act, float *dst)
 {
+    if (dc->px) {
+        px_fwd(dc, src, wei, dc->d.has_bias ? bias : NULL, act, dst);
+        return;
+    }
     gat_run(dc, 0, src, wei, dc->d.has_bias ? bias : NULL, act, dst);
 }
 
@@ -611,18 +688,44 @@ static void wgt_transpose(const bkm_dconv_t *dc, const float *dy, int64_t p0, in
     }
 }
 
+/* bsum[l] += the sum over the block's np pixels of dyt lane l, per lane block (the block in float, in
+ * pixel order; across blocks in double). */
+static void wgt_bias(const bkm_dconv_t *dc, const float *dyt, int64_t np, double *bsum)
+{
+    const dc_wgt_t *w = &dc->w;
+    const int64_t LBn = dc->lb;
+    float part[64];
+    for (int64_t lb = 0; lb < w->nlb; lb++) {
+        const float *t = dyt + lb * w->pb * LBn;
+        if (LBn == 64) {
+            bkm__dconv_colsum_avx512(t, np, part);
+        } else {
+            memset(part, 0, sizeof part);
+            for (int64_t p = 0; p < np; p++)
+                for (int64_t l = 0; l < LBn; l++)
+                    part[l] += t[p * LBn + l];
+        }
+        for (int64_t l = 0; l < LBn; l++)
+            bsum[lb * LBn + l] += part[l];
+    }
+}
+
 /* Tiles [ta, tb) over the blocks [b0, b1) of the (image, pixel block) sequence into @p stage (from
- * zero at b0). */
+ * zero at b0); with @p bsum, the diff_bias sums of the same blocks too (from zero). */
 static void wgt_blocks(bkm_dconv_t *dc, const float *src, const float *dy, int64_t b0, int64_t b1, int64_t ta,
-                       int64_t tb, float *stage, float *dyt, int32_t *off, int32_t *row)
+                       int64_t tb, float *stage, double *bsum, float *dyt, int32_t *off, int32_t *row)
 {
     const bkm_conv3d_desc_t *d = &dc->d;
     dc_wgt_t *w = &dc->w;
     const int64_t P = d->od * d->oh * d->ow, LBn = dc->lb, in_img = d->ic * d->id * d->ih * d->iw;
-    for (int64_t bi = b0; bi < b1 && ta < tb; bi++) {
+    if (bsum)
+        memset(bsum, 0, (size_t)(w->nlb * LBn) * sizeof(double));
+    for (int64_t bi = b0; bi < b1 && (ta < tb || bsum); bi++) {
         const int64_t n = bi / w->nblk, p0 = bi % w->nblk * w->pb, np = P - p0 < w->pb ? P - p0 : w->pb;
         int64_t cur = -1, cnt = 0;
         wgt_transpose(dc, dy + n * d->oc * P, p0, np, dyt);
+        if (bsum)
+            wgt_bias(dc, dyt, np, bsum);
         for (int64_t i = ta; i < tb; i++) {
             const dc_wtile_t *t = &w->tile[i];
             const bkm_dconv_ukr_desc_t *u = ukr_rows(dc, w->lanes, t->lb, t->ne);
@@ -655,10 +758,11 @@ static void wgt_store(const bkm_dconv_t *dc, int64_t ta, int64_t tb, float *dwei
     }
 }
 
-void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei)
+void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei,
+                            float *diff_bias)
 {
     dc_wgt_t *w = &dc->w;
-    const int64_t nb = dc->d.mb * w->nblk;
+    const int64_t nb = dc->d.mb * w->nblk, nbl = w->nlb * dc->lb;
 #pragma omp parallel num_threads(dc->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -668,20 +772,28 @@ void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff
 #pragma omp for schedule(static)
             for (int64_t p = 0; p < w->nparts; p++)
                 wgt_blocks(dc, src, diff_dst, nb * p / w->nparts, nb * (p + 1) / w->nparts, 0, w->ntile,
-                           w->stage + p * w->ntile * BKM_DCONV_R_MAX * dc->lb, dyt, off, row);
+                           w->stage + p * w->ntile * BKM_DCONV_R_MAX * dc->lb, diff_bias ? w->bsum + p * nbl : NULL,
+                           dyt, off, row);
 #pragma omp for schedule(static)
             for (int64_t i = 0; i < w->ntile; i++)
                 wgt_store(dc, i, i + 1, diff_wei);
-        } else { /* each thread its tiles, by their cost, over every block */
+        } else { /* each thread its tiles, by their cost, over every block; thread 0 the bias too */
             const int64_t total = w->cost0[w->ntile], lo = total * t / nth, hi = total * (t + 1) / nth;
             int64_t ta = 0, tb;
             while (ta < w->ntile && w->cost0[ta] < lo)
                 ta++;
             for (tb = ta; tb < w->ntile && w->cost0[tb] < hi; tb++)
                 ;
-            wgt_blocks(dc, src, diff_dst, 0, nb, ta, tb, w->stage, dyt, off, row);
+            wgt_blocks(dc, src, diff_dst, 0, nb, ta, tb, w->stage, diff_bias && t == 0 ? w->bsum : NULL, dyt, off,
+                       row);
             wgt_store(dc, ta, tb, diff_wei);
         }
+    }
+    for (int64_t l = 0; diff_bias && l < dc->d.oc; l++) {
+        double v = w->bsum[l];
+        for (int64_t p = 1; p < w->nparts; p++)
+            v += w->bsum[p * nbl + l];
+        diff_bias[l] = (float)v;
     }
 }
 
@@ -695,6 +807,7 @@ void bkm__dconv_destroy(bkm_dconv_t *dc)
     gat_free(&dc->g[0]), gat_free(&dc->g[1]);
     wgt_free(&dc->w);
     bkm_free(dc->scratch), bkm_free(dc->pix), bkm_free(dc->ptab);
+    bkm_free(dc->px_koff), bkm_free(dc->px_run0), bkm_free(dc->px_runs), bkm_free(dc->px_w);
     bkm_free(dc);
 }
 
@@ -719,8 +832,15 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     dc->tail = cfg->isa == BKM_ISA_AVX512 ? bkm__dconv_tail_avx512 : bkm__dconv_tail_avx2;
     dc->lb = dc->main->lb;
     gp = (cfg->grp > 0 ? cfg->grp : DC_GRP_DEFAULT) * (int64_t)dc->main->r;
+    /* the forward of a short reduction (a first layer) with unit strides, no padding: pixels in the lanes */
+    dc->px = (dirs & BKM_DCONV_FWD) && cfg->isa == BKM_ISA_AVX512 && !cfg->no_px && d->ic * d->kd * d->kh * d->kw <= DC_PX_MAX_K &&
+             d->sd == 1 && d->sh == 1 && d->sw == 1 && d->pd == 0 && d->ph == 0 && d->pw == 0;
+    if (dc->px && px_create(dc) < 0) {
+        rc = bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate the forward's pixel runs");
+        goto fail;
+    }
     for (int bwd = 0; bwd < 2; bwd++) {
-        if (!(dirs & (bwd ? BKM_DCONV_BWD_D : BKM_DCONV_FWD)))
+        if (!(dirs & (bwd ? BKM_DCONV_BWD_D : BKM_DCONV_FWD)) || (!bwd && dc->px))
             continue;
         if ((rc = gat_create(dc, &dc->g[bwd], bwd, cfg->kc, gp, l2, err)) < 0)
             goto fail;
@@ -730,12 +850,13 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
         goto fail;
     dc->has[2] = (dirs & BKM_DCONV_BWD_W) != 0;
     pb_max = dc->has[2] ? dc->w.pb : 0;
-    dc->scratch_floats = (size_t)(gp + BKM_DCONV_R_MAX) * (size_t)dc->lb;
+    /* a group's accumulators, then their lane-major transpose (64-byte aligned rows) */
+    dc->scratch_floats = (size_t)(gp + BKM_DCONV_R_MAX) * (size_t)dc->lb + (size_t)dc->lb * (size_t)((gp + 15) / 16 * 16);
     if (dc->has[2] && (size_t)(dc->w.nlb * pb_max * dc->lb) > dc->scratch_floats)
         dc->scratch_floats = (size_t)(dc->w.nlb * pb_max * dc->lb);
     dc->scratch_floats = (dc->scratch_floats + 15) / 16 * 16;
     dc->scratch = bkm_aligned_alloc(64, (size_t)dc->nt * dc->scratch_floats * sizeof(float));
-    dc->pix = bkm_calloc((size_t)dc->nt * 2 * (size_t)(gp + BKM_DCONV_R_MAX), sizeof(int64_t));
+    dc->pix = bkm_calloc((size_t)dc->nt * 5 * (size_t)(gp + BKM_DCONV_R_MAX), sizeof(int64_t));
     dc->ptab = bkm_calloc((size_t)dc->nt * 2 * (size_t)(pb_max + 1), sizeof(int32_t));
     if (!dc->scratch || !dc->pix || !dc->ptab) {
         rc = bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate %d thread workspaces", dc->nt);
@@ -743,7 +864,7 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     }
 #pragma omp parallel num_threads(dc->nt)
     memset(dc->scratch + (size_t)omp_get_thread_num() * dc->scratch_floats, 0, dc->scratch_floats * sizeof(float));
-    snprintf(dc->name, sizeof dc->name, "direct.%s", dc->main->name);
+    snprintf(dc->name, sizeof dc->name, "direct.%s%s", dc->main->name, dc->px ? ".px_fwd_8x48" : "");
     *out = dc;
     return BKM_OK;
 fail:

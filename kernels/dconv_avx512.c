@@ -98,42 +98,36 @@ static inline __attribute__((always_inline)) void tr16(__m512 r[16])
     }
 }
 
-void bkm__dconv_store_avx512(const float *stage, int64_t nq, int64_t nl, const int64_t *po, float *y, int64_t ldy,
-                             const float *bias, int act)
+void bkm__dconv_store_avx512(const float *stage, int64_t nq, int64_t nl, const int64_t *runs, int64_t nruns, float *y,
+                             int64_t ldy, const float *bias, int act, float *tbuf)
 {
-    for (int64_t q0 = 0; q0 < nq; q0 += 16) {
-        const int64_t m = nq - q0 < 16 ? nq - q0 : 16;
-        const __mmask16 mq = (__mmask16)((1u << m) - 1u);
-        int32_t ra[16], rn[16], nr = 0; /* runs of consecutive output offsets: first pixel, length */
-        for (int64_t q = 0; q < m; q++) {
-            if (q == 0 || po[q0 + q] != po[q0 + q - 1] + 1)
-                ra[nr] = (int32_t)q, rn[nr++] = 0;
-            rn[nr - 1]++;
-        }
+    const int64_t ldt = (nq + 15) / 16 * 16;
+    for (int64_t q0 = 0; q0 < nq; q0 += 16) /* lane-major in tbuf: tbuf[l][q] */
         for (int64_t l0 = 0; l0 < nl; l0 += 16) {
-            const int64_t nll = nl - l0 < 16 ? nl - l0 : 16;
+            const int64_t m = nq - q0 < 16 ? nq - q0 : 16;
             __m512 r[16];
             for (int i = 0; i < 16; i++)
                 r[i] = i < m ? _mm512_loadu_ps(stage + (q0 + i) * LB + l0) : _mm512_setzero_ps();
             tr16(r);
-            for (int64_t l = 0; l < nll; l++) {
-                __m512 v = r[l];
-                float *yl = y + (l0 + l) * ldy;
+            for (int64_t l = 0; l < 16 && l0 + l < nl; l++)
+                _mm512_store_ps(tbuf + (l0 + l) * ldt + q0, r[l]);
+        }
+    /* lane by lane, run by run: each lane's output written in order (64 interleaved write streams of a
+     * few lines each were several times slower on a 2-core guest) */
+    for (int64_t l = 0; l < nl; l++) {
+        const float *t = tbuf + l * ldt;
+        const __m512 b = _mm512_set1_ps(bias ? bias[l] : 0.0f);
+        float *yl = y + l * ldy;
+        for (int64_t k = 0; k < nruns; k++) {
+            const int64_t q = runs[3 * k], n = runs[3 * k + 1], o = runs[3 * k + 2];
+            for (int64_t j = 0; j < n; j += 16) {
+                const __mmask16 mk = (__mmask16)(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1u);
+                __m512 v = _mm512_maskz_loadu_ps(mk, t + q + j);
                 if (bias)
-                    v = _mm512_add_ps(v, _mm512_set1_ps(bias[l0 + l]));
+                    v = _mm512_add_ps(v, b);
                 if (act == BKM_FAST_ACT_RELU) /* v > 0 ? v : 0, as the scalar ReLU (NaN gives 0) */
                     v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
-                if (nr == 1) {
-                    _mm512_mask_storeu_ps(yl + po[q0], mq, v);
-                    continue;
-                }
-                for (int k = 0; k < nr; k++) {
-                    const __m512i sh = _mm512_add_epi32(_mm512_set1_epi32(ra[k]),
-                                                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                                                          13, 14, 15));
-                    _mm512_mask_storeu_ps(yl + po[q0 + ra[k]], (__mmask16)((1u << rn[k]) - 1u),
-                                          _mm512_permutexvar_ps(sh, v));
-                }
+                _mm512_mask_storeu_ps(yl + o + j, mk, v);
             }
         }
     }
@@ -156,4 +150,86 @@ void bkm__dconv_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t np,
                 _mm512_mask_storeu_ps(d + (p0 + p) * ldd + i0, mi, r[p]);
         }
     }
+}
+
+void bkm__dconv_colsum_avx512(const float *t, int64_t np, float *out)
+{
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t p = 0; p < np; p++)
+        for (int v = 0; v < 4; v++)
+            a[v] = _mm512_add_ps(a[v], _mm512_loadu_ps(t + p * LB + 16 * v));
+    for (int v = 0; v < 4; v++)
+        _mm512_storeu_ps(out + 16 * v, a[v]);
+}
+
+/* The runs of output rows of 16-pixel vector vi (lanes shifted down to the run's first). */
+static inline void px_store(const bkm_dconv_px_t *g, int64_t vi, __m512 v, float *yo)
+{
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int32_t r = g->run0[vi]; r < g->run0[vi + 1]; r++) {
+        const int32_t *ru = g->runs + 3 * r; /* first lane, lanes, output offset */
+        _mm512_mask_storeu_ps(yo + ru[2], (__mmask16)((1u << ru[1]) - 1u),
+                              ru[0] ? _mm512_permutexvar_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(ru[0])), v) : v);
+    }
+}
+
+/* Forward with pixels in the lanes (short reductions, unit strides, no padding), vectors [c0, c0 + 3)
+ * of one output plane and channels [o0, o0 + 8). Virtual pixel v = oy * iw + ox over the input's row
+ * width, so the input of tap k at v is x[koff[k] + v], one unaligned load for 16 pixels; the columns
+ * ox >= ow are computed and never stored. An 8 x 48 tile: 8 output channels (weights broadcast from
+ * wk = [k][8]) x 3 vectors of pixels; mk masks the loads of the plane's last vectors. */
+static inline __attribute__((always_inline)) void px_chunk(const bkm_dconv_px_t *g, const float *x, const float *wk,
+                                                           int64_t o0, int64_t c0, int masked, const __mmask16 *mk,
+                                                           const float *bias, int act, float *y, int64_t ldy)
+{
+    const int64_t K = g->k, nvec = (g->v + 15) / 16;
+    const float *xp = x + c0 * 16;
+    __m512 a[8][3];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 3; j++)
+            a[i][j] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        const float *q = xp + g->koff[k];
+        __m512 xv[3];
+        for (int j = 0; j < 3; j++)
+            xv[j] = masked ? _mm512_maskz_loadu_ps(mk[j], q + 16 * j) : _mm512_loadu_ps(q + 16 * j);
+        for (int i = 0; i < 8; i++) {
+            const __m512 b = _mm512_set1_ps(wk[k * 8 + i]);
+            for (int j = 0; j < 3; j++)
+                a[i][j] = _mm512_fmadd_ps(b, xv[j], a[i][j]);
+        }
+    }
+    _Alignas(64) float t[8][3][16]; /* plain stores first: the accumulators stay in registers */
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 3; j++)
+            _mm512_store_ps(t[i][j], a[i][j]);
+    for (int64_t i = 0; i < 8 && o0 + i < g->oc; i++)
+        for (int64_t j = 0; j < 3 && c0 + j < nvec; j++) {
+            __m512 v = _mm512_load_ps(t[i][j]);
+            if (bias)
+                v = _mm512_add_ps(v, _mm512_set1_ps(bias[o0 + i]));
+            if (act == BKM_FAST_ACT_RELU) /* v > 0 ? v : 0, as the scalar ReLU */
+                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+            px_store(g, c0 + j, v, y + (o0 + i) * ldy);
+        }
+}
+
+void bkm__dconv_px_fwd_avx512(const bkm_dconv_px_t *g, const float *x, const float *wp, const float *bias, int act,
+                              float *y, int64_t ldy)
+{
+    const int64_t nvec = (g->v + 15) / 16;
+    for (int64_t o0 = 0; o0 < g->oc; o0 += 8)
+        for (int64_t c0 = 0; c0 < nvec; c0 += 3) {
+            __mmask16 mk[3];
+            int masked = 0;
+            for (int j = 0; j < 3; j++) {
+                const int64_t v0 = (c0 + j) * 16, nl = g->v - v0 < 0 ? 0 : g->v - v0 > 16 ? 16 : g->v - v0;
+                mk[j] = (__mmask16)((1u << nl) - 1u);
+                masked |= nl < 16;
+            }
+            if (masked)
+                px_chunk(g, x, wp + o0 * g->k, o0, c0, 1, mk, bias, act, y, ldy);
+            else
+                px_chunk(g, x, wp + o0 * g->k, o0, c0, 0, mk, bias, act, y, ldy);
+        }
 }

@@ -217,11 +217,26 @@ extern const bkm_dconv_ukr_desc_t bkm__dconv_tail_avx512[7];
 extern const bkm_dconv_ukr_desc_t bkm__dconv_tail_avx2[6];
 /* d[p * ldd + i] = s[i * lds + p] for i < rows (<= 64), p < np (AVX-512 16 x 16 transposes). */
 void bkm__dconv_tr_avx512(const float *s, int64_t lds, int64_t rows, int64_t np, float *d, int64_t ldd);
-/* y[l * ldy + po[q]] = act(stage[q * 64 + l] + bias[l]) for q < nq, l < nl <= 64 (bias NULL: none;
- * act BKM_FAST_ACT_NONE or _RELU, as the scalar ReLU): 16 x 16 transposes, one masked store per run
- * of consecutive offsets. */
-void bkm__dconv_store_avx512(const float *stage, int64_t nq, int64_t nl, const int64_t *po, float *y, int64_t ldy,
-                             const float *bias, int act);
+/* y[l * ldy + o_k + j] = act(stage[(q_k + j) * 64 + l] + bias[l]) for the runs k < nruns of
+ * (q_k, n_k, o_k) = runs[3k .. 3k + 2], j < n_k, lanes l < nl <= 64 (bias NULL: none; act
+ * BKM_FAST_ACT_NONE or _RELU, as the scalar ReLU): 16 x 16 transposes into tbuf (64 x the pixels
+ * rounded up to 16, aligned), then lane by lane in output order. */
+void bkm__dconv_store_avx512(const float *stage, int64_t nq, int64_t nl, const int64_t *runs, int64_t nruns, float *y,
+                             int64_t ldy, const float *bias, int act, float *tbuf);
+/* Forward with pixels in the lanes for short reductions (unit strides, no padding), one output plane:
+ * virtual pixels v < v_count (v = oy * iw + ox, ox < iw; ox >= ow never stored); koff[k] the input
+ * offset of reduction entry k (c, t, r, s) from the plane's first element, k < K (<= 64); per 16-pixel
+ * vector i the runs [run0[i], run0[i + 1]) of runs = (first lane, lanes, output offset) triples. */
+typedef struct bkm_dconv_px {
+    int64_t v, k, oc;
+    const int32_t *koff, *run0, *runs;
+} bkm_dconv_px_t;
+/* y[o * ldy + ...] = act(conv + bias) for every output channel o of the plane (bias NULL: none); wp:
+ * the weights in blocks of 8 channels, wp[(o0 + k) * 8 + i] = W[o0 + i][k] (rows past oc repeat the last). */
+void bkm__dconv_px_fwd_avx512(const bkm_dconv_px_t *g, const float *x, const float *wp, const float *bias, int act,
+                              float *y, int64_t ldy);
+/* out[l] = sum over p < np of t[p * 64 + l], l < 64, in pixel order (AVX-512). */
+void bkm__dconv_colsum_avx512(const float *t, int64_t np, float *out);
 
 /* Blocking of a direct convolution (0 = auto): kc reduction channels per block of the gathers
  * (auto: one lane block's weights in half of L2), grp tiles per group of output pixels (16), pb
@@ -230,6 +245,7 @@ void bkm__dconv_store_avx512(const float *stage, int64_t nq, int64_t nl, const i
 typedef struct bkm_dconv_cfg {
     bkm_isa_t isa; /* resolved: BKM_ISA_AVX512 or BKM_ISA_AVX2 */
     int32_t kc, grp, pb, r7;
+    int32_t no_px; /* never the pixel-lane forward (else: for at most 64 entries, unit strides, no padding) */
     size_t l2;
 } bkm_dconv_cfg_t;
 enum { BKM_DCONV_FWD = 1, BKM_DCONV_BWD_D = 2, BKM_DCONV_BWD_W = 4 };
@@ -241,11 +257,13 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
                       bkm_err_t *err);
 void bkm__dconv_destroy(bkm_dconv_t *dc);
 /* NCDHW / OIDHW; each opens its own parallel region of nt threads and never allocates. fwd: dst =
- * conv + bias (NULL: none), then act (BKM_FAST_ACT_NONE or _RELU); bwd_weights writes diff_wei only. */
+ * conv + bias (NULL: none), then act (BKM_FAST_ACT_NONE or _RELU); bwd_weights: diff_wei, and
+ * diff_bias unless NULL (per pixel block in float, across blocks in double, in a fixed order). */
 void bkm__dconv_fwd(bkm_dconv_t *dc, const float *src, const float *wei, const float *bias, int act, float *dst);
 void bkm__dconv_bwd_data(bkm_dconv_t *dc, const float *diff_dst, const float *wei, float *diff_src);
-void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei);
-/* "direct.avx512_6x64" (static storage of the object) */
+void bkm__dconv_bwd_weights(bkm_dconv_t *dc, const float *src, const float *diff_dst, float *diff_wei,
+                            float *diff_bias);
+/* "direct.avx512_6x64" (+ ".px_fwd_8x48" for the pixel-lane forward; static storage of the object) */
 const char *bkm__dconv_name(const bkm_dconv_t *dc);
 
 /* ---------------------------------------------------------------------------------------- */

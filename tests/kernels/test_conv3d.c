@@ -225,13 +225,15 @@ static const char *direct_shapes[] = {
     "mb3ic17id5ih6iw8oc18kd3pd1",                     /* padding 1 on a 3-tap kernel */
     "mb2ic33id4ih9iw11oc64kd1kh5kw5ph2pw2",           /* a 2-D 5x5 conv with padding 2 (kd 1) */
     "mb2ic8id7ih7iw7oc16kd2sd3kh3sh2kw4sw1pd1ph2pw0", /* stride 3 > kernel 2: pixels without taps */
+    "mb2ic1id6ih7iw21oc70kd3",                        /* the pixel-lane forward: rows of 19 across vectors */
+    "mb3ic2id5ih6iw7oc9kd2kh3kw3",                    /* ... rows of 5, 36 entries, 9 output channels */
 };
 
 START_TEST(conv3d_direct_matches_reference)
 {
     static const char *const var[][4] = {
         {"algo=4", NULL, NULL},   {"algo=4", "dkc=1", NULL}, {"algo=4", "dgrp=1", NULL},
-        {"algo=4", "dpb=16", NULL}, {"algo=4", "dr=7", NULL}, {"algo=4", "isa=avx2", "dkc=3"},
+        {"algo=4", "dpb=16", NULL}, {"algo=4", "dr=7", "dpx=1"}, {"algo=4", "isa=avx2", "dkc=3"},
     };
     const int nv = (int)(sizeof var / sizeof var[0]), ns0 = (int)(sizeof shapes / sizeof shapes[0]);
     const int v = _i % nv, sh = _i / nv;
@@ -239,6 +241,35 @@ START_TEST(conv3d_direct_matches_reference)
     if (bkm_kern_isa_detect() != BKM_ISA_AVX512 && (v < nv - 1 || bkm_kern_isa_detect() != BKM_ISA_AVX2))
         return; /* the run's exit code says skipped: see the skip test below */
     check_against_reference(shape, var[v], v == nv - 1 ? "direct.avx2_" : "direct.avx512_");
+}
+END_TEST
+
+/* The forward with pixels in the lanes is the one taken for short reductions with unit strides and
+ * no padding (AVX-512), dpx=1 turns it off, and a padded or longer one never takes it. */
+START_TEST(conv3d_direct_px_forward_rule)
+{
+    static const struct { const char *shape, *kv[3]; int px; } c[] = {
+        {"mb4ic1id35ih35iw20oc64kd3", {NULL}, 1},              /* the seed's conv3d_1, auto */
+        {"mb4ic1id35ih35iw20oc64kd3", {"algo=4", "dpx=1", NULL}, 0},
+        {"mb2ic1id6ih7iw9oc8kd3pd1", {"algo=4", NULL}, 0},     /* padding */
+        {"mb2ic3id7ih6iw5oc4kd3", {"algo=4", NULL}, 0},        /* 81 entries */
+    };
+    bkm_conv3d_desc_t d;
+    bkm_err_t err = {0};
+    if (bkm_kern_isa_detect() != BKM_ISA_AVX512)
+        return;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        bkm_kern_conv3d_t *cv = NULL;
+        bkm_kern_params_t kp;
+        ck_assert_int_eq(bkm_kern_conv3d_desc_parse(c[i].shape, 0, &d, &err), BKM_OK);
+        bkm_kern_params_init(&kp);
+        for (int j = 0; c[i].kv[j]; j++)
+            ck_assert_int_eq(bkm_kern_params_add(&kp, c[i].kv[j], &err), BKM_OK);
+        ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_msg((strstr(bkm_kern_conv3d_impl(cv), ".px_fwd") != NULL) == c[i].px, "%s case %zu: %s", c[i].shape,
+                      i, bkm_kern_conv3d_impl(cv));
+        bkm_kern_conv3d_destroy(cv);
+    }
 }
 END_TEST
 
@@ -250,7 +281,7 @@ START_TEST(conv3d_direct_same_bits_for_any_thread_count)
     bkm_conv3d_desc_t d;
     bkm_err_t err = {0};
     bkm_kern_params_t kp;
-    float *out[3][3];
+    float *out[3][4];
     if (bkm_kern_isa_detect() != BKM_ISA_AVX512 && bkm_kern_isa_detect() != BKM_ISA_AVX2)
         return;
     ck_assert_int_eq(bkm_kern_conv3d_desc_parse(sh[_i], 0, &d, &err), BKM_OK);
@@ -258,30 +289,30 @@ START_TEST(conv3d_direct_same_bits_for_any_thread_count)
     ck_assert_int_eq(bkm_kern_params_add(&kp, "algo=4", &err), BKM_OK);
     ck_assert_int_eq(bkm_kern_params_add(&kp, "dpb=16", &err), BKM_OK); /* several blocks per image */
     size_t ns = (size_t)(d.mb * d.ic * d.id * d.ih * d.iw), nw = (size_t)(d.oc * d.ic * d.kd * d.kh * d.kw),
-           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow), n[3] = {nd, ns, nw};
+           nd = (size_t)(d.mb * d.oc * d.od * d.oh * d.ow), n[4] = {nd, ns, nw, (size_t)d.oc};
     float *src = rnd(ns, 41, 1.0f), *wei = rnd(nw, 42, 1.0f), *bias = rnd((size_t)d.oc, 43, 1.0f),
-          *dd = rnd(nd, 44, 1.0f), *gb = calloc((size_t)d.oc, 4);
+          *dd = rnd(nd, 44, 1.0f);
     const int keep = omp_get_max_threads();
     for (int t = 0; t < 3; t++) {
         bkm_kern_conv3d_t *cv = NULL;
         omp_set_num_threads(t + 1);
         ck_assert_msg(bkm_kern_conv3d_create(&cv, &d, &kp, &err) == BKM_OK, "%s", err.msg);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             out[t][k] = calloc(n[k], 4);
         ck_assert_int_eq(bkm_kern_conv3d_fwd(cv, src, wei, bias, out[t][0], &err), BKM_OK);
         ck_assert_int_eq(bkm_kern_conv3d_bwd_data(cv, dd, wei, out[t][1], &err), BKM_OK);
-        ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, out[t][2], gb, &err), BKM_OK);
+        ck_assert_int_eq(bkm_kern_conv3d_bwd_weights(cv, src, dd, out[t][2], out[t][3], &err), BKM_OK);
         bkm_kern_conv3d_destroy(cv);
     }
     omp_set_num_threads(keep);
     for (int t = 1; t < 3; t++)
-        for (int k = 0; k < 3; k++)
-            ck_assert_msg(memcmp(out[0][k], out[t][k], n[k] * 4) == 0, "%s: direction %d differs on %d threads", sh[_i],
+        for (int k = 0; k < 4; k++) /* dst, diff_src, diff_wei, diff_bias */
+            ck_assert_msg(memcmp(out[0][k], out[t][k], n[k] * 4) == 0, "%s: output %d differs on %d threads", sh[_i],
                           k, t + 1);
     for (int t = 0; t < 3; t++)
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             free(out[t][k]);
-    free(src), free(wei), free(bias), free(dd), free(gb);
+    free(src), free(wei), free(bias), free(dd);
 }
 END_TEST
 
@@ -458,6 +489,7 @@ static Suite *conv3d_suite(void)
                         6 * (int)(sizeof shapes / sizeof shapes[0] + sizeof direct_shapes / sizeof direct_shapes[0]));
     tcase_add_loop_test(tc, conv3d_reuse_within_step, 0, 8);
     tcase_add_loop_test(tc, conv3d_direct_same_bits_for_any_thread_count, 0, 2);
+    tcase_add_test(tc, conv3d_direct_px_forward_rule);
     tcase_add_test(tc, vol2col_large_streaming_by_definition);
     tcase_add_test(tc, conv3d_rejects_bad_tunables);
     tcase_add_test(tc, conv3d_gradient_check);
