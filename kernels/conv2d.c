@@ -14,17 +14,23 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2, ALGO_FAST = 3 };
-enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_COUNT };
+enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2, ALGO_FAST = 3, ALGO_DIRECT = 4 };
+typedef enum { DIR_FWD, DIR_BWD_D, DIR_BWD_W } conv_dir_t;
+enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
-    {"algo", 0, 3, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c)"},
+    {"algo", 0, 4, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c), 4 direct convolution without a column matrix (dconv.c; one group)"},
     {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = auto (the ISA default, deeper from L2 for many rows)"},
     {"nc", 0, 65536, 0, 1, "GEMM columns of B per block, multiple of nr; 0 = the ISA default"},
     {"nt_jc", 0, 4096, 0, 1, "algo 2: ways the GEMM column loop is split (divides the threads); 0 = auto"},
     {"fuse", 0, 7, 3, 1, "network native engine, a sum of: 1 ReLU in the conv forward store, 2 max pooling with the ReLU before it (ReLU after the pool, ReLU backward in its scatter), 4 ReLU backward in the next conv's bwd-data store; 0 separate passes"},
+    {"dkc", 0, 65536, 0, 1, "direct (algo 4): input channels per block of the forward reduction (output channels for backward-data); 0 auto (one lane block's weights in half of L2)"},
+    {"dgrp", 0, 256, 0, 1, "direct: register tiles of output pixels per group (the unit of work and of the transposing store); 0 = 16"},
+    {"dpb", 0, 65536, 0, 16, "direct: output pixels per block of the backward-weights reduction (diff_dst transposed per block); 0 auto (a quarter of L2)"},
+    {"dr", 6, 7, 6, 1, "direct, AVX-512: rows of the 64-lane register tile (6: 24 accumulators, 7: 28)"},
+    {"dpx", 0, 1, 0, 1, "direct, AVX-512 forward of at most 64 entries (ic*kh*kw), unit strides, no padding: 0 pixels in the lanes, 1 the gather"},
 };
 
 #define COL_TILE_BYTES (3u << 19) /* column tile when the L2 size is unknown: 1.5 MiB (3/4 of 2 MiB) */
@@ -45,7 +51,9 @@ struct bkm_kern_conv2d {
     unsigned char *gws;     /* GEMM packing workspaces */
     float *wpart;           /* batch bwd-weights: per-thread partial diff_wei (nt - 1 of them) */
     bkm_conv2d_fast_t *fast; /* algo 3: its own workspace (the buffers above stay NULL) */
-    char impl[96];
+    bkm_dconv_t *dc;         /* algo 4: likewise */
+    int dalgo[3];            /* algo 3 or 4: ALGO_FAST or ALGO_DIRECT per direction (DIR_FWD, DIR_BWD_D, DIR_BWD_W) */
+    char impl[160];
 };
 
 const bkm_param_desc_t *bkm_kern_conv2d_params(size_t *n_params)
@@ -68,6 +76,7 @@ void bkm_kern_conv2d_destroy(bkm_kern_conv2d_t *cv)
     bkm_free(cv->gws);
     bkm_free(cv->wpart);
     bkm__conv2d_fast_destroy(cv->fast);
+    bkm__dconv_destroy(cv->dc);
     bkm_free(cv);
 }
 
@@ -116,6 +125,57 @@ int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, in
     if ((rc = conv2d_gemm_cfg(&cv, params, v, err)) < 0 && cv.gcfg.isa != BKM_ISA_AUTO)
         return bkm_err_prefix(err, "isa=%s", bkm_kern_isa_name(cv.gcfg.isa));
     return rc;
+}
+
+/* Algo 3 and 4, each direction on the packed im2col GEMM (conv2d_fast.c) or the direct convolution
+ * (dconv.c, the 2-D problem as a 3-D one of depth 1). Auto on AVX-512 with one group: the direct
+ * convolution, but for a strided forward (AlexNet conv1: the phase-split forward) and a strided
+ * backward-data; algo=3 and algo=4 take one path for every direction. */
+static int conv2d_fast_direct_create(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *params, const int32_t *v,
+                                     bkm_err_t *err)
+{
+    const bkm_conv2d_desc_t *d = &cv->d;
+    const bkm_conv3d_desc_t d3 = {d->mb, d->ic, 1, d->ih, d->iw, d->oc, 1, d->oh, d->ow, 1, d->kh, d->kw,
+                                  1, d->sh, d->sw, 0, d->ph, d->pw, d->has_bias, ""};
+    const bkm_dconv_cfg_t dcfg = {cv->gcfg.isa, v[P_DKC], v[P_DGRP], v[P_DPB], v[P_DR] == 7, v[P_DPX] == 1,
+                                  params->cache.l2};
+    const int strided = d->sh > 1 || d->sw > 1;
+    const int mixed = v[P_ALGO] == ALGO_AUTO && cv->gcfg.isa == BKM_ISA_AVX512 && d->g == 1;
+    int dirs = 0, rc;
+    char fast_name[64] = "";
+    for (int i = 0; i < 3; i++)
+        cv->dalgo[i] = cv->algo;
+    if (mixed) {
+        cv->dalgo[DIR_FWD] = strided ? ALGO_FAST : ALGO_DIRECT;
+        cv->dalgo[DIR_BWD_D] = strided ? ALGO_FAST : ALGO_DIRECT;
+        cv->dalgo[DIR_BWD_W] = ALGO_DIRECT;
+    }
+    if (cv->algo == ALGO_DIRECT && d->g != 1)
+        return bkm_err_set(err, BKM_ENOTSUP, "conv2d algo=4: g%lld: the direct convolution has no groups",
+                           (long long)d->g);
+    for (int i = 0; i < 3; i++)
+        dirs |= cv->dalgo[i] == ALGO_DIRECT ? (i == DIR_FWD ? BKM_DCONV_FWD : i == DIR_BWD_D ? BKM_DCONV_BWD_D
+                                                                                                : BKM_DCONV_BWD_W)
+                                           : 0;
+    if (dirs != (BKM_DCONV_FWD | BKM_DCONV_BWD_D | BKM_DCONV_BWD_W)) {
+        if ((rc = bkm__conv2d_fast_create(&cv->fast, d, &cv->gcfg, v[P_NC], v[P_PTILE], cv->nt, err)) < 0)
+            return rc;
+        bkm__conv2d_fast_name(cv->fast, cv->gcfg.isa, fast_name, sizeof fast_name);
+    }
+    if (dirs && (rc = bkm__dconv_create(&cv->dc, &d3, &dcfg, dirs, cv->nt, err)) < 0) {
+        bkm_err_prefix(err, "conv2d algo=4");
+        return rc;
+    }
+    if (!cv->dc)
+        snprintf(cv->impl, sizeof(cv->impl), "%s", fast_name);
+    else if (!cv->fast)
+        snprintf(cv->impl, sizeof(cv->impl), "native:%s", bkm__dconv_name(cv->dc));
+    else /* "native:<forward>.fwd+<backward-data>.bwd_d+<backward-weights>.bwd_w" */
+        snprintf(cv->impl, sizeof(cv->impl), "native:%s.fwd+%s.bwd_d+%s.bwd_w",
+                 cv->dalgo[DIR_FWD] == ALGO_DIRECT ? bkm__dconv_name(cv->dc) : fast_name + strlen("native:"),
+                 cv->dalgo[DIR_BWD_D] == ALGO_DIRECT ? bkm__dconv_name(cv->dc) : "im2col_packed",
+                 cv->dalgo[DIR_BWD_W] == ALGO_DIRECT ? bkm__dconv_name(cv->dc) : "im2col_packed");
+    return BKM_OK;
 }
 
 int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, const bkm_kern_params_t *params,
@@ -172,10 +232,9 @@ int bkm_kern_conv2d_create(bkm_kern_conv2d_t **out, const bkm_conv2d_desc_t *d, 
         cv->ptile = cv->pq;
     if ((rc = conv2d_gemm_cfg(cv, params, v, err)) < 0)
         goto out;
-    if (cv->algo == ALGO_FAST) {
-        if ((rc = bkm__conv2d_fast_create(&cv->fast, d, &cv->gcfg, v[P_NC], v[P_PTILE], cv->nt, err)) < 0)
+    if (cv->algo == ALGO_FAST || cv->algo == ALGO_DIRECT) {
+        if ((rc = conv2d_fast_direct_create(cv, params, v, err)) < 0)
             goto out;
-        bkm__conv2d_fast_name(cv->fast, cv->gcfg.isa, cv->impl, sizeof(cv->impl));
         *out = cv;
         cv = NULL;
         goto out;
@@ -333,11 +392,11 @@ static int bwd_weights_image(const bkm_kern_conv2d_t *cv, const float *src, cons
 /* ---------------------------------------------------------------------------------------- */
 /* Batch loops. Errors inside a parallel region are kept per thread; the first one is returned. */
 
-typedef enum { DIR_FWD, DIR_BWD_D, DIR_BWD_W } conv_dir_t;
 
 typedef struct {
     const float *a, *b, *bias; /* fwd: src, wei, bias; bwd_d: diff_dst, wei; bwd_w: src, diff_dst */
     float *out;                /* dst / diff_src / this thread's diff_wei */
+    float *dbias;              /* bwd_w of algo 4: diff_bias (NULL: none) */
 } conv_io_t;
 
 static int run_image(const bkm_kern_conv2d_t *cv, conv_dir_t dir, const conv_io_t *io, int64_t n, float *wout,
@@ -360,7 +419,16 @@ static int run_batch(bkm_kern_conv2d_t *cv, conv_dir_t dir, const conv_io_t *io,
     const bkm_conv2d_desc_t *d = &cv->d;
     int rc = BKM_OK;
 
-    if (cv->algo == ALGO_FAST) {
+    if (cv->dc != NULL && cv->dalgo[dir] == ALGO_DIRECT) {
+        if (dir == DIR_FWD)
+            bkm__dconv_fwd(cv->dc, io->a, io->b, io->bias, BKM_FAST_ACT_NONE, io->out);
+        else if (dir == DIR_BWD_D)
+            bkm__dconv_bwd_data(cv->dc, io->a, io->b, io->out);
+        else
+            bkm__dconv_bwd_weights(cv->dc, io->a, io->b, io->out, io->dbias);
+        return BKM_OK;
+    }
+    if (cv->fast != NULL) {
         if (dir == DIR_FWD)
             bkm__conv2d_fast_fwd(cv->fast, io->a, io->b, io->bias, io->out);
         else if (dir == DIR_BWD_D)
@@ -420,7 +488,7 @@ static int run_batch(bkm_kern_conv2d_t *cv, conv_dir_t dir, const conv_io_t *io,
 int bkm_kern_conv2d_fwd(bkm_kern_conv2d_t *cv, const float *src, const float *wei, const float *bias, float *dst,
                         bkm_err_t *err)
 {
-    conv_io_t io = {src, wei, NULL, dst};
+    conv_io_t io = {src, wei, NULL, dst, NULL};
     if (cv == NULL || src == NULL || wei == NULL || dst == NULL)
         return bkm_err_set(err, BKM_EINVAL, "conv2d_fwd: NULL argument");
     io.bias = cv->d.has_bias ? bias : NULL;
@@ -431,7 +499,12 @@ int bkm__kern_conv2d_fwd_relu(bkm_kern_conv2d_t *cv, const float *src, const flo
                               float *dst, bkm_err_t *err)
 {
     int rc;
-    if (cv != NULL && cv->algo == ALGO_FAST && src != NULL && wei != NULL && dst != NULL) {
+    if (cv != NULL && cv->dc != NULL && cv->dalgo[DIR_FWD] == ALGO_DIRECT && src != NULL && wei != NULL &&
+        dst != NULL) {
+        bkm__dconv_fwd(cv->dc, src, wei, cv->d.has_bias ? bias : NULL, BKM_FAST_ACT_RELU, dst);
+        return BKM_OK;
+    }
+    if (cv != NULL && cv->fast != NULL && src != NULL && wei != NULL && dst != NULL) {
         bkm__conv2d_fast_fwd_act(cv->fast, src, wei, cv->d.has_bias ? bias : NULL, BKM_FAST_ACT_RELU, NULL, dst);
         return BKM_OK;
     }
@@ -445,7 +518,8 @@ int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst,
                                    float *diff_src, bkm_err_t *err)
 {
     int rc;
-    if (cv != NULL && cv->algo == ALGO_FAST && diff_dst != NULL && wei != NULL && y != NULL && diff_src != NULL) {
+    if (cv != NULL && cv->fast != NULL && cv->dalgo[DIR_BWD_D] == ALGO_FAST && diff_dst != NULL && wei != NULL &&
+        y != NULL && diff_src != NULL) {
         bkm__conv2d_fast_bwd_data_mask(cv->fast, diff_dst, wei, y, diff_src);
         return BKM_OK;
     }
@@ -460,7 +534,7 @@ int bkm__kern_conv2d_bwd_data_relu(bkm_kern_conv2d_t *cv, const float *diff_dst,
 int bkm_kern_conv2d_bwd_data(bkm_kern_conv2d_t *cv, const float *diff_dst, const float *wei, float *diff_src,
                              bkm_err_t *err)
 {
-    conv_io_t io = {diff_dst, wei, NULL, diff_src};
+    conv_io_t io = {diff_dst, wei, NULL, diff_src, NULL};
     if (cv == NULL || diff_dst == NULL || wei == NULL || diff_src == NULL)
         return bkm_err_set(err, BKM_EINVAL, "conv2d_bwd_data: NULL argument");
     return run_batch(cv, DIR_BWD_D, &io, err);
@@ -469,14 +543,15 @@ int bkm_kern_conv2d_bwd_data(bkm_kern_conv2d_t *cv, const float *diff_dst, const
 int bkm_kern_conv2d_bwd_weights(bkm_kern_conv2d_t *cv, const float *src, const float *diff_dst, float *diff_wei,
                                 float *diff_bias, bkm_err_t *err)
 {
-    conv_io_t io = {src, diff_dst, NULL, diff_wei};
+    conv_io_t io = {src, diff_dst, NULL, diff_wei, NULL};
     const bkm_conv2d_desc_t *d;
     int rc;
     if (cv == NULL || src == NULL || diff_dst == NULL || diff_wei == NULL)
         return bkm_err_set(err, BKM_EINVAL, "conv2d_bwd_weights: NULL argument");
     d = &cv->d;
-    if ((rc = run_batch(cv, DIR_BWD_W, &io, err)) < 0)
-        return rc;
+    io.dbias = d->has_bias ? diff_bias : NULL;
+    if ((rc = run_batch(cv, DIR_BWD_W, &io, err)) < 0 || (cv->dc != NULL && cv->dalgo[DIR_BWD_W] == ALGO_DIRECT))
+        return rc; /* the direct backward-weights sums diff_bias itself */
     if (d->has_bias && diff_bias != NULL) {
         /* One channel per iteration, images in order: deterministic for any thread count. */
 #pragma omp parallel for schedule(static) num_threads(cv->nt)

@@ -44,8 +44,8 @@ typedef struct dc_box {
 
 typedef struct dc_grp {
     int32_t box;
-    int32_t nq;
-    int64_t q0; /* pixels [q0, q0 + nq) of the box, in (z, y, x) order */
+    int32_t dn, nn, nq; /* images [dn, dn + nn) of a chunk, pixels [q0, q0 + nq) of the box in each */
+    int64_t q0;         /* (z, y, x) order */
 } dc_grp_t;
 
 /* A gather direction (forward or backward-data). */
@@ -53,7 +53,8 @@ typedef struct dc_gat {
     int64_t cin, lanes, nlb, T;           /* reduction channels, lanes, lane blocks, taps */
     int64_t in[3], out[3], in_vol, out_vol;
     dc_axis_t ax[3];
-    int64_t nbox, ngrp, gp, kc;           /* boxes, groups, pixels per group, channels per block */
+    int64_t nbox, ngrp, gp, kc;           /* boxes, groups of a chunk, pixels per group, channels per block */
+    int64_t ch;                           /* images per chunk: a small box's pixels of several images share tiles */
     dc_box_t *box;
     dc_grp_t *grp;
     int32_t *eoff, *erow;                 /* entries, box by box, channel-major */
@@ -232,26 +233,35 @@ static void gat_entries(dc_gat_t *g, const bkm_conv3d_desc_t *d, dc_box_t *b, in
                 }
 }
 
-/* Groups of at most @p gp pixels, plane by plane of the output's first axis and, within a plane, box
- * by box: every box of a plane reads the same few input planes, which stay in cache (box by box over
- * the whole volume, a thin box along a border would stream the input for one element per line). */
-static void gat_groups(dc_gat_t *g, int64_t gp)
+/* Groups of a chunk of g->ch images, at most @p gp pixels each (as equal as possible), plane by plane
+ * of the output's first axis and, within a plane, box by box: every box of a plane reads the same few
+ * input planes, which stay in cache (box by box over the whole volume, a thin box along a border would
+ * stream the input for one element per line). A box plane of fewer than gp / 2 pixels (a corner, a
+ * border row of a small image) takes the same pixels of several images in one group, so that its
+ * tiles are full. Fills g->grp when not NULL; returns the count. */
+static int64_t gat_groups(dc_gat_t *g, int64_t gp)
 {
     const dc_axis_t *az = &g->ax[0];
-    g->ngrp = 0;
+    int64_t n = 0;
     for (int64_t uz = 0; uz < g->out[0]; uz++) {
         int32_t cz = 0, iz = 0;
         while (cz < az->ncls && (iz = uz_index(az, cz, uz)) < 0)
             cz++;
         for (int32_t cy = 0; cy < g->ax[1].ncls; cy++)
             for (int32_t cx = 0; cx < g->ax[2].ncls; cx++) {
-                const int64_t bi = ((int64_t)cz * g->ax[1].ncls + cy) * g->ax[2].ncls + cx;
-                const int64_t nyx = (int64_t)g->ax[1].nu[cy] * g->ax[2].nu[cx];
-                for (int64_t q = 0; q < nyx; q += gp)
-                    g->grp[g->ngrp++] = (dc_grp_t){(int32_t)bi, (int32_t)(nyx - q < gp ? nyx - q : gp), iz * nyx + q};
+                const int32_t bi = (int32_t)(((int64_t)cz * g->ax[1].ncls + cy) * g->ax[2].ncls + cx);
+                const int64_t nyx = (int64_t)g->ax[1].nu[cy] * g->ax[2].nu[cx], ng = (nyx + gp - 1) / gp;
+                const int64_t ipg = 2 * nyx < gp ? gp / nyx : 1; /* images per group */
+                for (int64_t dn = 0; dn < g->ch; dn += ipg)
+                    for (int64_t j = 0; j < (ipg > 1 ? 1 : ng); j++, n++) /* equal groups: no thin last one */
+                        if (g->grp)
+                            g->grp[n] = (dc_grp_t){bi, (int32_t)dn, (int32_t)(g->ch - dn < ipg ? g->ch - dn : ipg),
+                                                   (int32_t)(nyx * (j + 1) / ng - nyx * j / ng),
+                                                   iz * nyx + nyx * j / ng};
             }
     }
     g->gp = gp;
+    return n;
 }
 
 /* Boxes, entry tables and groups of a gather whose axes are built. */
@@ -269,8 +279,8 @@ static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_e
         b->npix = (int64_t)g->ax[0].nu[b->cls[0]] * g->ax[1].nu[b->cls[1]] * g->ax[2].nu[b->cls[2]];
         b->ntap = (int64_t)g->ax[0].nt[b->cls[0]] * g->ax[1].nt[b->cls[1]] * g->ax[2].nt[b->cls[2]];
         nent += g->cin * b->ntap;
-        ng += (int64_t)g->ax[0].nu[b->cls[0]] * ((b->npix / g->ax[0].nu[b->cls[0]] + gp - 1) / gp);
     }
+    ng = gat_groups(g, gp);
     if (nent > DC_ENTRIES_MAX)
         return bkm_err_set(err, BKM_ENOTSUP, "dconv: %lld tap entries exceed %lld", (long long)nent,
                            (long long)DC_ENTRIES_MAX);
@@ -283,7 +293,7 @@ static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_e
         gat_entries(g, d, &g->box[i], e);
         e += g->cin * g->box[i].ntap;
     }
-    gat_groups(g, gp);
+    g->ngrp = gat_groups(g, gp);
     return BKM_OK;
 }
 
@@ -309,6 +319,7 @@ static int gat_create(bkm_dconv_t *dc, dc_gat_t *g, int bwd, int64_t kc, int64_t
     if ((double)g->cin * (double)g->in_vol >= 2147483647.0 || (double)g->cin * (double)g->T >= 2147483647.0)
         return bkm_err_set(err, BKM_ENOTSUP, "dconv: an image of %lld x %lld floats exceeds 32-bit offsets",
                            (long long)g->cin, (long long)g->in_vol);
+    g->ch = d->mb < dc->main->r ? d->mb : dc->main->r;
     if ((rc = gat_layout(g, d, gp, err)) < 0)
         return rc;
     if (kc <= 0) { /* auto: the weights of one lane block in half of L2, in equal channel blocks */
@@ -419,9 +430,10 @@ static int wgt_tiles(bkm_dconv_t *dc, dc_wgt_t *w)
     for (int64_t lb = 0; lb < w->nlb; lb++)
         for (int64_t c = 0; c < w->ncb; c++) {
             const dc_wcb_t *cb = &w->cb[c];
-            const int64_t ne = w->cin * cb->ntap, R = ukr_for(dc, w->lanes, lb)->r;
-            for (int64_t e0 = 0; e0 < ne; e0 += R, n++) {
-                w->tile[n] = (dc_wtile_t){(int32_t)lb, (int32_t)c, (int32_t)(ne - e0 < R ? ne - e0 : R)};
+            const int64_t ne = w->cin * cb->ntap, R = ukr_for(dc, w->lanes, lb)->r, nti = (ne + R - 1) / R;
+            for (int64_t ti = 0; ti < nti; ti++, n++) { /* tiles as equal as possible */
+                const int64_t e0 = ne * ti / nti;
+                w->tile[n] = (dc_wtile_t){(int32_t)lb, (int32_t)c, (int32_t)(ne * (ti + 1) / nti - e0)};
                 for (int64_t i = 0; i < BKM_DCONV_R_MAX; i++) {
                     const int64_t e = e0 + (i < w->tile[n].ne ? i : w->tile[n].ne - 1);
                     const int64_t ch = e / cb->ntap, t = w->tap[cb->t0 + e % cb->ntap];
@@ -548,78 +560,87 @@ static void gat_pack(const bkm_dconv_t *dc, const dc_gat_t *g, int bwd, const fl
     }
 }
 
-/* Pixel offsets of group @p gr: the input offset of each pixel's first tap (pb) and its output
- * offset (po); pb is padded with the last pixel up to a whole tile. */
-static void gat_pixels(const dc_gat_t *g, const dc_grp_t *gr, int R, int64_t *pb, int64_t *po)
+/* Pixel offsets of group @p gr for the images from n0 (nn of them): the input offset of each pixel's
+ * first tap (pb) and its output offset (po), both from the tensors' starts; pb is padded with the last
+ * pixel up to a whole tile. Returns the pixels. */
+static int64_t gat_pixels(const dc_gat_t *g, const dc_grp_t *gr, int64_t n0, int64_t nn, int R, int64_t *pb,
+                          int64_t *po)
 {
     const dc_box_t *b = &g->box[gr->box];
     const dc_axis_t *az = &g->ax[0], *ay = &g->ax[1], *ax = &g->ax[2];
-    const int64_t nx = ax->nu[b->cls[2]], nyx = (int64_t)ay->nu[b->cls[1]] * nx;
+    const int64_t nx = ax->nu[b->cls[2]], nyx = (int64_t)ay->nu[b->cls[1]] * nx, np = nn * gr->nq;
     const int32_t *uz = az->u + az->u0[b->cls[0]], *uy = ay->u + ay->u0[b->cls[1]], *ux = ax->u + ax->u0[b->cls[2]];
     const int32_t *bz = az->ub + az->u0[b->cls[0]], *by = ay->ub + ay->u0[b->cls[1]], *bx = ax->ub + ax->u0[b->cls[2]];
-    for (int64_t q = 0; q < gr->nq; q++) {
-        const int64_t qq = gr->q0 + q, iz = qq / nyx, iy = (qq / nx) % (nyx / nx), ix = qq % nx;
-        pb[q] = b->ntap ? ((int64_t)bz[iz] * g->in[1] + by[iy]) * g->in[2] + bx[ix] + b->minoff : 0;
-        po[q] = ((int64_t)uz[iz] * g->out[1] + uy[iy]) * g->out[2] + ux[ix];
+    for (int64_t i = 0; i < np; i++) {
+        const int64_t n = n0 + i / gr->nq, qq = gr->q0 + i % gr->nq, iz = qq / nyx, iy = (qq / nx) % (nyx / nx),
+                      ix = qq % nx;
+        pb[i] = b->ntap ? n * g->cin * g->in_vol + ((int64_t)bz[iz] * g->in[1] + by[iy]) * g->in[2] + bx[ix] +
+                              b->minoff
+                        : 0;
+        po[i] = n * g->lanes * g->out_vol + ((int64_t)uz[iz] * g->out[1] + uy[iy]) * g->out[2] + ux[ix];
     }
-    for (int64_t q = gr->nq; q < gr->nq + R; q++)
-        pb[q] = pb[gr->nq - 1];
+    for (int64_t i = np; i < np + R; i++)
+        pb[i] = pb[np - 1];
+    return np;
 }
 
-/* One work item of a gather: image n, group gi, lane block lb; stores into y (+ bias, activation). */
-static void gat_item(const bkm_dconv_t *dc, const dc_gat_t *g, int64_t n, int64_t gi, int64_t lb, const float *x,
+/* One work item of a gather: chunk ci of images, group gi, lane block lb; stores into y (+ bias,
+ * activation). */
+static void gat_item(const bkm_dconv_t *dc, const dc_gat_t *g, int64_t ci, int64_t gi, int64_t lb, const float *x,
                      const float *bias, int act, float *y, float *stage, int64_t *pb, int64_t *po)
 {
     const dc_grp_t *gr = &g->grp[gi];
     const dc_box_t *b = &g->box[gr->box];
     const bkm_dconv_ukr_desc_t *u = ukr_for(dc, g->lanes, lb);
     const int64_t LBn = dc->lb, R = u->r, nl = g->lanes - lb * LBn < LBn ? g->lanes - lb * LBn : LBn;
-    const float *xn = x + n * g->cin * g->in_vol, *wl = g->wp + lb * g->cin * g->T * LBn;
-    float *yn = y + (n * g->lanes + lb * LBn) * g->out_vol;
-    gat_pixels(g, gr, (int)R, pb, po);
+    const int64_t n0 = ci * g->ch + gr->dn, nn = dc->d.mb - n0 < gr->nn ? dc->d.mb - n0 : gr->nn;
+    const float *wl = g->wp + lb * g->cin * g->T * LBn;
+    float *yl = y + lb * LBn * g->out_vol;
+    int64_t np, nti;
+    if (nn <= 0)
+        return;
+    np = gat_pixels(g, gr, n0, nn, (int)R, pb, po);
+    nti = (np + R - 1) / R;
     for (int64_t c0 = 0; c0 < g->cin; c0 += g->kc) {
         const int64_t c1 = c0 + g->kc < g->cin ? c0 + g->kc : g->cin;
         const int64_t e0 = b->ent0 + c0 * b->ntap, ne = (c1 - c0) * b->ntap;
-        for (int64_t q = 0; q < gr->nq; q += R) {
-            const bkm_dconv_ukr_desc_t *uq = ukr_rows(dc, g->lanes, lb, gr->nq - q < R ? gr->nq - q : R);
+        for (int64_t ti = 0; ti < nti; ti++) {
+            /* tiles as equal as possible where tiles of any row count exist (a 1-row tile runs at half
+             * speed); a partial lane block's tile always writes R rows, so its tiles are R apart */
+            const int64_t q = u == dc->main ? np * ti / nti : ti * R;
+            const int64_t nr = u == dc->main ? np * (ti + 1) / nti - q : (np - q < R ? np - q : R);
+            const bkm_dconv_ukr_desc_t *uq = ukr_rows(dc, g->lanes, lb, nr);
             const float *base[BKM_DCONV_R_MAX];
             for (int64_t i = 0; i < uq->r; i++)
-                base[i] = xn + pb[q + i];
+                base[i] = x + pb[q + (i < nr ? i : nr - 1)];
             uq->fn(ne, base, g->eoff + e0, g->erow + e0, wl, stage + q * LBn, c0 > 0);
         }
     }
     if (LBn == 64) { /* runs of consecutive output offsets: (first pixel, count, offset) */
         int64_t *runs = po + g->gp + BKM_DCONV_R_MAX, nr = 0;
-        for (int64_t q = 0; q < gr->nq; q++) {
+        for (int64_t q = 0; q < np; q++) {
             if (q == 0 || po[q] != po[q - 1] + 1)
                 runs[3 * nr] = q, runs[3 * nr + 1] = 0, runs[3 * nr + 2] = po[q], nr++;
             runs[3 * nr - 2]++;
         }
-        bkm__dconv_store_avx512(stage, gr->nq, nl, runs, nr, yn, g->out_vol, bias ? bias + lb * LBn : NULL, act,
+        bkm__dconv_store_avx512(stage, np, nl, runs, nr, yl, g->out_vol, bias ? bias + lb * LBn : NULL, act,
                                 stage + (g->gp + BKM_DCONV_R_MAX) * LBn);
         return;
     }
     for (int64_t l = 0; l < nl; l++) {
         const float bv = bias ? bias[lb * LBn + l] : 0.0f;
-        float *yl = yn + l * g->out_vol;
-        if (act == BKM_FAST_ACT_RELU)
-            for (int64_t q = 0; q < gr->nq; q++) {
-                const float v = stage[q * LBn + l] + bv;
-                yl[po[q]] = v > 0.0f ? v : 0.0f;
-            }
-        else if (bias)
-            for (int64_t q = 0; q < gr->nq; q++)
-                yl[po[q]] = stage[q * LBn + l] + bv;
-        else
-            for (int64_t q = 0; q < gr->nq; q++)
-                yl[po[q]] = stage[q * LBn + l];
+        float *yo = yl + l * g->out_vol;
+        for (int64_t q = 0; q < np; q++) {
+            const float v = stage[q * LBn + l] + bv;
+            yo[po[q]] = act == BKM_FAST_ACT_RELU ? (v > 0.0f ? v : 0.0f) : v;
+        }
     }
 }
 
 static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, const float *bias, int act, float *y)
 {
     const dc_gat_t *g = &dc->g[bwd];
-    const int64_t nitems = dc->d.mb * g->ngrp * g->nlb;
+    const int64_t nitems = (dc->d.mb + g->ch - 1) / g->ch * g->ngrp * g->nlb;
 #pragma omp parallel num_threads(dc->nt)
     {
         const int t = omp_get_thread_num();
@@ -629,7 +650,7 @@ static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, 
 #pragma omp for schedule(static)
         for (int64_t it = 0; it < nitems; it++)
             gat_item(dc, g, it / (g->nlb * g->ngrp), it % g->ngrp, (it / g->ngrp) % g->nlb, x, bias, act, y, stage, pb,
-                     po);
+                     po); /* (chunk, lane block, group): one lane block's weights at a time */
     }
 }
 

@@ -401,6 +401,87 @@ START_TEST(conv_algo_fast_thread_independent)
 }
 END_TEST
 
+/* algo 4, the direct convolution: every ungrouped shape against the reference with the default
+ * blocks, channel blocks of 2 with one tile per group, and on AVX2 (AVX-512 and AVX2 only: without
+ * them it is refused, naming the ISA); a grouped shape is refused naming g. The same bits for 1, 2
+ * and 3 threads. */
+START_TEST(conv_algo_direct)
+{
+    static const char *const var[][3] = {{"algo=4", NULL}, {"algo=4", "dkc=2"}, {"algo=4", "isa=avx2"}};
+    const bkm_isa_t isa = bkm_kern_isa_detect();
+    bkm_conv2d_desc_t d;
+    bkm_kern_params_t p;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    parse_ok(shapes[_i], 0, &d);
+    for (int v = 0; v < 3; v++) {
+        if (isa != BKM_ISA_AVX512 && (v < 2 || isa != BKM_ISA_AVX2))
+            continue;
+        params_with(&p, var[v][0], var[v][1]);
+        if (v == 1)
+            ck_assert_int_eq(bkm_kern_params_add(&p, "dgrp=1", &err), BKM_OK);
+        if (d.g > 1) {
+            ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, &p, &err), BKM_ENOTSUP);
+            ck_assert_ptr_nonnull(strstr(err.msg, "g2"));
+            continue;
+        }
+        check_conv(shapes[_i], &p);
+        ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, &p, &err), BKM_OK);
+        ck_assert_ptr_nonnull(strstr(bkm_kern_conv2d_impl(cv), "native:direct."));
+        bkm_kern_conv2d_destroy(cv);
+    }
+    if (d.g == 1 && isa == BKM_ISA_AVX512) {
+        float *src = rnd_nr(n_src(&d), 41, 1.0f), *wei = rnd_nr(n_wei(&d), 42, 1.0f), *dd = rnd_nr(n_dst(&d), 43, 1.0f);
+        float *out[3][3];
+        params_with(&p, "algo=4", NULL);
+        for (int t = 0; t < 3; t++) {
+            omp_set_num_threads(t + 1);
+            ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, &p, &err), BKM_OK);
+            out[t][0] = calloc(n_dst(&d), 4), out[t][1] = calloc(n_src(&d), 4), out[t][2] = calloc(n_wei(&d), 4);
+            ck_assert_int_eq(bkm_kern_conv2d_fwd(cv, src, wei, NULL, out[t][0], &err), BKM_OK);
+            ck_assert_int_eq(bkm_kern_conv2d_bwd_data(cv, dd, wei, out[t][1], &err), BKM_OK);
+            ck_assert_int_eq(bkm_kern_conv2d_bwd_weights(cv, src, dd, out[t][2], NULL, &err), BKM_OK);
+            bkm_kern_conv2d_destroy(cv);
+        }
+        omp_set_num_threads(2);
+        for (int t = 1; t < 3; t++) {
+            ck_assert_int_eq(memcmp(out[0][0], out[t][0], n_dst(&d) * 4), 0);
+            ck_assert_int_eq(memcmp(out[0][1], out[t][1], n_src(&d) * 4), 0);
+            ck_assert_int_eq(memcmp(out[0][2], out[t][2], n_wei(&d) * 4), 0);
+        }
+        for (int t = 0; t < 3; t++)
+            free(out[t][0]), free(out[t][1]), free(out[t][2]);
+        free(src), free(wei), free(dd);
+    }
+}
+END_TEST
+
+/* Auto on AVX-512: the direct convolution for every direction of a stride-1 layer, the phase-split
+ * (im2col) forward and backward-data with the direct backward-weights for AlexNet conv1's stride 4,
+ * im2col for groups; each named in the impl. */
+START_TEST(conv_auto_direction_rule)
+{
+    static const struct { const char *shape, *impl; } c[] = {
+        {"mb2ic4ih9oc24kh5ph2", "native:direct.avx512_6x64"},
+        {"mb2ic3ih23oc7kh11sh4ph2",
+         "native:im2col_packed.avx512_14x32.phase_split_fwd.fwd+im2col_packed.bwd_d+direct.avx512_6x64.bwd_w"},
+        {"mb3g2ic6ih9oc4kh3sh2ph1", "native:im2col_packed.avx512_14x32"},
+    };
+    bkm_conv2d_desc_t d;
+    bkm_kern_conv2d_t *cv = NULL;
+    bkm_err_t err = {0};
+    if (bkm_kern_isa_detect() != BKM_ISA_AVX512)
+        return;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        parse_ok(c[i].shape, 0, &d);
+        ck_assert_int_eq(bkm_kern_conv2d_create(&cv, &d, NULL, &err), BKM_OK);
+        ck_assert_msg(strncmp(bkm_kern_conv2d_impl(cv), c[i].impl, strlen(c[i].impl)) == 0, "%s: %s", c[i].shape,
+                      bkm_kern_conv2d_impl(cv));
+        bkm_kern_conv2d_destroy(cv);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------- */
 /* Tunables                                                                                   */
 
@@ -428,7 +509,9 @@ START_TEST(tunables_are_validated)
     const bkm_param_desc_t *pd = bkm_kern_conv2d_params(&n);
     ck_assert_uint_ge(n, 3);
     ck_assert_str_eq(pd[0].name, "algo");
-    create_bad("algo=4", BKM_EINVAL, "algo=4");
+    create_bad("algo=5", BKM_EINVAL, "algo=5");
+    create_bad("dr=5", BKM_EINVAL, "dr=5");
+    create_bad("dpb=17", BKM_EINVAL, "dpb=17");
     create_bad("algo=-1", BKM_EINVAL, "algo=-1");
     create_bad("ptile=17", BKM_EINVAL, "ptile=17");
     create_bad("bogus=1", BKM_EINVAL, "bogus=1");
@@ -659,6 +742,8 @@ static Suite *conv2d_suite(int isa)
     tcase_add_loop_test(tc, conv_algo_fast, 0, N_SHAPES);
     tcase_add_loop_test(tc, conv_algo_fast_small_blocks, 0, N_SHAPES);
     tcase_add_loop_test(tc, conv_algo_fast_thread_independent, 0, 2);
+    tcase_add_loop_test(tc, conv_algo_direct, 0, N_SHAPES);
+    tcase_add_test(tc, conv_auto_direction_rule);
     suite_add_tcase(s, tc);
     tc = tcase_create("tunables");
     tcase_add_test(tc, tunables_are_validated);
