@@ -3,7 +3,7 @@
 # Set up bkm on a fresh Debian 12 machine: install the Debian packages that are missing
 # (as root; otherwise it says which are missing), configure and build.
 #   scripts/setup.sh [BUILD_DIR] [extra cmake args...]
-# Environment: BKM_SETUP_TEST_PKGS=1 also installs what the tests need (Slurm, munge, Chromium).
+# Environment: BKM_SETUP_TEST_PKGS=1 also installs what the tests need (Slurm, munge, Chromium, Lmod).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$top/build"}
@@ -13,6 +13,7 @@ pkgs=(build-essential cmake pkg-config clang libomp-dev libclang-rt-14-dev libdn
       libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3)
 if [ "${BKM_SETUP_TEST_PKGS:-0}" = 1 ]; then
   pkgs+=(slurmctld slurmd slurm-client munge chromium)   # tests/slurm: a real Slurm on localhost; tests/reports: headless Chromium
+  pkgs+=(lmod man-db)                                     # tests/install: the module loaded by Lmod, man tune
 fi
 
 missing=()
