@@ -242,6 +242,55 @@ static int best_setting(const sbatch_opts_t *o, const char *db_path, bkm_slurm_j
     return 0;
 }
 
+/* The job's shape from the options, the profile and the node: nodes, ranks per node (an MPI
+ * training setting's own ranks unless --ranks-per-node says otherwise), #SBATCH values, the
+ * launcher, and a default setting's threads cut to one rank's share. */
+static void job_shape(const sbatch_opts_t *o, const bkm_node_profile_t *prof, const bkm_topo_summary_t *sum,
+                      char *jname, size_t jname_n, bkm_slurm_job_t *job)
+{
+    snprintf(jname, jname_n, "bkm-%.80s", o->workload);
+    job->node = prof->name;
+    job->constraint = prof->slurm_constraint;
+    job->pus = sum->pus;
+    job->cores = sum->cores;
+    job->workload = o->workload;
+    job->nodes = o->nodes ? o->nodes : 1;
+    job->ranks_per_node = o->rpn ? o->rpn : 1;
+    if (bkm_tune_workload_is_mpi(o->workload)) {
+        /* the MPI training run: its setting's ranks (a parameter of the stored configuration)
+         * become the ranks per node unless --ranks-per-node says otherwise */
+        job->train = 1;
+        for (int i = 0; i < job->setting.n_params; i++)
+            if (strncmp(job->setting.params[i], "ranks=", 6) == 0) {
+                long long p = 1;
+                if (!o->rpn && bkm_parse_int(job->setting.params[i] + 6, 1, BKM_TUNE_RANKS_MAX, &p) == BKM_OK)
+                    job->ranks_per_node = (int)p;
+                memmove(&job->setting.params[i], &job->setting.params[i + 1],
+                        (size_t)(job->setting.n_params - i - 1) * sizeof job->setting.params[0]);
+                job->setting.n_params--;
+                i--;
+            }
+    }
+    job->account = o->account;
+    if (o->qos)
+        job->qos = o->qos;
+    job->partition = o->partition;
+    if (o->time)
+        job->time = o->time;
+    job->job_name = o->job_name ? o->job_name : jname;
+    job->output = o->job_output;
+    if (o->mpi)
+        job->mpi = strcmp(o->mpi, "none") == 0 ? NULL : o->mpi;
+    job->command = o->command;
+    if (job->origin == BKM_SLURM_FROM_DEFAULT) {
+        /* the default's threads fill the node; with several ranks, each rank's share */
+        bkm_slurm_layout_t l;
+        if (bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, NULL) == BKM_OK &&
+            job->setting.threads > l.cpus_per_task)
+            job->setting.threads = l.cpus_per_task;
+    }
+}
+
 int bkm_cli_sbatch(int argc, char **argv)
 {
     sbatch_opts_t o;
@@ -297,47 +346,7 @@ int bkm_cli_sbatch(int argc, char **argv)
     if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, tune_note,
                                       &cmd)) != 0)
         goto done;
-    snprintf(jname, sizeof jname, "bkm-%.80s", o.workload);
-    job.node = prof.name;
-    job.constraint = prof.slurm_constraint;
-    job.pus = sum.pus;
-    job.cores = sum.cores;
-    job.workload = o.workload;
-    job.nodes = o.nodes ? o.nodes : 1;
-    job.ranks_per_node = o.rpn ? o.rpn : 1;
-    if (bkm_tune_workload_is_mpi(o.workload)) {
-        /* the MPI training run: its setting's ranks (a parameter of the stored configuration)
-         * become the ranks per node unless --ranks-per-node says otherwise */
-        job.train = 1;
-        for (int i = 0; i < job.setting.n_params; i++)
-            if (strncmp(job.setting.params[i], "ranks=", 6) == 0) {
-                long long p = 1;
-                if (!o.rpn && bkm_parse_int(job.setting.params[i] + 6, 1, BKM_TUNE_RANKS_MAX, &p) == BKM_OK)
-                    job.ranks_per_node = (int)p;
-                memmove(&job.setting.params[i], &job.setting.params[i + 1],
-                        (size_t)(job.setting.n_params - i - 1) * sizeof job.setting.params[0]);
-                job.setting.n_params--;
-                i--;
-            }
-    }
-    job.account = o.account;
-    if (o.qos)
-        job.qos = o.qos;
-    job.partition = o.partition;
-    if (o.time)
-        job.time = o.time;
-    job.job_name = o.job_name ? o.job_name : jname;
-    job.output = o.job_output;
-    if (o.mpi)
-        job.mpi = strcmp(o.mpi, "none") == 0 ? NULL : o.mpi;
-    job.command = o.command;
-    if (job.origin == BKM_SLURM_FROM_DEFAULT) {
-        /* the default's threads fill the node; with several ranks, each rank's share */
-        bkm_slurm_layout_t l;
-        if (bkm_slurm_layout(job.pus, job.cores, job.ranks_per_node, &l, NULL) == BKM_OK &&
-            job.setting.threads > l.cpus_per_task)
-            job.setting.threads = l.cpus_per_task;
-    }
+    job_shape(&o, &prof, &sum, jname, sizeof jname, &job);
     if ((rc = bkm_slurm_script_write(&job, &script, &err)) < 0) {
         fprintf(stderr, "tune sbatch: %s\n", err.msg);
         ret = bkm_status_exit_code(rc);
