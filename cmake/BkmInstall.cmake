@@ -4,13 +4,13 @@
 # trial worker, `tune worker`) and the team shim it preloads into a user's program; never
 # tune_testhooks, the test programs or the benchmarks.
 #
-#   P/BINDIR/tune                         DT_RPATH $ORIGIN/../LIBDIR/bkm/rt (cmake/BkmRuntime.cmake)
+#   P/BINDIR/tune                         target tune_installed: DT_RPATH $ORIGIN/../LIBDIR/bkm/rt
 #   P/LIBDIR/bkm/libbkm_team.so           found by tune from its own location (apps/cli_home.c)
 #   P/LIBDIR/bkm/rt/libgomp.so.1          -> this system's libomp.so.5 (one OpenMP runtime)
 #   P/MANDIR/man1/tune.1                  generated from the commands' option tables (tune help --man)
 #   P/DATAROOTDIR/modulefiles/bkm/V.lua   the Lmod module (PATH, MANPATH, BKM_HOME)
 #   P/DOCDIR/                             the documentation: README.md and docs/*.md
-install(TARGETS tune RUNTIME DESTINATION "${BKM_INSTALL_BINDIR}")
+install(TARGETS tune_installed RUNTIME DESTINATION "${BKM_INSTALL_BINDIR}")   # installed as tune
 install(TARGETS bkm_team LIBRARY DESTINATION "${BKM_INSTALL_PKGLIBDIR}")
 # The link itself (a symbolic link to the absolute path of the libomp this build linked).
 install(FILES "${BKM_RT_DIR}/libgomp.so.1" DESTINATION "${BKM_INSTALL_RT_DIR}")

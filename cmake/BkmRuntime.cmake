@@ -8,10 +8,11 @@
 # dependencies) to a private folder where libgomp.so.1 is a link to libomp.so.5: the real libgomp
 # is never loaded.
 #
-# In the build tree that folder is BUILD/rt. An installed executable (cmake --install, the .deb)
-# gets $ORIGIN/../LIBDIR/bkm/rt instead, rewritten in place by the install step (CMake reserves
-# room in the build tree's DT_RPATH for it), so the installed tree holds no path into the build
-# tree and can be moved as a whole (docs/install.md).
+# In the build tree that folder is BUILD/rt. The installed tune is its own link of the same
+# objects (apps/CMakeLists.txt: tune_installed) whose DT_RPATH is $ORIGIN/../LIBDIR/bkm/rt: no path
+# into the build tree, and an installed tree that can be moved as a whole (docs/install.md). It is
+# not the build tree's tune with its DT_RPATH rewritten at install time: for that CMake pads the
+# build tree's entry with a trailing ':', an empty entry that the loader reads as the current folder.
 set(BKM_RT_DIR "${CMAKE_BINARY_DIR}/rt")
 file(MAKE_DIRECTORY "${BKM_RT_DIR}")
 file(CREATE_LINK "${BKM_LIBOMP_REAL}" "${BKM_RT_DIR}/libgomp.so.1" SYMBOLIC)
@@ -32,11 +33,17 @@ set(BKM_MODULE_DIR_PARENT "${CMAKE_INSTALL_DATAROOTDIR}/modulefiles")   # module
 set(BKM_MODULE_DIR "${BKM_MODULE_DIR_PARENT}/bkm")
 file(RELATIVE_PATH BKM_RT_FROM_BINDIR "/${BKM_INSTALL_BINDIR}" "/${BKM_INSTALL_RT_DIR}")
 
-# bkm_executable(<target>): applies the single-runtime link rules to an executable.
+# bkm_executable(<target> [INSTALLED]): applies the single-runtime link rules to an executable;
+# INSTALLED: the DT_RPATH of the install tree ($ORIGIN/BINDIR-to-rt), for a target that is installed
+# and never run from the build tree.
 function(bkm_executable tgt)
+  cmake_parse_arguments(E "INSTALLED" "" "" ${ARGN})
   target_link_options(${tgt} PRIVATE "LINKER:--disable-new-dtags")
-  set_property(TARGET ${tgt} APPEND PROPERTY BUILD_RPATH "${BKM_RT_DIR}")
-  set_target_properties(${tgt} PROPERTIES INSTALL_RPATH "$ORIGIN/${BKM_RT_FROM_BINDIR}"
-                                          INSTALL_RPATH_USE_LINK_PATH TRUE)
+  if(E_INSTALLED)
+    set_target_properties(${tgt} PROPERTIES BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH "$ORIGIN/${BKM_RT_FROM_BINDIR}"
+                                            INSTALL_RPATH_USE_LINK_PATH ON)
+  else()
+    target_link_options(${tgt} PRIVATE "LINKER:-rpath,${BKM_RT_DIR}")
+  endif()
   target_link_libraries(${tgt} PRIVATE OpenMP::OpenMP_C)
 endfunction()

@@ -7,7 +7,8 @@
 #     program), and the installed tune has no --inject (tune_testhooks has, as the control);
 #   - no path into the source or build tree: in tune's DT_RPATH (DT_RPATH, not DT_RUNPATH, with
 #     $ORIGIN/../LIBDIR/bkm/rt first), in any installed file outside debug sections, or in what
-#     the dynamic loader searches and opens (LD_DEBUG=libs);
+#     the dynamic loader searches and opens (LD_DEBUG=libs); no DT_RPATH entry of the installed or
+#     the build tree's tune is relative to the current folder (an empty entry reads as ".");
 #   - tune version (the binary's own view: installed under the prefix, its shim, one runtime),
 #     tune run --workload gemm (a real trial in the installed worker), tune run -- PROGRAM (an
 #     OpenMP program gets the installed team shim preloaded), tune sbatch (the script
@@ -54,6 +55,14 @@ dyn=$(readelf -d "$T")
 grep -q '(RUNPATH)' <<<"$dyn" && fail "tune has a DT_RUNPATH (it does not reach oneDNN's libgomp): $dyn"
 rpath=$(sed -n 's/.*(RPATH).*\[\(.*\)\]/\1/p' <<<"$dyn")
 [ "${rpath%%:*}" = "\$ORIGIN/$BKM_RT_FROM_BINDIR" ] || fail "tune's DT_RPATH is '$rpath', want \$ORIGIN/$BKM_RT_FROM_BINDIR first"
+# no run path entry the loader would read relative to the current folder (an empty one is ".")
+for f in "$T" "$BKM_TUNE" "$BKM_TUNE_TESTHOOKS"; do
+  r=$(readelf -d "$f" | sed -n 's/.*(RPATH).*\[\(.*\)\]/\1/p')
+  IFS=: read -r -a entries <<<"$r:"
+  for e in "${entries[@]}"; do
+    case $e in /* | \$ORIGIN/*) ;; *) fail "$f: DT_RPATH '$r' has the entry '$e' (relative to the current folder)" ;; esac
+  done
+done
 for f in "$T" "$P/$BKM_INSTALL_PKGLIBDIR/libbkm_team.so"; do
   d=$(readelf -d "$f")
   grep -E '\((RPATH|RUNPATH)\)' <<<"$d" | grep -qF -e "$BKM_BUILD_DIR" -e "$BKM_SOURCE_DIR" &&
