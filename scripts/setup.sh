@@ -11,7 +11,8 @@ build=${1:-"$top/build"}
 shift || true
 
 pkgs=(build-essential cmake pkg-config clang libomp-dev libclang-rt-14-dev libdnnl-dev libpapi-dev papi-tools
-      libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3)
+      libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3
+      file)   # file: cpack -G DEB (scripts/package.sh) reads the ELF files with it
 if [ "${BKM_SETUP_TEST_PKGS:-0}" = 1 ]; then
   # tests/slurm: a real Slurm on localhost; tests/reports: headless Chromium; tests/program and
   # tests/tuner: Debian's PyTorch, a real program that loads GNU libgomp

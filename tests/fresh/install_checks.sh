@@ -5,7 +5,7 @@
 # tune version (installed under PREFIX, one OpenMP runtime), tune --help, a gemm trial, a KNL
 # batch script that runs PREFIX's tune, and `man tune`. Needs lmod and man-db installed.
 #   install_checks.sh PREFIX
-set -u
+# no set -u: Lmod's shell functions read variables that may be unset
 P=${1:?usage: install_checks.sh PREFIX}
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
@@ -37,7 +37,8 @@ grep -qxF "TUNE=\${BKM_TUNE:-'$P/bin/tune'}" knl.sbatch || fail "the script runs
 grep -q "^# Runs $P/bin/tune (bkm .* installed under $P)" knl.sbatch || fail "the script's header: $(sed -n 2,3p knl.sbatch)"
 
 [ "$(man -w tune)" = "$P/share/man/man1/tune.1" ] || fail "man -w tune: '$(man -w tune 2>&1)'"
-man tune 2> man.err | tee man.out | head -n 12
+man tune > man.out 2> man.err
+head -n 12 man.out
 grep -q "COMMAND REFERENCE" man.out || fail "man tune shows no page: $(cat man.err)"
 grep -q "tune sbatch" man.out || fail "man tune has no tune sbatch section"
 

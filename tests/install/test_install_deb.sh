@@ -11,8 +11,8 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${BKM_CPACK:?}" "${BKM_LIBOMP_REAL:?}"
-for t in dpkg-deb dpkg-shlibdeps dpkg ldd; do
-  command -v "$t" > /dev/null || skip "$t is not installed (apt-get install dpkg-dev)"
+for t in dpkg-deb dpkg-shlibdeps dpkg ldd file; do
+  command -v "$t" > /dev/null || skip "$t is not installed (CPack's DEB generator needs it: apt-get install dpkg-dev file)"
 done
 
 (cd "$tmp" && "$BKM_CPACK" -G DEB --config "$BKM_BUILD_DIR/CPackConfig.cmake" -B "$tmp/pkg") > "$tmp/cpack.log" 2>&1 ||

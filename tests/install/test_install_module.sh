@@ -39,8 +39,8 @@ if [ -e /usr/share/man/man1/ls.1.gz ] || [ -e /usr/share/man/man1/ls.1 ]; then
 fi
 grep -qxF "after=none home=unset" <<<"$out" || fail "module unload bkm left tune or BKM_HOME behind"
 
-out=$(lmod_run "module use '$tmp/elsewhere' && module load bkm" 2>&1)
-grep -q "is not in PREFIX/$BKM_INSTALL_MODULEDIR: set \`home\` in it" <<<"$out" ||
+out=$(lmod_run "module use '$tmp/elsewhere' && module load bkm" 2>&1 | tr -s ' \n' '  ')   # Lmod wraps it
+grep -qF "is not in PREFIX/$BKM_INSTALL_MODULEDIR: set \`home\` in it" <<<"$out" ||
   fail "the module copied out of its prefix: $out"
 
 finish "module use/load/unload of a moved prefix"
