@@ -4,7 +4,8 @@
 # (fresh-run.sh), in two steps:
 #   1. a clean clone: scripts/install.sh /opt/bkm (the build packages, the build, cmake
 #      --install), then Debian's lmod and man-db and tests/fresh/install_checks.sh /opt/bkm
-#      (module use/load, tune version, a trial, a batch script, man tune), then scripts/package.sh;
+#      (module use/load, tune version, a trial, a batch script, man tune), the tests labelled
+#      install (test_install_module with this Lmod), then scripts/package.sh;
 #   2. another fresh machine that gets only that .deb (a throw-away git repository holding it and
 #      the checks, since fresh-run.sh starts from a clone): `apt-get install ./bkm_*.deb` pulls
 #      its Depends from the mirror, `tune --help` runs, then lmod, man-db and the same checks
@@ -33,7 +34,7 @@ step() { # step NAME PROJECT CMD: run CMD in a fresh machine with a clone of PRO
 }
 
 step install-prefix "$src" "scripts/install.sh /opt/bkm && $apt_quiet && bash tests/fresh/install_checks.sh /opt/bkm && \
-  scripts/package.sh /src/deb" || exit 1
+  (cd build && ctest -L install --output-on-failure) && scripts/package.sh /src/deb" || exit 1
 # fresh-run.sh leaves the last machine's root in FRESH/root until its next call
 deb=$(ls "$fresh"/root/src/deb/bkm_*.deb 2> /dev/null | head -1)
 [ -n "$deb" ] || { echo "FAIL: scripts/package.sh left no bkm_*.deb in $fresh/root/src/deb"; exit 1; }
