@@ -301,7 +301,7 @@ int bkm_cli_sbatch(int argc, char **argv)
     bkm_db_best_t best;
     bkm_err_t err = {0};
     bkm_buf_t cmd, script;
-    char self[PATH_MAX], host[256], when[32], jname[96], out_default[256];
+    char self[PATH_MAX], host[256], when[32], tune_note[BKM_CLI_TUNE_NOTE_MAX], jname[96], out_default[256];
     const char *out, *pargv[258];
     char *binding = NULL;
     bkm_json_t *pdoc = NULL;
@@ -343,7 +343,8 @@ int bkm_cli_sbatch(int argc, char **argv)
         ret = bkm_status_exit_code(rc);
         goto done;
     }
-    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, &cmd)) != 0)
+    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, tune_note,
+                                      &cmd)) != 0)
         goto done;
     job_shape(&o, &prof, &sum, jname, sizeof jname, &job);
     if ((rc = bkm_slurm_script_write(&job, &script, &err)) < 0) {

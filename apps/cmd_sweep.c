@@ -489,12 +489,13 @@ static int slurm_jobs(const opts_t *o, const bkm_cli_given_t *given, const bkm_n
     bkm_err_t err = {0};
     bkm_buf_t cmd;
     char **words = NULL;
-    char self[PATH_MAX], host[256], when[32], cwd[PATH_MAX];
+    char self[PATH_MAX], host[256], when[32], tune_note[BKM_CLI_TUNE_NOTE_MAX], cwd[PATH_MAX];
     int ret, rc, n_words = 0;
     memset(&j, 0, sizeof j);
     bkm_buf_init(&cmd);
     bkm_slurm_job_defaults(&job);
-    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, &cmd)) != 0)
+    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, tune_note,
+                                      &cmd)) != 0)
         goto out;
     job.node = prof->name;
     job.constraint = prof->slurm_constraint;

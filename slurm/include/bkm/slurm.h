@@ -121,6 +121,8 @@ typedef struct bkm_slurm_job {
     int train;                    /**< 1: the workload is the MPI training run: the ranks run
                                        `tune train --threads T --param ...` instead of `tune run` */
     const char *tune;             /**< path of the tune executable the job runs */
+    const char *tune_note;        /**< what that tune is, for the header ("bkm 0.1.0 installed under
+                                       /opt/bkm"); NULL: no such line */
     const char *generated_by;     /**< "tune sbatch ..." (the command line), for the comment */
     const char *generated_at;     /**< ISO-8601 UTC */
     const char *generator_revision; /**< bkm revision writing the script */
