@@ -19,7 +19,7 @@ typedef enum { DIR_FWD, DIR_BWD_D, DIR_BWD_W } conv_dir_t;
 enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
-    {"algo", 0, 4, 0, 1, "0 auto (3 when mb >= threads, else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c), 4 direct convolution without a column matrix (dconv.c; one group)"},
+    {"algo", 0, 4, 0, 1, "0 auto (mb >= threads: on AVX-512 with one group, 4 per direction but a strided forward and backward-data on 3, elsewhere 3; else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c), 4 direct convolution without a column matrix (dconv.c; one group)"},
     {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = auto (the ISA default, deeper from L2 for many rows)"},
@@ -124,6 +124,9 @@ int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, in
     }
     if ((rc = conv2d_gemm_cfg(&cv, params, v, err)) < 0 && cv.gcfg.isa != BKM_ISA_AUTO)
         return bkm_err_prefix(err, "isa=%s", bkm_kern_isa_name(cv.gcfg.isa));
+    if (rc == BKM_OK && v[P_ALGO] == ALGO_DIRECT && cv.gcfg.isa != BKM_ISA_AVX512 && cv.gcfg.isa != BKM_ISA_AVX2)
+        return bkm_err_set(err, BKM_EINVAL, "conv2d: parameter algo=4: the direct convolution has no isa=%s kernels",
+                           bkm_kern_isa_name(cv.gcfg.isa));
     return rc;
 }
 

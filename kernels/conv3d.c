@@ -404,8 +404,8 @@ static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"algo", 0, 4, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
      "GEMM, intra-sample (images in turn, parallel vol2col + parallel GEMM); 3 depth unfold + the native conv2d "
      "(each output depth plane of each image is a 2-D image of ic*kd channels); 4 direct 3-D convolution (no "
-     "column matrix); 0 auto (1 when a column of the vol2col matrix is short, ic*kd*kh*kw <= 64, e.g. one input "
-     "channel; else 4 on AVX-512 and AVX2, 3 on generic)"},
+     "column matrix); 0 auto (4 on AVX-512; elsewhere 1 when a column of the vol2col matrix is short, "
+     "ic*kd*kh*kw <= 64, e.g. one input channel, else 4 on AVX2 and 3 on generic)"},
     {"v2c", 0, 2, 1, 1, "intra-sample vol2col/col2vol (chunking scheme): 1 one flat range split evenly over the "
      "threads, 2 dynamic chunks of whole lines taken in turn (a preempted thread leaves its chunks to the others), "
      "0 serial"},

@@ -243,23 +243,25 @@ static int64_t gat_groups(dc_gat_t *g, int64_t gp)
 {
     const dc_axis_t *az = &g->ax[0];
     int64_t n = 0;
-    for (int64_t uz = 0; uz < g->out[0]; uz++) {
-        int32_t cz = 0, iz = 0;
-        while (cz < az->ncls && (iz = uz_index(az, cz, uz)) < 0)
-            cz++;
-        for (int32_t cy = 0; cy < g->ax[1].ncls; cy++)
-            for (int32_t cx = 0; cx < g->ax[2].ncls; cx++) {
-                const int32_t bi = (int32_t)(((int64_t)cz * g->ax[1].ncls + cy) * g->ax[2].ncls + cx);
-                const int64_t nyx = (int64_t)g->ax[1].nu[cy] * g->ax[2].nu[cx], ng = (nyx + gp - 1) / gp;
-                const int64_t ipg = 2 * nyx < gp ? gp / nyx : 1; /* images per group */
-                for (int64_t dn = 0; dn < g->ch; dn += ipg)
+    for (int64_t dn = 0; dn < g->ch; dn++) /* image by image: one image's input with one lane block's weights */
+        for (int64_t uz = 0; uz < g->out[0]; uz++) {
+            int32_t cz = 0, iz = 0;
+            while (cz < az->ncls && (iz = uz_index(az, cz, uz)) < 0)
+                cz++;
+            for (int32_t cy = 0; cy < g->ax[1].ncls; cy++)
+                for (int32_t cx = 0; cx < g->ax[2].ncls; cx++) {
+                    const int32_t bi = (int32_t)(((int64_t)cz * g->ax[1].ncls + cy) * g->ax[2].ncls + cx);
+                    const int64_t nyx = (int64_t)g->ax[1].nu[cy] * g->ax[2].nu[cx], ng = (nyx + gp - 1) / gp;
+                    const int64_t ipg = 2 * nyx < gp ? gp / nyx : 1; /* images per group */
+                    if (dn % ipg)
+                        continue; /* in the group of image dn - dn % ipg */
                     for (int64_t j = 0; j < (ipg > 1 ? 1 : ng); j++, n++) /* equal groups: no thin last one */
                         if (g->grp)
                             g->grp[n] = (dc_grp_t){bi, (int32_t)dn, (int32_t)(g->ch - dn < ipg ? g->ch - dn : ipg),
                                                    (int32_t)(nyx * (j + 1) / ng - nyx * j / ng),
                                                    iz * nyx + nyx * j / ng};
-            }
-    }
+                }
+        }
     g->gp = gp;
     return n;
 }
@@ -858,17 +860,17 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
              d->sd == 1 && d->sh == 1 && d->sw == 1 && d->pd == 0 && d->ph == 0 && d->pw == 0;
     if (dc->px && px_create(dc) < 0) {
         rc = bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate the forward's pixel runs");
-        goto fail;
+        goto out;
     }
     for (int bwd = 0; bwd < 2; bwd++) {
         if (!(dirs & (bwd ? BKM_DCONV_BWD_D : BKM_DCONV_FWD)) || (!bwd && dc->px))
             continue;
         if ((rc = gat_create(dc, &dc->g[bwd], bwd, cfg->kc, gp, l2, err)) < 0)
-            goto fail;
+            goto out;
         dc->has[bwd] = 1;
     }
     if ((dirs & BKM_DCONV_BWD_W) && (rc = wgt_create(dc, cfg->pb, l2, err)) < 0)
-        goto fail;
+        goto out;
     dc->has[2] = (dirs & BKM_DCONV_BWD_W) != 0;
     pb_max = dc->has[2] ? dc->w.pb : 0;
     /* a group's accumulators, then their lane-major transpose (64-byte aligned rows) */
@@ -881,15 +883,16 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     dc->ptab = bkm_calloc((size_t)dc->nt * 2 * (size_t)(pb_max + 1), sizeof(int32_t));
     if (!dc->scratch || !dc->pix || !dc->ptab) {
         rc = bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate %d thread workspaces", dc->nt);
-        goto fail;
+        goto out;
     }
 #pragma omp parallel num_threads(dc->nt)
     memset(dc->scratch + (size_t)omp_get_thread_num() * dc->scratch_floats, 0, dc->scratch_floats * sizeof(float));
     snprintf(dc->name, sizeof dc->name, "direct.%s%s", dc->main->name, dc->px ? ".px_fwd_8x48" : "");
-    *out = dc;
-    return BKM_OK;
-fail:
-    bkm__dconv_destroy(dc);
+out:
+    if (rc < 0)
+        bkm__dconv_destroy(dc);
+    else
+        *out = dc;
     return rc;
 }
 

@@ -456,6 +456,28 @@ START_TEST(conv_algo_direct)
 }
 END_TEST
 
+/* algo 4 on shapes past one register block: 67 output and 70 input channels (a full and a partial
+ * lane block in each gather direction), 7 images of 13 x 13 with padding 1 (two chunks of images; the
+ * border rows of 13 pixels share their tiles across images, the last chunk holds one image), a plane
+ * of 900 pixels (several groups, pixel blocks of 16 in backward-weights), and auto on both. */
+START_TEST(conv_algo_direct_blocks)
+{
+    static const char *const sh[] = {"mb7ic70ih13oc67kh3ph1", "mb2ic9ih30oc64kh5ph2"};
+    static const char *const var[][2] = {{"algo=4", NULL}, {"algo=4", "dgrp=1"}, {"algo=4", "dkc=16"},
+                                         {"algo=4", "dpb=16"}, {"algo=0", NULL}, {"algo=4", "isa=avx2"}};
+    const bkm_isa_t isa = bkm_kern_isa_detect();
+    bkm_kern_params_t p;
+    if (isa != BKM_ISA_AVX512 && isa != BKM_ISA_AVX2)
+        return;
+    for (size_t v = 0; v < sizeof var / sizeof var[0]; v++) {
+        if (isa != BKM_ISA_AVX512 && v != 5)
+            continue;
+        params_with(&p, var[v][0], var[v][1]);
+        check_conv(sh[_i], &p);
+    }
+}
+END_TEST
+
 /* Auto on AVX-512: the direct convolution for every direction of a stride-1 layer, the phase-split
  * (im2col) forward and backward-data with the direct backward-weights for AlexNet conv1's stride 4,
  * im2col for groups; each named in the impl. */
@@ -510,6 +532,13 @@ START_TEST(tunables_are_validated)
     ck_assert_uint_ge(n, 3);
     ck_assert_str_eq(pd[0].name, "algo");
     create_bad("algo=5", BKM_EINVAL, "algo=5");
+    {
+        bkm_kern_params_t q;
+        params_with(&q, "algo=4", "isa=generic");
+        ck_assert_int_eq(bkm_kern_conv2d_params_check(&q, 2, 2, &err), BKM_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "algo=4"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "isa=generic"));
+    }
     create_bad("dr=5", BKM_EINVAL, "dr=5");
     create_bad("dpb=17", BKM_EINVAL, "dpb=17");
     create_bad("algo=-1", BKM_EINVAL, "algo=-1");
@@ -743,6 +772,7 @@ static Suite *conv2d_suite(int isa)
     tcase_add_loop_test(tc, conv_algo_fast_small_blocks, 0, N_SHAPES);
     tcase_add_loop_test(tc, conv_algo_fast_thread_independent, 0, 2);
     tcase_add_loop_test(tc, conv_algo_direct, 0, N_SHAPES);
+    tcase_add_loop_test(tc, conv_algo_direct_blocks, 0, 2);
     tcase_add_test(tc, conv_auto_direction_rule);
     suite_add_tcase(s, tc);
     tc = tcase_create("tunables");
