@@ -3,11 +3,13 @@
  * process with the same threads and the same seeded inputs, interleaved (ABAB) samples after
  * warm-up, medians and their ratio, plus the geometric mean of the ratios per direction. Not a
  * test: it prints figures and asserts nothing about speed. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bkm/kernels.h"
 #include "bench_common.h"
@@ -19,6 +21,7 @@ typedef struct {
     int n_layers;
     long long mb;
     int samples, warmup, dirs, json;
+    int cpu_clock; /* --clock cpu: process CPU time / threads instead of wall time */
     bkm_kern_params_t params;
 } bench_cfg_t;
 
@@ -39,6 +42,9 @@ static void usage(FILE *f)
             "  --samples N      timed samples per implementation (>= 5, default 5)\n"
             "  --warmup N       untimed runs of each before timing (>= 1, default 1)\n"
             "  --param K=V      native tunable: algo, ptile, mc, kc, nc, nt_jc, or isa=generic|avx2|avx512\n"
+            "  --clock C        wall (default): the monotonic clock; cpu: process CPU time / threads\n"
+            "                   (on a shared machine with OMP_NUM_THREADS=1 it is the work done; with more\n"
+            "                   threads it counts the runtime's spin-waits too)\n"
             "  --json           one JSON object per layer and direction instead of the table\n"
             "  --help           this text\n\n"
             "example:\n"
@@ -84,6 +90,8 @@ static int parse_args(int argc, char **argv, bench_cfg_t *cfg)
             cfg->dirs |= BKM_DIR_BWD_W;
         } else if (strcmp(a, "--dir") == 0 && strcmp(v, "all") == 0) {
             cfg->dirs |= BKM_DIR_ALL;
+        } else if (strcmp(a, "--clock") == 0 && (strcmp(v, "wall") == 0 || strcmp(v, "cpu") == 0)) {
+            cfg->cpu_clock = strcmp(v, "cpu") == 0;
         } else if (strcmp(a, "--param") == 0) {
             if (bkm_kern_params_add(&cfg->params, v, &err) != BKM_OK) {
                 fprintf(stderr, "bench_conv2d: --param %s\n", err.msg);
@@ -116,16 +124,26 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Nanoseconds on the chosen clock. */
+static uint64_t clock_ns(int cpu_clock)
+{
+    struct timespec ts;
+    if (!cpu_clock)
+        return bkm_now_ns();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) / (uint64_t)omp_get_max_threads();
+}
+
 /* Seconds of one exec, or -1 on error (printed). */
-static double time_exec(bkm_kern_op_t *op, bkm_dir_t dir)
+static double time_exec(bkm_kern_op_t *op, bkm_dir_t dir, int cpu_clock)
 {
     bkm_err_t err = {0};
-    uint64_t t0 = bkm_now_ns();
+    uint64_t t0 = clock_ns(cpu_clock);
     if (bkm_kern_op_exec(op, dir, &err) != BKM_OK) {
         fprintf(stderr, "bench_conv2d: exec: %s\n", err.msg);
         return -1.0;
     }
-    return (double)(bkm_now_ns() - t0) * 1e-9;
+    return (double)(clock_ns(cpu_clock) - t0) * 1e-9;
 }
 
 int main(int argc, char **argv)
@@ -142,9 +160,10 @@ int main(int argc, char **argv)
     /* the native kernels' default blocking follows this host's caches (before any parallel region) */
     bkm_bench_host_caches(&cfg.params.cache.l1d, &cfg.params.cache.l2, &cfg.params.cache.l3);
     if (!cfg.json)
-        printf("threads %d, batch %lld, %d samples (median), interleaved native/onednn\n"
+        printf("threads %d, batch %lld, %d samples (median, %s clock), interleaved native/onednn\n"
                "%-14s %-6s %10s %10s %7s  %s | %s\n",
-               omp_get_max_threads(), cfg.mb, cfg.samples, "layer", "dir", "native_GF", "onednn_GF", "ratio",
+               omp_get_max_threads(), cfg.mb, cfg.samples, cfg.cpu_clock ? "process-CPU-time / threads" : "wall",
+               "layer", "dir", "native_GF", "onednn_GF", "ratio",
                "native impl", "onednn impl");
     for (int l = 0; l < cfg.n_layers; l++) {
         bkm_conv2d_desc_t d;
@@ -170,12 +189,13 @@ int main(int argc, char **argv)
                 dnn = NULL;
             }
             for (s = 0; s < cfg.warmup; s++) {
-                if (time_exec(nat, dirs[di]) < 0 || (dnn != NULL && time_exec(dnn, dirs[di]) < 0))
+                if (time_exec(nat, dirs[di], cfg.cpu_clock) < 0 ||
+                    (dnn != NULL && time_exec(dnn, dirs[di], cfg.cpu_clock) < 0))
                     return 3;
             }
             for (s = 0; s < n; s++) {
-                tn[s] = time_exec(nat, dirs[di]);
-                td[s] = dnn != NULL ? time_exec(dnn, dirs[di]) : 0.0;
+                tn[s] = time_exec(nat, dirs[di], cfg.cpu_clock);
+                td[s] = dnn != NULL ? time_exec(dnn, dirs[di], cfg.cpu_clock) : 0.0;
                 if (tn[s] < 0 || td[s] < 0)
                     return 3;
             }
