@@ -639,20 +639,32 @@ static void gat_item(const bkm_dconv_t *dc, const dc_gat_t *g, int64_t ci, int64
     }
 }
 
+/* The first work item at image-weighted position @p c of the (chunk, lane block, group) sequence: the
+ * items of a full chunk weigh ch images each, those of a last, partial chunk its rem images. */
+static int64_t gat_item_at(const dc_gat_t *g, int64_t mb, int64_t c)
+{
+    const int64_t per = g->ngrp * g->nlb, full = mb / g->ch * per, rem = mb % g->ch;
+    if (c <= full * g->ch)
+        return (c + g->ch - 1) / g->ch;
+    return full + (c - full * g->ch + rem - 1) / rem;
+}
+
 static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, const float *bias, int act, float *y)
 {
     const dc_gat_t *g = &dc->g[bwd];
-    const int64_t nitems = (dc->d.mb + g->ch - 1) / g->ch * g->ngrp * g->nlb;
+    const int64_t total = dc->d.mb * g->ngrp * g->nlb; /* images x groups x lane blocks */
 #pragma omp parallel num_threads(dc->nt)
     {
-        const int t = omp_get_thread_num();
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
         float *stage = dc->scratch + (size_t)t * dc->scratch_floats;
         int64_t *pb = dc->pix + (size_t)t * 5 * (size_t)(g->gp + BKM_DCONV_R_MAX), *po = pb + g->gp + BKM_DCONV_R_MAX;
+        /* (chunk, lane block, group), one lane block's weights at a time; equal images per thread (a
+         * split by item count gave the thread with a short last chunk up to a chunk less) */
+        const int64_t i0 = gat_item_at(g, dc->d.mb, total * t / nth), i1 = gat_item_at(g, dc->d.mb, total * (t + 1) / nth);
         gat_pack(dc, g, bwd, wei);
-#pragma omp for schedule(static)
-        for (int64_t it = 0; it < nitems; it++)
+        for (int64_t it = i0; it < i1; it++)
             gat_item(dc, g, it / (g->nlb * g->ngrp), it % g->ngrp, (it / g->ngrp) % g->nlb, x, bias, act, y, stage, pb,
-                     po); /* (chunk, lane block, group): one lane block's weights at a time */
+                     po);
     }
 }
 
