@@ -19,7 +19,7 @@ typedef enum { DIR_FWD, DIR_BWD_D, DIR_BWD_W } conv_dir_t;
 enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
-    {"algo", 0, 4, 0, 1, "0 auto (mb >= threads: on AVX-512 with one group, 4 per direction but a strided forward and backward-data on 3, elsewhere 3; else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c), 4 direct convolution without a column matrix (dconv.c; one group)"},
+    {"algo", 0, 4, 0, 1, "0 auto (mb >= threads: on AVX-512 with one group, 4 per direction but a strided backward-data on 3, elsewhere 3; else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c), 4 direct convolution without a column matrix (dconv.c; one group)"},
     {"ptile", 0, 1 << 20, 0, 16, "output pixels per im2col tile (column buffer K x ptile), 0 = equal tiles of <= 1.5 MiB"},
     {"mc", 0, 8192, 0, 1, "GEMM rows of A per block, multiple of mr; 0 = the ISA default"},
     {"kc", 0, 8192, 0, 1, "GEMM depth per block; 0 = auto (the ISA default, deeper from L2 for many rows)"},
@@ -132,8 +132,8 @@ int bkm_kern_conv2d_params_check(const bkm_kern_params_t *params, int64_t mb, in
 
 /* Algo 3 and 4, each direction on the packed im2col GEMM (conv2d_fast.c) or the direct convolution
  * (dconv.c, the 2-D problem as a 3-D one of depth 1). Auto on AVX-512 with one group: the direct
- * convolution, but for a strided forward (AlexNet conv1: the phase-split forward) and a strided
- * backward-data; algo=3 and algo=4 take one path for every direction. */
+ * convolution, but for a strided backward-data (AlexNet conv1's forward too: faster than the
+ * phase-split forward, docs/performance.md); algo=3 and algo=4 take one path for every direction. */
 static int conv2d_fast_direct_create(bkm_kern_conv2d_t *cv, const bkm_kern_params_t *params, const int32_t *v,
                                      bkm_err_t *err)
 {
@@ -149,7 +149,7 @@ static int conv2d_fast_direct_create(bkm_kern_conv2d_t *cv, const bkm_kern_param
     for (int i = 0; i < 3; i++)
         cv->dalgo[i] = cv->algo;
     if (mixed) {
-        cv->dalgo[DIR_FWD] = strided ? ALGO_FAST : ALGO_DIRECT;
+        cv->dalgo[DIR_FWD] = ALGO_DIRECT;
         cv->dalgo[DIR_BWD_D] = strided ? ALGO_FAST : ALGO_DIRECT;
         cv->dalgo[DIR_BWD_W] = ALGO_DIRECT;
     }

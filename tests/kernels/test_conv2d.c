@@ -478,15 +478,15 @@ START_TEST(conv_algo_direct_blocks)
 }
 END_TEST
 
-/* Auto on AVX-512: the direct convolution for every direction of a stride-1 layer, the phase-split
- * (im2col) forward and backward-data with the direct backward-weights for AlexNet conv1's stride 4,
- * im2col for groups; each named in the impl. */
+/* Auto on AVX-512: the direct convolution for every direction of a stride-1 layer, the direct forward
+ * and backward-weights with the im2col backward-data for AlexNet conv1's stride 4, im2col for groups;
+ * each named in the impl. */
 START_TEST(conv_auto_direction_rule)
 {
     static const struct { const char *shape, *impl; } c[] = {
         {"mb2ic4ih9oc24kh5ph2", "native:direct.avx512_6x64"},
         {"mb2ic3ih23oc7kh11sh4ph2",
-         "native:im2col_packed.avx512_14x32.phase_split_fwd.fwd+im2col_packed.bwd_d+direct.avx512_6x64.bwd_w"},
+         "native:direct.avx512_6x64.fwd+im2col_packed.bwd_d+direct.avx512_6x64.bwd_w"},
         {"mb3g2ic6ih9oc4kh3sh2ph1", "native:im2col_packed.avx512_14x32"},
     };
     bkm_conv2d_desc_t d;
