@@ -16,7 +16,7 @@
 
 enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_GEMM = 2, ALGO_FAST = 3, ALGO_DIRECT = 4 };
 typedef enum { DIR_FWD, DIR_BWD_D, DIR_BWD_W } conv_dir_t;
-enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_COUNT };
+enum { P_ALGO, P_PTILE, P_MC, P_KC, P_NC, P_NT_JC, P_FUSE, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_DPAD, P_COUNT };
 
 static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"algo", 0, 4, 0, 1, "0 auto (mb >= threads: on AVX-512 with one group, 4 per direction but a strided backward-data on 3, elsewhere 3; else 2), 1 batch-parallel images, 2 parallel GEMM, 3 packed weights + im2col into GEMM panels (conv2d_fast.c), 4 direct convolution without a column matrix (dconv.c; one group)"},
@@ -31,6 +31,7 @@ static const bkm_param_desc_t conv2d_params[P_COUNT] = {
     {"dpb", 0, 65536, 0, 16, "direct: output pixels per block of the backward-weights reduction (diff_dst transposed per block); 0 auto (a quarter of L2)"},
     {"dr", 6, 7, 6, 1, "direct, AVX-512: rows of the 64-lane register tile (6: 24 accumulators, 7: 28)"},
     {"dpx", 0, 1, 0, 1, "direct, AVX-512 forward of at most 64 entries (ic*kh*kw), unit strides, no padding: 0 pixels in the lanes, 1 the gather"},
+    {"dpad", 0, 3, 0, 1, "direct, padding: 0 auto (2 when one image of diff_dst exceeds L2, else 1), 1 no copies (boxes of equal valid taps), 2 backward-data from a copy of diff_dst zero-padded along x (no boxes of border columns), 3 the forward from such a copy of src too"},
 };
 
 #define COL_TILE_BYTES (3u << 19) /* column tile when the L2 size is unknown: 1.5 MiB (3/4 of 2 MiB) */
@@ -141,7 +142,7 @@ static int conv2d_fast_direct_create(bkm_kern_conv2d_t *cv, const bkm_kern_param
     const bkm_conv3d_desc_t d3 = {d->mb, d->ic, 1, d->ih, d->iw, d->oc, 1, d->oh, d->ow, 1, d->kh, d->kw,
                                   1, d->sh, d->sw, 0, d->ph, d->pw, d->has_bias, ""};
     const bkm_dconv_cfg_t dcfg = {cv->gcfg.isa, v[P_DKC], v[P_DGRP], v[P_DPB], v[P_DR] == 7, v[P_DPX] == 1,
-                                  params->cache.l2};
+                                  params->cache.l2, v[P_DPAD]};
     const int strided = d->sh > 1 || d->sw > 1;
     const int mixed = v[P_ALGO] == ALGO_AUTO && cv->gcfg.isa == BKM_ISA_AVX512 && d->g == 1;
     int dirs = 0, rc;

@@ -398,7 +398,7 @@ void bkm_kern_col2vol_dyn(const bkm_conv3d_desc_t *d, const float *col, float *s
 /* ---------------------------------------------------------------------------------------- */
 /* conv3d object                                                                              */
 
-enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_BWW, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_COUNT };
+enum { P_ALGO, P_V2C, P_MC, P_KC, P_NC, P_BWW, P_DKC, P_DGRP, P_DPB, P_DR, P_DPX, P_DPAD, P_COUNT };
 enum { ALGO_AUTO = 0, ALGO_BATCH = 1, ALGO_INTRA = 2, ALGO_UNFOLD = 3, ALGO_DIRECT = 4 };
 static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"algo", 0, 4, 0, 1, "1 vol2col + GEMM, batch-level (each thread whole images, 1-thread GEMMs); 2 vol2col + "
@@ -423,6 +423,9 @@ static const bkm_param_desc_t conv3d_params[P_COUNT] = {
     {"dr", 6, 7, 6, 1, "direct, AVX-512: rows of the 64-lane register tile (6: 24 accumulators, 7: 28)"},
     {"dpx", 0, 1, 0, 1, "direct, AVX-512 forward of at most 64 entries (ic*kd*kh*kw), unit strides, no padding: 0 "
      "pixels in the lanes (8 channels x 48 pixels, no transposing store), 1 the gather like every other layer"},
+    {"dpad", 0, 3, 0, 1, "direct, padding: 0 auto (2 when one image of diff_dst exceeds L2, else 1), 1 no copies "
+     "(boxes of equal valid taps), 2 backward-data from a copy of diff_dst zero-padded along x (no boxes of border "
+     "columns), 3 the forward from such a copy of src too"},
 };
 
 const bkm_param_desc_t *bkm_kern_conv3d_params(size_t *n_params)
@@ -471,7 +474,7 @@ static int c3_algo(int32_t algo, int64_t K, bkm_isa_t isa)
 static int c3_direct(bkm_kern_conv3d_t *cv, const int32_t *v, const bkm_kern_params_t *params, bkm_err_t *err)
 {
     const bkm_dconv_cfg_t dcfg = {cv->gcfg.isa, v[P_DKC], v[P_DGRP], v[P_DPB], v[P_DR] == 7, v[P_DPX] == 1,
-                                  params ? params->cache.l2 : 0};
+                                  params ? params->cache.l2 : 0, v[P_DPAD]};
     int rc = bkm__dconv_create(&cv->dc, &cv->d, &dcfg, BKM_DCONV_FWD | BKM_DCONV_BWD_D | BKM_DCONV_BWD_W, cv->nt, err);
     if (rc < 0) {
         bkm_err_prefix(err, "conv3d algo=4");

@@ -32,6 +32,7 @@
 /* One axis of a gather: the coordinates u of its output grouped into classes of equal taps. */
 typedef struct dc_axis {
     int32_t ncls;
+    int32_t plo, phi;           /* zeros before and after the gather's input along this axis (a padded copy) */
     int32_t *nu, *u0, *nt, *t0; /* per class: number of u, first in u[], number of taps, first in tk[] */
     int32_t *u, *ub;            /* u grouped by class (increasing), the input coordinate of its tap 0 delta */
     int32_t *tk, *td;           /* taps per class: kernel offset k and input delta (input = ub + td) */
@@ -59,6 +60,8 @@ typedef struct dc_gat {
     dc_grp_t *grp;
     int32_t *eoff, *erow;                 /* entries, box by box, channel-major */
     float *wp;                            /* weights packed per lane block: [lb][cin * T][LB] */
+    int64_t src[3];                       /* the input's own sizes (in[]: those of its padded copy) */
+    float *xpad;                          /* NULL, or the zero-padded copy of the input (mb x cin x in_vol) */
 } dc_gat_t;
 
 /* Backward-weights: taps grouped by class box (equal valid output ranges along every axis). */
@@ -110,26 +113,25 @@ struct bkm_dconv {
 /* ---------------------------------------------------------------------------------------- */
 /* Axis classes                                                                                */
 
-/* Taps of output coordinate u along one axis (k kernel, s stride, p padding, n_in input size, n_o
- * the convolution's output size); fwd: input = u * s - p + k; bwd (u an input coordinate): the
- * output coordinates (u + p - k) / s in range. Returns the count; *base: the input coordinate of
- * delta 0. */
-static int axis_taps(int64_t u, int64_t k, int64_t s, int64_t p, int64_t n_in, int64_t n_o, int bwd, int32_t *tk,
+/* Taps of output coordinate u along one axis (k kernel, s stride, p padding) whose gather input
+ * coordinate lies in [lo, hi); fwd: input = u * s - p + k; bwd (u an input coordinate): the output
+ * coordinates (u + p - k) / s. Returns the count; *base: the input coordinate of delta 0. */
+static int axis_taps(int64_t u, int64_t k, int64_t s, int64_t p, int64_t lo, int64_t hi, int bwd, int32_t *tk,
                      int32_t *td, int64_t *base)
 {
     int n = 0;
     if (!bwd) {
         *base = u * s - p;
         for (int64_t j = 0; j < k; j++)
-            if (*base + j >= 0 && *base + j < n_in)
+            if (*base + j >= lo && *base + j < hi)
                 tk[n] = (int32_t)j, td[n++] = (int32_t)j;
         return n;
     }
     const int64_t ph = (u + p) % s;
     *base = (u + p - ph) / s;
     for (int64_t j = ph; j < k; j += s) {
-        const int64_t o = (u + p - j) / s;
-        if (u + p - j >= 0 && o < n_o)
+        const int64_t o = (u + p - j) / s; /* exact: u + p - j is a multiple of s */
+        if (o >= lo && o < hi)
             tk[n] = (int32_t)j, td[n++] = (int32_t)(-(j - ph) / s);
     }
     return n;
@@ -142,13 +144,22 @@ static void axis_free(dc_axis_t *a)
     memset(a, 0, sizeof *a);
 }
 
-static int axis_build(dc_axis_t *a, int64_t n_u, int64_t k, int64_t s, int64_t p, int64_t n_in, int64_t n_o, int bwd)
+/* Classes of axis @p a: n_u output coordinates, k taps, stride s, padding p over a gather input of n
+ * coordinates; @p padded: over a copy of that input with every tap's zeros around it (plo, phi), so
+ * that all taps are valid (one class for a unit stride). */
+static int axis_build(dc_axis_t *a, int64_t n_u, int64_t k, int64_t s, int64_t p, int64_t n, int bwd, int padded)
 {
     int32_t tk[BKM_DCONV_TAPS_MAX], td[BKM_DCONV_TAPS_MAX];
     int32_t *cid = bkm_calloc((size_t)n_u, sizeof(int32_t));
-    int64_t base;
+    int64_t base, lo = 0, hi = n;
     int rc = BKM_ENOMEM;
     memset(a, 0, sizeof *a);
+    for (int64_t u = 0; padded && u < n_u; u++) { /* the extent of every tap */
+        const int nt = axis_taps(u, k, s, p, INT32_MIN, INT32_MAX, bwd, tk, td, &base);
+        for (int i = 0; i < nt; i++)
+            lo = base + td[i] < lo ? base + td[i] : lo, hi = base + td[i] + 1 > hi ? base + td[i] + 1 : hi;
+    }
+    a->plo = (int32_t)-lo, a->phi = (int32_t)(hi - n);
     a->nu = bkm_calloc((size_t)n_u, sizeof(int32_t)), a->u0 = bkm_calloc((size_t)n_u, sizeof(int32_t));
     a->nt = bkm_calloc((size_t)n_u, sizeof(int32_t)), a->t0 = bkm_calloc((size_t)n_u, sizeof(int32_t));
     a->u = bkm_calloc((size_t)n_u, sizeof(int32_t)), a->ub = bkm_calloc((size_t)n_u, sizeof(int32_t));
@@ -156,17 +167,17 @@ static int axis_build(dc_axis_t *a, int64_t n_u, int64_t k, int64_t s, int64_t p
     if (!cid || !a->nu || !a->u0 || !a->nt || !a->t0 || !a->u || !a->ub || !a->tk || !a->td)
         goto out;
     for (int64_t u = 0, ntk = 0; u < n_u; u++) { /* class of each u: the first with the same taps */
-        const int n = axis_taps(u, k, s, p, n_in, n_o, bwd, tk, td, &base);
+        const int nt = axis_taps(u, k, s, p, lo, hi, bwd, tk, td, &base);
         int32_t c = 0;
         for (; c < a->ncls; c++)
-            if (a->nt[c] == n && !memcmp(a->tk + a->t0[c], tk, (size_t)n * sizeof(int32_t)) &&
-                !memcmp(a->td + a->t0[c], td, (size_t)n * sizeof(int32_t)))
+            if (a->nt[c] == nt && !memcmp(a->tk + a->t0[c], tk, (size_t)nt * sizeof(int32_t)) &&
+                !memcmp(a->td + a->t0[c], td, (size_t)nt * sizeof(int32_t)))
                 break;
         if (c == a->ncls) {
-            a->nt[c] = n, a->t0[c] = (int32_t)ntk;
-            memcpy(a->tk + ntk, tk, (size_t)n * sizeof(int32_t));
-            memcpy(a->td + ntk, td, (size_t)n * sizeof(int32_t));
-            ntk += n;
+            a->nt[c] = nt, a->t0[c] = (int32_t)ntk;
+            memcpy(a->tk + ntk, tk, (size_t)nt * sizeof(int32_t));
+            memcpy(a->td + ntk, td, (size_t)nt * sizeof(int32_t));
+            ntk += nt;
             a->ncls++;
         }
         cid[u] = c;
@@ -177,8 +188,8 @@ static int axis_build(dc_axis_t *a, int64_t n_u, int64_t k, int64_t s, int64_t p
     memset(a->nu, 0, (size_t)a->ncls * sizeof(int32_t));
     for (int64_t u = 0; u < n_u; u++) {
         const int32_t c = cid[u], i = a->u0[c] + a->nu[c]++;
-        axis_taps(u, k, s, p, n_in, n_o, bwd, tk, td, &base);
-        a->u[i] = (int32_t)u, a->ub[i] = (int32_t)base;
+        axis_taps(u, k, s, p, lo, hi, bwd, tk, td, &base);
+        a->u[i] = (int32_t)u, a->ub[i] = (int32_t)(base + a->plo); /* a coordinate of the (padded) input */
     }
     rc = BKM_OK;
 out:
@@ -202,7 +213,7 @@ static void gat_free(dc_gat_t *g)
 {
     for (int i = 0; i < 3; i++)
         axis_free(&g->ax[i]);
-    bkm_free(g->box), bkm_free(g->grp), bkm_free(g->eoff), bkm_free(g->erow), bkm_free(g->wp);
+    bkm_free(g->box), bkm_free(g->grp), bkm_free(g->eoff), bkm_free(g->erow), bkm_free(g->wp), bkm_free(g->xpad);
     memset(g, 0, sizeof *g);
 }
 
@@ -299,8 +310,12 @@ static int gat_layout(dc_gat_t *g, const bkm_conv3d_desc_t *d, int64_t gp, bkm_e
     return BKM_OK;
 }
 
-/* Forward (bwd = 0) or backward-data (bwd = 1) gather of @p d. */
-static int gat_create(bkm_dconv_t *dc, dc_gat_t *g, int bwd, int64_t kc, int64_t gp, size_t l2, bkm_err_t *err)
+/* Forward (bwd = 0) or backward-data (bwd = 1) gather of @p d; @p padded 1: over a copy of its input
+ * zero-padded along x (every tap valid along its lines: no boxes of a column or two), 0: classes of
+ * valid taps on every axis, -1 auto: the copy when one image of the input exceeds L2 (the tiles of a
+ * border column then stream the input from beyond L2 for one element of each line). */
+static int gat_create(bkm_dconv_t *dc, dc_gat_t *g, int bwd, int padded, int64_t kc, int64_t gp, size_t l2,
+                      bkm_err_t *err)
 {
     const bkm_conv3d_desc_t *d = &dc->d;
     const int64_t ks[3] = {d->kd, d->kh, d->kw}, ss[3] = {d->sd, d->sh, d->sw}, ps[3] = {d->pd, d->ph, d->pw};
@@ -310,11 +325,15 @@ static int gat_create(bkm_dconv_t *dc, dc_gat_t *g, int bwd, int64_t kc, int64_t
     g->lanes = bwd ? d->ic : d->oc;
     g->nlb = (g->lanes + dc->lb - 1) / dc->lb;
     g->T = d->kd * d->kh * d->kw;
+    if (padded < 0)
+        padded = (double)g->cin * (double)(bwd ? xo[0] * xo[1] * xo[2] : xi[0] * xi[1] * xi[2]) * sizeof(float) >
+                 (double)l2;
     for (int i = 0; i < 3; i++) {
-        g->in[i] = bwd ? xo[i] : xi[i];
+        g->src[i] = bwd ? xo[i] : xi[i];
         g->out[i] = bwd ? xi[i] : xo[i];
-        if ((rc = axis_build(&g->ax[i], g->out[i], ks[i], ss[i], ps[i], xi[i], xo[i], bwd)) < 0)
+        if ((rc = axis_build(&g->ax[i], g->out[i], ks[i], ss[i], ps[i], g->src[i], bwd, padded && i == 2)) < 0)
             return bkm_err_set(err, rc, "dconv: cannot allocate the axis classes");
+        g->in[i] = g->src[i] + g->ax[i].plo + g->ax[i].phi;
     }
     g->in_vol = g->in[0] * g->in[1] * g->in[2];
     g->out_vol = g->out[0] * g->out[1] * g->out[2];
@@ -324,6 +343,16 @@ static int gat_create(bkm_dconv_t *dc, dc_gat_t *g, int bwd, int64_t kc, int64_t
     g->ch = d->mb < dc->main->r ? d->mb : dc->main->r;
     if ((rc = gat_layout(g, d, gp, err)) < 0)
         return rc;
+    for (int i = 0; i < 3; i++)
+        padded = padded == 1 && (g->ax[i].plo > 0 || g->ax[i].phi > 0) ? 2 : padded;
+    if (padded == 2) { /* some tap reads padding: the zeros are written once, each call copies the interior */
+        const size_t n = (size_t)(d->mb * g->cin * g->in_vol);
+        if (!(g->xpad = bkm_aligned_alloc(64, n * sizeof(float))))
+            return bkm_err_set(err, BKM_ENOMEM, "dconv: cannot allocate a padded copy of %zu floats", n);
+#pragma omp parallel for schedule(static) num_threads(dc->nt)
+        for (int64_t i = 0; i < d->mb * g->cin; i++)
+            memset(g->xpad + i * g->in_vol, 0, (size_t)g->in_vol * sizeof(float));
+    }
     if (kc <= 0) { /* auto: the weights of one lane block in half of L2, in equal channel blocks */
         const double wbytes = (double)g->cin * (double)g->T * (double)dc->lb * sizeof(float);
         const int64_t nblk = (int64_t)(wbytes / ((double)l2 / 2.0)) + 1;
@@ -649,10 +678,24 @@ static int64_t gat_item_at(const dc_gat_t *g, int64_t mb, int64_t c)
     return full + (c - full * g->ch + rem - 1) / rem;
 }
 
+/* The input's interior into the padded copy (inside the caller's team), line by line. */
+static void gat_pad(const dc_gat_t *g, int64_t mb, const float *x)
+{
+    const int64_t nz = g->src[0], ny = g->src[1], nx = g->src[2], lines = mb * g->cin * nz * ny;
+    const int64_t z0 = g->ax[0].plo, y0 = g->ax[1].plo, x0 = g->ax[2].plo;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < lines; i++) {
+        const int64_t nc = i / (nz * ny), z = i / ny % nz, y = i % ny;
+        memcpy(g->xpad + nc * g->in_vol + ((z + z0) * g->in[1] + y + y0) * g->in[2] + x0, x + i * nx,
+               (size_t)nx * sizeof(float));
+    }
+}
+
 static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, const float *bias, int act, float *y)
 {
     const dc_gat_t *g = &dc->g[bwd];
     const int64_t total = dc->d.mb * g->ngrp * g->nlb; /* images x groups x lane blocks */
+    const float *xs = g->xpad ? g->xpad : x;
 #pragma omp parallel num_threads(dc->nt)
     {
         const int t = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -661,10 +704,12 @@ static void gat_run(bkm_dconv_t *dc, int bwd, const float *x, const float *wei, 
         /* (chunk, lane block, group), one lane block's weights at a time; equal images per thread (a
          * split by item count gave the thread with a short last chunk up to a chunk less) */
         const int64_t i0 = gat_item_at(g, dc->d.mb, total * t / nth), i1 = gat_item_at(g, dc->d.mb, total * (t + 1) / nth);
+        if (g->xpad)
+            gat_pad(g, dc->d.mb, x);
         gat_pack(dc, g, bwd, wei);
         for (int64_t it = i0; it < i1; it++)
-            gat_item(dc, g, it / (g->nlb * g->ngrp), it % g->ngrp, (it / g->ngrp) % g->nlb, x, bias, act, y, stage, pb,
-                     po);
+            gat_item(dc, g, it / (g->nlb * g->ngrp), it % g->ngrp, (it / g->ngrp) % g->nlb, xs, bias, act, y, stage,
+                     pb, po);
     }
 }
 
@@ -852,7 +897,7 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     bkm_dconv_t *dc;
     const size_t l2 = cfg->l2 ? cfg->l2 : DC_L2_DEFAULT;
     int64_t gp, pb_max = 0;
-    int rc = BKM_OK;
+    int rc = BKM_OK, pad;
     *out = NULL;
     if (cfg->isa != BKM_ISA_AVX512 && cfg->isa != BKM_ISA_AVX2)
         return bkm_err_set(err, BKM_ENOTSUP, "dconv: no micro-kernel for isa=%s", bkm_kern_isa_name(cfg->isa));
@@ -867,6 +912,8 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     dc->tail = cfg->isa == BKM_ISA_AVX512 ? bkm__dconv_tail_avx512 : bkm__dconv_tail_avx2;
     dc->lb = dc->main->lb;
     gp = (cfg->grp > 0 ? cfg->grp : DC_GRP_DEFAULT) * (int64_t)dc->main->r;
+    pad = cfg->pad == BKM_DCONV_PAD_AUTO ? -1 : cfg->pad == BKM_DCONV_PAD_NONE ? 0
+          : cfg->pad == BKM_DCONV_PAD_BWD_D ? 2 : 3; /* bit 0: the forward, bit 1: backward-data; -1 auto */
     /* the forward of a short reduction (a first layer) with unit strides, no padding: pixels in the lanes */
     dc->px = (dirs & BKM_DCONV_FWD) && cfg->isa == BKM_ISA_AVX512 && !cfg->no_px && d->ic * d->kd * d->kh * d->kw <= DC_PX_MAX_K &&
              d->sd == 1 && d->sh == 1 && d->sw == 1 && d->pd == 0 && d->ph == 0 && d->pw == 0;
@@ -877,7 +924,7 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     for (int bwd = 0; bwd < 2; bwd++) {
         if (!(dirs & (bwd ? BKM_DCONV_BWD_D : BKM_DCONV_FWD)) || (!bwd && dc->px))
             continue;
-        if ((rc = gat_create(dc, &dc->g[bwd], bwd, cfg->kc, gp, l2, err)) < 0)
+        if ((rc = gat_create(dc, &dc->g[bwd], bwd, pad < 0 ? (bwd ? -1 : 0) : (pad >> bwd) & 1, cfg->kc, gp, l2, err)) < 0)
             goto out;
         dc->has[bwd] = 1;
     }
@@ -899,7 +946,8 @@ int bkm__dconv_create(bkm_dconv_t **out, const bkm_conv3d_desc_t *d, const bkm_d
     }
 #pragma omp parallel num_threads(dc->nt)
     memset(dc->scratch + (size_t)omp_get_thread_num() * dc->scratch_floats, 0, dc->scratch_floats * sizeof(float));
-    snprintf(dc->name, sizeof dc->name, "direct.%s%s", dc->main->name, dc->px ? ".px_fwd_8x48" : "");
+    snprintf(dc->name, sizeof dc->name, "direct.%s%s%s%s", dc->main->name, dc->px ? ".px_fwd_8x48" : "",
+             dc->g[0].xpad ? ".xpad_fwd" : "", dc->g[1].xpad ? ".xpad_bwd_d" : "");
 out:
     if (rc < 0)
         bkm__dconv_destroy(dc);

@@ -247,7 +247,12 @@ typedef struct bkm_dconv_cfg {
     int32_t kc, grp, pb, r7;
     int32_t no_px; /* never the pixel-lane forward (else: for at most 64 entries, unit strides, no padding) */
     size_t l2;
+    int32_t pad;   /* BKM_DCONV_PAD_*: where a gather reads a zero-padded copy of its input */
 } bkm_dconv_cfg_t;
+/* The tunable dpad: 0 auto (backward-data from a padded copy when one image of diff_dst exceeds L2),
+ * 1 no copies (classes of valid taps on every axis), 2 backward-data from a copy of diff_dst
+ * zero-padded along x, 3 the forward from such a copy of src as well. */
+enum { BKM_DCONV_PAD_AUTO = 0, BKM_DCONV_PAD_NONE = 1, BKM_DCONV_PAD_BWD_D = 2, BKM_DCONV_PAD_BOTH = 3 };
 enum { BKM_DCONV_FWD = 1, BKM_DCONV_BWD_D = 2, BKM_DCONV_BWD_W = 4 };
 typedef struct bkm_dconv bkm_dconv_t;
 /* The directions @p dirs of @p d (checked by the caller) on @p nt threads. BKM_ENOTSUP for an ISA
