@@ -1224,7 +1224,8 @@ static void sec_history(bkm_buf_t *out, model_t *m)
         return;
     }
     P("<table><tr><th>run</th><th>when</th><th>mode</th><th>revision</th><th>against</th><th>host</th>"
-      "<th>threshold</th><th>verdict</th><th>per workload: current / reference [95%% interval], Holm p, disturbed processes of this build</th></tr>\n");
+      "<th>threshold</th><th>verdict</th><th>per workload: current / reference [interval], decision, p, "
+      "disturbed processes of this build</th></tr>\n");
     for (const bkm_json_t *g = m->gates->child; g; g = g->next) {
         const bkm_json_t *res = bkm_json_get(g, "results");
         const char *v = jstr(g, "verdict");
@@ -1235,7 +1236,10 @@ static void sec_history(bkm_buf_t *out, model_t *m)
         P("</td><td class=\"%s\">", v && strcmp(v, "pass") == 0 ? "ok" : "bad"), E(v),
             P(" (%g)</td><td>", bkm_json_get_num(g, "regressions", 0));
         for (const bkm_json_t *r = res && res->type == BKM_JSON_ARR ? res->child : NULL; r; r = r->next) {
-            const bkm_json_t *ci = bkm_json_get(r, "ratio_ci95");
+            /* a run of the sequential gate: its repeated interval, decision, one-sided p and level;
+             * one stored before: the 95% interval and Holm-adjusted p */
+            int seq = jstr(r, "decision") != NULL;
+            const bkm_json_t *ci = bkm_json_get(r, seq ? "ratio_rci" : "ratio_ci95");
             const bkm_json_t *rg = bkm_json_get(r, "regression");
             P("<span class=\"%s\">", rg && rg->boolean ? "bad" : "ok"), E(jstr(r, "workload")), P(" ");
             bkm__rep_num(out, bkm_json_get_num(r, "ratio", NAN), "%.3fx");
@@ -1243,8 +1247,16 @@ static void sec_history(bkm_buf_t *out, model_t *m)
             bkm__rep_num(out, ci && bkm_json_at(ci, 0) ? bkm_json_at(ci, 0)->num : NAN, "%.3g");
             P(", ");
             bkm__rep_num(out, ci && bkm_json_at(ci, 1) ? bkm_json_at(ci, 1)->num : NAN, "%.3g");
-            P("], p ");
-            bkm__rep_num(out, bkm_json_get_num(r, "p_holm", NAN), "%.2g");
+            if (seq) {
+                P("], "), E(jstr(r, "decision")), P(", p ");
+                bkm__rep_num(out, bkm_json_get_num(r, "p", NAN), "%.2g");
+                P(" / level ");
+                bkm__rep_num(out, bkm_json_get_num(r, "nominal_level", NAN), "%.2g");
+                P(" after %g block(s)", bkm_json_get_num(r, "looks", NAN));
+            } else {
+                P("], p ");
+                bkm__rep_num(out, bkm_json_get_num(r, "p_holm", NAN), "%.2g");
+            }
             if (isfinite(bkm_json_get_num(r, "disturbed", NAN)))
                 P(", disturbed %g of %g", bkm_json_get_num(r, "disturbed", 0), bkm_json_get_num(r, "n", 0));
             P("</span><br>");

@@ -416,6 +416,7 @@ struct bkm_tune_seq {
     int started;
     bkm_tune_seq_cand_t *cand;
     gs_node_t **at;      /* [k]: each candidate's node (its last look) */
+    size_t *nc_first;    /* [k]: candidate values at the first look (a fixed reference's count) */
     unsigned char *looked; /* [k]: looked at in the current call */
     gs_node_t *root;     /* for root->lev's m */
     size_t root_m;
@@ -539,9 +540,10 @@ int bkm_tune_seq_create(bkm_tune_seq_t **out, const bkm_tune_seq_rule_t *rule, s
         return bkm_err_set(err, BKM_EINVAL, "sequential design: %zu candidates (1..%d), at most %zu processes per "
                            "side (at least 1)", k, SEQ_K_MAX, rule->max);
     if ((s = calloc(1, sizeof *s)) == NULL || (s->cand = calloc(k, sizeof *s->cand)) == NULL ||
-        (s->at = calloc(k, sizeof *s->at)) == NULL || (s->looked = calloc(k, 1)) == NULL) {
+        (s->at = calloc(k, sizeof *s->at)) == NULL || (s->looked = calloc(k, 1)) == NULL ||
+        (s->nc_first = calloc(k, sizeof *s->nc_first)) == NULL) {
         if (s)
-            free(s->cand), free(s->at);
+            free(s->cand), free(s->at), free(s->looked);
         free(s);
         return bkm_err_set(err, BKM_ENOMEM, "sequential design: out of memory");
     }
@@ -565,6 +567,7 @@ void bkm_tune_seq_free(bkm_tune_seq_t *s)
     node_free(s->root, s->root_m);
     free(s->at);
     free(s->looked);
+    free(s->nc_first);
     free(s->cand);
     free(s->cdf);
     free(s);
@@ -686,30 +689,37 @@ static int cand_stats(bkm_tune_seq_t *s, bkm_tune_seq_cand_t *c, const double *b
 int bkm_tune_seq_look(bkm_tune_seq_t *s, const double *base, size_t nb, const double *const *cand, const size_t *nc,
                       int final, bkm_err_t *err)
 {
-    const bkm_tune_seq_rule_t *r = &s->rule;
-    size_t cmax = r->fixed_cand ? r->fixed_cand : r->max, changed;
-    double imax = info(r->max, cmax);
-    int ret;
+    const double *bv[SEQ_K_MAX];
+    size_t bn[SEQ_K_MAX];
     if (base == NULL || nb == 0)
         return bkm_err_set(err, BKM_EINVAL, "sequential confirmation: the default has no process values");
-    if (nb > r->max)
-        return bkm_err_set(err, BKM_EINVAL, "sequential confirmation: %zu default processes, more than the %zu "
-                           "planned", nb, r->max);
-    if ((ret = values_check(base, nb, "default", err)) < 0)
-        return ret;
+    for (size_t i = 0; i < s->k; i++)
+        bv[i] = base, bn[i] = nb;
+    return bkm_tune_seq_look_each(s, bv, bn, cand, nc, final, err);
+}
+
+int bkm_tune_seq_look_each(bkm_tune_seq_t *s, const double *const *base, const size_t *nb, const double *const *cand,
+                           const size_t *nc, int final, bkm_err_t *err)
+{
+    const bkm_tune_seq_rule_t *r = &s->rule;
+    size_t changed;
+    int ret;
     for (size_t i = 0; i < s->k; i++) {
-        if (s->cand[i].closed || nc[i] == 0)
+        if (s->cand[i].closed || nc[i] == 0 || nb[i] == 0)
             continue;
-        if (nc[i] > cmax)
-            return bkm_err_set(err, BKM_EINVAL, "sequential confirmation: candidate %zu has %zu processes, more "
-                               "than the %zu planned", i + 1, nc[i], cmax);
-        if ((ret = values_check(cand[i], nc[i], "candidate", err)) < 0)
+        if (nb[i] > r->max || (!r->fixed_cand && nc[i] > r->max))
+            return bkm_err_set(err, BKM_EINVAL, "sequential confirmation: candidate %zu: %zu and %zu processes, "
+                               "more than the %zu planned", i + 1, nc[i], nb[i], r->max);
+        if ((ret = values_check(base[i], nb[i], "default", err)) < 0 ||
+            (ret = values_check(cand[i], nc[i], "candidate", err)) < 0)
             return bkm_err_prefix(err, "candidate %zu", i + 1);
     }
     if (!s->started) {
         size_t m = 0;
-        for (size_t i = 0; i < s->k; i++)
-            m += !s->cand[i].closed && nc[i] > 0;
+        for (size_t i = 0; i < s->k; i++) {
+            m += !s->cand[i].closed && nc[i] > 0 && nb[i] > 0;
+            s->nc_first[i] = nc[i];
+        }
         if (s->root && s->root_m != m) {
             node_free(s->root, s->root_m);
             s->root = NULL;
@@ -733,14 +743,15 @@ int bkm_tune_seq_look(bkm_tune_seq_t *s, const double *base, size_t nb, const do
         s->looked[i] = 0;
         if (c->closed)
             continue;
-        if (nc[i] == 0 || s->m == 0) {
+        if (nc[i] == 0 || nb[i] == 0 || s->m == 0) {
             c->decision = BKM_TUNE_FAILED;
             c->closed = 1;
             REASON(c, "not tested: a process of the candidate failed (after %zu look%s)", c->looks,
                    c->looks == 1 ? "" : "s");
             continue;
         }
-        t = fmin(1.0, info(nb, nc[i]) / imax);
+        /* I_max: max processes of both sides, or max against a reference's own count */
+        t = fmin(1.0, info(nb[i], nc[i]) / info(r->max, r->fixed_cand ? s->nc_first[i] : r->max));
         fin = final || t >= 1.0 - 1e-9;
         if (c->looks > 0 && !(t > c->t + 1e-12)) {
             if (fin) {   /* no new processes, and no more to come */
@@ -751,7 +762,7 @@ int bkm_tune_seq_look(bkm_tune_seq_t *s, const double *base, size_t nb, const do
             continue;
         }
         if ((node = node_child(s, s->at[i], t, fin)) == NULL ||
-            cand_stats(s, c, base, nb, cand[i], nc[i], node->nom[s->m - 1]) < 0)
+            cand_stats(s, c, base[i], nb[i], cand[i], nc[i], node->nom[s->m - 1]) < 0)
             return bkm_err_set(err, BKM_ENOMEM, "sequential confirmation: out of memory");
         s->at[i] = node;
         c->t = t;

@@ -433,8 +433,8 @@ END_TEST
 
 START_TEST(fixed_reference_side)
 {
-    /* a recorded reference of 8 values, the base growing: information I = n 8 / (n + 8) over
-     * I_max = 24 8 / 32 = 6 */
+    /* a recorded reference of 8 values (its count at the first look), the base growing:
+     * information I = n 8 / (n + 8) over I_max = 24 8 / 32 = 6 */
     double base[24], ref[8];
     const double *cv[1] = {ref};
     size_t nc[1] = {8};
@@ -442,7 +442,7 @@ START_TEST(fixed_reference_side)
     bkm_tune_seq_t *s = NULL;
     bkm_tune_seq_rule_defaults(&r);
     r.max = 24;
-    r.fixed_cand = 8;
+    r.fixed_cand = 1;
     ck_assert_int_eq(bkm_tune_seq_create(&s, &r, 1, NULL), BKM_OK);
     for (int i = 0; i < 24; i++)   /* no effect, a wide spread: open after the first look */
         base[i] = 5 + (i * 7) % 11;

@@ -202,8 +202,9 @@ typedef struct bkm_tune_seq_rule {
     double alpha;              /**< family-wise rate of false claims, over looks and candidates; 0.01 */
     double min_ratio;          /**< smallest win claimed (default / candidate); 1.02 */
     size_t max;                /**< most processes per side (I_max); BKM_TUNE_REPLICATES_MAX_DEFAULT */
-    size_t fixed_cand;         /**< 0: both sides grow to max. N > 0: every candidate has N values
-                                    at every look (a recorded reference), only the base grows */
+    int fixed_cand;            /**< 0: both sides grow to max. 1: each candidate is a recorded
+                                    reference whose values at its first look are all it has (I_max
+                                    of that count against max); only the base grows */
     bkm_tune_spending_t spending;  /**< BKM_TUNE_SPENDING_OBF */
 } bkm_tune_seq_rule_t;
 void bkm_tune_seq_rule_defaults(bkm_tune_seq_rule_t *rule);
@@ -254,7 +255,8 @@ void bkm_tune_seq_free(bkm_tune_seq_t *s);
 void bkm_tune_seq_reset(bkm_tune_seq_t *s);
 
 /** Look at the values so far: @p base holds the default's @p nb per-process values, cand[i] /
- *  nc[i] candidate i's (nc[i] = 0: a process of it failed; it is closed as failed). Closed
+ *  nc[i] candidate i's (nc[i] = 0: a process of it failed; it is closed as failed; a candidate
+ *  without values at the first look is not counted among those tested). Closed
  *  candidates are skipped (their values may be NULL). A candidate whose information did not grow
  *  since its last look is not looked at again (unless @p final). With @p final, or where a
  *  candidate reaches max processes per side, what is left of alpha is spent at this look and
@@ -263,6 +265,11 @@ void bkm_tune_seq_reset(bkm_tune_seq_t *s);
  *  values than max; BKM_ENOMEM. */
 int bkm_tune_seq_look(bkm_tune_seq_t *s, const double *base, size_t nb, const double *const *cand,
                       const size_t *nc, int final, bkm_err_t *err);
+/** bkm_tune_seq_look with a base of each candidate's own: base[i] / nb[i] are what candidate i is
+ *  compared with (a candidate with nb[i] = 0 is closed as failed), e.g. one workload's values of
+ *  this build against its reference's in the regression gate. */
+int bkm_tune_seq_look_each(bkm_tune_seq_t *s, const double *const *base, const size_t *nb,
+                           const double *const *cand, const size_t *nc, int final, bkm_err_t *err);
 /** Candidates not closed yet (those still to measure). */
 size_t bkm_tune_seq_open(const bkm_tune_seq_t *s);
 /** Looks taken so far. */
