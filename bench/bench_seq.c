@@ -51,9 +51,9 @@ static double gauss(uint64_t *s)
     return sqrt(-2.0 * log(u > 1e-300 ? u : 1e-300)) * cos(6.283185307179586 * v);
 }
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr, "usage: bench_seq [--reps N] [--candidates K] [--block R] [--max LIST] [--spread LIST] "
+    fprintf(f, "usage: bench_seq [--reps N] [--candidates K] [--block R] [--max LIST] [--spread LIST] "
                     "[--effect LIST] [--alpha A] [--min-ratio X] [--spending obf|pocock] [--seed S]\n");
 }
 
@@ -71,6 +71,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = v == NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
         if (!bad && strcmp(a, "--reps") == 0)
             bad = (reps = strtol(v, NULL, 10)) < 1;
         else if (!bad && strcmp(a, "--candidates") == 0)
@@ -96,7 +100,7 @@ int main(int argc, char **argv)
             bad = 1;
         if (bad) {
             fprintf(stderr, "bench_seq: bad option '%s'%s%s\n", a, v ? " " : "", v ? v : "");
-            usage();
+            usage(stderr);
             return 2;
         }
     }
