@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bkm/stats.h"
+#include "stats_int.h"
 
 /* The grids span the score S = Z sqrt(t) over +-GRID_SD of its standard deviation sqrt(t): the
  * mass outside is below 1e-16. */
@@ -149,55 +150,47 @@ static int gs_refine(gs_level_t *L, double step)
  * boundary *z (+inf when nothing is spent), and the density carried to the next look. */
 static int gs_step(gs_level_t *L, double t, double cum, double *z)
 {
-    double pi = cum - L->spent, rt = sqrt(t), lo = -GRID_SD * rt, hi, bnd, h, *nd;
+    double pi = cum - L->spent, rt = sqrt(t), lo = -GRID_SD * rt, hi, bnd = INFINITY, h, *nd;
+    double sd = L->t > 0.0 ? sqrt(t - L->t) : rt;   /* the increment's standard deviation */
     size_t g;
-    if (L->t <= 0.0) {
-        *z = pi > 0.0 ? norm_isf(pi) : INFINITY;
+    *z = INFINITY;
+    if (L->t > 0.0 && L->h > sd / GRID_PER_SD * 1.5 && gs_refine(L, sd / GRID_PER_SD) < 0)
+        return BKM_ENOMEM;
+    if (L->t <= 0.0 && pi > 0.0) {
+        *z = norm_isf(pi);
         bnd = *z * rt;
-        hi = fmin(bnd, GRID_SD * rt);
-        if (hi <= lo + 1e-9)
-            hi = lo + 1e-9;
-        g = grid_points(lo, hi, fmin(GRID_STEP, rt / GRID_PER_SD), &h);
-        if ((nd = malloc(g * sizeof *nd)) == NULL)
-            return BKM_ENOMEM;
-        for (size_t i = 0; i < g; i++)
-            nd[i] = norm_pdf((lo + h * (double)i) / rt) / rt;
-    } else {
-        double sd = sqrt(t - L->t), blo, bhi;
-        if (L->h > sd / GRID_PER_SD * 1.5 && gs_refine(L, sd / GRID_PER_SD) < 0)
-            return BKM_ENOMEM;
-        if (pi <= 1e-300) {
-            *z = INFINITY;
-            bnd = INFINITY;
-        } else {
-            /* the crossing probability falls with the boundary: bisection */
-            blo = L->lo - 40.0 * sd;
-            bhi = L->lo + L->h * (double)(L->g - 1) + 40.0 * sd;
-            for (int it = 0; it < 200 && bhi - blo > 1e-13 * (1.0 + fabs(bhi)); it++) {
-                double mid = 0.5 * (blo + bhi);
-                if (gs_cross(L, mid, sd) > pi)
-                    blo = mid;
-                else
-                    bhi = mid;
-            }
-            bnd = 0.5 * (blo + bhi);
-            *z = bnd / rt;
+    } else if (pi > 1e-300) {
+        /* the crossing probability falls with the boundary: bisection */
+        double blo = L->lo - 40.0 * sd, bhi = L->lo + L->h * (double)(L->g - 1) + 40.0 * sd;
+        for (int it = 0; it < 200 && bhi - blo > 1e-13 * (1.0 + fabs(bhi)); it++) {
+            double mid = 0.5 * (blo + bhi);
+            if (gs_cross(L, mid, sd) > pi)
+                blo = mid;
+            else
+                bhi = mid;
         }
-        hi = fmin(bnd, GRID_SD * rt);
-        if (hi <= lo + 1e-9)
-            hi = lo + 1e-9;
-        g = grid_points(lo, hi, fmin(GRID_STEP, sd / GRID_PER_SD), &h);
-        if ((nd = malloc(g * sizeof *nd)) == NULL)
-            return BKM_ENOMEM;
-        for (size_t j = 0; j < g; j++) {
-            double s = lo + h * (double)j, sum = 0.0;
+        bnd = 0.5 * (blo + bhi);
+        *z = bnd / rt;
+    }
+    /* the sub-density of S on its continuation region, for the next look: at the first look the
+     * normal density of S ~ N(0, t), after it the previous one convolved with the increment */
+    hi = fmin(bnd, GRID_SD * rt);
+    if (hi <= lo + 1e-9)
+        hi = lo + 1e-9;
+    g = grid_points(lo, hi, fmin(GRID_STEP, sd / GRID_PER_SD), &h);
+    if ((nd = malloc(g * sizeof *nd)) == NULL)
+        return BKM_ENOMEM;
+    for (size_t j = 0; j < g; j++) {
+        double s = lo + h * (double)j, sum = 0.0;
+        if (L->t <= 0.0)
+            sum = norm_pdf(s / rt) / rt;
+        else
             for (size_t i = 0; i < L->g; i++) {
                 double x = (s - (L->lo + L->h * (double)i)) / sd;
                 if (L->dens[i] > 0.0 && fabs(x) < 12.0)
                     sum += simpson_w(i, L->g, L->h) * L->dens[i] * norm_pdf(x) / sd;
             }
-            nd[j] = sum;
-        }
+        nd[j] = sum;
     }
     free(L->dens);
     L->dens = nd;
@@ -301,44 +294,6 @@ fail:
     return NULL;
 }
 
-typedef struct {
-    double v;
-    int from_a;
-} tagged_t;
-
-static int cmp_tagged(const void *x, const void *y)
-{
-    return bkm_cmp_double(&((const tagged_t *)x)->v, &((const tagged_t *)y)->v);
-}
-
-/* P(W <= w) for the doubled mid-rank sum W of na of the N values, all C(N, na) subsets equally
- * likely (conditional on the ties), by dynamic programming over the values. */
-static int mwu_exact_less(const long *rank2, size_t N, size_t na, long w2, double *p)
-{
-    long S = 0;
-    double *f, total = 0.0, tail = 0.0;
-    for (size_t i = 0; i < N; i++)
-        S += rank2[i];
-    if ((f = calloc((na + 1) * (size_t)(S + 1), sizeof *f)) == NULL)
-        return BKM_ENOMEM;
-    f[0] = 1.0;
-    for (size_t i = 0; i < N; i++)
-        for (size_t k = (i + 1 < na ? i + 1 : na); k >= 1; k--) {
-            double *dst = f + k * (size_t)(S + 1), *src = f + (k - 1) * (size_t)(S + 1);
-            for (long s = S; s >= rank2[i]; s--)
-                dst[s] += src[s - rank2[i]];
-        }
-    for (long s = 0; s <= S; s++) {
-        double c = f[na * (size_t)(S + 1) + (size_t)s];
-        total += c;
-        if (s <= w2)
-            tail += c;
-    }
-    *p = fmin(1.0, tail / total);
-    free(f);
-    return BKM_OK;
-}
-
 /* One-sided p that a is smaller than b: P(U <= u), U = #(a > b) + ties / 2: from @p cdf (the
  * sizes' null cdf, may be NULL) without ties, else exact conditional on the ties up to 100 values,
  * else the normal approximation (tie and continuity corrections). */
@@ -346,52 +301,35 @@ static int mwu_exact_less(const long *rank2, size_t N, size_t na, long w2, doubl
 static int mwu_p_less(const double *a, size_t na, const double *b, size_t nb, const double *cdf, double *u,
                       double *p, int *exact)
 {
-    size_t N = na + nb, i = 0;
-    tagged_t *t = malloc(N * sizeof *t);
-    long *rank2 = malloc(N * sizeof *rank2), w2 = 0;
-    double rank_sum = 0.0, tie_term = 0.0;
+    size_t N = na + nb;
+    long *rank2 = NULL, w2 = 0, S;
+    double tie_term = 0.0, *f;
     int ties = 0, ret = BKM_OK;
-    if (t == NULL || rank2 == NULL) {
-        ret = BKM_ENOMEM;
-        goto out;
-    }
-    for (size_t k = 0; k < N; k++) {
-        t[k].from_a = k < na;
-        t[k].v = k < na ? a[k] : b[k - na];
-    }
-    qsort(t, N, sizeof *t, cmp_tagged);
-    while (i < N) {
-        size_t j = i;
-        while (j + 1 < N && t[j + 1].v == t[i].v)
-            j++;
-        for (size_t k = i; k <= j; k++) {
-            rank2[k] = (long)(i + j + 2);
-            if (t[k].from_a)
-                rank_sum += 0.5 * (double)(i + j) + 1.0, w2 += rank2[k];
-        }
-        if (j > i) {
-            double len = (double)(j - i + 1);
-            ties = 1;
-            tie_term += len * len * len - len;
-        }
-        i = j + 1;
-    }
-    *u = rank_sum - (double)na * (double)(na + 1) / 2.0;
+    if (bkm__mwu_ranks(a, na, b, nb, &rank2, &w2, u, &tie_term, &ties) < 0)
+        return BKM_ENOMEM;
     if (!ties && cdf != NULL) {
         *exact = 1;
         *p = cdf[(size_t)llround(*u)];
     } else if (ties && N <= MWU_EXACT_TIES) {
+        double total = 0.0, tail = 0.0;
         *exact = 1;
-        /* the ranks of both samples, in sorted order, are what the subsets are drawn from */
-        ret = mwu_exact_less(rank2, N, na, w2, p);
+        if ((f = bkm__mwu_rank_sum_counts(rank2, N, na, &S)) == NULL) {
+            ret = BKM_ENOMEM;
+        } else {
+            for (long s = 0; s <= S; s++) {
+                total += f[s];
+                if (s <= w2)
+                    tail += f[s];
+            }
+            *p = fmin(1.0, tail / total);
+            free(f);
+        }
     } else {
         double mu = (double)na * (double)nb / 2.0;
         double var = (double)na * (double)nb / 12.0 * ((double)(N + 1) - tie_term / ((double)N * (double)(N - 1)));
         *exact = 0;
         *p = var > 0.0 ? norm_sf(-(*u - mu + 0.5) / sqrt(var)) : 1.0;
     }
-out:
-    free(t);
     free(rank2);
     return ret;
 }
