@@ -168,6 +168,20 @@ PY
 "$BKM_TUNE" "${small[@]}" --aa --confirm-top 2 --replicates-max 12 --db aa.sqlite --json > aa2.json 2> aa2.err
 python3 -c "import json,sys; a=json.load(open('aa.json')); b=json.load(open('aa2.json')); assert b['resumed'] == a['confirm_processes'] and a['evidence'] == b['evidence'], b" ||
   fail "A/A resume"
+# --time ends the confirmation: the first block always runs, and its look, once the time has
+# passed, is the last (it spends what is left of alpha: nothing stays open)
+"$BKM_TUNE" "${small[@]}" --aa --confirm-top 1 --time 0.001 --db time.sqlite --json > time.json 2> time.err
+rc=$?
+[ $rc -eq 0 ] || fail "--time: exit $rc: $(tail -3 time.err)"
+python3 - time.json <<'PY' || fail "--time: $(cat time.json)"
+import json, sys
+s = json.load(open(sys.argv[1])); ev = s["evidence"]
+assert s["ended"] == "time" and ev["design"]["ended"] == "time" and s["looks"] == 1, (s["ended"], s["looks"])
+assert s["confirm_processes"] == 12 and s["processes_per_side"] == 6 and s["replicates_max"] == 24
+(c,) = ev["candidates"]
+assert c["decision"] in ("not-better", "undecided") and not c["statement"].startswith("open"), c
+assert abs(c["nominal_level"] - 0.01) < 1e-9, c   # the whole alpha at the only look
+PY
 echo "ok: evidence stored and shown by tune best (fixed and sequential designs, looks, decisions)," \
      "binding evidence per trial, git revision $rev; A/A: $(q aa.sqlite "SELECT count(*) FROM trial") processes," \
-     "no search, no best, no claim"
+     "no search, no best, no claim; --time ends the confirmation at its first look"
