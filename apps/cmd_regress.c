@@ -26,7 +26,7 @@ const char bkm_cli_regress_summary[] = "the regression gate: record a timing bas
 typedef struct regress_opts {
     int record, json;
     const char *output, *baseline, *against, *junit, *workloads, *db;
-    int threads, processes;
+    int threads, processes, processes_max;
     double threshold, alpha;
     long long seed;
     const char *params[REGRESS_MAX_PARAMS];
@@ -68,10 +68,15 @@ static const bkm_cli_opt_t regress_table[] = {
     {.name = "threshold", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(regress_opts_t, threshold), .lo = 0.01,
      .hi = 10, .help = "smallest slowdown reported, as a fraction (default 0.10 = 10%)"},
     {.name = "alpha", .kind = BKM_CLI_NUM, .metavar = "A", .off = offsetof(regress_opts_t, alpha), .lo = 1e-6,
-     .hi = 0.5, .help = "family-wise error rate over the workloads (Holm; default 0.01)"},
+     .hi = 0.5, .help = "family-wise error rate over the workloads and looks (Holm; default 0.01)"},
     {.name = "processes", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(regress_opts_t, processes), .lo = 3,
      .hi = BKM_TUNE_REPLICATES_MAX, .help = "worker processes per workload and side (default 8; a check uses the\n"
                                            "baseline's count)"},
+    {.name = "processes-max", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(regress_opts_t, processes_max),
+     .lo = 3, .hi = BKM_TUNE_REPLICATES_MAX,
+     .help = "a check: add blocks of --processes for the workloads still undecided\n"
+             "(neither a regression nor within the threshold), up to N per side\n"
+             "(default: --processes, a single look)", .example = "24"},
     {.name = "workloads", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(regress_opts_t, workloads),
      .help = "these workloads of the suite (default gemm,conv2d,conv3d,lstm; alexnet,\n"
              "55 ms a step, only when named: its fastest sample follows the machine's load;\n"
@@ -82,14 +87,15 @@ static const bkm_cli_opt_t regress_table[] = {
     BKM_CLI_DB_OPT(regress_opts_t, db),
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(regress_opts_t, json),
      .help = "print the comparison as JSON: {verdict, regressions, threshold, alpha,\n"
-             "mode, reference, results: [{workload, ratio, ratio_ci95, p, p_holm, ...}]}"},
+             "mode, reference, results: [{workload, ratio, ratio_rci, p, nominal_level,\n"
+             "decision, looks, ...}]}"},
 };
 
 static const bkm_cli_cmd_spec_t regress_cmd = {
     .name = "regress",
     .usage = "tune regress --record -o FILE [--threads N] [--param K=V ...] [--processes N] [--workloads LIST]\n"
-             "tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--json]\n"
-             "tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
+             "tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--processes-max N] [--json]\n"
+             "tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--processes-max N] [--json]",
     .about = "A fixed suite (SGEMM 256^3, a conv2d and a conv3d layer, an LSTM 8,10,64,64: iterations of\n"
              "0.1-0.3 ms; only when named in --workloads: the AlexNet training step, and fmnist-sgd, the\n"
              "MLP on a 10-step training run as an MPI job of 1 rank under mpiexec, its value the rank's\n"
@@ -100,10 +106,13 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
              "run right before or after it, in alternation, and stores value = workload / calibration, with\n"
              "the host, its topology and the git revision. --baseline re-runs the suite the same way and\n"
              "compares; --against runs another build's workers and this build's interleaved in the same run\n"
-             "(needs no baseline: what CI uses). A workload regressed when BOTH the Mann-Whitney test on the\n"
-             "process values is significant after Holm's correction over the workloads AND the\n"
-             "Hodges-Lehmann ratio (current / reference) exceeds 1 + threshold. The run is stored in the\n"
-             "results database as the report's regression history.",
+             "(needs no baseline: what CI uses). A workload regressed when BOTH the one-sided Mann-Whitney\n"
+             "test on the process values (this build slower) is significant at the level of its look (alpha\n"
+             "spent over the looks, Holm over the workloads) AND the Hodges-Lehmann ratio (current /\n"
+             "reference) is at least 1 + threshold; it is ok when the ratio's repeated interval ends below\n"
+             "1 + threshold (\"not slower by more than X%\"), else undecided (it passes; --processes-max\n"
+             "adds blocks of processes for it). The run is stored in the results database as the report's\n"
+             "regression history.",
     BKM_CLI_TABLE(regress_table),
     .more = "examples:\n"
             "  tune regress --record -o base.json\n"
@@ -144,6 +153,7 @@ static void regress_job(const regress_opts_t *o, const char *baseline_text, bkm_
     job->json = o->json;
     job->threads = o->threads;
     job->processes = o->processes;
+    job->processes_max = o->processes_max;
     job->params = o->params;
     job->n_params = o->n_params;
     job->workloads = o->workloads;

@@ -2,8 +2,10 @@
 /* The regression gate (`tune regress`): a fixed suite of small workload configurations measured
  * in fresh worker processes, one value per process, compared with a recorded baseline (values
  * normalised by an interleaved calibration process) or with another build measured interleaved
- * in the same run. The statistics are the claims' (stats.c): Mann-Whitney on process values,
- * Hodges-Lehmann ratio with its exact rank interval, Holm over the workloads. */
+ * in the same run. The statistics are the sweeps' sequential confirmation (stats/seq.c): the
+ * one-sided Mann-Whitney test on process values at each look, alpha spent over the looks, Holm
+ * over the workloads, the Hodges-Lehmann ratio with its repeated interval; blocks of processes
+ * are added for the workloads still undecided, up to processes_max. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,129 +330,249 @@ static void progress(const bkm_tune_regress_cfg_t *cfg, const char *fmt, const c
     cfg->progress(cfg->progress_ud, line);
 }
 
-int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err)
+/* Grow a workload's value arrays to hold @p cap processes per side and @p looks looks. */
+static int wl_grow(bkm_tune_regress_wl_t *w, int ab, size_t cap, size_t looks)
 {
-    size_t R = (size_t)r->processes, *order = NULL;
-    int ret = BKM_OK;
-    if ((order = malloc(2 * R * sizeof *order)) == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
-    for (size_t i = 0; i < r->n_wl && ret == BKM_OK; i++) {
-        bkm_tune_regress_wl_t *w = &r->wl[i];
-        free(w->values), free(w->wl_ms), free(w->cal_ms);
-        w->values = malloc(R * sizeof *w->values);
-        w->wl_ms = malloc(R * sizeof *w->wl_ms);
-        w->cal_ms = malloc(R * sizeof *w->cal_ms);
-        w->n = 0;
-        w->disturbed = w->noise_unknown = w->ref_disturbed = w->ref_noise_unknown = 0;
+    double *v = realloc(w->values, cap * sizeof *v);
+    if (v)
+        w->values = v;
+    if (!v || (v = realloc(w->wl_ms, cap * sizeof *v)) == NULL)
+        return BKM_ENOMEM;
+    w->wl_ms = v;
+    if ((v = realloc(w->cal_ms, cap * sizeof *v)) == NULL)
+        return BKM_ENOMEM;
+    w->cal_ms = v;
+    if (ab) {
+        if ((v = realloc(w->ref_values, cap * sizeof *v)) == NULL)
+            return BKM_ENOMEM;
+        w->ref_values = v;
+    }
+    {
+        size_t *a = realloc(w->n_at, looks * sizeof *a), *b;
+        if (a)
+            w->n_at = a;
+        if (!a || (b = realloc(w->n_ref_at, looks * sizeof *b)) == NULL)
+            return BKM_ENOMEM;
+        w->n_ref_at = b;
+    }
+    return BKM_OK;
+}
+
+/* One block of @p rounds pairs of workload @p i, in the claims' drift-cancelling order. */
+static int measure_block(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, size_t i, size_t rounds,
+                         uint64_t seed, size_t *order, size_t done, size_t total, bkm_err_t *err)
+{
+    bkm_tune_regress_wl_t *w = &r->wl[i];
+    int ret;
+    /* two arms, in the claims' drift-cancelling order: A/B: 0 = reference build, 1 = this build;
+     * baseline: 0 = calibration, 1 = the workload, one pair per round (rounds are consecutive
+     * pairs of the order, so each round's two processes run back to back and which one comes
+     * first alternates) */
+    if ((ret = bkm_tune_claim_order(2, rounds, seed, order, err)) < 0)
+        return ret;
+    for (size_t k = 0; k < 2 * rounds; k += 2) {
+        double ms[2] = {NAN, NAN};
+        int dist[2] = {-1, -1};
+        for (size_t h = 0; h < 2; h++) {
+            size_t arm = order[k + h];
+            const bkm_tune_runner_t *rn = r->ab && arm == 0 ? cfg->reference : cfg->runner;
+            if (cfg->stop && *cfg->stop)
+                return bkm_err_set(err, BKM_EFAIL, "regress: stopped by a signal");
+            progress(cfg, "%s: process %zu of %zu", w->name, done + k + h + 1, total);
+            if ((ret = run_one(rn, !r->ab && arm == 0 ? &r->calib : &w->spec, w, &ms[arm], &dist[arm], err)) < 0)
+                return ret;
+        }
+        /* the noise marks of the processes counted below (shown, not used by the rule) */
+        if (isfinite(ms[1]) && (r->ab || isfinite(ms[0]))) {
+            w->disturbed += dist[1] == 1;
+            w->noise_unknown += dist[1] < 0;
+        }
+        if (isfinite(ms[0]) && (r->ab || isfinite(ms[1]))) {
+            w->ref_disturbed += dist[0] == 1;
+            w->ref_noise_unknown += dist[0] < 0;
+        }
         if (r->ab) {
-            free(w->ref_values);
-            w->ref_values = malloc(R * sizeof *w->ref_values);
-            w->n_ref = 0;
-        }
-        if (!w->values || !w->wl_ms || !w->cal_ms || (r->ab && !w->ref_values)) {
-            ret = bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
-            break;
-        }
-        /* two arms, R rounds, in the claims' drift-cancelling order: A/B: 0 = reference build,
-         * 1 = this build; baseline: 0 = calibration, 1 = the workload, one pair per round
-         * (rounds are consecutive pairs of the order, so each round's two processes run back
-         * to back and which one comes first alternates) */
-        if ((ret = bkm_tune_claim_order(2, R, cfg->seed + i, order, err)) < 0)
-            break;
-        for (size_t k = 0; k < 2 * R && ret == BKM_OK; k += 2) {
-            double ms[2] = {NAN, NAN};
-            int dist[2] = {-1, -1};
-            for (size_t h = 0; h < 2 && ret == BKM_OK; h++) {
-                size_t arm = order[k + h];
-                const bkm_tune_runner_t *rn = r->ab && arm == 0 ? cfg->reference : cfg->runner;
-                if (cfg->stop && *cfg->stop) {
-                    ret = bkm_err_set(err, BKM_EFAIL, "regress: stopped by a signal");
-                    break;
-                }
-                progress(cfg, "%s: process %zu of %zu", w->name, k + h + 1, 2 * R);
-                ret = run_one(rn, !r->ab && arm == 0 ? &r->calib : &w->spec, w, &ms[arm], &dist[arm], err);
-            }
-            if (ret < 0)
-                break;
-            /* the noise marks of the processes counted below (shown, not used by the rule) */
-            if (isfinite(ms[1]) && (r->ab || isfinite(ms[0]))) {
-                w->disturbed += dist[1] == 1;
-                w->noise_unknown += dist[1] < 0;
-            }
-            if (isfinite(ms[0]) && (r->ab || isfinite(ms[1]))) {
-                w->ref_disturbed += dist[0] == 1;
-                w->ref_noise_unknown += dist[0] < 0;
-            }
-            if (r->ab) {
-                if (isfinite(ms[0]))
-                    w->ref_values[w->n_ref++] = ms[0];
-                if (isfinite(ms[1]))
-                    w->values[w->n++] = ms[1];
-            } else if (isfinite(ms[0]) && isfinite(ms[1])) {
-                w->wl_ms[w->n] = ms[1];
-                w->cal_ms[w->n] = ms[0];
-                w->values[w->n++] = ms[1] / ms[0];
-            }
+            if (isfinite(ms[0]))
+                w->ref_values[w->n_ref++] = ms[0];
+            if (isfinite(ms[1]))
+                w->values[w->n++] = ms[1];
+        } else if (isfinite(ms[0]) && isfinite(ms[1])) {
+            w->wl_ms[w->n] = ms[1];
+            w->cal_ms[w->n] = ms[0];
+            w->values[w->n++] = ms[1] / ms[0];
         }
     }
+    return BKM_OK;
+}
+
+/* The sequential rule of the gate: this build's values are the "default", the reference's the
+ * candidate; a claim is a regression. */
+static int regress_seq(const bkm_tune_regress_t *r, double threshold, double alpha, bkm_tune_seq_t **s,
+                       bkm_err_t *err)
+{
+    bkm_tune_seq_rule_t rule;
+    bkm_tune_seq_rule_defaults(&rule);
+    rule.alpha = alpha > 0 ? alpha : BKM_TUNE_REGRESS_ALPHA;
+    rule.min_ratio = 1.0 + (threshold > 0 ? threshold : BKM_TUNE_REGRESS_THRESHOLD);
+    rule.max = (size_t)r->processes_max;
+    rule.fixed_cand = !r->ab;   /* a baseline's values are all it has */
+    return bkm_tune_seq_create(s, &rule, r->n_wl, err);
+}
+
+/* Look at every workload's values after block @p b (fewer than 3 a side: not compared). */
+static int regress_look(const bkm_tune_regress_t *r, bkm_tune_seq_t *s, size_t b, int final, bkm_err_t *err)
+{
+    const double *base[BKM_TUNE_REGRESS_MAX_WL], *ref[BKM_TUNE_REGRESS_MAX_WL];
+    size_t nb[BKM_TUNE_REGRESS_MAX_WL], nr[BKM_TUNE_REGRESS_MAX_WL];
+    for (size_t i = 0; i < r->n_wl; i++) {
+        const bkm_tune_regress_wl_t *w = &r->wl[i];
+        size_t at = w->looks == 0 ? 0 : b < w->looks ? b : w->looks - 1;
+        base[i] = w->values;
+        ref[i] = w->ref_values;
+        nb[i] = w->looks ? w->n_at[at] : 0;
+        nr[i] = w->looks ? w->n_ref_at[at] : 0;
+        if (nb[i] < 3 || nr[i] < 3)
+            nb[i] = nr[i] = 0;
+    }
+    return bkm_tune_seq_look_each(s, base, nb, ref, nr, final, err);
+}
+
+int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err)
+{
+    size_t R = (size_t)r->processes, Rmax, done = 0, looks_cap, *order = NULL;
+    bkm_tune_seq_t *seq = NULL;
+    int ret = BKM_OK;
+    if (cfg->processes_max > 0 && cfg->processes_max < r->processes)
+        return bkm_err_set(err, BKM_EINVAL, "regress: at most %d processes, below the %d of a block",
+                           cfg->processes_max, r->processes);
+    r->processes_max = cfg->processes_max > 0 ? cfg->processes_max : r->processes;
+    Rmax = (size_t)r->processes_max;
+    looks_cap = (Rmax - R + R - 1) / R + 1;
+    r->looks = 0;
+    if ((order = malloc(2 * R * sizeof *order)) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
+    for (size_t i = 0; i < r->n_wl; i++) {
+        bkm_tune_regress_wl_t *w = &r->wl[i];
+        w->n = 0;
+        w->looks = 0;
+        w->disturbed = w->noise_unknown = w->ref_disturbed = w->ref_noise_unknown = 0;
+        if (r->ab)
+            w->n_ref = 0;
+        if (wl_grow(w, r->ab, Rmax, looks_cap) < 0) {
+            ret = bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
+            goto out;
+        }
+    }
+    if (Rmax > R && (ret = regress_seq(r, cfg->threshold, cfg->alpha, &seq, err)) < 0)
+        goto out;
+    for (size_t b = 0; done < Rmax; b++) {
+        size_t rounds = Rmax - done < R ? Rmax - done : R;
+        for (size_t i = 0; i < r->n_wl; i++) {
+            bkm_tune_regress_wl_t *w = &r->wl[i];
+            /* the first block as a fixed check measured it; later ones their own seed each */
+            uint64_t seed = b == 0 ? cfg->seed + i : cfg->seed + i + 0x9E3779B97F4A7C15ULL * b;
+            if (b > 0 && bkm_tune_seq_cand(seq, i)->closed)
+                continue;
+            if ((ret = measure_block(r, cfg, i, rounds, seed, order, done, Rmax, err)) < 0)
+                goto out;
+            w->n_at[w->looks] = w->n;
+            w->n_ref_at[w->looks] = w->n_ref;
+            w->looks++;
+        }
+        done += rounds;
+        r->looks = b + 1;
+        if (done >= Rmax)
+            break;
+        if ((ret = regress_look(r, seq, b, 0, err)) < 0)
+            goto out;
+        if (bkm_tune_seq_open(seq) == 0)
+            break;
+        if (cfg->progress) {
+            char line[160];
+            snprintf(line, sizeof line, "%zu workload(s) undecided after %zu processes a side: %zu more",
+                     bkm_tune_seq_open(seq), done, Rmax - done < R ? Rmax - done : R);
+            cfg->progress(cfg->progress_ud, line);
+        }
+    }
+out:
+    bkm_tune_seq_free(seq);
     free(order);
     return ret;
 }
 
 int bkm_tune_regress_compare(bkm_tune_regress_t *r, double threshold, double alpha, bkm_err_t *err)
 {
-    double p[BKM_TUNE_REGRESS_MAX_WL], adj[BKM_TUNE_REGRESS_MAX_WL];
-    size_t idx[BKM_TUNE_REGRESS_MAX_WL], m = 0;
-    bkm_tune_claim_rule_t rule;
+    bkm_tune_seq_t *s = NULL;
     int ret;
     r->threshold = threshold;
     r->alpha = alpha;
     r->regressions = 0;
-    bkm_tune_claim_rule_defaults(&rule);
-    rule.min_n = 3;
+    if (r->processes_max < r->processes)
+        r->processes_max = r->processes;
     for (size_t i = 0; i < r->n_wl; i++) {
         bkm_tune_regress_wl_t *w = &r->wl[i];
-        bkm_tune_claim_test_t t;
-        const double *cand = w->ref_values;
-        w->tested = 0;
+        /* values given without blocks (one look of what there is) */
+        if (w->looks == 0 && (w->n > 0 || w->n_ref > 0)) {
+            size_t *a = realloc(w->n_at, sizeof *a), *b;
+            if (a)
+                w->n_at = a;
+            if (!a || (b = realloc(w->n_ref_at, sizeof *b)) == NULL)
+                return bkm_err_set(err, BKM_ENOMEM, "regress: out of memory");
+            w->n_ref_at = b;
+            w->n_at[0] = w->n, w->n_ref_at[0] = w->n_ref, w->looks = 1;
+            if (r->looks == 0)
+                r->looks = 1;
+        }
+        if (w->n > (size_t)r->processes_max)
+            r->processes_max = (int)w->n;
+        if (r->ab && w->n_ref > (size_t)r->processes_max)
+            r->processes_max = (int)w->n_ref;
+    }
+    if ((ret = regress_seq(r, threshold, alpha, &s, err)) < 0)
+        return ret;
+    for (size_t b = 0; b < (r->looks ? r->looks : 1) && ret == BKM_OK; b++)
+        ret = regress_look(r, s, b, b + 1 >= r->looks, err);
+    for (size_t i = 0; i < r->n_wl && ret == BKM_OK; i++) {
+        bkm_tune_regress_wl_t *w = &r->wl[i];
+        const bkm_tune_seq_cand_t *t = bkm_tune_seq_cand(s, i);
+        w->tested = t->looks > 0 && t->decision != BKM_TUNE_FAILED;
         w->regression = 0;
-        w->ratio = w->ratio_lo = w->ratio_hi = w->p = w->p_holm = NAN;
-        if (w->n < 3 || w->n_ref < 3) {
+        w->decision = t->decision;
+        w->ratio = w->ratio_lo = w->ratio_hi = w->rci_lo = w->rci_hi = w->p = w->nominal = NAN;
+        if (!w->tested) {
+            w->decision = BKM_TUNE_FAILED;
             snprintf(w->verdict, sizeof w->verdict, "not compared: %zu and %zu process values (need 3 per side)%s%s",
                      w->n, w->n_ref, w->error[0] ? "; " : "", w->error);
             continue;
         }
-        /* the claim's test with this build as the "default" and the reference as the candidate:
-         * its ratio default / candidate is current / reference, > 1 when this build is slower */
-        if ((ret = bkm_tune_claim_decide(w->values, w->n, &cand, &w->n_ref, 1, &rule, &t, err)) < 0)
-            return bkm_err_prefix(err, "workload %s", w->name);
-        w->tested = 1;
-        w->ratio = t.ratio;
-        w->ratio_lo = t.ratio_lo;
-        w->ratio_hi = t.ratio_hi;
-        w->p = t.mwu.p;
-        p[m] = t.mwu.p;
-        idx[m++] = i;
-    }
-    if ((ret = bkm_tune_stats_holm(p, m, adj, err)) < 0)
-        return ret;
-    for (size_t j = 0; j < m; j++) {
-        bkm_tune_regress_wl_t *w = &r->wl[idx[j]];
-        w->p_holm = adj[j];
-        if (!(w->ratio > 1.0 + threshold))
-            snprintf(w->verdict, sizeof w->verdict, "ok: %.3fx is within %.0f%%%s", w->ratio, 100 * threshold,
-                     w->ratio < 1.0 / (1.0 + threshold) && w->p_holm < alpha ? " (faster)" : "");
-        else if (!(w->p_holm < alpha))
-            snprintf(w->verdict, sizeof w->verdict, "ok: %.3fx but not significant (Holm p %.3g >= %.3g)", w->ratio,
-                     w->p_holm, alpha);
-        else {
+        w->ratio = t->ratio;
+        w->ratio_lo = t->ratio_lo, w->ratio_hi = t->ratio_hi;
+        w->rci_lo = t->rci_lo, w->rci_hi = t->rci_hi;
+        w->p = t->p;
+        w->nominal = t->nominal;
+        if (t->decision == BKM_TUNE_CLAIMED) {
             w->regression = 1;
             r->regressions++;
-            snprintf(w->verdict, sizeof w->verdict, "REGRESSION: %.3fx slower [%.3f, %.3f], Holm p %.3g", w->ratio,
-                     w->ratio_lo, w->ratio_hi, w->p_holm);
+            snprintf(w->verdict, sizeof w->verdict, "REGRESSION: %.3fx slower, repeated interval [%.3f, %.3f], "
+                     "one-sided p %.3g <= %.3g", w->ratio, w->rci_lo, w->rci_hi, w->p, w->nominal);
+        } else if (t->decision == BKM_TUNE_NOT_BETTER && w->rci_hi > 1.0) {
+            snprintf(w->verdict, sizeof w->verdict, "ok: not slower by more than %.1f%% (%.3fx, repeated interval "
+                     "[%.3f, %.3f])", 100.0 * (w->rci_hi - 1.0), w->ratio, w->rci_lo, w->rci_hi);
+        } else if (t->decision == BKM_TUNE_NOT_BETTER) {
+            snprintf(w->verdict, sizeof w->verdict, "ok: not slower (%.3fx, repeated interval [%.3f, %.3f])", w->ratio,
+                     w->rci_lo, w->rci_hi);
+        } else if (w->p <= w->nominal) {
+            snprintf(w->verdict, sizeof w->verdict, "ok, undecided: slower (one-sided p %.3g <= %.3g) but %.3fx is "
+                     "within %.0f%%, repeated interval [%.3f, %.3f]", w->p, w->nominal, w->ratio, 100 * threshold,
+                     w->rci_lo, w->rci_hi);
+        } else {
+            snprintf(w->verdict, sizeof w->verdict, "ok, undecided: %.3fx, repeated interval [%.3f, %.3f] holds both 1 "
+                     "and %.2f (one-sided p %.3g > %.3g)", w->ratio, w->rci_lo, w->rci_hi, 1.0 + threshold, w->p,
+                     w->nominal);
         }
     }
-    return BKM_OK;
+    bkm_tune_seq_free(s);
+    return ret;
 }
 
 static void doubles_json(bkm_json_w_t *w, const double *v, size_t n)
@@ -524,8 +646,13 @@ void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w)
         bkm_json_key(w, "ratio"), bkm_json_double(w, x->ratio);
         bkm_json_key(w, "ratio_ci95");
         bkm_json_arr_begin(w), bkm_json_double(w, x->ratio_lo), bkm_json_double(w, x->ratio_hi), bkm_json_arr_end(w);
+        bkm_json_key(w, "ratio_rci");
+        bkm_json_arr_begin(w), bkm_json_double(w, x->rci_lo), bkm_json_double(w, x->rci_hi), bkm_json_arr_end(w);
         bkm_json_key(w, "p"), bkm_json_double(w, x->p);
-        bkm_json_key(w, "p_holm"), bkm_json_double(w, x->p_holm);
+        bkm_json_key(w, "nominal_level"), bkm_json_double(w, x->nominal);
+        bkm_json_key(w, "decision"), bkm_json_str(w, bkm_tune_decision_name(x->decision));
+        bkm_json_key(w, "looks"), bkm_json_int(w, (int64_t)x->looks);
+        bkm_json_key(w, "processes_max"), bkm_json_int(w, r->processes_max);
         bkm_json_key(w, "regression"), bkm_json_bool(w, x->regression);
         bkm_json_key(w, "failed"), bkm_json_int(w, (int64_t)x->failed);
         bkm_json_key(w, "disturbed"), bkm_json_int(w, (int64_t)x->disturbed);
@@ -543,25 +670,29 @@ void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out)
     int mpi = 0;
     for (size_t i = 0; i < r->n_wl; i++)
         mpi |= r->wl[i].spec.ranks > 0;
-    bkm_buf_printf(out, "%-10s %-7s %4s %4s %9s %11s %11s %8s %17s %9s  %s\n", "workload", "threads", "n", "ref",
-                   "disturbed", "median", "ref median", "ratio", "95% interval", "Holm p", "verdict");
+    bkm_buf_printf(out, "%-10s %-7s %4s %4s %9s %11s %11s %8s %17s %19s  %s\n", "workload", "threads", "n", "ref",
+                   "disturbed", "median", "ref median", "ratio", "repeated interval", "p / level", "verdict");
     for (size_t i = 0; i < r->n_wl; i++) {
         const bkm_tune_regress_wl_t *x = &r->wl[i];
         char thr[16], dis[32];
         snprintf(thr, sizeof thr, "%d/%d", x->spec.threads, x->ref_threads);
         snprintf(dis, sizeof dis, "%zu/%zu", x->disturbed, x->ref_disturbed);
-        bkm_buf_printf(out, "%-10s %-7s %4zu %4zu %9s %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g  %s\n", x->name, thr,
-                       x->n, x->n_ref, dis, med(x->values, x->n), med(x->ref_values, x->n_ref), x->ratio, x->ratio_lo,
-                       x->ratio_hi, x->p_holm, x->verdict);
+        bkm_buf_printf(out, "%-10s %-7s %4zu %4zu %9s %11.4g %11.4g %8.3f   [%6.3f, %6.3f] %9.2g / %-7.2g  %s\n",
+                       x->name, thr, x->n, x->n_ref, dis, med(x->values, x->n), med(x->ref_values, x->n_ref), x->ratio,
+                       x->rci_lo, x->rci_hi, x->p, x->nominal, x->verdict);
     }
-    bkm_buf_printf(out, "(%s; values: %s%s; a regression needs Holm-adjusted Mann-Whitney p < %g over %zu workloads AND "
-                        "ratio > %.2f; disturbed: processes of this build / of the %s marked disturbed by their "
+    bkm_buf_printf(out, "(%s; values: %s%s; a regression needs the one-sided Mann-Whitney p (this build slower) at most "
+                        "its level (alpha %g spent over the looks, Holm over %zu workloads) AND ratio >= %.2f; ok: the "
+                        "repeated interval ends below %.2f; else undecided, which passes; %d to %d processes a side "
+                        "in %zu block(s); disturbed: processes of this build / of the %s marked disturbed by their "
                         "noise evidence, shown only: the rule counts them like the others)\n",
                    r->ab ? "A/B: the reference build and this one interleaved in this run"
                          : "against the baseline file",
                    r->ab ? "fastest sample of each process (ms)"
                          : "fastest sample of each process / that of its calibration process",
-                   mpi ? " (an MPI job's sample: its fastest rank's median training step)" : "", r->alpha, r->n_wl, 1 + r->threshold, r->ab ? "reference build" : "calibration");
+                   mpi ? " (an MPI job's sample: its fastest rank's median training step)" : "", r->alpha, r->n_wl,
+                   1 + r->threshold, 1 + r->threshold, r->processes, r->processes_max, r->looks,
+                   r->ab ? "reference build" : "calibration");
 }
 
 /* XML text: & < > " ' escaped; control characters dropped (XML 1.0 forbids them). */
@@ -598,9 +729,9 @@ void bkm_tune_regress_junit(const bkm_tune_regress_t *r, bkm_buf_t *out)
         if (x->regression || !x->tested) {
             bkm_buf_printf(out, "<%s message=\"", x->regression ? "failure" : "error");
             xml_esc(out, x->verdict);
-            bkm_buf_printf(out, "\">ratio current/reference %.4f, 95%% interval [%.4f, %.4f], Mann-Whitney p %.3g, Holm "
-                                "%.3g, %zu vs %zu processes</%s>",
-                           x->ratio, x->ratio_lo, x->ratio_hi, x->p, x->p_holm, x->n, x->n_ref,
+            bkm_buf_printf(out, "\">ratio current/reference %.4f, repeated interval [%.4f, %.4f], one-sided "
+                                "Mann-Whitney p %.3g, level %.3g, %zu vs %zu processes</%s>",
+                           x->ratio, x->rci_lo, x->rci_hi, x->p, x->nominal, x->n, x->n_ref,
                            x->regression ? "failure" : "error");
         }
         bkm_buf_puts(out, "<system-out>");
@@ -621,7 +752,10 @@ void bkm_tune_regress_free(bkm_tune_regress_t *r)
         free(r->wl[i].ref_values);
         free(r->wl[i].wl_ms);
         free(r->wl[i].cal_ms);
+        free(r->wl[i].n_at);
+        free(r->wl[i].n_ref_at);
         r->wl[i].values = r->wl[i].ref_values = r->wl[i].wl_ms = r->wl[i].cal_ms = NULL;
+        r->wl[i].n_at = r->wl[i].n_ref_at = NULL;
     }
     r->n_wl = 0;
 }

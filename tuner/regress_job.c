@@ -19,9 +19,9 @@ int bkm_tune_regress_job_check(const bkm_tune_regress_job_t *job, bkm_err_t *err
         return bkm_err_set(err, BKM_EINVAL, "give exactly one of --record, --baseline FILE, --against TUNE");
     if (job->record && job->output == NULL)
         return bkm_err_set(err, BKM_EINVAL, "--record needs -o FILE");
-    if (job->record && (job->junit || job->json))
+    if (job->record && (job->junit || job->json || job->processes_max))
         return bkm_err_set(err, BKM_EINVAL, "--%s is for a check (--baseline or --against), not --record",
-                           job->junit ? "junit" : "json");
+                           job->junit ? "junit" : job->json ? "json" : "processes-max");
     if (!job->record && job->output)
         return bkm_err_set(err, BKM_EINVAL, "-o '%s' is only for --record (--junit OUT writes the comparison)",
                            job->output);
@@ -96,6 +96,9 @@ static int job_plan(const bkm_tune_regress_job_t *job, const job_host_t *h, bkm_
     cfg->n_params = job->n_params;
     cfg->workloads = job->workloads;
     cfg->processes = job->processes;
+    cfg->processes_max = job->processes_max;
+    cfg->threshold = job->threshold;
+    cfg->alpha = job->alpha;
     cfg->seed = job->seed;
     cfg->base = job->base;
     cfg->stop = job->stop;

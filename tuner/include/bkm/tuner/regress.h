@@ -26,12 +26,18 @@ extern "C" {
  *  - A/B against another build (`--against TUNE`): the reference build's workers and this
  *    build's run interleaved in a drift-cancelling order (bkm_tune_claim_order) in the same job;
  *    the values are the process minima (ms).
- * A workload regressed when BOTH the Mann-Whitney test on the process values is significant
- * after Holm's correction over the workloads (alpha) AND the Hodges-Lehmann ratio current /
- * reference exceeds 1 + threshold. The worker's noise mark of every process (disturbed or not,
- * bkm_tune_noise_t) is counted per workload and shown (table, JSON, JUnit, the stored gate run)
- * so a verdict can be read against it; it does not change the rule: disturbed processes are
- * counted like the others (the process minimum already discounts most of what a neighbour adds). */
+ * The comparison is the sequential confirmation of the sweeps (bkm/stats.h, "Sequential
+ * confirmation"), with this build's values as the "default" and the reference's as the candidate:
+ * a workload regressed when BOTH the one-sided Mann-Whitney p (this build slower) is at most the
+ * level of its look (alpha spent over the looks, Holm over the workloads) AND the Hodges-Lehmann
+ * ratio current / reference is at least 1 + threshold; it is "ok: not slower by more than X%"
+ * when the repeated confidence interval of the ratio ends below 1 + threshold, else undecided
+ * (and passes). With processes_max above processes the workloads still undecided after a block
+ * get another block of processes, up to processes_max. The worker's noise mark of every process
+ * (disturbed or not, bkm_tune_noise_t) is counted per workload and shown (table, JSON, JUnit, the
+ * stored gate run) so a verdict can be read against it; it does not change the rule: disturbed
+ * processes are counted like the others (the process minimum already discounts most of what a
+ * neighbour adds). */
 #define BKM_TUNE_REGRESS_THRESHOLD 0.10
 #define BKM_TUNE_REGRESS_ALPHA 0.01
 #define BKM_TUNE_REGRESS_PROCESSES 8
@@ -57,10 +63,17 @@ typedef struct bkm_tune_regress_wl {
                                                   (A/B) or the calibration processes (baseline) */
     char error[256];                /**< the first failure ("" when none) */
     int tested;                     /**< compared (enough values on both sides) */
-    double ratio, ratio_lo, ratio_hi; /**< Hodges-Lehmann current / reference, exact rank 95% interval */
-    double p, p_holm;
+    double ratio, ratio_lo, ratio_hi; /**< Hodges-Lehmann current / reference, exact rank 95% interval
+                                           (at the last look, not accounting for the looks) */
+    double rci_lo, rci_hi;          /**< its repeated confidence interval (simultaneous over the looks) */
+    double p;                       /**< one-sided Mann-Whitney p that this build is slower */
+    double nominal;                 /**< the level p was held to at its last look */
+    bkm_tune_decision_t decision;   /**< CLAIMED: a regression; NOT_BETTER: not slower by more than
+                                         threshold; UNDECIDED; FAILED: not compared */
+    size_t looks;                   /**< blocks of processes this workload was measured in */
+    size_t *n_at, *n_ref_at;        /**< values of each side after each of them (owned) */
     int regression;
-    char verdict[192];
+    char verdict[224];
 } bkm_tune_regress_wl_t;
 
 /** A regression run: the suite, what was measured, and the comparison. */
@@ -69,7 +82,9 @@ typedef struct bkm_tune_regress {
     bkm_tune_regress_wl_t wl[BKM_TUNE_REGRESS_MAX_WL];
     size_t n_wl;
     bkm_tune_trial_spec_t calib;    /**< the calibration process (baseline mode) */
-    int processes;
+    int processes;                  /**< per workload and side in a block */
+    int processes_max;              /**< most per workload and side (processes: one look) */
+    size_t looks;                   /**< blocks measured */
     double threshold, alpha;
     int regressions;                /**< after bkm_tune_regress_compare */
     /* provenance of the reference (baseline file) */
@@ -92,7 +107,11 @@ typedef struct bkm_tune_regress_cfg {
     const char *const *params;          /**< "key=value" overrides, applied to every workload that has key */
     size_t n_params;
     const char *workloads;              /**< comma-separated subset, NULL = all */
-    int processes;                      /**< per workload and side; 0 = BKM_TUNE_REGRESS_PROCESSES */
+    int processes;                      /**< per workload and side in a block; 0 = BKM_TUNE_REGRESS_PROCESSES */
+    int processes_max;                  /**< most per workload and side: blocks are added for the
+                                             workloads still undecided; 0 = processes (one look) */
+    double threshold, alpha;            /**< the rule of the looks between blocks (as
+                                             bkm_tune_regress_compare's); 0 = the defaults */
     uint64_t seed;
     const volatile sig_atomic_t *stop;
     void (*progress)(void *ud, const char *line);
@@ -107,11 +126,14 @@ typedef struct bkm_tune_regress_cfg {
 int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, const char *baseline_json,
                           bkm_err_t *err);
 /** Measure: every workload's processes (and, in baseline mode, their calibration processes; in A/B
- *  mode the reference build's processes, interleaved). Failed processes are counted and named in
- *  wl->error. @return BKM_OK; BKM_EIO/BKM_EDEP from the runner; BKM_EFAIL when *cfg->stop was
- *  set (a signal). */
+ *  mode the reference build's processes, interleaved), in blocks of cfg->processes per side; after
+ *  each block the workloads still undecided (cfg->threshold, cfg->alpha) get another, up to
+ *  cfg->processes_max. Failed processes are counted and named in wl->error. @return BKM_OK;
+ *  BKM_EIO/BKM_EDEP from the runner; BKM_EFAIL when *cfg->stop was set (a signal);
+ *  BKM_EINVAL for processes_max below processes. */
 int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err);
-/** Compare each workload with its reference (see above); sets r->regressions. */
+/** Compare each workload with its reference (see above) over the looks that were taken (the
+ *  values after each block); sets r->regressions. */
 int bkm_tune_regress_compare(bkm_tune_regress_t *r, double threshold, double alpha, bkm_err_t *err);
 /** The recorded baseline as JSON: format, version, the host (@p host_json: {hostname, cpu_model,
  *  fingerprint, isa, topology}), @p revision, created_at @p when, the calibration, and per workload
@@ -119,7 +141,8 @@ int bkm_tune_regress_compare(bkm_tune_regress_t *r, double threshold, double alp
 void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *host_json, const char *revision,
                                     const char *when, bkm_buf_t *out);
 /** Per-workload results as a JSON array: {workload, params, threads, ref_threads, n, n_ref,
- *  median, ref_median, ratio, ratio_ci95, p, p_holm, regression, verdict}. */
+ *  median, ref_median, ratio, ratio_ci95, ratio_rci, p, nominal_level, decision, looks, regression,
+ *  verdict, ...}. */
 void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w);
 /** The comparison as a text table. */
 void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out);
@@ -145,6 +168,7 @@ typedef struct bkm_tune_regress_job {
     const char *junit;                  /**< --junit OUT: a check writes JUnit XML (the caller writes it) */
     int json;                           /**< a check's report as JSON instead of the table */
     int threads, processes;             /**< as bkm_tune_regress_cfg_t */
+    int processes_max;                  /**< as bkm_tune_regress_cfg_t; a check only (0 = processes) */
     const char *const *params;
     size_t n_params;
     const char *workloads;
