@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bkm/affinity.h"
 #include "bkm/tuner.h"
 #include "bkm/workloads.h"
 
@@ -42,10 +43,18 @@ static const struct suite_entry {
 /* The calibration process: SGEMM 256^3 on every PU, whatever --threads and --param say. */
 static const char *const calib_params[] = {"m=256", "n=256", "k=256"};
 
-static void spec_base(bkm_tune_trial_spec_t *s, const bkm_tune_regress_cfg_t *cfg)
+/* The base environment (the libomp topology correction) goes to bkm's workers and to a program on
+ * libomp, never to one whose runtime ignores it. */
+static int wants_base(const bkm_tune_regress_cfg_t *cfg, int program)
+{
+    int rt = program && cfg->program ? cfg->program->program->runtime : BKM_AFF_RUNTIME_LIBOMP;
+    return cfg->base && (rt == BKM_AFF_RUNTIME_LIBOMP || rt == BKM_AFF_RUNTIME_LIBIOMP5);
+}
+
+static void spec_base(bkm_tune_trial_spec_t *s, const bkm_tune_regress_cfg_t *cfg, int program)
 {
     bkm_tune_trial_spec_defaults(s);
-    if (cfg->base)
+    if (wants_base(cfg, program))
         for (int i = 0; i < cfg->base->n_env; i++)
             s->env[s->n_env++] = cfg->base->env[i];
     snprintf(s->counters, sizeof s->counters, "none");
@@ -109,8 +118,8 @@ static int doubles_of(const bkm_json_t *arr, double **out, size_t *n, const char
 
 /* A spec stored in a baseline; its environment is replaced by this run's (the libomp topology
  * correction names a file of the recording run). */
-static int spec_from_tree(const bkm_json_t *tree, const bkm_tune_regress_cfg_t *cfg, bkm_tune_trial_spec_t *spec,
-                          bkm_err_t *err)
+static int spec_from_tree(const bkm_json_t *tree, const bkm_tune_regress_cfg_t *cfg, int program,
+                          bkm_tune_trial_spec_t *spec, bkm_err_t *err)
 {
     bkm_buf_t b;
     bkm_json_w_t w;
@@ -125,7 +134,7 @@ static int spec_from_tree(const bkm_json_t *tree, const bkm_tune_regress_cfg_t *
     if (ret < 0)
         return ret;
     spec->n_env = 0;
-    if (cfg->base)
+    if (wants_base(cfg, program))
         for (int i = 0; i < cfg->base->n_env; i++)
             spec->env[spec->n_env++] = cfg->base->env[i];
     return bkm_tune_trial_spec_validate(spec, err);
@@ -134,6 +143,136 @@ static int spec_from_tree(const bkm_json_t *tree, const bkm_tune_regress_cfg_t *
 static void copy_str(char *dst, size_t n, const char *src)
 {
     snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* The argv of @p p as one line for messages ("/usr/bin/python3 train.py 5"), cut to @p n. */
+static void argv_line(const char *const *argv, int argc, char *out, size_t n)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < argc && o + 1 < n; i++)
+        o += (size_t)snprintf(out + o, n - o, "%s%s", i ? " " : "", argv[i]) < n - o ? strlen(out + o) : n - o - 1;
+}
+
+/* The program a baseline workload was recorded for, against the one this check runs: the same
+ * argv and the same metric, or the check is refused (it would compare two different figures).
+ * The executable's hash may differ: a new build of the program is what the check measures. */
+static int program_from_baseline(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, const bkm_json_t *w,
+                                 bkm_tune_regress_wl_t *x, bkm_err_t *err)
+{
+    const bkm_json_t *pj = bkm_json_get(w, "program"), *av = pj ? bkm_json_get(pj, "argv") : NULL;
+    const bkm_tune_program_t *pg = cfg->program ? cfg->program->program : NULL;
+    char was[512], now[512];
+    const char *metric;
+    int i = 0, same;
+    if (pj == NULL && pg == NULL)
+        return BKM_OK;
+    if (pj == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: workload %s is of bkm's suite, not a program: check it "
+                           "without -- CMD", x->name);
+    if (av == NULL || av->type != BKM_JSON_ARR || av->n_children < 1)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: program %s without its argv", x->name);
+    was[0] = '\0';
+    for (const bkm_json_t *a = av->child; a; a = a->next)
+        if (a->type != BKM_JSON_STR)
+            return bkm_err_set(err, BKM_EINVAL, "baseline: program %s: an argv word that is not a string", x->name);
+    {
+        const char *words[BKM_TUNE_PROGRAM_ARGS_MAX];
+        int n = 0;
+        for (const bkm_json_t *a = av->child; a && n < BKM_TUNE_PROGRAM_ARGS_MAX; a = a->next)
+            words[n++] = a->str;
+        argv_line(words, n, was, sizeof was);
+        if (pg == NULL)
+            return bkm_err_set(err, BKM_EINVAL, "baseline: recorded for the program `%s` (workload %s): give it "
+                               "after -- to check it", was, x->name);
+        same = n == pg->argc;
+        for (const bkm_json_t *a = av->child; a && same; a = a->next, i++)
+            same = strcmp(a->str, pg->argv[i]) == 0;
+    }
+    argv_line(pg->argv, pg->argc, now, sizeof now);
+    if (!same)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: recorded for the program `%s`, not `%s`", was, now);
+    metric = bkm_json_get_str(pj, "metric");
+    if ((metric == NULL) != (pg->metric == NULL) || (metric && strcmp(metric, pg->metric) != 0) ||
+        (int)bkm_json_get_num(pj, "metric_higher", 0) != !!pg->metric_higher)
+        return bkm_err_set(err, BKM_EINVAL, "baseline: the program's figure was %s%s%s, not %s%s%s: give the "
+                           "same --metric", metric ? "--metric " : "its wall time", metric ? metric : "",
+                           bkm_json_get_num(pj, "metric_higher", 0) ? " (higher is better)" : "",
+                           pg->metric ? "--metric " : "its wall time", pg->metric ? pg->metric : "",
+                           pg->metric_higher ? " (higher is better)" : "");
+    copy_str(r->ref_exe_sha256, sizeof r->ref_exe_sha256, bkm_json_get_str(pj, "exe_sha256"));
+    x->program = 1;
+    return BKM_OK;
+}
+
+/* The suite of a program (record): the program alone, one run a process, 1 thread unless
+ * --threads (as bkm's suite). */
+static int plan_program(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err)
+{
+    const bkm_tune_program_t *pg = cfg->program->program;
+    bkm_tune_regress_wl_t *x = &r->wl[r->n_wl++];
+    copy_str(x->name, sizeof x->name, pg->name);
+    x->program = 1;
+    spec_base(&x->spec, cfg, 1);
+    if (strlen(pg->name) >= sizeof x->spec.workload)
+        return bkm_err_set(err, BKM_EINVAL, "program name '%s' is too long", pg->name);
+    snprintf(x->spec.workload, sizeof x->spec.workload, "%s", pg->name);
+    x->spec.threads = 1;
+    x->ref_threads = 1;
+    return BKM_OK;
+}
+
+/* The suite's refusals for a program: only against a baseline, and its suite is itself. */
+static int program_rules(const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err)
+{
+    if (cfg->program == NULL)
+        return BKM_OK;
+    if (cfg->program->program == NULL)
+        return bkm_err_set(err, BKM_EINVAL, "regress: a program runner without its program");
+    if (cfg->reference)
+        return bkm_err_set(err, BKM_EINVAL, "--against compares two builds of bkm; a program (-- %s) is checked "
+                           "against a baseline it recorded: --record -o FILE -- CMD, then --baseline FILE -- CMD",
+                           cfg->program->program->argv[0]);
+    if (cfg->workloads)
+        return bkm_err_set(err, BKM_EINVAL, "--workloads '%s': with -- CMD the suite is the program alone",
+                           cfg->workloads);
+    if (cfg->n_params)
+        return bkm_err_set(err, BKM_EINVAL, "--param '%s': a program has no bkm parameters (its arguments come "
+                           "after --)", cfg->params[0]);
+    return BKM_OK;
+}
+
+/* Drop @p key from @p sp's environment. */
+static void env_drop(bkm_tune_trial_spec_t *sp, const char *key)
+{
+    int k = bkm_kv_find(sp->env, sp->n_env, key, strlen(key));
+    if (k >= 0) {
+        memmove(&sp->env[k], &sp->env[k + 1], (size_t)(sp->n_env - k - 1) * sizeof sp->env[0]);
+        sp->n_env--;
+    }
+}
+
+/* more than one thread: bound one per PU (compact). Unbound, a busy machine's scheduler may
+ * stack a process's threads on one PU for its whole life (an LSTM step of 2 threads: fastest
+ * sample 0.27 to 7.6 ms by process); bound, each thread runs whenever its PU is free and the
+ * fastest of many samples finds the moments both were (0.16-0.26 ms). One thread is left
+ * unbound, free to move to whichever PU is idle. bkm's workers take KMP_AFFINITY; a program
+ * the OpenMP places every runtime reads (OMP_PLACES=cores OMP_PROC_BIND=close, the same
+ * binding), none when it loads no OpenMP runtime. */
+static int bind_threads(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err)
+{
+    int ret = BKM_OK;
+    for (size_t i = 0; i < r->n_wl && ret == BKM_OK; i++) {
+        bkm_tune_trial_spec_t *sp = &r->wl[i].spec;
+        env_drop(sp, "KMP_AFFINITY"), env_drop(sp, "OMP_PLACES"), env_drop(sp, "OMP_PROC_BIND");
+        if (sp->threads > 1 && !r->wl[i].program)
+            ret = bkm_tune_trial_spec_setenv(sp, "KMP_AFFINITY", "granularity=fine,compact", err);
+        else if (sp->threads > 1 && cfg->program->program->runtime != BKM_AFF_RUNTIME_NONE &&
+                 (ret = bkm_tune_trial_spec_setenv(sp, "OMP_PLACES", "cores", err)) == BKM_OK)
+            ret = bkm_tune_trial_spec_setenv(sp, "OMP_PROC_BIND", "close", err);
+        params_label(&r->wl[i]);
+    }
+    return ret;
 }
 
 /* The suite of the baseline document: workloads, their specs and reference values. */
@@ -159,7 +298,7 @@ static int plan_from_baseline(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_
     if (r->processes < 3 || r->processes > BKM_TUNE_REPLICATES_MAX)
         return bkm_err_set(err, BKM_EINVAL, "baseline: processes %d outside 3..%d", r->processes,
                            BKM_TUNE_REPLICATES_MAX);
-    if ((ret = spec_from_tree(bkm_json_get(doc, "calibration"), cfg, &r->calib, err)) < 0)
+    if ((ret = spec_from_tree(bkm_json_get(doc, "calibration"), cfg, 0, &r->calib, err)) < 0)
         return bkm_err_prefix(err, "baseline: calibration");
     for (const bkm_json_t *w = wls->child; w; w = w->next) {
         bkm_tune_regress_wl_t *x;
@@ -172,7 +311,9 @@ static int plan_from_baseline(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_
             return bkm_err_set(err, BKM_EINVAL, "baseline: more than %d workloads", BKM_TUNE_REGRESS_MAX_WL);
         x = &r->wl[r->n_wl++];
         copy_str(x->name, sizeof x->name, name);
-        if ((ret = spec_from_tree(bkm_json_get(w, "spec"), cfg, &x->spec, err)) < 0)
+        if ((ret = program_from_baseline(r, cfg, w, x, err)) < 0)
+            return ret;
+        if ((ret = spec_from_tree(bkm_json_get(w, "spec"), cfg, x->program, &x->spec, err)) < 0)
             return bkm_err_prefix(err, "baseline: workload %s", name);
         if (strcmp(x->spec.workload, name) != 0)
             return bkm_err_set(err, BKM_EINVAL, "baseline: workload %s has the spec of %s", name, x->spec.workload);
@@ -193,6 +334,13 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
     r->processes = cfg->processes > 0 ? cfg->processes : BKM_TUNE_REGRESS_PROCESSES;
     if (cfg->pus < 1)
         return bkm_err_set(err, BKM_EINVAL, "regress: the host has no PU");
+    if ((ret = program_rules(cfg, err)) < 0)
+        return ret;
+    if (cfg->program) {
+        const bkm_tune_program_t *pg = cfg->program->program;
+        copy_str(r->exe_sha256, sizeof r->exe_sha256, pg->exe_sha256);
+        copy_str(r->runtime, sizeof r->runtime, bkm_aff_runtime_kind_name((bkm_aff_runtime_kind_t)pg->runtime));
+    }
     if (cfg->workloads)
         for (const char *p = cfg->workloads; *p;) {
             const char *e = strchr(p, ',');
@@ -215,7 +363,7 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
         if (cfg->processes > 0)
             r->processes = cfg->processes;
     } else {
-        spec_base(&r->calib, cfg);
+        spec_base(&r->calib, cfg, 0);
         snprintf(r->calib.workload, sizeof r->calib.workload, "gemm");
         /* one thread: a single thread's fastest sample is steady on a busy machine (a check
          * keeps the baseline's calibration whatever its own --threads) */
@@ -225,13 +373,13 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
         for (size_t i = 0; i < 3; i++)
             if ((ret = bkm_tune_trial_spec_param(&r->calib, calib_params[i], err)) < 0)
                 goto out;
-        for (size_t i = 0; i < SUITE_N; i++) {
+        for (size_t i = 0; i < SUITE_N && cfg->program == NULL; i++) {
             bkm_tune_regress_wl_t *x;
             if (cfg->workloads ? !in_list(cfg->workloads, suite[i].name) : !suite[i].in_default)
                 continue;
             x = &r->wl[r->n_wl++];
             copy_str(x->name, sizeof x->name, suite[i].name);
-            spec_base(&x->spec, cfg);
+            spec_base(&x->spec, cfg, 0);
             snprintf(x->spec.workload, sizeof x->spec.workload, "%s", suite[i].name);
             x->spec.threads = 1; /* see bkm_tune_regress_cfg_t.threads */
             x->spec.ranks = suite[i].ranks;
@@ -243,6 +391,8 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
                     goto out;
             x->ref_threads = x->spec.threads;
         }
+        if (cfg->program && (ret = plan_program(r, cfg, err)) < 0)
+            goto out;
     }
     /* --threads and --param change this build's side only: the reference stays as recorded */
     for (size_t i = 0; i < r->n_wl; i++)
@@ -267,22 +417,7 @@ int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *c
             goto out;
         }
     }
-    /* more than one thread: bound one per PU (compact). Unbound, a busy machine's scheduler may
-     * stack a process's threads on one PU for its whole life (an LSTM step of 2 threads: fastest
-     * sample 0.27 to 7.6 ms by process); bound, each thread runs whenever its PU is free and the
-     * fastest of many samples finds the moments both were (0.16-0.26 ms). One thread is left
-     * unbound, free to move to whichever PU is idle. */
-    for (size_t i = 0; i < r->n_wl && ret == BKM_OK; i++) {
-        bkm_tune_trial_spec_t *sp = &r->wl[i].spec;
-        int k = bkm_kv_find(sp->env, sp->n_env, "KMP_AFFINITY", strlen("KMP_AFFINITY"));
-        if (k >= 0) {
-            memmove(&sp->env[k], &sp->env[k + 1], (size_t)(sp->n_env - k - 1) * sizeof sp->env[0]);
-            sp->n_env--;
-        }
-        if (sp->threads > 1)
-            ret = bkm_tune_trial_spec_setenv(sp, "KMP_AFFINITY", "granularity=fine,compact", err);
-        params_label(&r->wl[i]);
-    }
+    ret = bind_threads(r, cfg, err);
     if (ret < 0)
         goto out;
     if (r->n_wl == 0)
@@ -314,7 +449,8 @@ static int run_one(const bkm_tune_runner_t *runner, const bkm_tune_trial_spec_t 
     } else {
         w->failed++;
         if (w->error[0] == '\0')
-            snprintf(w->error, sizeof w->error, "%s%s: %s (%s)", runner->worker_path ? runner->worker_path : "",
+            snprintf(w->error, sizeof w->error, "%s%s: %s (%s)",
+                     runner->program ? runner->program->argv[0] : runner->worker_path ? runner->worker_path : "",
                      spec == &w->spec ? "" : " (calibration)", bkm_trial_status_name(res.status), res.message);
     }
     bkm_tune_trial_result_free(&res);
@@ -375,7 +511,9 @@ static int measure_block(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cf
         int dist[2] = {-1, -1};
         for (size_t h = 0; h < 2; h++) {
             size_t arm = order[k + h];
-            const bkm_tune_runner_t *rn = r->ab && arm == 0 ? cfg->reference : cfg->runner;
+            const bkm_tune_runner_t *rn = r->ab && arm == 0 ? cfg->reference
+                                          : arm == 1 && w->program ? cfg->program
+                                                                   : cfg->runner;
             if (cfg->stop && *cfg->stop)
                 return bkm_err_set(err, BKM_EFAIL, "regress: stopped by a signal");
             progress(cfg, "%s: process %zu of %zu", w->name, done + k + h + 1, total);
@@ -583,8 +721,31 @@ static void doubles_json(bkm_json_w_t *w, const double *v, size_t n)
     bkm_json_arr_end(w);
 }
 
-void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *host_json, const char *revision,
-                                    const char *when, bkm_buf_t *out)
+/* "program": what a check of the program must run again (argv, metric) and what it was (the
+ * executable's hash, the runtime it loads). */
+static void program_json(bkm_json_w_t *w, const bkm_tune_program_t *pg, const char *runtime)
+{
+    bkm_json_key(w, "program");
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "argv");
+    bkm_json_arr_begin(w);
+    for (int i = 0; i < pg->argc; i++)
+        bkm_json_str(w, pg->argv[i]);
+    bkm_json_arr_end(w);
+    bkm_json_key(w, "exe_sha256"), bkm_json_str(w, pg->exe_sha256 ? pg->exe_sha256 : "");
+    bkm_json_key(w, "runtime"), bkm_json_str(w, runtime);
+    bkm_json_key(w, "metric");
+    if (pg->metric)
+        bkm_json_str(w, pg->metric);
+    else
+        bkm_json_null(w);
+    bkm_json_key(w, "metric_unit"), bkm_json_str(w, pg->metric ? (pg->metric_unit ? pg->metric_unit : "ms") : "ms");
+    bkm_json_key(w, "metric_higher"), bkm_json_int(w, !!pg->metric_higher);
+    bkm_json_obj_end(w);
+}
+
+void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const bkm_tune_program_t *pg, const char *host_json,
+                                    const char *revision, const char *when, bkm_buf_t *out)
 {
     bkm_json_w_t w;
     bkm_json_w_init(&w, out, 1);
@@ -594,8 +755,11 @@ void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *hos
     bkm_json_key(&w, "created_at"), bkm_json_str(&w, when);
     bkm_json_key(&w, "git_revision"), bkm_json_str(&w, revision);
     bkm_json_key(&w, "host"), bkm_json_raw(&w, host_json);
-    bkm_json_key(&w, "unit"), bkm_json_str(&w, "per worker process: its fastest sample / the fastest sample of "
-                                               "the calibration process run next to it");
+    bkm_json_key(&w, "unit"), bkm_json_str(&w, pg ? "per run of the program: its figure (wall time, or the fastest "
+                                                    "of its --metric samples) / the fastest sample of the calibration "
+                                                    "process run next to it"
+                                                  : "per worker process: its fastest sample / the fastest sample of "
+                                                    "the calibration process run next to it");
     bkm_json_key(&w, "processes"), bkm_json_int(&w, r->processes);
     bkm_json_key(&w, "calibration"), bkm_tune_trial_spec_to_json(&r->calib, &w);
     bkm_json_key(&w, "workloads");
@@ -604,6 +768,8 @@ void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *hos
         const bkm_tune_regress_wl_t *x = &r->wl[i];
         bkm_json_obj_begin(&w);
         bkm_json_key(&w, "workload"), bkm_json_str(&w, x->name);
+        if (x->program && pg)
+            program_json(&w, pg, r->runtime);
         bkm_json_key(&w, "spec"), bkm_tune_trial_spec_to_json(&x->spec, &w);
         bkm_json_key(&w, "values"), doubles_json(&w, x->values, x->n);
         bkm_json_key(&w, "workload_ms"), doubles_json(&w, x->wl_ms, x->n);
@@ -634,6 +800,15 @@ void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w)
         const bkm_tune_regress_wl_t *x = &r->wl[i];
         bkm_json_obj_begin(w);
         bkm_json_key(w, "workload"), bkm_json_str(w, x->name);
+        if (x->program) {
+            bkm_json_key(w, "program");
+            bkm_json_obj_begin(w);
+            bkm_json_key(w, "exe_sha256"), bkm_json_str(w, r->exe_sha256);
+            bkm_json_key(w, "ref_exe_sha256"), bkm_json_str(w, r->ref_exe_sha256);
+            bkm_json_key(w, "same_executable"), bkm_json_bool(w, strcmp(r->exe_sha256, r->ref_exe_sha256) == 0);
+            bkm_json_key(w, "runtime"), bkm_json_str(w, r->runtime);
+            bkm_json_obj_end(w);
+        }
         bkm_json_key(w, "params"), bkm_json_str(w, x->params);
         bkm_json_key(w, "threads"), bkm_json_int(w, x->spec.threads);
         bkm_json_key(w, "ref_threads"), bkm_json_int(w, x->ref_threads);

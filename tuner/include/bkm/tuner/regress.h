@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bkm/stats.h"
+#include "bkm/tuner/program.h"
 #include "bkm/tuner/runner.h"
 
 #ifdef __cplusplus
@@ -46,7 +47,8 @@ extern "C" {
 
 /** One workload of the suite and its outcome. */
 typedef struct bkm_tune_regress_wl {
-    char name[32];                  /**< workload */
+    char name[64];                  /**< workload (a program's: the name it is stored under) */
+    int program;                    /**< 1: the user's program (cfg->program), each process one run of it */
     bkm_tune_trial_spec_t spec;     /**< what this build's processes ran (threads, params, protocol) */
     char params[256];               /**< "m=256 n=256 k=256": the parameters, for people */
     double *values;                 /**< this build: one value per process (owned) */
@@ -89,12 +91,24 @@ typedef struct bkm_tune_regress {
     int regressions;                /**< after bkm_tune_regress_compare */
     /* provenance of the reference (baseline file) */
     char ref_revision[64], ref_host[128], ref_cpu[128], ref_fingerprint[128], ref_created[32];
+    /* a program's suite: the executable's SHA-256 now and in the baseline (a new build of the
+     * program is what a check of it measures), and the runtime it loads */
+    char exe_sha256[65], ref_exe_sha256[65];
+    char runtime[32];
 } bkm_tune_regress_t;
 
 /** How to run the suite. */
 typedef struct bkm_tune_regress_cfg {
     const bkm_tune_runner_t *runner;    /**< this build's workers */
     const bkm_tune_runner_t *reference; /**< A/B: the reference build's workers; NULL otherwise */
+    const bkm_tune_runner_t *program;   /**< non-NULL (its ->program set): the suite is the user's
+                                             program alone, each of its processes one run of it
+                                             (wall time, or its --metric: the fastest sample),
+                                             paired with a calibration process of runner, as for
+                                             bkm's workloads; a baseline of it records its argv,
+                                             metric and executable hash, and a check runs the same
+                                             argv and metric (the executable may be a new build:
+                                             that is what is checked). Not with reference. */
     const bkm_tune_trial_spec_t *base;  /**< its env (libomp topology correction) goes to every process; may be NULL */
     int pus;                            /**< PUs of this host (at least 1) */
     int threads;                        /**< threads of the workload processes; 0 = the baseline's,
@@ -137,9 +151,10 @@ int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t
 int bkm_tune_regress_compare(bkm_tune_regress_t *r, double threshold, double alpha, bkm_err_t *err);
 /** The recorded baseline as JSON: format, version, the host (@p host_json: {hostname, cpu_model,
  *  fingerprint, isa, topology}), @p revision, created_at @p when, the calibration, and per workload
- *  its spec, values and the medians they came from. */
-void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *host_json, const char *revision,
-                                    const char *when, bkm_buf_t *out);
+ *  its spec, values and the medians they came from; a program's workload (@p program, NULL for
+ *  bkm's suite) also its "program": argv, exe_sha256, runtime, metric, metric_unit, metric_higher. */
+void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const bkm_tune_program_t *program,
+                                    const char *host_json, const char *revision, const char *when, bkm_buf_t *out);
 /** Per-workload results as a JSON array: {workload, params, threads, ref_threads, n, n_ref,
  *  median, ref_median, ratio, ratio_ci95, ratio_rci, p, nominal_level, decision, looks, regression,
  *  verdict, ...}. */
@@ -175,6 +190,8 @@ typedef struct bkm_tune_regress_job {
     double threshold, alpha;            /**< of the comparison */
     uint64_t seed;                      /**< of the measurement order */
     const bkm_tune_runner_t *runner;    /**< this build's workers; its stop flag is the job's */
+    const bkm_tune_program_t *program;  /**< -- CMD: the user's program is the suite (see
+                                             bkm_tune_regress_cfg_t.program); NULL: bkm's suite */
     const bkm_tune_trial_spec_t *base;  /**< environment for every process (libomp topology
                                              correction); may be NULL */
     char *const *environ;               /**< the environment the run measures under (bkm_tune_env_check) */
