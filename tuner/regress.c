@@ -727,11 +727,7 @@ static void program_json(bkm_json_w_t *w, const bkm_tune_program_t *pg, const ch
 {
     bkm_json_key(w, "program");
     bkm_json_obj_begin(w);
-    bkm_json_key(w, "argv");
-    bkm_json_arr_begin(w);
-    for (int i = 0; i < pg->argc; i++)
-        bkm_json_str(w, pg->argv[i]);
-    bkm_json_arr_end(w);
+    bkm_json_key(w, "argv"), bkm_tune_program_argv_json(pg, w);
     bkm_json_key(w, "exe_sha256"), bkm_json_str(w, pg->exe_sha256 ? pg->exe_sha256 : "");
     bkm_json_key(w, "runtime"), bkm_json_str(w, runtime);
     bkm_json_key(w, "metric");
