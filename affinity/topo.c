@@ -762,7 +762,17 @@ int bkm_topo_groups(const bkm_topo_t *topo, bkm_topo_group_t kind, bkm_cpuset_t 
             for (int k = 0; k < topo->n_pu; k++)
                 if (topo->pu[k].allowed && bkm_cpuset_isset(&topo->numa[i].cpus, topo->pu[k].os))
                     bkm_cpuset_set(&s, topo->pu[k].os);
-            if (bkm_cpuset_is_empty(&s))
+            int dup = bkm_cpuset_is_empty(&s);
+            /* a second node over the same CPUs (KNL flat mode's MCDRAM) is no group of its own */
+            for (int j = 0; j < i && !dup; j++) {
+                bkm_cpuset_t o;
+                bkm_cpuset_zero(&o);
+                for (int k = 0; k < topo->n_pu; k++)
+                    if (topo->pu[k].allowed && bkm_cpuset_isset(&topo->numa[j].cpus, topo->pu[k].os))
+                        bkm_cpuset_set(&o, topo->pu[k].os);
+                dup = bkm_cpuset_equal(&o, &s);
+            }
+            if (dup)
                 continue;
             if (sets && n < cap)
                 sets[n] = s;

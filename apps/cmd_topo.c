@@ -11,7 +11,7 @@
 #include "cli_opt.h"
 #include "cli_topofix.h"
 
-const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, profile, XML, synthetic)";
+const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, perlmutter-cpu, profile, XML, synthetic)";
 
 typedef struct topo_cfg {
     bkm_topo_source_t src;
@@ -50,21 +50,27 @@ static const bkm_cli_cmd_spec_t topo_cmd = {
              "BKM_LIBOMP_TOPOLOGY=auto (default) | never | always chooses when.",
     BKM_CLI_TABLE(topo_table),
     .more = "nodes: auto (this host), haswell (Cori: 2 x 16 cores x 2 HT, PU i+32 is the sibling of i),\n"
-            "knl (Cori KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's), or a file.\n"
-            "Profile format, one 'key = value' per line, '#' comments:\n"
+            "knl (Cori KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's), perlmutter-cpu\n"
+            "(NERSC: 2 x 64 cores x 2 HT, PU N+128 is the sibling of N, 8 NUMA nodes, 16 L3), or a file.\n"
+            "Profile format, one 'key = value' per line, '#' comments, each key once (docs/slurm.md,\n"
+            "\"Node profile files\"):\n"
             "  name = mynode              (required)\n"
             "  description = free text\n"
             "  synthetic = pack:2 core:8 pu:2   (or: xml = mynode.xml, relative to the profile file)\n"
             "  isa = avx512 | avx2 | generic\n"
-            "  slurm_constraint = knl,quad,cache\n"
             "  threads = 1,2,4,8          (default sweep, at most 16)\n"
             "  blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
+            "  the site's batch rules: constraint (#SBATCH -C), site, qos, account, partition,\n"
+            "  cpus_per_task = node|threads|cores, cpu_bind = auto|cores|threads|sockets|ldoms|none,\n"
+            "  launcher = srun|mpiexec, mpi = PLUGIN|default, srun_inherits_c = yes|no,\n"
+            "  prior = OMP_PLACES=threads OMP_PROC_BIND=spread, prior_source = text\n"
             "Profiles and XML files must be regular files (never a FIFO or a device); XML at most\n"
             "64 MiB, a key = value profile at most 1024 KiB.\n"
             "\n"
             "examples:\n"
             "  tune topo\n"
             "  tune topo --node knl\n"
+            "  tune topo --node perlmutter-cpu --json\n"
             "  tune topo --synthetic \"pack:1 l2:2 core:2 pu:4\" --json\n"
             "\n"
             "exit codes: 0 ok, 2 bad option or unloadable topology (the message names it),\n"

@@ -112,8 +112,9 @@ int bkm_topo_cpuinfo_write(const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *er
 /** Groups of PUs that share a last-level cache (BKM_TOPO_GROUP_LLC: on Perlmutter the 16 L3 of 8
  *  cores) or a NUMA node (BKM_TOPO_GROUP_NUMA). */
 typedef enum { BKM_TOPO_GROUP_LLC = 0, BKM_TOPO_GROUP_NUMA } bkm_topo_group_t;
-/** The PU sets of the groups of @p kind, each restricted to the allowed PUs, empty ones left out,
- *  in hwloc's order, into @p sets (at most @p cap). Returns how many there are (may exceed @p cap:
+/** The PU sets of the groups of @p kind, each restricted to the allowed PUs, empty ones and NUMA
+ *  nodes over the same PUs as an earlier one (KNL flat mode's MCDRAM) left out, in hwloc's order,
+ *  into @p sets (at most @p cap). Returns how many there are (may exceed @p cap:
  *  only @p cap are written); 0 when the topology lists no such group. */
 int bkm_topo_groups(const bkm_topo_t *topo, bkm_topo_group_t kind, bkm_cpuset_t *sets, int cap);
 /** The groups of @p kind as an explicit OMP_PLACES value, one place per group, appended to
