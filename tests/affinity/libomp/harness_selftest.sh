@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Validates the fake-topology harness (shim + probe + KMP_CPUINFO_FILE) against the [RUN] rows of
 # docs/affinity.md §2.2 (Haswell 2x16x2, Cori numbering), §2.3 (KNL 68x4, no tiles), §1.5
-# (respect, dups/nodups), §1.7 (KMP_HW_SUBSET) and the Perlmutter CPU rows (2x64x2, the sibling of
-# N is N+128: "Perlmutter CPU nodes and chiplet places"), before the differential test trusts it.
+# (respect, dups/nodups), §1.7 (KMP_HW_SUBSET) and §8 (Perlmutter CPU 2x64x2, the sibling of N is
+# N+128), before the differential test trusts it.
 # Needs $BKM_SHIM, $BKM_PROBE, $BKM_LIBOMP_DIFF (set by CTest).
 set -u
 for v in BKM_SHIM BKM_PROBE BKM_LIBOMP_DIFF; do
