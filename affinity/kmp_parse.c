@@ -331,6 +331,131 @@ static int parse_gran(const char **pp, bkm_aff_kmp_t *out, bkm_err_t *err)
     }
 }
 
+/* One item of KMP_AFFINITY: the word @p w (@p n characters, @p tok its copy for messages) and,
+ * for granularity= and proclist=, its value from *pp on (*pp is moved past it); an integer goes
+ * to ints[*n_ints]. */
+static int parse_item(const char *w, size_t n, const char *tok, const char **pp, int ints[2], int *n_ints,
+                      bkm_aff_kmp_t *out, bkm_err_t *err)
+{
+    const char *p = *pp;
+    int rc = BKM_OK;
+
+    if (isdigit((unsigned char)*w)) {
+        const char *q = w;
+        int v;
+        if (read_num(&q, &v) != BKM_OK) {
+            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: invalid number \"%s\"", tok);
+            goto out;
+        }
+        if (q != p) {
+            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: invalid token \"%s\"", tok);
+            goto out;
+        }
+        if (*n_ints >= 2) {
+            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: too many integers: \"%s\" is a third "
+                             "(only permute and offset are allowed)", tok);
+            goto out;
+        }
+        ints[(*n_ints)++] = v;
+    } else if (word_is(w, n, "granularity") || word_is(w, n, "gran")) {
+        if ((rc = parse_gran(&p, out, err)) != BKM_OK)
+            goto out;
+    } else if (word_is(w, n, "proclist")) {
+        if ((rc = parse_proclist(&p, out, err)) != BKM_OK)
+            goto out;
+    } else if (word_is(w, n, "verbose") || word_is(w, n, "noverbose")) {
+        if ((rc = set_flag(&out->verbose, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
+            goto out;
+    } else if (word_is(w, n, "warnings") || word_is(w, n, "nowarnings")) {
+        if ((rc = set_flag(&out->warnings, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
+            goto out;
+    } else if (word_is(w, n, "respect") || word_is(w, n, "norespect")) {
+        if ((rc = set_flag(&out->respect, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
+            goto out;
+    } else if (word_is(w, n, "duplicates") || word_is(w, n, "dups") ||
+               word_is(w, n, "noduplicates") || word_is(w, n, "nodups")) {
+        if ((rc = set_flag(&out->dups, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
+            goto out;
+    } else if (word_is(w, n, "reset") || word_is(w, n, "noreset")) {
+        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: \"%s\" is not supported by libomp 14 "
+                         "(added in a later release)", tok);
+        goto out;
+    } else {
+        size_t i;
+        bkm_aff_type_t t = BKM_AFF_TYPE_UNSET;
+        for (i = 0; i < sizeof(kmp_types) / sizeof(kmp_types[0]); i++)
+            if (word_is(w, n, kmp_types[i].name))
+                t = kmp_types[i].type;
+        if (t == BKM_AFF_TYPE_UNSET) {
+            if (word_is(w, n, "fine") || word_is(w, n, "core") || word_is(w, n, "thread") ||
+                word_is(w, n, "socket") || word_is(w, n, "package"))
+                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: unknown token \"%s\" (a granularity "
+                                 "must be written granularity=%s)", tok, tok);
+            else
+                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: unknown token \"%s\"", tok);
+            goto out;
+        }
+        if (out->type != BKM_AFF_TYPE_UNSET) {
+            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: second affinity type \"%s\" (type %s was "
+                             "already given; libomp keeps the first)", tok, bkm_aff_type_name(out->type));
+            goto out;
+        }
+        out->type = t;
+    }
+out:
+    *pp = p;
+    return rc;
+}
+
+/* The rules between the items of KMP_AFFINITY, once all are read, and where the integers go. */
+static int cross_rules(bkm_aff_kmp_t *out, const int ints[2], int n_ints, bkm_err_t *err)
+{
+    int rc = BKM_OK;
+
+    /* libomp W#59..W#64 */
+    if (out->proclist[0] != '\0' && out->type == BKM_AFF_TYPE_UNSET) {
+        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: proclist without a type (write \"explicit\")");
+        goto out;
+    }
+    if (out->proclist[0] != '\0' && out->type != BKM_AFF_TYPE_EXPLICIT) {
+        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: proclist with type \"%s\" (only \"explicit\" takes "
+                         "a proclist; libomp 14 crashes on this)", bkm_aff_type_name(out->type));
+        goto out;
+    }
+    if (out->type == BKM_AFF_TYPE_EXPLICIT && out->proclist[0] == '\0') {
+        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: \"explicit\" without proclist=[...]");
+        goto out;
+    }
+    if (n_ints > 0) {
+        switch (out->type) {
+        case BKM_AFF_TYPE_UNSET:
+        case BKM_AFF_TYPE_NONE:
+        case BKM_AFF_TYPE_EXPLICIT:
+        case BKM_AFF_TYPE_DISABLED:
+            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: integer %d given but type \"%s\" takes none",
+                             ints[0], bkm_aff_type_name(out->type));
+            goto out;
+        case BKM_AFF_TYPE_LOGICAL:
+        case BKM_AFF_TYPE_PHYSICAL:
+            if (n_ints > 1) {
+                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: second integer %d given but type \"%s\" "
+                                 "takes only an offset", ints[1], bkm_aff_type_name(out->type));
+                goto out;
+            }
+            out->offset = ints[0];
+            break;
+        default:
+            out->permute = ints[0];
+            if (n_ints > 1)
+                out->offset = ints[1];
+            break;
+        }
+    }
+    out->n_ints = n_ints;
+out:
+    return rc;
+}
+
 int bkm_aff_kmp_parse(const char *s, bkm_aff_kmp_t *out, bkm_err_t *err)
 {
     const char *p;
@@ -375,68 +500,8 @@ int bkm_aff_kmp_parse(const char *s, bkm_aff_kmp_t *out, bkm_err_t *err)
         }
         tok_copy(tok, sizeof(tok), w, n);
 
-        if (isdigit((unsigned char)*w)) {
-            const char *q = w;
-            int v;
-            if (read_num(&q, &v) != BKM_OK) {
-                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: invalid number \"%s\"", tok);
-                goto out;
-            }
-            if (q != p) {
-                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: invalid token \"%s\"", tok);
-                goto out;
-            }
-            if (n_ints >= 2) {
-                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: too many integers: \"%s\" is a third "
-                                 "(only permute and offset are allowed)", tok);
-                goto out;
-            }
-            ints[n_ints++] = v;
-        } else if (word_is(w, n, "granularity") || word_is(w, n, "gran")) {
-            if ((rc = parse_gran(&p, out, err)) != BKM_OK)
-                goto out;
-        } else if (word_is(w, n, "proclist")) {
-            if ((rc = parse_proclist(&p, out, err)) != BKM_OK)
-                goto out;
-        } else if (word_is(w, n, "verbose") || word_is(w, n, "noverbose")) {
-            if ((rc = set_flag(&out->verbose, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
-                goto out;
-        } else if (word_is(w, n, "warnings") || word_is(w, n, "nowarnings")) {
-            if ((rc = set_flag(&out->warnings, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
-                goto out;
-        } else if (word_is(w, n, "respect") || word_is(w, n, "norespect")) {
-            if ((rc = set_flag(&out->respect, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
-                goto out;
-        } else if (word_is(w, n, "duplicates") || word_is(w, n, "dups") ||
-                   word_is(w, n, "noduplicates") || word_is(w, n, "nodups")) {
-            if ((rc = set_flag(&out->dups, tok[0] != 'n' && tok[0] != 'N', tok, err)) != BKM_OK)
-                goto out;
-        } else if (word_is(w, n, "reset") || word_is(w, n, "noreset")) {
-            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: \"%s\" is not supported by libomp 14 "
-                             "(added in a later release)", tok);
+        if ((rc = parse_item(w, n, tok, &p, ints, &n_ints, out, err)) != BKM_OK)
             goto out;
-        } else {
-            size_t i;
-            bkm_aff_type_t t = BKM_AFF_TYPE_UNSET;
-            for (i = 0; i < sizeof(kmp_types) / sizeof(kmp_types[0]); i++)
-                if (word_is(w, n, kmp_types[i].name))
-                    t = kmp_types[i].type;
-            if (t == BKM_AFF_TYPE_UNSET) {
-                if (word_is(w, n, "fine") || word_is(w, n, "core") || word_is(w, n, "thread") ||
-                    word_is(w, n, "socket") || word_is(w, n, "package"))
-                    rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: unknown token \"%s\" (a granularity "
-                                     "must be written granularity=%s)", tok, tok);
-                else
-                    rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: unknown token \"%s\"", tok);
-                goto out;
-            }
-            if (out->type != BKM_AFF_TYPE_UNSET) {
-                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: second affinity type \"%s\" (type %s was "
-                                 "already given; libomp keeps the first)", tok, bkm_aff_type_name(out->type));
-                goto out;
-            }
-            out->type = t;
-        }
 
         p = skip_ws(p);
         if (*p == '\0')
@@ -454,46 +519,7 @@ int bkm_aff_kmp_parse(const char *s, bkm_aff_kmp_t *out, bkm_err_t *err)
         }
     }
 
-    /* Cross-item rules (libomp W#59..W#64). */
-    if (out->proclist[0] != '\0' && out->type == BKM_AFF_TYPE_UNSET) {
-        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: proclist without a type (write \"explicit\")");
-        goto out;
-    }
-    if (out->proclist[0] != '\0' && out->type != BKM_AFF_TYPE_EXPLICIT) {
-        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: proclist with type \"%s\" (only \"explicit\" takes "
-                         "a proclist; libomp 14 crashes on this)", bkm_aff_type_name(out->type));
-        goto out;
-    }
-    if (out->type == BKM_AFF_TYPE_EXPLICIT && out->proclist[0] == '\0') {
-        rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: \"explicit\" without proclist=[...]");
-        goto out;
-    }
-    if (n_ints > 0) {
-        switch (out->type) {
-        case BKM_AFF_TYPE_UNSET:
-        case BKM_AFF_TYPE_NONE:
-        case BKM_AFF_TYPE_EXPLICIT:
-        case BKM_AFF_TYPE_DISABLED:
-            rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: integer %d given but type \"%s\" takes none",
-                             ints[0], bkm_aff_type_name(out->type));
-            goto out;
-        case BKM_AFF_TYPE_LOGICAL:
-        case BKM_AFF_TYPE_PHYSICAL:
-            if (n_ints > 1) {
-                rc = bkm_err_set(err, BKM_EINVAL, "KMP_AFFINITY: second integer %d given but type \"%s\" "
-                                 "takes only an offset", ints[1], bkm_aff_type_name(out->type));
-                goto out;
-            }
-            out->offset = ints[0];
-            break;
-        default:
-            out->permute = ints[0];
-            if (n_ints > 1)
-                out->offset = ints[1];
-            break;
-        }
-    }
-    out->n_ints = n_ints;
+    rc = cross_rules(out, ints, n_ints, err);
 out:
     return rc;
 }

@@ -168,14 +168,17 @@ static const bkm_cli_opt_t *find_short(const bkm_cli_cmd_spec_t *cmd, char c, si
 /* -h/--help anywhere before "--" wins over everything else on the line: 1 when it was printed. */
 static int help_asked(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv)
 {
-    int json = 0, help = 0;
+    int json = 0, help = 0, man = 0;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
         json |= strcmp(argv[i], "--json") == 0;
+        man |= strcmp(argv[i], "--man") == 0;
     }
     if (help) {
         if (json)
             bkm_cli_opt_help_json(cmd, stdout);
+        else if (man)
+            bkm_cli_opt_help_man(cmd, stdout);
         else
             bkm_cli_opt_help(cmd, stdout);
     }
@@ -246,6 +249,7 @@ int bkm_cli_opt_parse_given(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv
         const char *a = argv[i], *value = NULL, *as = NULL;
         const bkm_cli_opt_t *o = NULL;
         size_t idx = 0;
+        int argi = i;
         if (!options_done && strcmp(a, "--") == 0) {
             options_done = 1;
             continue;
@@ -268,7 +272,8 @@ int bkm_cli_opt_parse_given(const bkm_cli_cmd_spec_t *cmd, int argc, char **argv
          * append an override to a common line); a repeatable one adds a value */
         g->count[idx]++;
         if (given)
-            g->list[g->n++] = (bkm_cli_given_opt_t){.opt = idx, .value = value, .by_alias = as != o->name};
+            g->list[g->n++] = (bkm_cli_given_opt_t){.opt = idx, .argi = argi, .value = value,
+                                                    .by_alias = as != o->name};
         if (set_value(cmd, o, as, value ? value : "", cfg, err) < 0)
             rc = BKM_EINVAL;
     }
@@ -427,4 +432,136 @@ void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f)
         fputc('}', f);
     }
     fprintf(f, "]}\n");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The same help as a section of the man page (roff)                                         */
+
+/* @p n bytes of @p s escaped for roff: '\' as \e, '-' as \- (an option copied from the page is
+ * the one typed), '"' as \(dq (it may sit in a quoted macro argument). */
+static void roff_escaped(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\')
+            fputs("\\e", f);
+        else if (s[i] == '-')
+            fputs("\\-", f);
+        else if (s[i] == '"')
+            fputs("\\(dq", f);
+        else
+            fputc(s[i], f);
+    }
+}
+
+/* @p n bytes of @p s as one roff input line; a leading '.' or '\'' (a request) guarded by \&. */
+static void roff_line(FILE *f, const char *s, size_t n)
+{
+    if (n > 0 && (s[0] == '.' || s[0] == '\''))
+        fputs("\\&", f);
+    roff_escaped(f, s, n);
+    fputc('\n', f);
+}
+
+/* One paragraph (lines up to a blank line) of @p n bytes: filled when no line is indented (the
+ * help's line breaks are the terminal's), else as written (tables, argument lists, examples). */
+static void roff_paragraph(FILE *f, const char *s, size_t n)
+{
+    int indented = s[0] == ' ';
+    for (size_t i = 0; i + 1 < n && !indented; i++)
+        indented = s[i] == '\n' && s[i + 1] == ' ';
+    fputs(indented ? ".PP\n.nf\n" : ".PP\n", f);
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(s + i, '\n', n - i);
+        size_t end = nl ? (size_t)(nl - s) : n, b = i;
+        if (!indented)
+            while (b < end && s[b] == ' ')
+                b++;
+        roff_line(f, s + b, end - b);
+        i = end + 1;
+    }
+    if (indented)
+        fputs(".fi\n", f);
+}
+
+void bkm_cli_roff_text(FILE *f, const char *text)
+{
+    const char *p = text;
+    while (p && *p) {
+        const char *blank = strstr(p, "\n\n");
+        size_t n = blank ? (size_t)(blank - p) : strlen(p);
+        while (n > 0 && p[n - 1] == '\n')
+            n--;
+        if (n > 0)
+            roff_paragraph(f, p, n);
+        if (blank == NULL)
+            break;
+        p = blank + 2;
+        while (*p == '\n')
+            p++;
+    }
+}
+
+/* One option as a tagged paragraph: the spellings and the value, then its help. */
+static void roff_option(FILE *f, const bkm_cli_opt_t *o)
+{
+    char range[96], tail[160];
+    int ranged;
+    fputs(".TP\n", f);
+    if (o->short_name)
+        fprintf(f, "\\fB\\-%c\\fR, ", o->short_name);
+    fputs("\\fB\\-\\-", f);
+    roff_escaped(f, o->name, strlen(o->name));
+    fputs("\\fR", f);
+    if (o->metavar) {
+        fputs(" \\fI", f);
+        roff_escaped(f, o->metavar, strlen(o->metavar));
+        fputs("\\fR", f);
+    }
+    fputc('\n', f);
+    for (const char *h = o->help ? o->help : ""; *h;) {
+        const char *nl = strchr(h, '\n');
+        size_t n = nl ? (size_t)(nl - h) : strlen(h);
+        while (n > 0 && *h == ' ')
+            h++, n--;
+        roff_line(f, h, n);
+        h += n + (nl != NULL);
+    }
+    range_text(o, range, sizeof range);
+    ranged = range[0] && o->kind != BKM_CLI_CHOICE;   /* a choice's values are its metavar */
+    snprintf(tail, sizeof tail, "%s%s%s%s%s", ranged ? "[" : "", ranged ? range : "", ranged ? "] " : "",
+             o->flags & BKM_CLI_REPEAT ? "(repeatable) " : "", o->flags & BKM_CLI_REQUIRED ? "(required)" : "");
+    if (tail[0])
+        roff_line(f, tail, strlen(tail));
+    if (o->alias) {
+        snprintf(tail, sizeof tail, "(--%s, its former name, still works)", o->alias);
+        roff_line(f, tail, strlen(tail));
+    }
+}
+
+void bkm_cli_opt_help_man(const bkm_cli_cmd_spec_t *cmd, FILE *f)
+{
+    fputs(".SS \"tune ", f);
+    roff_escaped(f, cmd->name, strlen(cmd->name));
+    fputs("\"\n.PP\n.nf\n", f);
+    bkm_cli_roff_literal(f, cmd->usage);
+    fputs(".fi\n", f);
+    bkm_cli_roff_text(f, cmd->about);
+    bkm_cli_roff_text(f, cmd->positional);
+    for (size_t i = 0, shown = 0; i < cmd->n_opts; i++)
+        if (!(cmd->opts[i].flags & BKM_CLI_HIDDEN)) {
+            if (shown++ == 0)
+                fputs(".PP\nOptions:\n", f);
+            roff_option(f, &cmd->opts[i]);
+        }
+    bkm_cli_roff_text(f, cmd->more);
+}
+
+void bkm_cli_roff_literal(FILE *f, const char *text)
+{
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        roff_line(f, p, n);
+        p += n + (nl != NULL);
+    }
 }

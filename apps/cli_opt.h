@@ -6,7 +6,7 @@
  * Grammar, the same everywhere:
  *   --name VALUE   --name=VALUE   -s VALUE   -sVALUE   --flag   --   (ends the options)
  *   -h / --help prints the generated help; `--help --json` prints the table as JSON (for tests,
- *   completion scripts and documentation).
+ *   completion scripts and documentation); `--help --man` the help as a section of tune(1).
  * A value is checked when it is parsed, before the command touches anything: an integer or a
  * number outside its bounds, a duration without a unit it knows, a choice that is not listed, an
  * value missing — each is an error naming the
@@ -78,6 +78,7 @@ typedef struct bkm_cli_cmd_spec {
 /** One option as the command line gave it. */
 typedef struct bkm_cli_given_opt {
     size_t opt;               /**< its index in the command's table */
+    int argi;                 /**< the index in argv of the word that names it ("--name", "--name=V", "-sV") */
     const char *value;        /**< its value as written (points into argv); NULL for a flag */
     int by_alias;             /**< 1: given by its old spelling (bkm_cli_opt_t.alias) */
 } bkm_cli_given_opt_t;
@@ -120,6 +121,15 @@ void bkm_cli_opt_help(const bkm_cli_cmd_spec_t *cmd, FILE *f);
 /** The table of @p cmd as JSON: {"command":..., "options":[{"name","short","kind","metavar",
  *  "lo","hi","choices","repeat","hidden","required","alias","example"}...], "positional": bool}. */
 void bkm_cli_opt_help_json(const bkm_cli_cmd_spec_t *cmd, FILE *f);
+
+/** The help of @p cmd as a subsection of the man page tune(1) (`--help --man`; roff, -man
+ *  macros): its usage as written, its text (paragraphs filled unless indented), its options. */
+void bkm_cli_opt_help_man(const bkm_cli_cmd_spec_t *cmd, FILE *f);
+/** @p text (may be NULL) as roff paragraphs: a paragraph (up to a blank line) is filled unless a
+ *  line of it is indented, then it is kept as written; '\', '-' and a leading '.' escaped. */
+void bkm_cli_roff_text(FILE *f, const char *text);
+/** @p text (may be NULL) as roff input lines for a no-fill block, escaped as bkm_cli_roff_text. */
+void bkm_cli_roff_literal(FILE *f, const char *text);
 
 /** Parse a duration: seconds ("0.5", "90s"), minutes ("5m", "5min") or hours ("2h"); finite and
  *  >= 0. Returns 0 with *sec set, or -1. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_home.h"
 #include "cli_program.h"
 
 extern char **environ;
@@ -75,7 +76,8 @@ int bkm_cli_program_open(bkm_cli_program_t *p, int argc, char **argv, const char
 {
     bkm_aff_runtime_kind_t forced = BKM_AFF_RUNTIME_UNKNOWN;
     bkm_aff_runtime_cfg_t cfg;
-    char *resolved = NULL, dir[PATH_MAX];
+    char *resolved = NULL;
+    bkm_cli_home_t home;
     int rc;
     memset(p, 0, sizeof *p);
     bkm_aff_runtime_result_init(&p->detected);
@@ -114,11 +116,10 @@ int bkm_cli_program_open(bkm_cli_program_t *p, int argc, char **argv, const char
     p->forced = runtime != NULL ? (int)forced : -1;
     if (runtime != NULL)
         snprintf(p->how, sizeof p->how, "--runtime %s", bkm_aff_runtime_kind_name(forced));
-    /* the team shim is built and installed beside tune */
-    snprintf(dir, sizeof dir, "%s", self);
-    if (strrchr(dir, '/'))
-        *strrchr(dir, '/') = '\0';
-    snprintf(p->shim, sizeof p->shim, "%s/libbkm_team.so", dir);
+    /* the team shim: PREFIX/lib/bkm when tune is installed, beside it in the build tree */
+    if ((rc = bkm_cli_home_exe(self, &home, err)) < 0)
+        return rc;
+    snprintf(p->shim, sizeof p->shim, "%s", home.shim);
     p->pg.argv = p->argv;
     p->pg.argc = argc;
     p->pg.name = p->name;

@@ -54,7 +54,7 @@ int bkm_cli_program_split(int argc, char **argv, int *argc_opts, char ***prog_ar
 /** Resolve the program (PATH lookup of a bare name, as execvp does), hash it, find the OpenMP
  *  runtime it loads (@p runtime when not NULL, as --runtime names it; else its ELF closure; for
  *  an interpreter, a probe run of up to @p probe_timeout_s with this process's environment), the
- *  team shim beside @p self (this executable), and fill
+ *  team shim of @p self (this executable: bkm_cli_home_exe), and fill
  *  p->pg with @p name (NULL: derived from the program), the metric options and @p topo. Says
  *  on stderr when it probes. @return BKM_OK; BKM_EINVAL naming the bad value; BKM_EIO. */
 int bkm_cli_program_open(bkm_cli_program_t *p, int argc, char **argv, const char *name, const char *metric,

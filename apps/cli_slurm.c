@@ -10,21 +10,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_home.h"
 #include "cli_slurm.h"
 
 extern char **environ;
 
 int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
-                           size_t self_len, char host[256], char when[32], bkm_buf_t *cmd)
+                           size_t self_len, char host[256], char when[32], char tune_note[BKM_CLI_TUNE_NOTE_MAX],
+                           bkm_buf_t *cmd)
 {
-    ssize_t n = readlink("/proc/self/exe", self, self_len - 1);
+    bkm_cli_home_t home;
+    bkm_err_t err = {0};
     time_t now = time(NULL);
     struct tm tm;
-    if (n <= 0) {
-        fprintf(stderr, "tune: cannot find the tune executable (/proc/self/exe): %s\n", strerror(errno));
+    if (bkm_cli_home_self(&home, &err) < 0) {
+        fprintf(stderr, "tune: %s\n", err.msg);
         return 3;
     }
-    self[n] = '\0';
+    /* the jobs run this tune by its absolute path: the installed one, or this build tree's */
+    snprintf(self, self_len, "%s", home.exe);
+    bkm_cli_home_note(&home, BKM_VERSION, tune_note, BKM_CLI_TUNE_NOTE_MAX);
     if (gethostname(host, 255) < 0)
         snprintf(host, 256, "unknown");
     host[255] = '\0';
@@ -36,6 +41,7 @@ int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc,
         bkm_slurm_sh_quote(cmd, argv[i], 0);
     }
     job->tune = self;
+    job->tune_note = tune_note;
     job->generator_host = host;
     job->generated_at = when;
     job->generator_revision = revision;

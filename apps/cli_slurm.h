@@ -7,11 +7,16 @@
 
 #include "bkm/slurm.h"
 
-/** Fill the generator fields of @p job: the tune executable (/proc/self/exe), this host, now
- *  (UTC, into @p when, 32 bytes), the bkm revision, the command line (argv joined into @p cmd,
- *  which the caller frees). 0, or 3 after printing why (no /proc/self/exe). */
+/** Size of the note on the tune a job runs (bkm_cli_slurm_job_fill). */
+#define BKM_CLI_TUNE_NOTE_MAX 4352
+/** Fill the generator fields of @p job: the tune executable (/proc/self/exe, into @p self) and
+ *  what it is (installed under which prefix, or a build tree: into @p tune_note, for the script's
+ *  header; cli_home.h), this host, now (UTC, into @p when, 32 bytes), the bkm revision, the
+ *  command line (argv joined into @p cmd, which the caller frees). 0, or 3 after printing why (no
+ *  /proc/self/exe). */
 int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
-                           size_t self_len, char host[256], char when[32], bkm_buf_t *cmd);
+                           size_t self_len, char host[256], char when[32], char tune_note[BKM_CLI_TUNE_NOTE_MAX],
+                           bkm_buf_t *cmd);
 /** The job's -A, -q, -p and srun --mpi: the options given (NULL: not given; --mpi none: no --mpi),
  *  else the defaults of @p prof's batch rules; and the rules themselves (job->rules). */
 void bkm_cli_slurm_rules_apply(const bkm_node_profile_t *prof, const char *account, const char *qos,

@@ -349,8 +349,12 @@ int bkm_cli_affinity(int argc, char **argv)
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         if (argc == 3 && strcmp(argv[2], "--json") == 0)
             printf("{\"command\":\"affinity\",\"subcommands\":[\"explain\",\"verify\"]}\n");
-        else
+        else if (argc == 3 && strcmp(argv[2], "--man") == 0) {
+            bkm_cli_opt_help_man(&explain_cmd, stdout);
+            bkm_cli_opt_help_man(&verify_cmd, stdout);
+        } else {
             usage(stdout);
+        }
         return 0;
     }
     if ((rc = parse_args(argc, argv, &cfg, &err)) != 0) {

@@ -65,8 +65,9 @@ static const bkm_cli_cmd_spec_t replay_cmd = {
              "judged > 5% off in > 10% of the seeds: no strategy can meet 45/50; it says how many passes\n"
              "would do), else eligible. DB is opened read-only: nothing is modified or created next to it.",
     BKM_CLI_TABLE(replay_table),
-    .more = "example:\n"
-            "  tune replay --db tests/tuner/data/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
+    .more = "example (the recordings of tests/tuner/data are SQL text: load one first):\n"
+            "  sqlite3 /tmp/gemm.sqlite < tests/tuner/data/gemm.sql\n"
+            "  tune replay --db /tmp/gemm.sqlite --strategy local --seeds 50 --require 45\n\n"
             "exit codes: 0 replayed (and the bar met with --require), 1 the bar was missed,\n"
             "            2 bad usage or no such sweep, 3 the database is missing or not a bkm database\n",
 };

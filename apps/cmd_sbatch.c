@@ -276,6 +276,67 @@ static int best_setting(const sbatch_opts_t *o, const char *db_path, bkm_slurm_j
     return 0;
 }
 
+/* The threads of a setting that fills the node (the default or the site prior): with several
+ * ranks, what one rank gets by the profile's -c rule. */
+static int job_threads_cap(const bkm_slurm_job_t *job)
+{
+    bkm_slurm_layout_t l;
+    if (job->rules->c_rule == BKM_BATCH_C_THREADS)
+        return job->pus / job->ranks_per_node;
+    if (job->rules->c_rule == BKM_BATCH_C_CORES)
+        return job->cores / job->ranks_per_node;
+    if (bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, NULL) == BKM_OK)
+        return l.cpus_per_task;
+    return job->setting.threads;
+}
+
+/* The job's shape from the options, the profile and the node: nodes, ranks per node (an MPI
+ * training setting's own ranks unless --ranks-per-node says otherwise), the batch rules and the
+ * #SBATCH values they default, the binding check, and the threads: --threads, else a node-filling
+ * setting's cut to one rank's share. */
+static void job_shape(const sbatch_opts_t *o, const bkm_node_profile_t *prof, const bkm_topo_summary_t *sum,
+                      char *jname, size_t jname_n, bkm_slurm_job_t *job)
+{
+    snprintf(jname, jname_n, "bkm-%.80s", o->workload);
+    job->node = prof->name;
+    job->rules = &prof->batch;
+    job->constraint = prof->slurm_constraint;
+    job->pus = sum->pus;
+    job->cores = sum->cores;
+    job->workload = o->workload;
+    job->nodes = o->nodes ? o->nodes : 1;
+    job->ranks_per_node = o->rpn ? o->rpn : 1;
+    if (bkm_tune_workload_is_mpi(o->workload)) {
+        /* the MPI training run: its setting's ranks (a parameter of the stored configuration)
+         * become the ranks per node unless --ranks-per-node says otherwise */
+        job->train = 1;
+        for (int i = 0; i < job->setting.n_params; i++)
+            if (strncmp(job->setting.params[i], "ranks=", 6) == 0) {
+                long long p = 1;
+                if (!o->rpn && bkm_parse_int(job->setting.params[i] + 6, 1, BKM_TUNE_RANKS_MAX, &p) == BKM_OK)
+                    job->ranks_per_node = (int)p;
+                memmove(&job->setting.params[i], &job->setting.params[i + 1],
+                        (size_t)(job->setting.n_params - i - 1) * sizeof job->setting.params[0]);
+                job->setting.n_params--;
+                i--;
+            }
+    }
+    bkm_cli_slurm_rules_apply(prof, o->account, o->qos, o->partition, o->mpi, job);
+    if (o->time)
+        job->time = o->time;
+    job->job_name = o->job_name ? o->job_name : jname;
+    job->output = o->job_output;
+    job->command = o->command;
+    job->check_binding = o->check_binding;
+    if (o->threads)
+        job->setting.threads = o->threads;
+    else if (job->origin == BKM_SLURM_FROM_DEFAULT || job->origin == BKM_SLURM_FROM_SITE) {
+        int cap = job_threads_cap(job);
+        if (job->setting.threads > cap)
+            job->setting.threads = cap > 0 ? cap : 1;
+    }
+}
+
 int bkm_cli_sbatch(int argc, char **argv)
 {
     sbatch_opts_t o;
@@ -286,7 +347,7 @@ int bkm_cli_sbatch(int argc, char **argv)
     bkm_db_best_t best;
     bkm_err_t err = {0};
     bkm_buf_t cmd, script;
-    char self[PATH_MAX], host[256], when[32], jname[96], out_default[256];
+    char self[PATH_MAX], host[256], when[32], tune_note[BKM_CLI_TUNE_NOTE_MAX], jname[96], out_default[256];
     const char *out, *pargv[258];
     char *binding = NULL;
     bkm_json_t *pdoc = NULL;
@@ -330,54 +391,10 @@ int bkm_cli_sbatch(int argc, char **argv)
         ret = bkm_status_exit_code(rc);
         goto done;
     }
-    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, &cmd)) != 0)
+    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, tune_note,
+                                      &cmd)) != 0)
         goto done;
-    snprintf(jname, sizeof jname, "bkm-%.80s", o.workload);
-    job.node = prof.name;
-    job.rules = &prof.batch;
-    job.constraint = prof.slurm_constraint;
-    job.pus = sum.pus;
-    job.cores = sum.cores;
-    job.workload = o.workload;
-    job.nodes = o.nodes ? o.nodes : 1;
-    job.ranks_per_node = o.rpn ? o.rpn : 1;
-    if (bkm_tune_workload_is_mpi(o.workload)) {
-        /* the MPI training run: its setting's ranks (a parameter of the stored configuration)
-         * become the ranks per node unless --ranks-per-node says otherwise */
-        job.train = 1;
-        for (int i = 0; i < job.setting.n_params; i++)
-            if (strncmp(job.setting.params[i], "ranks=", 6) == 0) {
-                long long p = 1;
-                if (!o.rpn && bkm_parse_int(job.setting.params[i] + 6, 1, BKM_TUNE_RANKS_MAX, &p) == BKM_OK)
-                    job.ranks_per_node = (int)p;
-                memmove(&job.setting.params[i], &job.setting.params[i + 1],
-                        (size_t)(job.setting.n_params - i - 1) * sizeof job.setting.params[0]);
-                job.setting.n_params--;
-                i--;
-            }
-    }
-    bkm_cli_slurm_rules_apply(&prof, o.account, o.qos, o.partition, o.mpi, &job);
-    if (o.time)
-        job.time = o.time;
-    job.job_name = o.job_name ? o.job_name : jname;
-    job.output = o.job_output;
-    job.command = o.command;
-    job.check_binding = o.check_binding;
-    if (o.threads)
-        job.setting.threads = o.threads;
-    else if (job.origin == BKM_SLURM_FROM_DEFAULT || job.origin == BKM_SLURM_FROM_SITE) {
-        /* a setting that fills the node: with several ranks, what one rank gets */
-        bkm_slurm_layout_t l;
-        int cap = job.setting.threads;
-        if (job.rules->c_rule == BKM_BATCH_C_THREADS)
-            cap = job.pus / job.ranks_per_node;
-        else if (job.rules->c_rule == BKM_BATCH_C_CORES)
-            cap = job.cores / job.ranks_per_node;
-        else if (bkm_slurm_layout(job.pus, job.cores, job.ranks_per_node, &l, NULL) == BKM_OK)
-            cap = l.cpus_per_task;
-        if (job.setting.threads > cap)
-            job.setting.threads = cap > 0 ? cap : 1;
-    }
+    job_shape(&o, &prof, &sum, jname, sizeof jname, &job);
     if ((rc = bkm_slurm_script_write(&job, &script, &err)) < 0) {
         fprintf(stderr, "tune sbatch: %s\n", err.msg);
         ret = bkm_status_exit_code(rc);

@@ -344,19 +344,25 @@ static void on_progress(void *ud, const bkm_tune_progress_t *p)
     }
 }
 
-/* --dry-run, or a host that is not the node: the plan, its merges and drops, and how to run it. */
-static void print_plan(const opts_t *o, const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, int host_match,
-                       int argc, char **argv)
+/* --dry-run, or a host that is not the node: the plan, its merges and drops, and how to run it
+ * (this command line without the --dry-run and --json that were given as options). */
+static void print_plan(const opts_t *o, const bkm_cli_given_t *given, const bkm_tune_space_t *sp,
+                       const bkm_node_profile_t *prof, int host_match, int argc, char **argv)
 {
     bkm_buf_t cmd, out;
     bkm_buf_init(&cmd);
     bkm_buf_init(&out);
     bkm_buf_puts(&cmd, "tune");
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--dry-run") != 0 && strcmp(argv[i], "--json") != 0) {
+    for (int i = 0; i < argc; i++) {
+        int drop = 0;
+        for (size_t k = 0; k < given->n && !drop; k++)
+            drop = given->list[k].argi == i && (strcmp(sweep_table[given->list[k].opt].name, "dry-run") == 0 ||
+                                                strcmp(sweep_table[given->list[k].opt].name, "json") == 0);
+        if (!drop) {
             bkm_buf_puts(&cmd, " ");
             bkm_slurm_sh_quote(&cmd, argv[i], 0);
         }
+    }
     bkm_tune_sweep_plan_render(sp, prof, &o->sw, o->sp.workload, host_match, bkm_buf_str(&cmd), &out, o->json,
                                o->verbose || o->dry_run);
     fputs(bkm_buf_str(&out), stdout);
@@ -484,12 +490,13 @@ static int slurm_jobs(const opts_t *o, const bkm_cli_given_t *given, const bkm_n
     bkm_err_t err = {0};
     bkm_buf_t cmd;
     char **words = NULL;
-    char self[PATH_MAX], host[256], when[32], cwd[PATH_MAX];
+    char self[PATH_MAX], host[256], when[32], tune_note[BKM_CLI_TUNE_NOTE_MAX], cwd[PATH_MAX];
     int ret, rc, n_words = 0;
     memset(&j, 0, sizeof j);
     bkm_buf_init(&cmd);
     bkm_slurm_job_defaults(&job);
-    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, &cmd)) != 0)
+    if ((ret = bkm_cli_slurm_job_fill(&job, BKM_BUILD_REVISION, argc, argv, self, sizeof self, host, when, tune_note,
+                                      &cmd)) != 0)
         goto out;
     job.node = prof->name;
     job.constraint = prof->slurm_constraint;
@@ -679,7 +686,7 @@ int bkm_cli_sweep(int argc, char **argv)
         fprintf(stderr, "tune: --submit goes with --sbatch FILE or --slurm-array K\n");
         rc = 2;
     } else if (!host_match || o.dry_run) {
-        print_plan(&o, sp, &prof, host_match, argc, argv);
+        print_plan(&o, &given, sp, &prof, host_match, argc, argv);
         rc = 0;
     } else {
         rc = sweep_here(&o, sp, node_topo, &prof, argc, argv);

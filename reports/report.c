@@ -442,13 +442,41 @@ static void topo_svg(bkm_buf_t *out, const bkm_json_t *topo, const unsigned char
     bkm_buf_free(&body);
 }
 
+/* A program trial's binding evidence (docs/programs.md, "Binding evidence"): the members of its
+ * team's check; NULL for a worker's evidence. */
+static const bkm_json_t *program_members(const bkm_json_t *b)
+{
+    const bkm_json_t *team = b ? bkm_json_get(b, "team") : NULL, *chk = team ? bkm_json_get(team, "check") : NULL;
+    const bkm_json_t *m = chk && chk->type == BKM_JSON_OBJ ? bkm_json_get(chk, "members") : NULL;
+    return b && bkm_json_get(b, "program") && m && m->type == BKM_JSON_ARR ? m : NULL;
+}
+
+/* Whether the stored evidence says the threads were bound as planned: a worker's "ok", a
+ * program's "verified". */
+static int binding_ok(const bkm_json_t *b)
+{
+    const bkm_json_t *v = b ? bkm_json_get(b, "ok") : NULL;
+    if (v == NULL && b != NULL)
+        v = bkm_json_get(b, "verified");
+    return v && v->type == BKM_JSON_BOOL && v->boolean;
+}
+
 static void pus_of(const cfg_agg_t *c, unsigned char *used, char *how, size_t n)
 {
     const bkm_json_t *th = c && c->binding ? bkm_json_get(c->binding, "threads") : NULL;
+    const bkm_json_t *pm = c ? program_members(c->binding) : NULL;
     int bound = c && c->binding && bkm_json_get(c->binding, "bound") && bkm_json_get(c->binding, "bound")->boolean;
     memset(used, 0, PU_CAP);
-    for (const bkm_json_t *t = th ? th->child : NULL; t; t = t->next)
-        cpulist_mark(jstr(t, "actual"), used, PU_CAP);
+    if (pm != NULL)   /* a program's team: the masks each member was seen with */
+        th = pm;
+    for (const bkm_json_t *t = th ? th->child : NULL; t; t = t->next) {
+        const bkm_json_t *ob = pm ? bkm_json_get(t, "observed") : NULL;
+        if (pm == NULL)
+            cpulist_mark(jstr(t, "actual"), used, PU_CAP);
+        for (const bkm_json_t *o = ob && ob->type == BKM_JSON_ARR ? ob->child : NULL; o; o = o->next)
+            if (o->type == BKM_JSON_STR)
+                cpulist_mark(o->str, used, PU_CAP);
+    }
     snprintf(how, n, "%s", !c ? "not measured" : !th ? "no binding evidence stored"
                            : bound ? "threads bound: PUs of their masks" : "unbound: any PU of the process mask");
 }
@@ -1096,9 +1124,41 @@ static void sec_counters(bkm_buf_t *out, model_t *m)
     section_end(out);
 }
 
+/* A program trial's evidence: the program, its runtime, and its team member by member. */
+static void binding_detail_program(bkm_buf_t *out, const cfg_agg_t *c, const bkm_json_t *members, const char *what)
+{
+    const bkm_json_t *pg = bkm_json_get(c->binding, "program"), *rt = bkm_json_get(c->binding, "runtime");
+    const bkm_json_t *av = pg ? bkm_json_get(pg, "argv") : NULL, *tr = rt ? bkm_json_get(rt, "two_runtimes") : NULL;
+    P("<p>%s: ", what), E(c->label), P(" &mdash; program <code>");
+    for (const bkm_json_t *a = av && av->type == BKM_JSON_ARR ? av->child : NULL; a; a = a->next)
+        if (a->type == BKM_JSON_STR)
+            E(a->str), P("%s", a->next ? " " : "");
+    P("</code> (sha256 "), E(jstr(pg, "sha256")), P("); runtime planned for: "), E(jstr(rt, "planned_for"));
+    P(" (found by "), E(jstr(rt, "how")), P(")%s; ", tr && tr->type == BKM_JSON_BOOL && tr->boolean
+                                                      ? " <b class=\"bad\">two OpenMP runtimes in one process</b>" : "");
+    E(jstr(c->binding, "summary")), P("</p>\n");
+    P("<table><tr><th>team thread</th><th>tid</th><th>planned mask</th><th>masks seen</th><th>verdict</th></tr>\n");
+    for (const bkm_json_t *t = members->child; t; t = t->next) {
+        const bkm_json_t *ob = bkm_json_get(t, "observed");
+        const char *v = jstr(t, "verdict");
+        P("<tr><td>%g</td><td>%g</td><td>", bkm_json_get_num(t, "index", NAN), bkm_json_get_num(t, "tid", NAN));
+        E(jstr(t, "planned")), P("</td><td>");
+        for (const bkm_json_t *o = ob && ob->type == BKM_JSON_ARR ? ob->child : NULL; o; o = o->next)
+            if (o->type == BKM_JSON_STR)
+                E(o->str), P("%s", o->next ? "; " : "");
+        P("</td><td class=\"%s\">", v && strcmp(v, "match") == 0 ? "ok" : "bad"), E(v), P("</td></tr>\n");
+    }
+    P("</table>\n");
+}
+
 static void binding_detail(bkm_buf_t *out, const cfg_agg_t *c, const char *what)
 {
     const bkm_json_t *th = c && c->binding ? bkm_json_get(c->binding, "threads") : NULL;
+    const bkm_json_t *pm = c ? program_members(c->binding) : NULL;
+    if (pm) {
+        binding_detail_program(out, c, pm, what);
+        return;
+    }
     if (!th)
         return;
     P("<p>%s: ", what), E(c->label), P(" &mdash; runtimes: "), E(jstr(c->binding, "runtimes")),
@@ -1120,8 +1180,9 @@ static void sec_binding(bkm_buf_t *out, model_t *m)
 {
     int any = 0;
     section_begin(out, 9);
-    P("<p>Every worker reads back the mask of each of its threads and compares it with the plan; a mismatch fails the "
-      "trial (status binding-mismatch).</p>\n");
+    P("<p>Every worker reads back the mask of each of its threads and compares it with the plan; for a user's program "
+      "the parent samples each thread's mask from /proc while it runs and compares the OpenMP team's with the plan "
+      "of the runtime it loaded. A mismatch fails the trial (status binding-mismatch).</p>\n");
     for (size_t i = 0; i < m->n; i++) {
         group_t *g = &m->groups[i];
         size_t ok = 0, bad = 0, none = 0;
@@ -1133,7 +1194,7 @@ static void sec_binding(bkm_buf_t *out, model_t *m)
                 continue;
             if (st && strcmp(st, "binding-mismatch") == 0)
                 bad++;
-            else if (b && bkm_json_get(b, "ok") && bkm_json_get(b, "ok")->boolean)
+            else if (binding_ok(b))
                 ok++;
             else
                 none++;

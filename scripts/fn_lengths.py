@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: MIT
 """Lengths of the C functions under some folders, and a check that none is over a limit.
 
-    scripts/fn_lengths.py [--limit N] [--warn M] [--all] PATH...
+    scripts/fn_lengths.py [--limit N] [--warn M] [--all] [--allow FILE:NAME]... PATH...
 
 PATH: folders (every *.c and *.h below them) or files. A function's length is its lines from the
 line of its name to its closing brace, both included. Prints every function longer than N lines
 (default 150) and, with --warn M, those longer than M as well (marked "warn"), longest first, as
-`LINES path:line name`; --all prints every function. Exit 1 when a function is longer than N, 0
-otherwise, 2 for bad usage or an unreadable file.
+`LINES path:line name`; --all prints every function. --allow FILE:NAME exempts the function NAME
+of a file whose path ends in FILE (e.g. tuner/runner.c:bkm_tune_trial_run) from the limit while it
+is being reworked: it is listed, marked "allowed", and does not count; an --allow that exempts
+nothing (no such function over the limit) is an error, so that the entry goes once the function
+is split. Exit 1 when a function is longer than N (or an --allow is stale), 0 otherwise, 2 for bad
+usage or an unreadable file.
 
 Reads the source as text: comments, string and character literals and preprocessor lines
 (functions written inside a macro are not seen) are blanked, then top-level braces are matched;
@@ -154,11 +158,28 @@ def main():
     ap.add_argument("--limit", type=int, default=150, help="fail on a function longer than this")
     ap.add_argument("--warn", type=int, default=None, help="also list functions longer than this")
     ap.add_argument("--all", action="store_true", help="list every function")
+    ap.add_argument("--allow", action="append", default=[], metavar="FILE:NAME",
+                    help="exempt this function from the limit (an entry that exempts nothing fails)")
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
     if a.limit < 1 or (a.warn is not None and a.warn < 1):
         print("fn_lengths: --limit and --warn take a positive number of lines", file=sys.stderr)
         return 2
+    allow = []
+    for entry in a.allow:
+        file, sep, name = entry.rpartition(":")
+        if not sep or not file or not IDENT.match(name):
+            print(f"fn_lengths: --allow '{entry}' is not FILE:NAME", file=sys.stderr)
+            return 2
+        allow.append((entry, file, name))
+
+    def allowed(path, name):
+        """The --allow entry that exempts function @p name of @p path, or None."""
+        norm = path.replace(os.sep, "/")
+        for entry, file, fname in allow:
+            if fname == name and (norm == file or norm.endswith("/" + file.lstrip("/"))):
+                return entry
+        return None
     rows = []
     try:
         for path in sources(a.paths):
@@ -168,14 +189,21 @@ def main():
         print(f"fn_lengths: {e}", file=sys.stderr)
         return 2
     rows.sort(key=lambda r: (-r[0], r[1], r[2]))
-    over = [r for r in rows if r[0] > a.limit]
+    exempt = {(r[1], r[2]): allowed(r[1], r[3]) for r in rows if r[0] > a.limit and allowed(r[1], r[3])}
+    over = [r for r in rows if r[0] > a.limit and (r[1], r[2]) not in exempt]
     shown = rows if a.all else [r for r in rows if r[0] > (a.warn if a.warn is not None else a.limit)]
     for length, path, first, name in shown:
-        tag = "  OVER" if length > a.limit else ("  warn" if a.warn is not None and length > a.warn else "")
+        tag = ("  allowed" if (path, first) in exempt else "  OVER") if length > a.limit else \
+            ("  warn" if a.warn is not None and length > a.warn else "")
         print(f"{length:5d} {path}:{first} {name}{tag}")
+    stale = [entry for entry, _, _ in allow if entry not in exempt.values()]
+    for entry in stale:
+        print(f"fn_lengths: --allow {entry}: no such function over {a.limit} lines: remove the entry",
+              file=sys.stderr)
     print(f"fn_lengths: {len(rows)} functions in {' '.join(a.paths)}; {len(over)} over {a.limit} lines"
+          + (f" ({len(exempt)} more allowed)" if exempt else "")
           + (f", {len([r for r in rows if r[0] > a.warn])} over {a.warn}" if a.warn is not None else ""))
-    return 1 if over else 0
+    return 1 if over or stale else 0
 
 
 if __name__ == "__main__":

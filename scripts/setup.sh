@@ -3,16 +3,21 @@
 # Set up bkm on a fresh Debian 12 machine: install the Debian packages that are missing
 # (as root; otherwise it says which are missing), configure and build.
 #   scripts/setup.sh [BUILD_DIR] [extra cmake args...]
-# Environment: BKM_SETUP_TEST_PKGS=1 also installs what the tests need (Slurm, munge, Chromium).
+# Environment: BKM_SETUP_TEST_PKGS=1 also installs what the tests need (Slurm, munge, Chromium,
+# PyTorch, Lmod).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$top/build"}
 shift || true
 
 pkgs=(build-essential cmake pkg-config clang libomp-dev libclang-rt-14-dev libdnnl-dev libpapi-dev papi-tools
-      libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3)
+      libhwloc-dev hwloc mpich libmpich-dev libsqlite3-dev sqlite3 check dataset-fashion-mnist zlib1g-dev python3
+      file)   # file: cpack -G DEB (scripts/package.sh) reads the ELF files with it
 if [ "${BKM_SETUP_TEST_PKGS:-0}" = 1 ]; then
-  pkgs+=(slurmctld slurmd slurm-client munge chromium)   # tests/slurm: a real Slurm on localhost; tests/reports: headless Chromium
+  # tests/slurm: a real Slurm on localhost; tests/reports: headless Chromium; tests/program and
+  # tests/tuner: Debian's PyTorch, a real program that loads GNU libgomp
+  pkgs+=(slurmctld slurmd slurm-client munge chromium python3-torch)
+  pkgs+=(lmod man-db)   # tests/install: the module loaded by Lmod, man tune
 fi
 
 missing=()

@@ -421,6 +421,9 @@ static void generated_write(const bkm_slurm_job_t *job, bkm_buf_t *b)
 {
     comment_line(b, "# Written by bkm %s (`%s`) on %s at %s.", or_unknown(job->generator_revision),
                  or_unknown(job->generated_by), or_unknown(job->generator_host), or_unknown(job->generated_at));
+    if (job->tune_note)
+        comment_line(b, "# Runs %s (%s); BKM_TUNE=PATH in the job's environment runs another.", job->tune,
+                     job->tune_note);
 }
 
 static void provenance_write(const bkm_slurm_job_t *job, bkm_buf_t *b)

@@ -334,6 +334,34 @@ out:
     return rc;
 }
 
+/* Workloads with a throughput unit (lstm: sentences/s from the median @p median_ms). */
+static void worker_throughput_json(bkm_json_w_t *w, const bkm_wl_t *wl, double median_ms)
+{
+    const char *unit = NULL;
+    double items = bkm_wl_items_per_iter(wl, &unit);
+    if (items > 0 && unit && median_ms > 0) {
+        bkm_json_key(w, "throughput");
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "unit");
+        bkm_json_str(w, unit);
+        bkm_json_key(w, "per_s");
+        bkm_json_double(w, items / (median_ms * 1e-3));
+        bkm_json_obj_end(w);
+    }
+}
+
+/* Network workloads with layers=1: the per-layer table. */
+static void worker_layers_json(bkm_json_w_t *w, const bkm_wl_t *wl)
+{
+    bkm_buf_t layers;
+    bkm_buf_init(&layers);
+    if (bkm_wl_layers_json(wl, &layers) > 0 && !layers.oom) {
+        bkm_json_key(w, "layers");
+        bkm_json_raw(w, bkm_buf_str(&layers));
+    }
+    bkm_buf_free(&layers);
+}
+
 int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_err_t *err)
 {
     const bkm_tune_trial_spec_t *spec = &cfg->spec;
@@ -435,30 +463,10 @@ int bkm_tune_worker_run(const bkm_tune_worker_cfg_t *cfg, bkm_buf_t *out, bkm_er
     worker_flops_json(&w, flops, s.median);
     if (spec->compare[0] && (rc = worker_compare(spec, wl, &wcfg, &w, err)) < 0)
         goto out;
-    {   /* workloads with a throughput unit (lstm: sentences/s from the median) */
-        const char *unit = NULL;
-        double items = bkm_wl_items_per_iter(wl, &unit);
-        if (items > 0 && unit && s.median > 0) {
-            bkm_json_key(&w, "throughput");
-            bkm_json_obj_begin(&w);
-            bkm_json_key(&w, "unit");
-            bkm_json_str(&w, unit);
-            bkm_json_key(&w, "per_s");
-            bkm_json_double(&w, items / (s.median * 1e-3));
-            bkm_json_obj_end(&w);
-        }
-    }
+    worker_throughput_json(&w, wl, s.median);
     bkm_json_key(&w, "check");
     bkm_json_raw(&w, bkm_buf_str(&check));
-    {   /* network workloads with layers=1: the per-layer table */
-        bkm_buf_t layers;
-        bkm_buf_init(&layers);
-        if (bkm_wl_layers_json(wl, &layers) > 0 && !layers.oom) {
-            bkm_json_key(&w, "layers");
-            bkm_json_raw(&w, bkm_buf_str(&layers));
-        }
-        bkm_buf_free(&layers);
-    }
+    worker_layers_json(&w, wl);
     bkm_json_key(&w, "counters");
     bkm_tune_counters_to_json(ctr, &w);
     bkm_json_key(&w, "noise");   /* from the OS, whatever PAPI offers */

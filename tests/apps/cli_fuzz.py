@@ -22,6 +22,7 @@ import os
 import random
 import shlex
 import shutil
+import sqlite3
 import signal
 import stat
 import subprocess
@@ -294,10 +295,18 @@ def main():
     try:
         paths = hostile_paths(tmp)
         dbs = []
-        data = os.path.join(SRC, "tests", "tuner", "data")
-        for name in ("gemm64.sqlite", "conv2d.sqlite"):
-            dst = os.path.join(tmp, name)
-            shutil.copyfile(os.path.join(data, name), dst)
+        src = os.path.join(SRC, "tests", "tuner", "data")
+        data = os.path.join(tmp, "pristine")   # the input databases as loaded, to restore from
+        os.mkdir(data)
+        for name in ("gemm64", "conv2d"):
+            # the recordings are SQL text: each loaded into a database, then copied for the cases
+            pristine = os.path.join(data, name + ".sqlite")
+            with open(os.path.join(src, name + ".sql"), encoding="utf-8") as f:
+                con = sqlite3.connect(pristine)
+                con.executescript(f.read())
+                con.close()
+            dst = os.path.join(tmp, name + ".sqlite")
+            shutil.copyfile(pristine, dst)
             dbs.append(dst)
         sums = {p: digest(p) for p in dbs}
         env = {k: v for k, v in os.environ.items()

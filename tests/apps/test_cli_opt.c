@@ -316,6 +316,12 @@ START_TEST(given_options_are_reported)
     ck_assert_int_eq(g.list[0].by_alias, 0);
     ck_assert_str_eq(g.list[5].value, "5m");   /* as written, not the parsed 300 s */
     ck_assert_str_eq(g.list[6].value, "gemm");
+    /* the argv word that named each: a value is never taken for an option */
+    ck_assert_int_eq(g.list[0].argi, 1);
+    ck_assert_int_eq(g.list[1].argi, 2);
+    ck_assert_int_eq(g.list[2].argi, 4);
+    ck_assert_int_eq(g.list[3].argi, 7);
+    ck_assert_int_eq(g.list[6].argi, 12);
     ck_assert_int_eq(c.npos, 2);
     bkm_cli_given_free(&g);
     ck_assert_ptr_null(g.list);

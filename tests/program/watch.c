@@ -100,7 +100,12 @@ int watch_run(char *const argv[], const watch_opts_t *o, watch_result_t *res)
     res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     bkm_prog_sampler_finish(res->s, &err);
     if ((fd = open(out_path, O_RDONLY)) >= 0) {
-        ssize_t got = read(fd, res->out, sizeof res->out - 1);
+        /* the tail: a program's summary line comes last, after any number of progress lines */
+        off_t end = lseek(fd, 0, SEEK_END);
+        off_t keep = (off_t)sizeof res->out - 1;
+        ssize_t got;
+        lseek(fd, end > keep ? end - keep : 0, SEEK_SET);
+        got = read(fd, res->out, sizeof res->out - 1);
         res->out[got > 0 ? got : 0] = '\0';
         close(fd);
     }

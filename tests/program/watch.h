@@ -17,7 +17,7 @@ typedef struct watch_opts {
 typedef struct watch_result {
     int pid;
     int status;                /* exit status, 128 + signal when killed */
-    char out[4096];            /* stdout, NUL-terminated */
+    char out[4096];            /* the last 4095 bytes of stdout, NUL-terminated */
     char dir[64];              /* private folder: team log, stdout */
     bkm_prog_sampler_t *s;
     bkm_prog_log_t log;

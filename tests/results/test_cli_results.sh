@@ -14,6 +14,8 @@ expect_rc() { # expect_rc RC command...: run, keep stdout in $tmp/out and stderr
     [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(cat "$tmp/stderr")"
 }
 command -v python3 >/dev/null || { echo "python3 is needed to parse CSV/JSON back"; exit 77; }
+command -v sqlite3 >/dev/null ||
+    { echo "the sqlite3 command-line tool is needed to load a recording (apt-get install sqlite3)"; exit 77; }
 
 "$BKM_FIXTURE" a.sqlite knl gemm 8 best || fail "fixture a"
 "$BKM_FIXTURE" b.sqlite haswell alexnet 5 || fail "fixture b"
@@ -116,7 +118,7 @@ expect_rc 3 "$BKM_TUNE" merge foreign.sqlite a.sqlite
 # write: the proof is that no -wal/-shm appears and every file is byte-identical afterwards.
 mkdir ro
 cp a.sqlite ro/a.sqlite
-cp "$BKM_SOURCE_DIR/tests/tuner/data/gemm64.sqlite" ro/rec.sqlite
+sqlite3 -bail ro/rec.sqlite < "$BKM_SOURCE_DIR/tests/tuner/data/gemm64.sql" || fail "the recording gemm64.sql does not load"
 chmod a-w ro/a.sqlite ro/rec.sqlite ro
 sums=$(sha256sum ro/*)
 expect_rc 0 "$BKM_TUNE" best --db ro/a.sqlite --node knl --workload gemm --json

@@ -17,6 +17,8 @@ expect_rc() { # expect_rc RC command...: stdout in $tmp/stdout, stderr in $tmp/s
     [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(cat "$tmp/stderr")"
 }
 [ "$(id -u)" -eq 0 ] || { echo "skipped: mounting a read-only tmpfs needs root"; exit 77; }
+command -v sqlite3 >/dev/null ||
+    { echo "skipped: the sqlite3 command-line tool is needed to load a recording (apt-get install sqlite3)"; exit 77; }
 mkdir "$mnt"
 if ! mount -t tmpfs -o size=16m bkm-ro-test "$mnt" 2>"$tmp/mount.err"; then
     echo "skipped: cannot mount a tmpfs here: $(cat "$tmp/mount.err")"
@@ -25,7 +27,7 @@ fi
 mounted=1
 
 "$BKM_FIXTURE" "$mnt/a.sqlite" knl gemm 8 best || fail "fixture a"
-cp "$BKM_SOURCE_DIR/tests/tuner/data/gemm64.sqlite" "$mnt/rec.sqlite"
+sqlite3 -bail "$mnt/rec.sqlite" < "$BKM_SOURCE_DIR/tests/tuner/data/gemm64.sql" || fail "the recording gemm64.sql does not load"
 # killed sweeps: trials only in the -wal, with the -shm the writer left, and without one
 "$BKM_FIXTURE" "$mnt/w.sqlite" knl conv2d 6 crash || fail "fixture w"
 "$BKM_FIXTURE" "$tmp/n.sqlite" knl lstm 3 crash || fail "fixture n"

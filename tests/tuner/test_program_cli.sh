@@ -73,6 +73,12 @@ expect 0 "$T" export --db g.sqlite --format csv
 head -1 out | grep -q ',runtime,program,exe_sha256,binding' || fail "export CSV header: $(head -1 out)"
 grep -q ',libgomp,' out || fail "export CSV: no libgomp runtime cell"
 
+# the report shows the program, its runtime and its team's check, and counts every trial as bound
+expect 0 "$T" report --db g.sqlite -o report.html
+grep -q "runtime planned for: libgomp" report.html || fail "report: no runtime"
+grep -q "<th>team thread</th>" report.html || fail "report: no team table"
+grep -q "<b>$n</b> trial(s) bound as planned" report.html || fail "report: not every trial counted as bound"
+
 # The job: OMP_* only, the program's argv quoted; run by a stand-in srun that drops its own options
 cat > bin/srun << EOF
 #!/bin/bash

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The default strategy against the exhaustive sweeps recorded on a 2-core VM (tests/tuner/data,
-# recorded by data/record.sh), replayed without running anything.
+# recorded by data/record.sh as SQL text, each loaded here into a temporary database), replayed
+# without running anything.
 #  - unseen-runs oracle (the honest one, tune replay's default: an evaluation returns one run
 #    (worker process) of that configuration, half of each configuration's runs are held out per
 #    seed, the pick is judged on the median of the runs it did not see). For every recording the
@@ -18,6 +19,8 @@
 #    best at <= 25% of the evaluations on every recording.
 set -u
 : "${BKM_TUNE:?}" "${BKM_SOURCE_DIR:?}"
+command -v sqlite3 > /dev/null ||
+  { echo "SKIP: the sqlite3 command-line tool is not installed (apt-get install sqlite3): it loads the recordings"; exit 77; }
 # the issue asks for 3: convtun, convtun3 and convtun5 are (docs/measurement.md, "The
 # recordings"); which ones are is computed from the data by `tune replay`, not listed here
 MIN_ELIGIBLE=${MIN_ELIGIBLE:-3}
@@ -25,10 +28,10 @@ data=$BKM_SOURCE_DIR/tests/tuner/data
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 eligible=0 fail=0
-for db in "$data"/*.sqlite; do
-  [ -f "$db" ] || continue
-  w=$(basename "$db" .sqlite)
-  cp "$db" "$tmp/$w.sqlite"
+for sql in "$data"/*.sql; do
+  [ -f "$sql" ] || continue
+  w=$(basename "$sql" .sql)
+  sqlite3 -bail "$tmp/$w.sqlite" < "$sql" || { echo "FAIL: $w: $sql does not load"; exit 1; }
   "$BKM_TUNE" replay --db "$tmp/$w.sqlite" --seeds 50 > "$tmp/$w.honest" 2>&1 ||
     { echo "FAIL: $w: unseen-runs replay: $(tail -n 2 "$tmp/$w.honest")"; exit 1; }
   label=$(sed -nE 's/^recording: ([a-z-]+) .*/\1/p' "$tmp/$w.honest")

@@ -33,6 +33,11 @@ grep -q "^  48 dropped: KMP_HW_SUBSET=68c,1t with 136/272 threads oversubscribes
 grep -q "^  [0-9]* merged: settings that place every thread as an earlier setting does" out.txt ||
   fail "knl: the merges of identical plans are not counted"
 grep -q "note: " out.txt && fail "knl: the summary lists single notes"
+# the command to run it there is this one without the --dry-run and --json given as options, never
+# dropping a value that looks like one (the parser says which words were options)
+expect 0 "not a knl node" "$BKM_TUNE" --node knl --workload alexnet --label --json --dry-run --db knl.sqlite
+grep -q -- "tune sweep --node knl --workload alexnet --label --json --db knl.sqlite$" out.txt ||
+  fail "knl: the command to run there lost a value or kept --dry-run: $(grep 'tune sweep' out.txt)"
 # --verbose (and --dry-run) keep every merge, drop and configuration
 expect 0 "not a knl node" "$BKM_TUNE" --node knl --workload alexnet --db knl.sqlite --verbose
 grep -q "\u2261\|≡" out.txt || fail "knl --verbose: no merge of identical plans listed"

@@ -138,6 +138,8 @@ typedef struct bkm_slurm_job {
                                        mask and each thread's CPUs against the plan; a mismatch stops
                                        the job (libomp settings only) */
     const char *tune;             /**< path of the tune executable the job runs */
+    const char *tune_note;        /**< what that tune is, for the header ("bkm 0.1.0 installed under
+                                       /opt/bkm"); NULL: no such line */
     const char *generated_by;     /**< "tune sbatch ..." (the command line), for the comment */
     const char *generated_at;     /**< ISO-8601 UTC */
     const char *generator_revision; /**< bkm revision writing the script */

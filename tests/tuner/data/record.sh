@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Records the exhaustive sweeps that tests/tuner/test_replay.sh replays: one database per
-# workload holding PASSES (default 7) passes of the same exhaustive sweep (every configuration of
+# workload, kept as reviewable SQL text (<name>.sql, written by dump.sh; the database itself is
+# removed), holding PASSES (default 7) passes of the same exhaustive sweep (every configuration of
 # the space, each pass in another random order, no confirmation round), recorded one after the
 # other: `tune replay` treats each pass as one run (worker process) of every configuration; an
 # evaluation draws one run, the pick is judged on the median of the runs it did not see, so more
@@ -15,11 +16,12 @@
 # 12:49 UTC, load average 5-9 from other builds) took convtun5 43 s, convtun6 53 s, gemmtun 3 s,
 # convtun7 26 s; quiet, convtun3's 37 configurations took 9 s a pass. Expected with PASSES=7 on a
 # quiet 2-core node: convtun5 ~2 min, convtun6 ~3 min, gemmtun ~1 min, convtun7 ~2 min (at the
-# loaded smoke pace: 5, 6.5, 0.5 and 3 min). OUT=DIR writes the databases there instead, e.g. a
+# loaded smoke pace: 5, 6.5, 0.5 and 3 min). OUT=DIR writes the recordings there instead, e.g. a
 # smoke run: PASSES=1 OUT=/tmp/x MIN_TIME=0.01 bash tests/tuner/data/record.sh build convtun5
 # Record new ones with: PASSES=7 bash tests/tuner/data/record.sh build convtun5 convtun6 gemmtun convtun7
-# then `tune replay --db tests/tuner/data/<name>.sqlite` says whether each is eligible (not flat, not
-# disturbed, not judge-limited); commit those that are (and the flat ones, labelled by the test).
+# then `sqlite3 /tmp/<name>.sqlite < tests/tuner/data/<name>.sql && tune replay --db /tmp/<name>.sqlite`
+# says whether each is eligible (not flat, not disturbed, not judge-limited); commit the .sql of
+# those that are (and of the flat ones, labelled by the test).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tune=${1:-$here/../../../build}/tune
@@ -95,13 +97,13 @@ for w in $which; do
   esac
   [ -z "${MIN_TIME:-}" ] || args+=(--min-time "$MIN_TIME")
   mkdir -p "$out"
-  rm -f "$out/$w.sqlite" "$out/$w.sqlite-wal" "$out/$w.sqlite-shm"
+  rm -f "$out/$w.sqlite" "$out/$w.sqlite-wal" "$out/$w.sqlite-shm" "$out/$w.sql"
   t0=$(date +%s)
   for p in $(seq 1 "$passes"); do
     echo "record.sh: $w pass $p of $passes" >&2
     "$tune" "${common[@]}" "${args[@]}" --seed "$p" --db "$out/$w.sqlite" --json > /dev/null
   done
-  # fold the WAL into the file so that the committed database is one self-contained file
+  # fold the WAL into the file so that the dump below is of one self-contained file
   echo "record.sh: $w: $passes passes in $(( $(date +%s) - t0 )) s" >&2
   sqlite3 "$out/$w.sqlite" "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; VACUUM;" > /dev/null
   # disturbed passes: per pass, the geometric mean over configurations of run / the fastest run of
@@ -112,4 +114,8 @@ for w in $which; do
     awk -F'|' -v w="$w" '{ c[NR] = $1; p[NR] = $2; v[NR] = $3; if (!($1 in m) || $3 < m[$1]) m[$1] = $3 }
       END { for (i = 1; i <= NR; i++) { s[p[i]] += log(v[i] / m[c[i]]); k[p[i]]++ }
             for (q in s) { g = exp(s[q] / k[q]); printf "record.sh: %s pass (sweep) %s: runs %.3fx the fastest run of their configuration%s\n", w, q, g, (g > 1.10 ? " (DISTURBED)" : "") } }' >&2
+  # the recording as text (what is committed), then without its binary form
+  bash "$here/dump.sh" "$out/$w.sqlite" "$out/$w.sql"
+  rm -f "$out/$w.sqlite"
+  echo "record.sh: $w: wrote $out/$w.sql" >&2
 done
