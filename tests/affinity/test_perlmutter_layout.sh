@@ -1,20 +1,26 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The perlmutter-cpu profile's core and L3 layout against hwloc's own test topology of a 2 x AMD
-# EPYC 7763 machine (hwloc's source tree: tests/hwloc/x86/AMD-19h-Zen3-2xEpyc-7763.output in 2.9,
-# .xml later; its x86 backend's view of a real machine's CPUID). That machine is configured
+# EPYC 7763 machine (hwloc 2.x's source tree from 2.8 on: tests/hwloc/x86/AMD-19h-Zen3-2xEpyc-7763.output,
+# an XML file: its x86 backend's view of a real machine's CPUID; the .xml of hwloc 3's tree is in
+# hwloc 3's XML format, which hwloc 2.x does not read). That machine is configured
 # differently from Perlmutter (SMT off: 128 PUs; one NUMA node per socket), so only what the two
 # share is compared: 2 packages of 64 cores, 16 L3 caches of 32 MiB, each shared by the same 8
 # cores (compared by each core's first PU, which both number as the core's index), L2 512 KiB
 # and L1d 32 KiB per core. The NUMA nodes and the PU numbering are checked by test_topo.
-# Needs BKM_HWLOC_EPYC7763_XML (the file); exits 77 without it.
+# Needs BKM_HWLOC_EPYC7763_XML (the file) and an XML this hwloc reads; exits 77 without them.
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 T=${BKM_TUNE:?BKM_TUNE not set}
 xml=${BKM_HWLOC_EPYC7763_XML:-}
 if [ -z "$xml" ] || [ ! -f "$xml" ]; then
     echo "SKIP: hwloc's 2 x EPYC 7763 test topology is not available (set BKM_HWLOC_EPYC7763_XML to" \
-        "tests/hwloc/x86/AMD-19h-Zen3-2xEpyc-7763.output or .xml of an hwloc source tree)"
+        "tests/hwloc/x86/AMD-19h-Zen3-2xEpyc-7763.output of an hwloc 2.x source tree)"
+    exit 77
+fi
+if grep -q '<topology version="[3-9]' "$xml"; then
+    echo "SKIP: $xml is in hwloc 3's XML format, which tune's hwloc 2.x does not read (use the .output of" \
+        "an hwloc 2.x source tree)"
     exit 77
 fi
 command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
