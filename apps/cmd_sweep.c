@@ -122,7 +122,8 @@ static const bkm_cli_opt_t sweep_table[] = {
              "program is stored under (default: from the program)", .example = "gemm"},
     BKM_CLI_PROGRAM_OPTS(opts_t),
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
-     .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
+     .help = "node profile: auto (this host, default), haswell, knl, perlmutter-cpu,\n"
+             "or a profile file", .example = "knl"},
     {.name = "threads", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_threads,
      .help = "thread counts, e.g. 1,2 (default: the profile's; each 1..2048)", .example = "1"},
     {.name = "ranks", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_ranks,
@@ -209,11 +210,11 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "submit", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, submit),
      .help = "with --sbatch/--slurm-array: submit with sbatch (SBATCH_*/SLURM_*\ncleared)"},
     {.name = "account", .kind = BKM_CLI_STR, .metavar = "A", .off = offsetof(opts_t, account),
-     .help = "Slurm account of those jobs (#SBATCH -A)", .example = "m1234"},
+     .help = "Slurm account of those jobs (#SBATCH -A; default: the profile's)", .example = "m1234"},
     {.name = "qos", .kind = BKM_CLI_STR, .metavar = "Q", .off = offsetof(opts_t, qos),
-     .help = "Slurm QOS of those jobs (default regular)", .example = "debug"},
+     .help = "Slurm QOS of those jobs (default: the profile's; regular for\nCori/Perlmutter)", .example = "debug"},
     {.name = "partition", .kind = BKM_CLI_STR, .metavar = "P", .off = offsetof(opts_t, partition),
-     .help = "Slurm partition of those jobs (#SBATCH -p; default: the cluster's)", .example = "debug"},
+     .help = "Slurm partition of those jobs (#SBATCH -p; default: the profile's,\nelse the cluster's)", .example = "debug"},
     {.name = "slurm-time", .kind = BKM_CLI_STR, .metavar = "T", .off = offsetof(opts_t, slurm_time),
      .help = "Slurm time limit of each job (default 02:00:00)", .example = "00:10:00"},
     {.name = "job-name", .kind = BKM_CLI_STR, .metavar = "J", .off = offsetof(opts_t, job_name),
@@ -513,10 +514,8 @@ static int slurm_jobs(const opts_t *o, const bkm_cli_given_t *given, const bkm_n
     job.node = prof->name;
     job.constraint = prof->slurm_constraint;
     job.workload = o->workload;
-    job.account = o->account;
-    if (o->qos)
-        job.qos = o->qos;
-    job.partition = o->partition;
+    /* -A, -q, -p: the options given, else the profile's batch rules (a sweep job runs no srun) */
+    bkm_cli_slurm_rules_apply(prof, o->account, o->qos, o->partition, NULL, &job);
     job.time = o->slurm_time;   /* NULL: the sweep's default */
     job.job_name = o->job_name;
     if (o->db[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) {
