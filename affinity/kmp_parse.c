@@ -577,8 +577,7 @@ static const struct {
     bkm_aff_gran_t layer;
 } hw_names[] = {
     {"s", BKM_AFF_GRAN_SOCKET},       {"socket", BKM_AFF_GRAN_SOCKET},
-    {"sockets", BKM_AFF_GRAN_SOCKET}, {"package", BKM_AFF_GRAN_SOCKET},
-    {"packages", BKM_AFF_GRAN_SOCKET}, {"c", BKM_AFF_GRAN_CORE},
+    {"sockets", BKM_AFF_GRAN_SOCKET}, {"c", BKM_AFF_GRAN_CORE},
     {"core", BKM_AFF_GRAN_CORE},      {"cores", BKM_AFF_GRAN_CORE},
     {"t", BKM_AFF_GRAN_THREAD},       {"thread", BKM_AFF_GRAN_THREAD},
     {"threads", BKM_AFF_GRAN_THREAD}, {"n", BKM_AFF_GRAN_NUMA},
@@ -589,7 +588,9 @@ static const struct {
     {"l3_cache", BKM_AFF_GRAN_L3},    {"die", BKM_AFF_GRAN_DIE},
     {"dice", BKM_AFF_GRAN_DIE},       {"module", BKM_AFF_GRAN_MODULE},
     {"modules", BKM_AFF_GRAN_MODULE}, {"tile", BKM_AFF_GRAN_TILE},
-    {"tiles", BKM_AFF_GRAN_TILE},
+    {"tiles", BKM_AFF_GRAN_TILE},     {"ll", BKM_AFF_GRAN_LL},
+    {"llc", BKM_AFF_GRAN_LL},         {"ll_cache", BKM_AFF_GRAN_LL},
+    {"ll_caches", BKM_AFF_GRAN_LL},
 };
 
 int bkm_aff_hw_subset_parse(const char *s, bkm_aff_hw_subset_t *out, bkm_err_t *err)
@@ -624,9 +625,14 @@ int bkm_aff_hw_subset_parse(const char *s, bkm_aff_hw_subset_t *out, bkm_err_t *
         for (i = 0; i < sizeof(hw_names) / sizeof(hw_names[0]); i++)
             if (n > 0 && word_is(w, n, hw_names[i].name))
                 it.layer = hw_names[i].layer;
+        if (it.layer == BKM_AFF_GRAN_UNSET && n > 0 && tolower((unsigned char)*w) == 'p')
+            /* libomp 14 matches layer names by prefix: p... is its (Windows) processor group, a layer
+             * Linux never has, so it warns (W#286) and ignores the whole variable */
+            return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: libomp 14 reads the layer of item \"%s\" as a "
+                               "processor group, which Linux has not, and ignores the variable: a socket is s", tok);
         if (it.layer == BKM_AFF_GRAN_UNSET)
             return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: unknown layer in item \"%s\" (s, c, t, n, "
-                               "l1, l2, l3, die, module, tile)", tok);
+                               "l1, l2, l3, ll, die, module, tile)", tok);
         p = skip_ws(p);
         if (*p == '@') {
             p = skip_ws(p + 1);

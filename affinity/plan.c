@@ -340,14 +340,16 @@ static int model_hw_subset(model_t *m, const bkm_aff_hw_subset_t *hs, int tiles,
     for (k = 0; k < hs->n; k++) {
         const bkm_aff_hw_item_t *it = &hs->item[k];
         level[k] = model_level_for(m, it->layer, tiles);
-        if (it->layer == BKM_AFF_GRAN_LL || level[k] < 0)
+        if (level[k] < 0)
             return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: layer \"%s\" of item %d%s is not in the "
                                "topology libomp 14 builds (socket/core/thread; libomp ignores the whole "
                                "variable)", layer_name(it->layer), it->num, layer_name(it->layer));
         for (i = 0; i < k; i++)
             if (level[i] == level[k])
-                return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: two items name the same layer (%s)",
-                                   layer_name(it->layer));
+                return bkm_err_set(err, BKM_EINVAL, "KMP_HW_SUBSET: two items name the same layer (%s%s%s; libomp "
+                                   "14 ignores the variable)", layer_name(hs->item[i].layer),
+                                   hs->item[i].layer == it->layer ? "" : " and ",
+                                   hs->item[i].layer == it->layer ? "" : layer_name(it->layer));
         if (it->num + it->offset > m->ratio[level[k]]) {
             char off[24] = "";
             if (it->offset > 0)
@@ -925,6 +927,56 @@ out:
     bkm_free(pkg_avail);
 }
 
+/* What libomp 14 makes of a cache or NUMA place kind, granularity or KMP_HW_SUBSET layer on a
+ * machine whose last-level caches or NUMA nodes are not its sockets (a chiplet CPU such as
+ * Perlmutter's EPYC 7763: 16 L3 and 8 NUMA nodes on 2 sockets). Without hwloc (Debian's libomp
+ * 14) its cpuinfo and x2APIC topologies have no cache or NUMA layer: the last-level cache is
+ * made equivalent to the socket, L3 and NUMA do not exist (W#192, core instead). The note names
+ * the explicit place list that does give one place per group. */
+static void plan_group_notes(bkm_aff_plan_t *p, const bkm_topo_t *topo, bkm_aff_gran_t gran, int tiles,
+                             const bkm_aff_setting_t *st)
+{
+    const bkm_topo_pu_t *pu;
+    int n_pu = 0, sockets = 0, last = -1, llc, numa, hw_ll = 0;
+    const char *what = NULL;
+    bkm_buf_t places;
+    bkm_topo_group_t kind = BKM_TOPO_GROUP_LLC;
+    pu = bkm_topo_pus(topo, &n_pu);
+    for (int i = 0; i < n_pu; i++)   /* the table is sorted by package */
+        if (pu[i].allowed && pu[i].pkg != last) {
+            sockets++;
+            last = pu[i].pkg;
+        }
+    llc = bkm_topo_groups(topo, BKM_TOPO_GROUP_LLC, NULL, 0);
+    numa = bkm_topo_groups(topo, BKM_TOPO_GROUP_NUMA, NULL, 0);
+    for (int k = 0; st->hw_subset_set && k < st->hw_subset.n; k++)
+        hw_ll |= st->hw_subset.item[k].layer == BKM_AFF_GRAN_LL;
+    if (tiles)
+        return;   /* the hwloc model: the tile is the last-level cache (explanation only) */
+    if (hw_ll && llc > sockets)
+        plan_warn(p, "KMP_HW_SUBSET: libomp 14 makes its LL layer the socket (no cache layer without hwloc): "
+                  "the LL items count sockets, not this node's %d last-level caches", llc);
+    if ((gran == BKM_AFF_GRAN_LL || gran == BKM_AFF_GRAN_L3) && llc > sockets && llc >= 2) {
+        kind = BKM_TOPO_GROUP_LLC;
+        what = gran == BKM_AFF_GRAN_LL ? "libomp 14 without hwloc has no cache layer and takes the socket as the "
+                                         "last-level cache, so the places are the sockets"
+                                       : "libomp 14 without hwloc has no L3 layer (it places by core instead)";
+    } else if (gran == BKM_AFF_GRAN_NUMA && numa >= 2) {
+        kind = BKM_TOPO_GROUP_NUMA;
+        what = "libomp 14 without hwloc has no NUMA layer (it places by core instead)";
+    }
+    if (what == NULL)
+        return;
+    bkm_buf_init(&places);
+    if (bkm_topo_group_places(topo, kind, &places, NULL) == BKM_OK)
+        plan_warn(p, "%s: the %d %s of the usable PUs are not places; one place per %s is the explicit list "
+                  "OMP_PLACES='%s'",
+                  what, kind == BKM_TOPO_GROUP_NUMA ? numa : llc,
+                  kind == BKM_TOPO_GROUP_NUMA ? "NUMA nodes" : "last-level caches",
+                  kind == BKM_TOPO_GROUP_NUMA ? "NUMA node" : "last-level cache", bkm_buf_str(&places));
+    bkm_buf_free(&places);
+}
+
 /* The placement policy after the environment has been applied (__kmp_env_initialize). */
 typedef struct plan_ctx {
     bkm_aff_type_t type;
@@ -1216,6 +1268,7 @@ int bkm_aff_plan_create_ex(const bkm_topo_t *topo, const bkm_aff_env_t *env, int
         for (i = 0; i < n_threads; i++)
             p->cpus[i] = p->allowed;
     plan_explain_warnings(p, topo);
+    plan_group_notes(p, topo, gran, o.model_tiles, &st);
     *plan = p;
     p = NULL;
 out:

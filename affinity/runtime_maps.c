@@ -262,7 +262,8 @@ static int reaped(pid_t pid, int *status)
 int bkm_aff_runtime_probe_run(const char *exe, char *const argv[], const bkm_aff_runtime_probe_cfg_t *cfg,
                               bkm_aff_runtime_result_t *r, bkm_err_t *err)
 {
-    static const unsigned delays_ms[] = {0, 20, 30, 50, 100, 150, 150, 250, 250};
+    static const unsigned delays_ms[] = {20, 30, 50, 100, 150, 150, 250, 250};
+    const unsigned nd = sizeof delays_ms / sizeof delays_ms[0];
     static char *const empty_env[] = {NULL};
     const char *root = cfg && cfg->proc_root ? cfg->proc_root : "/proc";
     double timeout_s = cfg && cfg->timeout_s > 0 ? cfg->timeout_s : 5.0;
@@ -318,9 +319,11 @@ int bkm_aff_runtime_probe_run(const char *exe, char *const argv[], const bkm_aff
         bkm_aff_maps_file_t *files = NULL;
         int n = 0;
         uint64_t now;
-        sleep_ns((uint64_t)delays_ms[k < sizeof delays_ms / sizeof delays_ms[0] ? k : sizeof delays_ms /
-                                                                                       sizeof delays_ms[0] - 1] *
-                 1000000u);
+        /* every 2 ms for the first 200 ms: a short program (a script that execs a 60 ms binary)
+         * maps its runtime for a few tens of ms, which reads 20 ms apart could miss; then
+         * growing intervals */
+        if (k > 0)
+            sleep_ns(k <= 100 ? 2000000u : (uint64_t)delays_ms[k - 101 < nd ? k - 101 : nd - 1] * 1000000u);
         if (reaped(pid, &status)) {
             r->exited = 1;
             r->exit_status = status;

@@ -703,6 +703,21 @@ int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
     }
     bkm_json_arr_end(w);
 
+    bkm_json_key(w, "smt_stride"), bkm_json_int(w, bkm_topo_smt_stride(topo));
+    bkm_json_key(w, "llc_groups");
+    bkm_json_arr_begin(w);
+    {
+        int n = bkm_topo_groups(topo, BKM_TOPO_GROUP_LLC, NULL, 0);
+        bkm_cpuset_t *g = n > 0 ? bkm_calloc((size_t)n, sizeof(*g)) : NULL;
+        if (n > 0 && g == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "out of memory writing topology JSON");
+        bkm_topo_groups(topo, BKM_TOPO_GROUP_LLC, g, n);
+        for (int i = 0; i < n; i++)
+            json_cpuset(w, &g[i]);
+        bkm_free(g);
+    }
+    bkm_json_arr_end(w);
+
     bkm_json_key(w, "cores_list");
     bkm_json_arr_begin(w);
     for (int i = 0; i < topo->n_pu;) {
@@ -733,4 +748,134 @@ int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err)
     if (w->out && w->out->oom)
         return bkm_err_set(err, BKM_ENOMEM, "out of memory writing topology JSON");
     return BKM_OK;
+}
+
+int bkm_topo_groups(const bkm_topo_t *topo, bkm_topo_group_t kind, bkm_cpuset_t *sets, int cap)
+{
+    int n = 0;
+    if (!topo)
+        return 0;
+    if (kind == BKM_TOPO_GROUP_NUMA) {
+        for (int i = 0; i < topo->n_numa; i++) {
+            bkm_cpuset_t s;
+            bkm_cpuset_zero(&s);
+            for (int k = 0; k < topo->n_pu; k++)
+                if (topo->pu[k].allowed && bkm_cpuset_isset(&topo->numa[i].cpus, topo->pu[k].os))
+                    bkm_cpuset_set(&s, topo->pu[k].os);
+            int dup = bkm_cpuset_is_empty(&s);
+            /* a second node over the same CPUs (KNL flat mode's MCDRAM) is no group of its own */
+            for (int j = 0; j < i && !dup; j++) {
+                bkm_cpuset_t o;
+                bkm_cpuset_zero(&o);
+                for (int k = 0; k < topo->n_pu; k++)
+                    if (topo->pu[k].allowed && bkm_cpuset_isset(&topo->numa[j].cpus, topo->pu[k].os))
+                        bkm_cpuset_set(&o, topo->pu[k].os);
+                dup = bkm_cpuset_equal(&o, &s);
+            }
+            if (dup)
+                continue;
+            if (sets && n < cap)
+                sets[n] = s;
+            n++;
+        }
+        return n;
+    }
+    /* llc indexes are dense and numbered in hwloc's PU order (build_tables) */
+    int max_llc = -1;
+    for (int k = 0; k < topo->n_pu; k++)
+        if (topo->pu[k].llc > max_llc)
+            max_llc = topo->pu[k].llc;
+    for (int g = 0; g <= max_llc; g++) {
+        bkm_cpuset_t s;
+        bkm_cpuset_zero(&s);
+        for (int k = 0; k < topo->n_pu; k++)
+            if (topo->pu[k].allowed && topo->pu[k].llc == g)
+                bkm_cpuset_set(&s, topo->pu[k].os);
+        if (bkm_cpuset_is_empty(&s))
+            continue;
+        if (sets && n < cap)
+            sets[n] = s;
+        n++;
+    }
+    return n;
+}
+
+/* "{0:8,128:8}": the set as one place, runs of consecutive ids as start:length. */
+static void place_text(const bkm_cpuset_t *s, bkm_buf_t *b)
+{
+    int first = 1;
+    bkm_buf_puts(b, "{");
+    for (int c = bkm_cpuset_first(s); c >= 0;) {
+        int e = c;
+        while (bkm_cpuset_isset(s, e + 1))
+            e++;
+        if (e > c)
+            bkm_buf_printf(b, "%s%d:%d", first ? "" : ",", c, e - c + 1);
+        else
+            bkm_buf_printf(b, "%s%d", first ? "" : ",", c);
+        first = 0;
+        c = bkm_cpuset_next(s, e);
+    }
+    bkm_buf_puts(b, "}");
+}
+
+/* Is @p b the set @p a shifted by @p d? */
+static int shifted(const bkm_cpuset_t *a, const bkm_cpuset_t *b, int d)
+{
+    if (bkm_cpuset_count(a) != bkm_cpuset_count(b))
+        return 0;
+    for (int c = bkm_cpuset_first(a); c >= 0; c = bkm_cpuset_next(a, c))
+        if (c + d < 0 || c + d >= BKM_CPUSET_MAX || !bkm_cpuset_isset(b, c + d))
+            return 0;
+    return 1;
+}
+
+int bkm_topo_group_places(const bkm_topo_t *topo, bkm_topo_group_t kind, bkm_buf_t *out, bkm_err_t *err)
+{
+    bkm_cpuset_t *g = NULL;
+    int n, stride, replicated = 1;
+    if (!topo || !out)
+        return bkm_err_set(err, BKM_EINVAL, "bkm_topo_group_places: NULL argument");
+    n = bkm_topo_groups(topo, kind, NULL, 0);
+    if (n < 2)
+        return bkm_err_set(err, BKM_EINVAL, "the allowed PUs span %d %s: no place list to make", n,
+                           kind == BKM_TOPO_GROUP_NUMA ? "NUMA node(s)" : "last-level cache(s)");
+    if ((g = bkm_calloc((size_t)n, sizeof(*g))) == NULL)
+        return bkm_err_set(err, BKM_ENOMEM, "out of memory for %d groups", n);
+    bkm_topo_groups(topo, kind, g, n);
+    stride = bkm_cpuset_first(&g[1]) - bkm_cpuset_first(&g[0]);
+    for (int i = 1; i < n && replicated; i++)
+        replicated = stride > 0 && shifted(&g[0], &g[i], i * stride);
+    if (replicated) {
+        place_text(&g[0], out);
+        bkm_buf_printf(out, ":%d:%d", n, stride);
+    } else {
+        for (int i = 0; i < n; i++) {
+            if (i)
+                bkm_buf_puts(out, ",");
+            place_text(&g[i], out);
+        }
+    }
+    bkm_free(g);
+    return out->oom ? bkm_err_set(err, BKM_ENOMEM, "out of memory writing a place list") : BKM_OK;
+}
+
+int bkm_topo_smt_stride(const bkm_topo_t *topo)
+{
+    int stride = 0;
+    for (int i = 0; topo && i < topo->n_pu;) {
+        int j = i;
+        while (j < topo->n_pu && topo->pu[j].core == topo->pu[i].core)
+            j++;
+        /* the PUs of a core are sorted by OS index within it (pu_cmp) */
+        for (int k = i + 1; k < j; k++) {
+            int d = topo->pu[k].os - topo->pu[k - 1].os;
+            if (stride == 0)
+                stride = d;
+            else if (d != stride)
+                return 0;
+        }
+        i = j;
+    }
+    return stride;
 }

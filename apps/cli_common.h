@@ -40,7 +40,9 @@ void bkm_cli_aff_env_read(bkm_aff_env_t *env);
  *  options struct @p T, and --mask (old spelling --allowed) into its const char * member @p MASK. */
 #define BKM_CLI_TOPO_OPTS(T, SRC, MASK)                                                                         \
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NAME", .off = offsetof(T, SRC.node),                     \
-     .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},    \
+     .help = "node profile: auto (this host, default), haswell, knl, perlmutter-cpu,\n"                     \
+             "or a profile file",                                                                               \
+     .example = "knl"},                                                                                         \
     {.name = "profile", .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(T, SRC.profile),               \
      .help = "a node profile file, or an hwloc XML file (lstopo --of xml)", .example = "nosuch.prof"},         \
     {.name = "xml", .kind = BKM_CLI_STR, .metavar = "FILE", .off = offsetof(T, SRC.xml),                       \

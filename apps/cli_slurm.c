@@ -49,6 +49,20 @@ int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc,
     return 0;
 }
 
+void bkm_cli_slurm_rules_apply(const bkm_node_profile_t *prof, const char *account, const char *qos,
+                               const char *partition, const char *mpi, bkm_slurm_job_t *job)
+{
+    const bkm_batch_rules_t *r = &prof->batch;
+    job->rules = r;
+    job->account = account ? account : r->account[0] ? r->account : NULL;
+    job->qos = qos ? qos : r->qos[0] ? r->qos : NULL;
+    job->partition = partition ? partition : r->partition[0] ? r->partition : NULL;
+    if (mpi)
+        job->mpi = strcmp(mpi, "none") == 0 ? NULL : mpi;
+    else
+        job->mpi = r->mpi[0] ? r->mpi : NULL;
+}
+
 int bkm_cli_slurm_submitter(const char *cmd, bkm_slurm_submit_t *how, char *sbatch, size_t n)
 {
     char **envp = NULL;

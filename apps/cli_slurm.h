@@ -17,6 +17,10 @@
 int bkm_cli_slurm_job_fill(bkm_slurm_job_t *job, const char *revision, int argc, char **argv, char *self,
                            size_t self_len, char host[256], char when[32], char tune_note[BKM_CLI_TUNE_NOTE_MAX],
                            bkm_buf_t *cmd);
+/** The job's -A, -q, -p and srun --mpi: the options given (NULL: not given; --mpi none: no --mpi),
+ *  else the defaults of @p prof's batch rules; and the rules themselves (job->rules). */
+void bkm_cli_slurm_rules_apply(const bkm_node_profile_t *prof, const char *account, const char *qos,
+                               const char *partition, const char *mpi, bkm_slurm_job_t *job);
 /** Prepare a submission: sbatch found on PATH (into @p sbatch, @p n bytes) and this environment
  *  without SBATCH_* / SLURM_* (how->envp: the caller bkm_free()s it), saying how many were
  *  cleared. 0, or 3 after printing why (no sbatch). */

@@ -403,6 +403,15 @@ int bkm_cli_affinity(int argc, char **argv)
         rc = BKM_EDEP;
         goto out;
     }
+    if (!cfg.json) {   /* the CPUs this process may use: what a launcher (srun -c --cpu-bind) gave it */
+        bkm_cpuset_t mask;
+        bkm_buf_t m;
+        bkm_topo_allowed(t, &mask);
+        bkm_buf_init(&m);
+        bkm_cpuset_format(&mask, &m);
+        printf("process mask: %s (%d CPU%s)\n", bkm_buf_str(&m), bkm_cpuset_count(&mask), bkm_cpuset_count(&mask) == 1 ? "" : "s");
+        bkm_buf_free(&m);
+    }
     rc = bkm_aff_plan_verify(plan, cfg.threads, probe, &out, cfg.json, &err);
     fputs(bkm_buf_str(&out), stdout);
 out:

@@ -29,20 +29,25 @@ static const bkm_cli_opt_t best_table[] = {
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(best_opts_t, json),
      .help = "print {\"config\": {...}, \"median_ms\": ..., \"median_ci95_order_stat\":\n"
              "[lo, hi], \"speedup_vs_default\": ..., \"significant\": true|false,\n"
-             "\"evidence\": {per-process medians of both sides, order, p, p_holm, ratio,\n"
-             "ratio_ci95_exact_rank, ...}, ...}"},
+             "\"decision\": \"claimed\"|\"not-better\"|\"undecided\", \"speedup_rci\": [lo, hi],\n"
+             "\"not_better_than\": ..., \"confirm_processes\": ..., \"looks\": ...,\n"
+             "\"evidence\": {per-process medians of every arm, order, design, looks,\n"
+             "candidates: [{decision, statement, p, nominal_level, ratio, ratio_rci,\n"
+             "...}], ...}, ...}"},
 };
 
 static const bkm_cli_cmd_spec_t best_cmd = {
     .name = "best",
     .usage = "tune best --node NODE --workload WL [--db PATH] [--json]",
     .about = "Shows the newest best-known setting stored for NODE and WL by a sweep, with its evidence.\n"
-             "The unit of evidence is the worker process: the confirmation round ran the default and each\n"
-             "candidate in R fresh processes (in a drift-cancelling order), and every figure below is over\n"
-             "one value per process (the median of its samples): the median of those values with its\n"
-             "order-statistic 95% interval, the speedup over the default (Hodges-Lehmann ratio) with its\n"
-             "exact rank 95% interval, the Mann-Whitney p and its Holm correction for the number of\n"
-             "candidates, and whether the win is significant. When it is not, keep the default.\n"
+             "The unit of evidence is the worker process: the confirmation ran the default and each\n"
+             "candidate in blocks of fresh processes (each block in a drift-cancelling order) until each\n"
+             "candidate was decided or the budget spent, and every figure below is over one value per\n"
+             "process (the median of its samples): the median of those values with its order-statistic\n"
+             "95% interval, the speedup over the default (Hodges-Lehmann ratio) with its repeated\n"
+             "confidence interval, the one-sided Mann-Whitney p and the level it was held to (alpha spent\n"
+             "over the looks, Holm over the candidates), and what was decided: claimed, not better by more\n"
+             "than X%, or undecided at the budget. When nothing is claimed, keep the default.\n"
              "The database is opened read-only: nothing is modified or created next to it.",
     BKM_CLI_TABLE(best_table),
     .more = "example:\n"
@@ -131,6 +136,26 @@ static void print_json(const bkm_db_best_t *b, const bkm_db_counter_summary_t *c
     bkm_json_double(&w, b->speedup);
     bkm_json_key(&w, "significant");
     bkm_json_bool(&w, b->significant);
+    /* what the sequential confirmation decided (null for a setting stored before it) */
+    bkm_json_key(&w, "decision");
+    bkm_json_str(&w, b->decision);
+    bkm_json_key(&w, "speedup_rci");
+    bkm_json_arr_begin(&w);
+    bkm_json_double(&w, b->speedup_rci_lo);
+    bkm_json_double(&w, b->speedup_rci_hi);
+    bkm_json_arr_end(&w);
+    bkm_json_key(&w, "not_better_than");
+    bkm_json_double(&w, b->not_better_than);
+    bkm_json_key(&w, "confirm_processes");
+    if (b->confirm_processes >= 0)
+        bkm_json_int(&w, b->confirm_processes);
+    else
+        bkm_json_null(&w);
+    bkm_json_key(&w, "looks");
+    if (b->looks >= 0)
+        bkm_json_int(&w, b->looks);
+    else
+        bkm_json_null(&w);
     bkm_json_key(&w, "sweep");
     bkm_json_str(&w, b->sweep_uuid);
     bkm_json_key(&w, "created_at");
@@ -175,7 +200,19 @@ static void print_evidence(const char *evidence)
         for (const bkm_json_t *c = cands->child; c; c = c->next)
             if (bkm_json_get_num(c, "arm", -1) == win->num)
                 w = c;
-    if (bkm_json_get(ev, "replicates"))
+    if (bkm_json_get(ev, "design")) {
+        const bkm_json_t *d = bkm_json_get(ev, "design");
+        printf("  evidence: sequential, blocks of %g processes per side, %g look(s), %g per side at the last "
+               "(at most %g), %g confirmation processes; order %s (seed %g), %g candidate(s) tested, %s, "
+               "family-wise alpha %g\n",
+               bkm_json_get_num(ev, "replicates", NAN), bkm_json_get_num(d, "looks", NAN),
+               bkm_json_get_num(ev, "processes_per_side", NAN), bkm_json_get_num(ev, "replicates_max", NAN),
+               bkm_json_get_num(ev, "confirm_processes", NAN),
+               bkm_json_get_str(ev, "order") ? bkm_json_get_str(ev, "order") : "?",
+               bkm_json_get_num(ev, "order_seed", NAN), bkm_json_get_num(ev, "candidates_tested", NAN),
+               bkm_json_get_str(d, "spending") ? bkm_json_get_str(d, "spending") : "?",
+               bkm_json_get_num(ev, "alpha_familywise", NAN));
+    } else if (bkm_json_get(ev, "replicates")) {   /* a fixed round, stored before the sequential design */
         printf("  evidence: %g processes per side, order %s (seed %g), %g candidate(s) tested, %s correction, "
                "family-wise alpha %g\n",
                bkm_json_get_num(ev, "replicates", NAN),
@@ -183,13 +220,24 @@ static void print_evidence(const char *evidence)
                bkm_json_get_num(ev, "order_seed", NAN), bkm_json_get_num(ev, "candidates_tested", NAN),
                bkm_json_get_str(ev, "correction") ? bkm_json_get_str(ev, "correction") : "no",
                bkm_json_get_num(ev, "alpha_familywise", NAN));
-    if (w) {
+    }
+    if (w && bkm_json_get(w, "ratio_rci")) {
+        const bkm_json_t *ci = bkm_json_get(w, "ratio_rci");
+        printf("  claim: %.3gx, repeated interval [%.3g, %.3g], one-sided Mann-Whitney p %.2g <= %.2g after %g "
+               "look(s)\n", bkm_json_get_num(w, "ratio", NAN), num_at(ci, 0), num_at(ci, 1),
+               bkm_json_get_num(w, "p", NAN), bkm_json_get_num(w, "nominal_level", NAN),
+               bkm_json_get_num(w, "looks", NAN));
+        print_doubles("best, per process", w);
+    } else if (w) {
         const bkm_json_t *ci = bkm_json_get(w, "ratio_ci95_exact_rank");
         printf("  claim: %.3gx, 95%% interval [%.3g, %.3g] (exact rank), Mann-Whitney p %.2g, Holm-adjusted %.2g\n",
                bkm_json_get_num(w, "ratio", NAN), num_at(ci, 0), num_at(ci, 1), bkm_json_get_num(w, "p", NAN),
                bkm_json_get_num(w, "p_holm", NAN));
         print_doubles("best, per process", w);
     }
+    for (const bkm_json_t *c = cands ? cands->child : NULL; c; c = c->next)
+        if (bkm_json_get_str(c, "statement"))
+            printf("  candidate %g: %s\n", bkm_json_get_num(c, "arm", NAN), bkm_json_get_str(c, "statement"));
     print_doubles("default, per process", bkm_json_get(ev, "default"));
     if (bkm_json_get(ev, "noise")) {
         const bkm_json_t *nz = bkm_json_get(ev, "noise");
@@ -217,6 +265,19 @@ static void print_text(const bkm_db_best_t *b, const bkm_db_counter_summary_t *c
         printf("  default: %.4g ms, speedup %.3fx\n", b->default_median_ms, b->speedup);
     printf("  %s\n", b->significant ? "significant: beats the default beyond the noise"
                                     : "not significant: the default setting stands");
+    if (b->decision == NULL)
+        printf("  decision: not recorded (a fixed confirmation round, stored before the sequential design)\n");
+    else if (strcmp(b->decision, "claimed") == 0)
+        printf("  decision: claimed, %.3fx, repeated interval [%.3f, %.3f]\n", b->speedup, b->speedup_rci_lo,
+               b->speedup_rci_hi);
+    else if (strcmp(b->decision, "not-better") == 0 && b->not_better_than > 1.0)
+        printf("  decision: not better: no setting tested is better than the default by more than %.1f%%\n",
+               100.0 * (b->not_better_than - 1.0));
+    else if (strcmp(b->decision, "not-better") == 0)
+        printf("  decision: not better: every setting tested is slower than the default or equal\n");
+    else
+        printf("  decision: undecided at the budget (%lld confirmation processes, %lld look(s))\n",
+               (long long)b->confirm_processes, (long long)b->looks);
     print_evidence(b->evidence_json);
     print_counters(ctr, n_ctr);
 }

@@ -36,7 +36,7 @@ static int lint_script(void *cfg, const char *arg, bkm_err_t *err)
 
 static const bkm_cli_opt_t lint_table[] = {
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(lint_opts_t, node),
-     .help = "check against this node profile (default: from the script's -C:\nknl or haswell)", .example = "knl"},
+     .help = "check against this node profile (default: from the script's -C:\nknl, haswell or cpu = perlmutter-cpu)", .example = "knl"},
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(lint_opts_t, json),
      .help = "print {\"script\",\"node\",\"constraint\",\"threads\",\"srun_c\",\"errors\",\n"
              "\"warnings\",\"findings\":[{\"line\",\"severity\",\"code\",\"message\"}],\n"

@@ -15,6 +15,7 @@
 #include "bkm_revision.h"
 #include "cli_common.h"
 #include "cli_opt.h"
+#include "cli_program.h"
 #include "cli_topofix.h"
 
 extern char **environ;
@@ -26,11 +27,14 @@ const char bkm_cli_regress_summary[] = "the regression gate: record a timing bas
 typedef struct regress_opts {
     int record, json;
     const char *output, *baseline, *against, *junit, *workloads, *db;
-    int threads, processes;
+    int threads, processes, processes_max;
     double threshold, alpha;
     long long seed;
     const char *params[REGRESS_MAX_PARAMS];
     size_t n_params;
+    const char *metric, *metric_unit, *runtime;   /* -- CMD: the program (cli_program.h) */
+    int metric_higher;
+    double probe_timeout;
 } regress_opts_t;
 
 static int opt_param(void *cfg, const bkm_cli_opt_t *opt, const char *v, bkm_err_t *err)
@@ -68,10 +72,15 @@ static const bkm_cli_opt_t regress_table[] = {
     {.name = "threshold", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(regress_opts_t, threshold), .lo = 0.01,
      .hi = 10, .help = "smallest slowdown reported, as a fraction (default 0.10 = 10%)"},
     {.name = "alpha", .kind = BKM_CLI_NUM, .metavar = "A", .off = offsetof(regress_opts_t, alpha), .lo = 1e-6,
-     .hi = 0.5, .help = "family-wise error rate over the workloads (Holm; default 0.01)"},
+     .hi = 0.5, .help = "family-wise error rate over the workloads and looks (Holm; default 0.01)"},
     {.name = "processes", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(regress_opts_t, processes), .lo = 3,
      .hi = BKM_TUNE_REPLICATES_MAX, .help = "worker processes per workload and side (default 8; a check uses the\n"
                                            "baseline's count)"},
+    {.name = "processes-max", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(regress_opts_t, processes_max),
+     .lo = 3, .hi = BKM_TUNE_REPLICATES_MAX,
+     .help = "a check: add blocks of --processes for the workloads still undecided\n"
+             "(neither a regression nor within the threshold), up to N per side\n"
+             "(default: --processes, a single look)", .example = "24"},
     {.name = "workloads", .kind = BKM_CLI_STR, .metavar = "LIST", .off = offsetof(regress_opts_t, workloads),
      .help = "these workloads of the suite (default gemm,conv2d,conv3d,lstm; alexnet,\n"
              "55 ms a step, only when named: its fastest sample follows the machine's load;\n"
@@ -79,17 +88,21 @@ static const bkm_cli_opt_t regress_table[] = {
      .example = "gemm"},
     {.name = "seed", .kind = BKM_CLI_I64, .metavar = "S", .off = offsetof(regress_opts_t, seed), .lo = 0, .hi = 9.2e18,
      .help = "seed of the measurement order (default 1)"},
+    BKM_CLI_PROGRAM_OPTS(regress_opts_t),
     BKM_CLI_DB_OPT(regress_opts_t, db),
     {.name = "json", .kind = BKM_CLI_FLAG, .off = offsetof(regress_opts_t, json),
      .help = "print the comparison as JSON: {verdict, regressions, threshold, alpha,\n"
-             "mode, reference, results: [{workload, ratio, ratio_ci95, p, p_holm, ...}]}"},
+             "mode, reference, results: [{workload, ratio, ratio_rci, p, nominal_level,\n"
+             "decision, looks, ...}]}"},
 };
 
 static const bkm_cli_cmd_spec_t regress_cmd = {
     .name = "regress",
     .usage = "tune regress --record -o FILE [--threads N] [--param K=V ...] [--processes N] [--workloads LIST]\n"
-             "tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--json]\n"
-             "tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--json]",
+             "tune regress --baseline FILE [--junit OUT] [--threads N] [--param K=V ...] [--processes-max N] [--json]\n"
+             "tune regress --against OTHER_TUNE [--junit OUT] [--workloads LIST] [--processes-max N] [--json]\n"
+             "tune regress --record -o FILE [--threads N] [--metric REGEX] -- CMD ARGS\n"
+             "tune regress --baseline FILE [--threads N] [--metric REGEX] [--processes-max N] -- CMD ARGS",
     .about = "A fixed suite (SGEMM 256^3, a conv2d and a conv3d layer, an LSTM 8,10,64,64: iterations of\n"
              "0.1-0.3 ms; only when named in --workloads: the AlexNet training step, and fmnist-sgd, the\n"
              "MLP on a 10-step training run as an MPI job of 1 rank under mpiexec, its value the rank's\n"
@@ -100,10 +113,19 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
              "run right before or after it, in alternation, and stores value = workload / calibration, with\n"
              "the host, its topology and the git revision. --baseline re-runs the suite the same way and\n"
              "compares; --against runs another build's workers and this build's interleaved in the same run\n"
-             "(needs no baseline: what CI uses). A workload regressed when BOTH the Mann-Whitney test on the\n"
-             "process values is significant after Holm's correction over the workloads AND the\n"
-             "Hodges-Lehmann ratio (current / reference) exceeds 1 + threshold. The run is stored in the\n"
-             "results database as the report's regression history.",
+             "(needs no baseline: what CI uses). A workload regressed when BOTH the one-sided Mann-Whitney\n"
+             "test on the process values (this build slower) is significant at the level of its look (alpha\n"
+             "spent over the looks, Holm over the workloads) AND the Hodges-Lehmann ratio (current /\n"
+             "reference) is at least 1 + threshold; it is ok when the ratio's repeated interval ends below\n"
+             "1 + threshold (\"not slower by more than X%\"), else undecided (it passes; --processes-max\n"
+             "adds blocks of processes for it). The run is stored in the results database as the report's\n"
+             "regression history.\n"
+             "-- CMD ARGS: your own program is the suite. Each of its processes is one run of it (its wall\n"
+             "time, or the fastest number --metric matches in its output), supervised as in a sweep (binding\n"
+             "proven, runtime found), paired with the same calibration process; --record stores its argv,\n"
+             "metric and executable hash; --baseline runs the same argv and metric again, typically after\n"
+             "rebuilding the program or changing its environment, and says whether the executable is the\n"
+             "one the baseline ran. 1 thread unless --threads N (bound OMP_PLACES=cores OMP_PROC_BIND=close).",
     BKM_CLI_TABLE(regress_table),
     .more = "examples:\n"
             "  tune regress --record -o base.json\n"
@@ -111,7 +133,9 @@ static const bkm_cli_cmd_spec_t regress_cmd = {
             "  tune regress --record -o base2.json --threads 2\n"
             "  tune regress --baseline base2.json --threads 1         # half the threads, a real slowdown: exit 1\n"
             "  tune regress --against ../main-build/tune --workloads gemm,conv2d,lstm\n"
-            "  tune regress --record -o mpi.json --workloads fmnist-sgd   # needs MPICH's mpiexec\n\n"
+            "  tune regress --record -o mpi.json --workloads fmnist-sgd   # needs MPICH's mpiexec\n"
+            "  tune regress --record -o mine.json --threads 2 -- ./train --epochs 1\n"
+            "  tune regress --baseline mine.json --threads 2 -- ./train --epochs 1   # after a rebuild\n\n"
             "exit codes: 0 no regression, 1 a regression, 2 bad usage or input, 3 environment problem\n"
             "            (baseline from another topology or ISA, unreadable file, worker cannot start),\n"
             "            4 some workloads could not be compared (their processes failed) and none regressed\n",
@@ -144,6 +168,7 @@ static void regress_job(const regress_opts_t *o, const char *baseline_text, bkm_
     job->json = o->json;
     job->threads = o->threads;
     job->processes = o->processes;
+    job->processes_max = o->processes_max;
     job->params = o->params;
     job->n_params = o->n_params;
     job->workloads = o->workloads;
@@ -184,6 +209,17 @@ static void print_notes(const bkm_buf_t *notes)
     }
 }
 
+/* -- CMD: the program resolved, the runtime it loads found (on this host's topology). */
+static int regress_program_open(const regress_opts_t *o, bkm_cli_program_t *cp, int pargc, char **pargv,
+                                const char *self, bkm_topo_t **topo, bkm_err_t *err)
+{
+    int rc;
+    if ((rc = bkm_topo_open_host(topo, err)) < 0)
+        return rc;
+    return bkm_cli_program_open(cp, pargc, pargv, NULL, o->metric, o->metric_unit, o->metric_higher, o->runtime,
+                                o->probe_timeout, self, *topo, err);
+}
+
 int bkm_cli_regress(int argc, char **argv)
 {
     regress_opts_t o;
@@ -192,19 +228,31 @@ int bkm_cli_regress(int argc, char **argv)
     bkm_tune_runner_t runner;
     bkm_tune_trial_spec_t base;
     bkm_aff_topo_fix_t fix = {0};
+    bkm_cli_program_t *cp = NULL;
+    bkm_topo_t *topo = NULL;
     bkm_err_t err = {0};
     regress_bar_t bar = {isatty(2), 0};
-    char self[PATH_MAX], when[32], host[256] = "unknown";
+    char self[PATH_MAX], when[32], host[256] = "unknown", **pargv = NULL;
     char *baseline_text = NULL;
     size_t blen = 0;
-    int ret, fix_open = 0;
+    int ret, fix_open = 0, oargc, pargc = 0;
 
     memset(&o, 0, sizeof o);
     o.threshold = BKM_TUNE_REGRESS_THRESHOLD;
     o.alpha = BKM_TUNE_REGRESS_ALPHA;
     o.seed = 1;
-    if (bkm_cli_opt_parse_cmd(&regress_cmd, argc, argv, &o, &ret))
+    o.probe_timeout = 20;
+    if ((ret = bkm_cli_program_split(argc, argv, &oargc, &pargv, &pargc, &err)) < 0) {
+        fprintf(stderr, "tune regress: %s\n", err.msg);
+        return 2;
+    }
+    if (bkm_cli_opt_parse_cmd(&regress_cmd, oargc, argv, &o, &ret))
         return ret;
+    if (pargc == 0 && (o.metric || o.metric_unit || o.metric_higher || o.runtime)) {
+        fprintf(stderr, "tune regress: --%s is for your own program (-- CMD ARGS)\n",
+                o.metric ? "metric" : o.metric_unit ? "metric-unit" : o.metric_higher ? "metric-higher" : "runtime");
+        return 2;
+    }
     regress_job(&o, NULL, &job);
     if ((ret = bkm_tune_regress_job_check(&job, &err)) < 0)
         goto fail;
@@ -222,9 +270,14 @@ int bkm_cli_regress(int argc, char **argv)
     if ((ret = bkm_tune_env_check(environ, &err)) < 0 || (ret = bkm_cli_runner_self(&runner, self, sizeof self, &err)) < 0 ||
         (ret = bkm_cli_topo_fix_open(&fix, NULL, &err)) < 0 || (fix_open = 1, ret = bkm_cli_topo_fix_spec(&fix, &base, &err)) < 0)
         goto fail;
+    if (pargc > 0 && ((cp = calloc(1, sizeof *cp)) == NULL ? (ret = bkm_err_set(&err, BKM_ENOMEM, "out of memory"))
+                                                           : (ret = regress_program_open(&o, cp, pargc, pargv, self,
+                                                                                         &topo, &err))) < 0)
+        goto fail;
     gethostname(host, sizeof host - 1);
     bkm_utc_iso8601(when, sizeof when);
     job.runner = &runner;
+    job.program = cp ? &cp->pg : NULL;
     job.base = &base;
     job.hostname = host;
     job.when = when;
@@ -244,6 +297,9 @@ fail:
 done:
     if (fix_open)
         bkm_cli_topo_fix_close(&fix);
+    bkm_cli_program_close(cp);
+    free(cp);
+    bkm_topo_close(topo);
     bkm_tune_regress_outcome_free(&res);
     bkm_free(baseline_text);
     return ret;

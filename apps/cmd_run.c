@@ -331,11 +331,7 @@ static void run_dry(const run_opts_t *o, const bkm_cli_program_t *cp)
         bkm_tune_trial_spec_to_json(&o->spec, &w);
         bkm_json_key(&w, "program");
         bkm_json_obj_begin(&w);
-        bkm_json_key(&w, "argv");
-        bkm_json_arr_begin(&w);
-        for (int i = 0; i < cp->pg.argc; i++)
-            bkm_json_str(&w, cp->pg.argv[i]);
-        bkm_json_arr_end(&w);
+        bkm_json_key(&w, "argv"), bkm_tune_program_argv_json(&cp->pg, &w);
         bkm_json_key(&w, "sha256"), bkm_json_str(&w, cp->sha256);
         bkm_json_key(&w, "runtime"), bkm_json_str(&w, bkm_aff_runtime_kind_name(cp->pg.runtime));
         bkm_json_key(&w, "how"), bkm_json_str(&w, cp->how);

@@ -22,7 +22,7 @@ const char bkm_cli_sbatch_summary[] = "write (and submit) a Slurm batch script f
 
 typedef struct sbatch_opts {
     const char *node, *workload, *db, *out, *account, *qos, *partition, *time, *job_name, *command, *job_output, *mpi;
-    int submit, test_only, dflt, seed, nodes, rpn;
+    int submit, test_only, dflt, seed, site_prior, nodes, rpn, threads, check_binding;
     const char *params[BKM_SLURM_MAX_PARAMS];
     int n_params;
 } sbatch_opts_t;
@@ -61,7 +61,7 @@ static int params_apply(const sbatch_opts_t *o, bkm_slurm_setting_t *s, bkm_err_
 
 static const bkm_cli_opt_t sbatch_table[] = {
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(sbatch_opts_t, node),
-     .help = "node profile (knl, haswell, auto, or a profile file)", .example = "knl", .flags = BKM_CLI_REQUIRED},
+     .help = "node profile (knl, haswell, perlmutter-cpu, auto, or a profile file)", .example = "knl", .flags = BKM_CLI_REQUIRED},
     {.name = "workload", .kind = BKM_CLI_STR, .metavar = "WL", .off = offsetof(sbatch_opts_t, workload),
      .help = "workload the job runs (gemm, conv2d, alexnet, ...)", .example = "gemm", .flags = BKM_CLI_REQUIRED},
     BKM_CLI_DB_OPT(sbatch_opts_t, db),
@@ -77,24 +77,34 @@ static const bkm_cli_opt_t sbatch_table[] = {
     {.name = "seed-bkm", .kind = BKM_CLI_FLAG, .off = offsetof(sbatch_opts_t, seed),
      .help = "use the setting the seed published for Cori haswell/knl\n"
              "(granularity=fine,compact,1,0, 32/68 threads, blocktime 1; not measured)"},
+    {.name = "site-prior", .kind = BKM_CLI_FLAG, .off = offsetof(sbatch_opts_t, site_prior),
+     .help = "use the setting the node's site recommends (the profile's prior,\n"
+             "e.g. NERSC's OMP_PLACES=threads OMP_PROC_BIND=spread; not measured)"},
+    {.name = "threads", .kind = BKM_CLI_INT, .metavar = "T", .off = offsetof(sbatch_opts_t, threads), .lo = 1,
+     .hi = BKM_CPUSET_MAX, .help = "OpenMP threads per rank (replaces the setting's own)"},
+    {.name = "check-binding", .kind = BKM_CLI_FLAG, .off = offsetof(sbatch_opts_t, check_binding),
+     .help = "before the run, every rank prints its CPU mask and each thread's CPUs\n"
+             "against the plan (tune affinity verify); a mismatch stops the job"},
     {.name = "account", .short_name = 'A', .kind = BKM_CLI_STR, .metavar = "A", .off = offsetof(sbatch_opts_t, account),
-     .help = "#SBATCH -A (default: none)", .example = "m1234"},
+     .help = "#SBATCH -A (default: the profile's, none for Cori/Perlmutter)", .example = "m1234"},
     {.name = "qos", .short_name = 'q', .kind = BKM_CLI_STR, .metavar = "Q", .off = offsetof(sbatch_opts_t, qos),
-     .help = "#SBATCH -q (default regular)", .example = "debug"},
+     .help = "#SBATCH -q (default: the profile's; regular for Cori/Perlmutter,\nnone for auto)", .example = "debug"},
     {.name = "partition", .short_name = 'p', .kind = BKM_CLI_STR, .metavar = "P", .off = offsetof(sbatch_opts_t, partition),
-     .help = "#SBATCH -p (default: none, the cluster's default partition)", .example = "debug"},
+     .help = "#SBATCH -p (default: the profile's, else the cluster's default)", .example = "debug"},
     {.name = "time", .short_name = 't', .kind = BKM_CLI_STR, .metavar = "T", .off = offsetof(sbatch_opts_t, time),
      .help = "#SBATCH -t, a Slurm time: MM, HH:MM:SS, D-HH:MM (default 00:30:00)", .example = "00:10:00"},
     {.name = "nodes", .short_name = 'N', .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(sbatch_opts_t, nodes),
      .lo = 1, .hi = 100000, .help = "#SBATCH -N (default 1)"},
     {.name = "ranks-per-node", .kind = BKM_CLI_INT, .metavar = "R", .off = offsetof(sbatch_opts_t, rpn), .lo = 1,
-     .hi = BKM_CPUSET_MAX, .help = "MPI ranks per node; srun -c and --cpu-bind follow NERSC's rules (default 1)"},
+     .hi = BKM_CPUSET_MAX, .help = "MPI ranks per node; srun -c and --cpu-bind follow the profile's\n"
+                                   "batch rules (NERSC's for Cori and Perlmutter) (default 1)"},
     {.name = "job-name", .short_name = 'J', .kind = BKM_CLI_STR, .metavar = "J", .off = offsetof(sbatch_opts_t, job_name),
      .help = "#SBATCH -J (default bkm-WL)", .example = "bkm"},
     {.name = "job-output", .kind = BKM_CLI_STR, .metavar = "PATTERN", .off = offsetof(sbatch_opts_t, job_output),
      .help = "#SBATCH -o (default J-%j.out)", .example = "x-%j.out"},
     {.name = "mpi", .kind = BKM_CLI_STR, .metavar = "TYPE", .off = offsetof(sbatch_opts_t, mpi),
-     .help = "srun --mpi=TYPE (default pmi2, what MPICH needs; 'none' omits it)", .example = "pmi2"},
+     .help = "srun --mpi=TYPE (default: the profile's: pmi2, what MPICH needs, or\n"
+             "cray_shasta on Perlmutter; 'none' omits it)", .example = "pmi2"},
     {.name = "param", .kind = BKM_CLI_CALL, .metavar = "K=V", .call = sbatch_param, .flags = BKM_CLI_REPEAT,
      .help = "a workload parameter for `tune run` (replaces the setting's own)", .example = "batch=16"},
     {.name = "command", .kind = BKM_CLI_STR, .metavar = "CMD", .off = offsetof(sbatch_opts_t, command),
@@ -104,17 +114,20 @@ static const bkm_cli_opt_t sbatch_table[] = {
 static const bkm_cli_cmd_spec_t sbatch_cmd = {
     .name = "sbatch",
     .usage = "tune sbatch --node NODE --workload WL [--db PATH] [-o FILE] [--submit [--test-only]]\n"
-             "            [--default | --seed-bkm] [--account A] [--qos Q] [--partition P]\n"
-             "            [--time T] [--nodes N] [--ranks-per-node R] [--job-name J] [--job-output P] [--mpi TYPE] [--param K=V]\n"
-             "            [--command CMD]",
+             "            [--default | --seed-bkm | --site-prior] [--account A] [--qos Q] [--partition P]\n"
+             "            [--time T] [--nodes N] [--ranks-per-node R] [--threads T] [--job-name J] [--job-output P]\n"
+             "            [--mpi TYPE] [--param K=V] [--command CMD] [--check-binding]",
     .about = "Writes a Slurm batch script that runs WL on NODE with the best-known setting stored for them:\n"
-             "#SBATCH lines (-N, -C from the node profile, -p, -q, -t, -A, -J, -o), the exported setting\n"
-             "(OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, or OMP_PLACES/OMP_PROC_BIND when that won;\n"
-             "never two rivals that cancel each other), the planned world size, and one srun line with\n"
-             "-n, -c and --cpu-bind by NERSC's rules and --mpi=pmi2; every rank prints the settings it\n"
-             "sees, then `tune run` prints the result line (median time, GFLOP/s). A comment records the\n"
-             "provenance: sweep, median and interval, speedup vs the default, host, date, revision.\n"
-             "--default and --seed-bkm write a setting that bkm did not measure, and say so.\n"
+             "#SBATCH lines (-N, -C, -p, -q, -A from the node profile's batch rules unless given, -t, -J,\n"
+             "-o), the exported setting (OMP_NUM_THREADS, KMP_AFFINITY, KMP_BLOCKTIME, or OMP_PLACES/\n"
+             "OMP_PROC_BIND when that won; never two rivals that cancel each other), the planned world\n"
+             "size, and one launcher line by the profile's rules: srun with -n, -c (always given: since\n"
+             "Slurm 22.05 srun does not take the job's -c), --cpu-bind and --mpi, or mpiexec -n -ppn\n"
+             "-bind-to; every rank prints the settings it sees, then `tune run` prints the result line\n"
+             "(median time, GFLOP/s). A comment records the provenance: sweep, median and interval,\n"
+             "speedup vs the default, host, date, revision. --default, --seed-bkm and --site-prior write\n"
+             "a setting that bkm did not measure, and say so. --check-binding adds a step in which every\n"
+             "rank prints its CPU mask and each OpenMP thread's CPUs against bkm's plan.\n"
              "For a sweep of your own program (tune ... -- CMD ARGS) the srun line runs that program, each\n"
              "word quoted, with only the variables of the OpenMP runtime it loads (GNU libgomp: OMP_* and\n"
              "GOMP_*, never KMP_*).",
@@ -123,6 +136,9 @@ static const bkm_cli_cmd_spec_t sbatch_cmd = {
             "  tune sbatch --node knl --workload alexnet -o alexnet-knl.sbatch\n"
             "  tune sbatch --node haswell --workload alexnet --seed-bkm --account m1234 --submit\n"
             "  tune sbatch --node knl --workload gemm --default --ranks-per-node 4 --command ./my_app\n"
+            "  tune sbatch --node perlmutter-cpu --workload alexnet --site-prior --nodes 2 --ranks-per-node 8 \\\n"
+            "      --threads 16 --check-binding -o pm.sbatch\n"
+            "  tune sbatch --node site.prof --workload gemm --default   (a site's own rules: docs/slurm.md)\n"
             "  tune sbatch --node auto --workload torch-cnn   (after tune --workload torch-cnn -- python3 train.py)\n\n"
             "exit codes: 0 written (and submitted), 2 bad usage or no best-known setting for NODE/WL\n"
             "            (use --default or --seed-bkm), 3 environment: the database is unreadable, no\n"
@@ -149,6 +165,24 @@ static int default_setting(const sbatch_opts_t *o, bkm_topo_t *topo, const bkm_n
     bkm_buf_free(&b);
     bkm_tune_space_free(sp);
     return rc;
+}
+
+/* The site's recommended setting (the profile's prior), one thread per core of the node. */
+static int prior_setting(const bkm_node_profile_t *prof, const bkm_topo_summary_t *sum, bkm_slurm_setting_t *s,
+                         bkm_err_t *err)
+{
+    bkm_aff_env_t env;
+    char store[sizeof prof->batch.prior];
+    int rc;
+    memset(s, 0, sizeof *s);
+    if ((rc = bkm_profile_prior_env(prof, &env, store, sizeof store, err)) < 0)
+        return bkm_err_prefix(err, "--site-prior");
+    s->threads = sum->cores > 0 ? sum->cores : 1;
+    snprintf(s->kmp_affinity, sizeof s->kmp_affinity, "%s", env.kmp_affinity ? env.kmp_affinity : "");
+    snprintf(s->kmp_blocktime, sizeof s->kmp_blocktime, "%s", env.kmp_blocktime ? env.kmp_blocktime : "");
+    snprintf(s->omp_places, sizeof s->omp_places, "%s", env.omp_places ? env.omp_places : "");
+    snprintf(s->omp_proc_bind, sizeof s->omp_proc_bind, "%s", env.omp_proc_bind ? env.omp_proc_bind : "");
+    return BKM_OK;
 }
 
 /* A sweep of the user's program (`tune ... -- CMD`) stored the program and the OpenMP runtime it
@@ -242,14 +276,30 @@ static int best_setting(const sbatch_opts_t *o, const char *db_path, bkm_slurm_j
     return 0;
 }
 
+/* The threads of a setting that fills the node (the default or the site prior): with several
+ * ranks, what one rank gets by the profile's -c rule. */
+static int job_threads_cap(const bkm_slurm_job_t *job)
+{
+    bkm_slurm_layout_t l;
+    if (job->rules->c_rule == BKM_BATCH_C_THREADS)
+        return job->pus / job->ranks_per_node;
+    if (job->rules->c_rule == BKM_BATCH_C_CORES)
+        return job->cores / job->ranks_per_node;
+    if (bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, NULL) == BKM_OK)
+        return l.cpus_per_task;
+    return job->setting.threads;
+}
+
 /* The job's shape from the options, the profile and the node: nodes, ranks per node (an MPI
- * training setting's own ranks unless --ranks-per-node says otherwise), #SBATCH values, the
- * launcher, and a default setting's threads cut to one rank's share. */
+ * training setting's own ranks unless --ranks-per-node says otherwise), the batch rules and the
+ * #SBATCH values they default, the binding check, and the threads: --threads, else a node-filling
+ * setting's cut to one rank's share. */
 static void job_shape(const sbatch_opts_t *o, const bkm_node_profile_t *prof, const bkm_topo_summary_t *sum,
                       char *jname, size_t jname_n, bkm_slurm_job_t *job)
 {
     snprintf(jname, jname_n, "bkm-%.80s", o->workload);
     job->node = prof->name;
+    job->rules = &prof->batch;
     job->constraint = prof->slurm_constraint;
     job->pus = sum->pus;
     job->cores = sum->cores;
@@ -271,23 +321,19 @@ static void job_shape(const sbatch_opts_t *o, const bkm_node_profile_t *prof, co
                 i--;
             }
     }
-    job->account = o->account;
-    if (o->qos)
-        job->qos = o->qos;
-    job->partition = o->partition;
+    bkm_cli_slurm_rules_apply(prof, o->account, o->qos, o->partition, o->mpi, job);
     if (o->time)
         job->time = o->time;
     job->job_name = o->job_name ? o->job_name : jname;
     job->output = o->job_output;
-    if (o->mpi)
-        job->mpi = strcmp(o->mpi, "none") == 0 ? NULL : o->mpi;
     job->command = o->command;
-    if (job->origin == BKM_SLURM_FROM_DEFAULT) {
-        /* the default's threads fill the node; with several ranks, each rank's share */
-        bkm_slurm_layout_t l;
-        if (bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, NULL) == BKM_OK &&
-            job->setting.threads > l.cpus_per_task)
-            job->setting.threads = l.cpus_per_task;
+    job->check_binding = o->check_binding;
+    if (o->threads)
+        job->setting.threads = o->threads;
+    else if (job->origin == BKM_SLURM_FROM_DEFAULT || job->origin == BKM_SLURM_FROM_SITE) {
+        int cap = job_threads_cap(job);
+        if (job->setting.threads > cap)
+            job->setting.threads = cap > 0 ? cap : 1;
     }
 }
 
@@ -314,8 +360,8 @@ int bkm_cli_sbatch(int argc, char **argv)
     bkm_buf_init(&script);
     if (bkm_cli_opt_parse_cmd(&sbatch_cmd, argc, argv, &o, &ret))
         return ret;
-    if (o.dflt && o.seed) {
-        fprintf(stderr, "tune sbatch: --default and --seed-bkm exclude each other\n");
+    if (o.dflt + o.seed + o.site_prior > 1) {
+        fprintf(stderr, "tune sbatch: --default, --seed-bkm and --site-prior exclude each other\n");
         return 2;
     }
     if (o.test_only && !o.submit) {
@@ -333,6 +379,8 @@ int bkm_cli_sbatch(int argc, char **argv)
         rc = bkm_slurm_setting_seed(prof.name, &job.setting, &err), job.origin = BKM_SLURM_FROM_SEED;
     else if (o.dflt)
         rc = default_setting(&o, topo, &prof, &job.setting, &err), job.origin = BKM_SLURM_FROM_DEFAULT;
+    else if (o.site_prior)
+        rc = prior_setting(&prof, &sum, &job.setting, &err), job.origin = BKM_SLURM_FROM_SITE;
     else if ((ret = best_setting(&o, bkm_cli_db_path(o.db), &job, &best, &binding)) != 0 ||
              (ret = program_from_binding(binding, &job, &pdoc, pargv, (int)(sizeof pargv / sizeof pargv[0]))) != 0)
         goto done;
@@ -358,7 +406,10 @@ int bkm_cli_sbatch(int argc, char **argv)
         goto done;
     if (strcmp(out, "-") != 0)
         fprintf(stderr, "tune sbatch: wrote %s (%s setting of %s on %s)\n", out,
-                job.origin == BKM_SLURM_FROM_BEST ? "best-known" : job.origin == BKM_SLURM_FROM_SEED ? "the seed's" : "the default",
+                job.origin == BKM_SLURM_FROM_BEST   ? "best-known"
+                : job.origin == BKM_SLURM_FROM_SEED ? "the seed's"
+                : job.origin == BKM_SLURM_FROM_SITE ? "the site's recommended"
+                                                    : "the default",
                 o.workload, prof.name);
     if (o.submit) {
         if (strcmp(out, "-") == 0) {

@@ -122,7 +122,8 @@ static const bkm_cli_opt_t sweep_table[] = {
              "program is stored under (default: from the program)", .example = "gemm"},
     BKM_CLI_PROGRAM_OPTS(opts_t),
     {.name = "node", .kind = BKM_CLI_STR, .metavar = "NODE", .off = offsetof(opts_t, node),
-     .help = "node profile: auto (this host, default), haswell, knl, or a profile file", .example = "knl"},
+     .help = "node profile: auto (this host, default), haswell, knl, perlmutter-cpu,\n"
+             "or a profile file", .example = "knl"},
     {.name = "threads", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_threads,
      .help = "thread counts, e.g. 1,2 (default: the profile's; each 1..2048)", .example = "1"},
     {.name = "ranks", .kind = BKM_CLI_CALL, .metavar = "LIST", .call = sweep_ranks,
@@ -151,7 +152,8 @@ static const bkm_cli_opt_t sweep_table[] = {
      .help = "at most N trials in the search (default: grid all; others a quarter\n"
              "of the configurations, at least 20)"},
     {.name = "time", .kind = BKM_CLI_DURATION, .metavar = "DURATION", .off = offsetof(opts_t, sw.time_budget_s),
-     .lo = 0.001, .hi = 1e9, .help = "stop searching after DURATION (90s, 5m, 1h)", .example = "5m"},
+     .lo = 0.001, .hi = 1e9, .help = "stop searching after DURATION (90s, 5m, 1h), and add no\n"
+             "confirmation block after it (the first block always runs)", .example = "5m"},
     {.name = "seed", .kind = BKM_CLI_I64, .metavar = "N", .off = offsetof(opts_t, seed), .lo = 1, .hi = 1e8,
      .help = "seed of the strategy's random choices (default 1; --data-seed is the\n"
              "workload's)"},
@@ -160,8 +162,15 @@ static const bkm_cli_opt_t sweep_table[] = {
      .hi = BKM_TUNE_CONFIRM_TOP_MAX, .help = "candidates re-measured against the default (default 3)"},
     {.name = "replicates", .kind = BKM_CLI_INT, .metavar = "R", .off = offsetof(opts_t, sw.replicates), .lo = 6,
      .hi = BKM_TUNE_REPLICATES_MAX,
-     .help = "confirmation: each candidate and the default run in R fresh worker\n"
-             "processes, in a drift-cancelling order; the claim uses one value per process"},
+     .help = "confirmation: each candidate and the default run in blocks of R fresh\n"
+             "worker processes, in a drift-cancelling order; the claim uses one value\n"
+             "per process (default 6)"},
+    {.name = "replicates-max", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.replicates_max),
+     .lo = 6, .hi = BKM_TUNE_REPLICATES_MAX,
+     .help = "confirmation: add blocks of R processes per side while a candidate\n"
+             "is undecided, up to N per side and while --time lasts (default 24, or R\n"
+             "when larger; N = R: a single look); each candidate ends claimed, not\n"
+             "better by more than X%, or undecided at the budget", .example = "36"},
     {.name = "min-ratio", .kind = BKM_CLI_NUM, .metavar = "X", .off = offsetof(opts_t, sw.min_ratio), .lo = 1,
      .hi = 100, .help = "smallest speedup over the default worth claiming (default 1.02)"},
     {.name = "rerun-disturbed", .kind = BKM_CLI_INT, .metavar = "N", .off = offsetof(opts_t, sw.rerun_disturbed),
@@ -201,11 +210,11 @@ static const bkm_cli_opt_t sweep_table[] = {
     {.name = "submit", .kind = BKM_CLI_FLAG, .off = offsetof(opts_t, submit),
      .help = "with --sbatch/--slurm-array: submit with sbatch (SBATCH_*/SLURM_*\ncleared)"},
     {.name = "account", .kind = BKM_CLI_STR, .metavar = "A", .off = offsetof(opts_t, account),
-     .help = "Slurm account of those jobs (#SBATCH -A)", .example = "m1234"},
+     .help = "Slurm account of those jobs (#SBATCH -A; default: the profile's)", .example = "m1234"},
     {.name = "qos", .kind = BKM_CLI_STR, .metavar = "Q", .off = offsetof(opts_t, qos),
-     .help = "Slurm QOS of those jobs (default regular)", .example = "debug"},
+     .help = "Slurm QOS of those jobs (default: the profile's; regular for\nCori/Perlmutter)", .example = "debug"},
     {.name = "partition", .kind = BKM_CLI_STR, .metavar = "P", .off = offsetof(opts_t, partition),
-     .help = "Slurm partition of those jobs (#SBATCH -p; default: the cluster's)", .example = "debug"},
+     .help = "Slurm partition of those jobs (#SBATCH -p; default: the profile's,\nelse the cluster's)", .example = "debug"},
     {.name = "slurm-time", .kind = BKM_CLI_STR, .metavar = "T", .off = offsetof(opts_t, slurm_time),
      .help = "Slurm time limit of each job (default 02:00:00)", .example = "00:10:00"},
     {.name = "job-name", .kind = BKM_CLI_STR, .metavar = "J", .off = offsetof(opts_t, job_name),
@@ -232,8 +241,10 @@ static const bkm_cli_cmd_spec_t sweep_cmd = {
              "thread placement is identical on this topology are measured once; settings the planner\n"
              "rejects are dropped (both are listed with --dry-run). Every finished trial is stored at once\n"
              "in the results database; running the same command again resumes the sweep. The top\n"
-             "candidates are then re-measured interleaved with the default setting, and a best-known\n"
-             "setting is claimed only when it beats the default beyond the noise.\n"
+             "candidates are then re-measured interleaved with the default setting, in blocks of fresh\n"
+             "processes while the evidence is undecided, and a best-known setting is claimed only when\n"
+             "it beats the default beyond the noise; each candidate is claimed, found not better by\n"
+             "more than X%, or left undecided at the budget (--replicates-max, --time).\n"
              "On a host that is not NODE, the sweep is planned and explained, never run or recorded.",
     BKM_CLI_TABLE(sweep_table),
     .more = "examples:\n"
@@ -278,6 +289,9 @@ static int parse_args(int argc, char **argv, opts_t *o, bkm_cli_given_t *given, 
             return bkm_err_set(err, BKM_EINVAL, "tune sweep: --shard and --aa exclude each other");
         o->sw.strategy = "grid";
     }
+    if (o->sw.replicates_max > 0 && o->sw.replicates_max < o->sw.replicates)
+        return bkm_err_set(err, BKM_EINVAL, "tune sweep: --replicates-max '%d' is below --replicates %d (the first "
+                           "block)", o->sw.replicates_max, o->sw.replicates);
     if (o->sw.base.max_samples < o->sw.base.min_samples)
         o->sw.base.max_samples = o->sw.base.min_samples;
     if (o->sw.base.min_time_s >= o->sw.base.timeout_s)
@@ -500,10 +514,8 @@ static int slurm_jobs(const opts_t *o, const bkm_cli_given_t *given, const bkm_n
     job.node = prof->name;
     job.constraint = prof->slurm_constraint;
     job.workload = o->workload;
-    job.account = o->account;
-    if (o->qos)
-        job.qos = o->qos;
-    job.partition = o->partition;
+    /* -A, -q, -p: the options given, else the profile's batch rules (a sweep job runs no srun) */
+    bkm_cli_slurm_rules_apply(prof, o->account, o->qos, o->partition, NULL, &job);
     job.time = o->slurm_time;   /* NULL: the sweep's default */
     job.job_name = o->job_name;
     if (o->db[0] != '/' && getcwd(cwd, sizeof cwd) == NULL) {

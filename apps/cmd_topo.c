@@ -11,7 +11,7 @@
 #include "cli_opt.h"
 #include "cli_topofix.h"
 
-const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, profile, XML, synthetic)";
+const char bkm_cli_topo_summary[] = "show the node topology (host, knl, haswell, perlmutter-cpu, profile, XML, synthetic)";
 
 typedef struct topo_cfg {
     bkm_topo_source_t src;
@@ -50,21 +50,27 @@ static const bkm_cli_cmd_spec_t topo_cmd = {
              "BKM_LIBOMP_TOPOLOGY=auto (default) | never | always chooses when.",
     BKM_CLI_TABLE(topo_table),
     .more = "nodes: auto (this host), haswell (Cori: 2 x 16 cores x 2 HT, PU i+32 is the sibling of i),\n"
-            "knl (Cori KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's), or a file.\n"
-            "Profile format, one 'key = value' per line, '#' comments:\n"
+            "knl (Cori KNL 7250: 68 cores in 34 tiles x 4 HT, PUs i+68k are core i's), perlmutter-cpu\n"
+            "(NERSC: 2 x 64 cores x 2 HT, PU N+128 is the sibling of N, 8 NUMA nodes, 16 L3), or a file.\n"
+            "Profile format, one 'key = value' per line, '#' comments, each key once (docs/slurm.md,\n"
+            "\"Node profile files\"):\n"
             "  name = mynode              (required)\n"
             "  description = free text\n"
             "  synthetic = pack:2 core:8 pu:2   (or: xml = mynode.xml, relative to the profile file)\n"
             "  isa = avx512 | avx2 | generic\n"
-            "  slurm_constraint = knl,quad,cache\n"
             "  threads = 1,2,4,8          (default sweep, at most 16)\n"
             "  blocktime = 0,200,infinite (KMP_BLOCKTIME ms, at most 8)\n"
+            "  the site's batch rules: constraint (#SBATCH -C), site, qos, account, partition,\n"
+            "  cpus_per_task = node|threads|cores, cpu_bind = auto|cores|threads|sockets|ldoms|none,\n"
+            "  launcher = srun|mpiexec, mpi = PLUGIN|default, srun_inherits_c = yes|no,\n"
+            "  prior = OMP_PLACES=threads OMP_PROC_BIND=spread, prior_source = text\n"
             "Profiles and XML files must be regular files (never a FIFO or a device); XML at most\n"
             "64 MiB, a key = value profile at most 1024 KiB.\n"
             "\n"
             "examples:\n"
             "  tune topo\n"
             "  tune topo --node knl\n"
+            "  tune topo --node perlmutter-cpu --json\n"
             "  tune topo --synthetic \"pack:1 l2:2 core:2 pu:4\" --json\n"
             "\n"
             "exit codes: 0 ok, 2 bad option or unloadable topology (the message names it),\n"
@@ -81,6 +87,62 @@ static void print_size(uint64_t b)
         printf("%.4g MiB", (double)b / (double)(1ull << 20));
     else
         printf("%.4g KiB", (double)b / 1024.0);
+}
+
+/* The groups of PUs that share a last-level cache, with their cores (when there is more than one
+ * such cache, or it is shared by several cores). */
+static void print_groups(const bkm_topo_t *t, const bkm_topo_cache_t *cache, int n_c)
+{
+    int n_pu = 0, n = bkm_topo_groups(t, BKM_TOPO_GROUP_LLC, NULL, 0), level = 0;
+    const bkm_topo_pu_t *pu = bkm_topo_pus(t, &n_pu);
+    bkm_cpuset_t *g;
+    if (n < 1 || (g = bkm_calloc((size_t)n, sizeof(*g))) == NULL)
+        return;
+    bkm_topo_groups(t, BKM_TOPO_GROUP_LLC, g, n);
+    for (int i = 0; i < n_c; i++)
+        if (cache[i].type != 'i' && cache[i].level > level)
+            level = cache[i].level;
+    printf("last-level cache groups: %d (L%d)\n", n, level);
+    for (int i = 0; i < n; i++) {
+        bkm_cpuset_t cores;
+        bkm_buf_t a, b;
+        bkm_cpuset_zero(&cores);
+        for (int k = 0; k < n_pu; k++)
+            if (bkm_cpuset_isset(&g[i], pu[k].os))
+                bkm_cpuset_set(&cores, pu[k].core);
+        bkm_buf_init(&a);
+        bkm_buf_init(&b);
+        bkm_cpuset_format(&cores, &a);
+        bkm_cpuset_format(&g[i], &b);
+        printf("  L%d group %d: cores %s, PUs %s\n", level, i, bkm_buf_str(&a), bkm_buf_str(&b));
+        bkm_buf_free(&a);
+        bkm_buf_free(&b);
+    }
+    bkm_free(g);
+}
+
+/* The node's batch rules, when the profile is a site's. */
+static void print_rules(const bkm_node_profile_t *p)
+{
+    const bkm_batch_rules_t *r = &p->batch;
+    if (!p->name[0] || strcmp(p->name, "auto") == 0)
+        return;
+    printf("batch rules%s%s%s:", r->site[0] ? " (" : "", r->site, r->site[0] ? ")" : "");
+    if (p->slurm_constraint[0])
+        printf(" -C %s", p->slurm_constraint);
+    if (r->qos[0])
+        printf(" -q %s", r->qos);
+    if (r->account[0])
+        printf(" -A %s", r->account);
+    if (r->partition[0])
+        printf(" -p %s", r->partition);
+    printf("; %s, -c rule %s, cpu-bind %s%s%s; %s\n", bkm_batch_launcher_name(r->launcher),
+           bkm_batch_c_rule_name(r->c_rule), r->cpu_bind, r->mpi[0] ? ", --mpi=" : "", r->mpi,
+           r->srun_inherits_c ? "srun inherits the job's -c (Slurm before 22.05)"
+                              : "srun does not inherit the job's -c (Slurm 22.05 and later): scripts set srun -c");
+    if (r->prior[0])
+        printf("site-recommended setting (a prior, not measured): %s%s%s%s\n", r->prior,
+               r->prior_source[0] ? " (" : "", r->prior_source, r->prior_source[0] ? ")" : "");
 }
 
 static void print_text(const bkm_topo_t *t, const bkm_node_profile_t *p)
@@ -118,6 +180,11 @@ static void print_text(const bkm_topo_t *t, const bkm_node_profile_t *p)
         printf(" x %d (%d PU%s each)\n", cache[i].count, cache[i].pus_per_cache,
                cache[i].pus_per_cache == 1 ? "" : "s");
     }
+    print_groups(t, cache, n_c);
+    int stride = bkm_topo_smt_stride(t);
+    if (stride > 0)
+        printf("hardware threads: PU N+%d is the sibling of PU N on every core\n", stride);
+    print_rules(p);
     printf("cores:\n");
     for (int i = 0; i < n_pu;) {
         int j = i;

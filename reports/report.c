@@ -541,6 +541,37 @@ static const bkm_json_t *evidence_winner(const bkm_json_t *best)
     return NULL;
 }
 
+/* What the sequential confirmation decided (docs/report-and-gate.md, "tune report"): the sweep's
+ * decision, the winner's test, what it cost, and each candidate's statement. */
+static void summary_decision(bkm_buf_t *out, const bkm_json_t *best, const bkm_json_t *ev, const bkm_json_t *w)
+{
+    const char *d = jstr(best, "decision");
+    const bkm_json_t *design = bkm_json_get(ev, "design"), *cands = bkm_json_get(ev, "candidates");
+    double nbt = bkm_json_get_num(best, "not_better_than", NAN);
+    if (strcmp(d, "claimed") == 0)
+        P("<b>claimed</b>: beats the default beyond the noise");
+    else if (strcmp(d, "not-better") == 0 && nbt > 1.0)
+        P("<b>not better</b>: the default stands; no setting tested is better by more than %.1f%%", 100.0 * (nbt - 1.0));
+    else if (strcmp(d, "not-better") == 0)
+        P("<b>not better</b>: the default stands; every setting tested is slower or equal");
+    else
+        P("<b>undecided at the budget</b>: the default stands, nothing was shown better or not better");
+    if (w)
+        P("; one-sided Mann-Whitney p %.2g &le; %.2g at look %g", bkm_json_get_num(w, "p", NAN),
+          bkm_json_get_num(w, "nominal_level", NAN), bkm_json_get_num(w, "looks", NAN));
+    P(". %g confirmation processes, %g look(s), %g per side (blocks of %g, at most %g), order ",
+      bkm_json_get_num(ev, "confirm_processes", NAN), bkm_json_get_num(design, "looks", NAN),
+      bkm_json_get_num(ev, "processes_per_side", NAN), bkm_json_get_num(ev, "replicates", NAN),
+      bkm_json_get_num(ev, "replicates_max", NAN));
+    E(jstr(ev, "order")), P(", "), E(jstr(design, "spending")), P(" spending, family-wise &alpha; ");
+    bkm__rep_num(out, bkm_json_get_num(ev, "alpha_familywise", NAN), "%g");
+    P(".");
+    for (const bkm_json_t *c = cands ? cands->child : NULL; c; c = c->next) {
+        P("<br>candidate %g (", bkm_json_get_num(c, "arm", NAN)), E(jstr(c, "decision")), P("): ");
+        E(jstr(c, "statement"));
+    }
+}
+
 static void sec_summary(bkm_buf_t *out, model_t *m, const bkm_rep_cfg_t *cfg)
 {
     section_begin(out, 1);
@@ -572,7 +603,9 @@ static void sec_summary(bkm_buf_t *out, model_t *m, const bkm_rep_cfg_t *cfg)
         if (g->best) {
             bkm__rep_num(out, bkm_json_get_num(g->best, "speedup", NAN), "%.3fx");
             if (w) {
-                const bkm_json_t *ci = bkm_json_get(w, "ratio_ci95_exact_rank");
+                /* the repeated interval of a sequential confirmation; a fixed round's exact rank one */
+                const bkm_json_t *ci = bkm_json_get(w, "ratio_rci") ? bkm_json_get(w, "ratio_rci")
+                                                                      : bkm_json_get(w, "ratio_ci95_exact_rank");
                 P(" [");
                 bkm__rep_num(out, ci && bkm_json_at(ci, 0) ? bkm_json_at(ci, 0)->num : NAN, "%.3g");
                 P(", ");
@@ -582,7 +615,9 @@ static void sec_summary(bkm_buf_t *out, model_t *m, const bkm_rep_cfg_t *cfg)
         } else if (b && d && b->median > 0)
             bkm__rep_num(out, d->median / b->median, "%.3fx (search only)");
         P("</td><td>");
-        if (g->best) {
+        if (g->best && jstr(g->best, "decision") && ev && bkm_json_get(ev, "design"))
+            summary_decision(out, g->best, ev, w);
+        else if (g->best) {   /* a fixed confirmation round, stored before the sequential design */
             P("<b>%s</b> ", bkm_json_get(g->best, "significant") && bkm_json_get(g->best, "significant")->boolean
                                 ? "significant"
                                 : "not significant: the default stands");
@@ -1250,7 +1285,8 @@ static void sec_history(bkm_buf_t *out, model_t *m)
         return;
     }
     P("<table><tr><th>run</th><th>when</th><th>mode</th><th>revision</th><th>against</th><th>host</th>"
-      "<th>threshold</th><th>verdict</th><th>per workload: current / reference [95%% interval], Holm p, disturbed processes of this build</th></tr>\n");
+      "<th>threshold</th><th>verdict</th><th>per workload: current / reference [interval], decision, p, "
+      "disturbed processes of this build</th></tr>\n");
     for (const bkm_json_t *g = m->gates->child; g; g = g->next) {
         const bkm_json_t *res = bkm_json_get(g, "results");
         const char *v = jstr(g, "verdict");
@@ -1261,7 +1297,10 @@ static void sec_history(bkm_buf_t *out, model_t *m)
         P("</td><td class=\"%s\">", v && strcmp(v, "pass") == 0 ? "ok" : "bad"), E(v),
             P(" (%g)</td><td>", bkm_json_get_num(g, "regressions", 0));
         for (const bkm_json_t *r = res && res->type == BKM_JSON_ARR ? res->child : NULL; r; r = r->next) {
-            const bkm_json_t *ci = bkm_json_get(r, "ratio_ci95");
+            /* a run of the sequential gate: its repeated interval, decision, one-sided p and level;
+             * one stored before: the 95% interval and Holm-adjusted p */
+            int seq = jstr(r, "decision") != NULL;
+            const bkm_json_t *ci = bkm_json_get(r, seq ? "ratio_rci" : "ratio_ci95");
             const bkm_json_t *rg = bkm_json_get(r, "regression");
             P("<span class=\"%s\">", rg && rg->boolean ? "bad" : "ok"), E(jstr(r, "workload")), P(" ");
             bkm__rep_num(out, bkm_json_get_num(r, "ratio", NAN), "%.3fx");
@@ -1269,8 +1308,16 @@ static void sec_history(bkm_buf_t *out, model_t *m)
             bkm__rep_num(out, ci && bkm_json_at(ci, 0) ? bkm_json_at(ci, 0)->num : NAN, "%.3g");
             P(", ");
             bkm__rep_num(out, ci && bkm_json_at(ci, 1) ? bkm_json_at(ci, 1)->num : NAN, "%.3g");
-            P("], p ");
-            bkm__rep_num(out, bkm_json_get_num(r, "p_holm", NAN), "%.2g");
+            if (seq) {
+                P("], "), E(jstr(r, "decision")), P(", p ");
+                bkm__rep_num(out, bkm_json_get_num(r, "p", NAN), "%.2g");
+                P(" / level ");
+                bkm__rep_num(out, bkm_json_get_num(r, "nominal_level", NAN), "%.2g");
+                P(" after %g block(s)", bkm_json_get_num(r, "looks", NAN));
+            } else {
+                P("], p ");
+                bkm__rep_num(out, bkm_json_get_num(r, "p_holm", NAN), "%.2g");
+            }
             if (isfinite(bkm_json_get_num(r, "disturbed", NAN)))
                 P(", disturbed %g of %g", bkm_json_get_num(r, "disturbed", 0), bkm_json_get_num(r, "n", 0));
             P("</span><br>");

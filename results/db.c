@@ -91,6 +91,16 @@ static const char *const migrations[BKM_DB_SCHEMA_VERSION] = {
     "ALTER TABLE counter ADD COLUMN os_value REAL;"
     "ALTER TABLE counter ADD COLUMN os_source TEXT;"
     "ALTER TABLE counter ADD COLUMN disagrees TEXT;" BKM__DB_COUNTER_LEGACY_FIX("0"),
+    /* 6 -> 7: what the sequential confirmation decided (docs/measurement.md, "What is decided"):
+     * 'claimed', 'not-better' (no candidate better by more than not_better_than) or 'undecided'
+     * at the budget; the winner's repeated confidence interval; the confirmation processes and
+     * looks it took. NULL in rows stored before: a fixed round, decided by significant alone. */
+    "ALTER TABLE best ADD COLUMN decision TEXT CHECK(decision IN ('claimed', 'not-better', 'undecided'));"
+    "ALTER TABLE best ADD COLUMN speedup_rci_lo REAL;"
+    "ALTER TABLE best ADD COLUMN speedup_rci_hi REAL;"
+    "ALTER TABLE best ADD COLUMN not_better_than REAL;"
+    "ALTER TABLE best ADD COLUMN confirm_processes INTEGER;"
+    "ALTER TABLE best ADD COLUMN looks INTEGER;",
 };
 
 int bkm__db_schema_reference(int version, sqlite3 **mem, bkm_err_t *err)

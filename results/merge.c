@@ -160,15 +160,28 @@ static int merge_all(bkm_db_t *db, const char *in_path, bkm_db_merge_stats_t *st
         ret = bkm__db_err(db, rc, "read source sweeps", err);
         goto out;
     }
-    /* Best-known settings: one row per (node, workload, config, created_at). */
+    /* Best-known settings: one row per (node, workload, config, created_at); a source of schema 6
+     * or older has no decision columns (NULL: not recorded). */
     ret = bkm__db_prepare(db,
-                          "INSERT INTO main.best(node, workload, sweep_id, config_json, median_ms, ci_lo_ms, ci_hi_ms, "
-                          "default_median_ms, speedup, significant, evidence_json, created_at) SELECT b.node, "
-                          "b.workload, (SELECT m.id FROM main.sweep m JOIN src.sweep s ON s.uuid = m.uuid WHERE s.id = "
-                          "b.sweep_id), b.config_json, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, b.default_median_ms, "
-                          "b.speedup, b.significant, b.evidence_json, b.created_at FROM src.best b WHERE NOT EXISTS "
-                          "(SELECT 1 FROM main.best x WHERE x.node = b.node AND x.workload = b.workload AND "
-                          "x.config_json = b.config_json AND x.created_at = b.created_at) ORDER BY b.id",
+                          bkm__db_has_column(db, "src", "best", "decision")
+                              ? "INSERT INTO main.best(node, workload, sweep_id, config_json, median_ms, ci_lo_ms, "
+                                "ci_hi_ms, default_median_ms, speedup, significant, evidence_json, created_at, "
+                                "decision, speedup_rci_lo, speedup_rci_hi, not_better_than, confirm_processes, looks) "
+                                "SELECT b.node, b.workload, (SELECT m.id FROM main.sweep m JOIN src.sweep s ON "
+                                "s.uuid = m.uuid WHERE s.id = b.sweep_id), b.config_json, b.median_ms, b.ci_lo_ms, "
+                                "b.ci_hi_ms, b.default_median_ms, b.speedup, b.significant, b.evidence_json, "
+                                "b.created_at, b.decision, b.speedup_rci_lo, b.speedup_rci_hi, b.not_better_than, "
+                                "b.confirm_processes, b.looks FROM src.best b WHERE NOT EXISTS (SELECT 1 FROM "
+                                "main.best x WHERE x.node = b.node AND x.workload = b.workload AND x.config_json = "
+                                "b.config_json AND x.created_at = b.created_at) ORDER BY b.id"
+                              : "INSERT INTO main.best(node, workload, sweep_id, config_json, median_ms, ci_lo_ms, "
+                                "ci_hi_ms, default_median_ms, speedup, significant, evidence_json, created_at) SELECT "
+                                "b.node, b.workload, (SELECT m.id FROM main.sweep m JOIN src.sweep s ON s.uuid = "
+                                "m.uuid WHERE s.id = b.sweep_id), b.config_json, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, "
+                                "b.default_median_ms, b.speedup, b.significant, b.evidence_json, b.created_at FROM "
+                                "src.best b WHERE NOT EXISTS (SELECT 1 FROM main.best x WHERE x.node = b.node AND "
+                                "x.workload = b.workload AND x.config_json = b.config_json AND x.created_at = "
+                                "b.created_at) ORDER BY b.id",
                           &best, err);
     if (ret < 0)
         goto out;

@@ -399,6 +399,18 @@ static int check_rows(bkm_db_t *db, bkm_err_t *err)
     if (rc != SQLITE_DONE)
         goto sqlerr;
     sqlite3_finalize(st);
+    st = NULL;
+    /* the sequential confirmation's decision (schema 7): what the store writes */
+    if (bkm__db_has_column(db, "src", "best", "decision") &&
+        ((ret = check_none(db, "SELECT id, decision FROM src.best WHERE decision IS NOT NULL AND decision NOT IN "
+                           "('claimed', 'not-better', 'undecided')", "best",
+                           "decision is not claimed, not-better, undecided or NULL", err)) < 0 ||
+         (ret = check_none(db, "SELECT id, coalesce(confirm_processes, looks) FROM src.best WHERE confirm_processes < 0 "
+                           "OR looks < 0", "best", "a negative count of processes or looks", err)) < 0 ||
+         (ret = check_none(db, "SELECT id, decision FROM src.best WHERE decision IS NULL AND (speedup_rci_lo IS NOT NULL "
+                           "OR speedup_rci_hi IS NOT NULL OR not_better_than IS NOT NULL OR confirm_processes IS NOT "
+                           "NULL OR looks IS NOT NULL)", "best", "sequential figures without a decision", err)) < 0))
+        return ret;
     return BKM_OK;
 refuse:
     ret = bkm_err_set(err, BKM_ECORRUPT, "table %s, id %lld: %s", table, (long long)id, why.msg);

@@ -183,11 +183,20 @@ static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, 
     int ret, rc;
     /* the newest best-known setting of each (node, workload) the filter selects */
     ret = bkm__db_prepare(db,
-                          "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, "
-                          "b.default_median_ms, b.speedup, b.significant, b.evidence_json, b.created_at FROM best b "
-                          "WHERE b.id IN (SELECT max(x.id) FROM best x GROUP BY x.node, x.workload) AND "
-                          "(?2 IS NULL OR b.node = ?2) AND (?3 IS NULL OR b.workload = ?3) AND "
-                          "(?1 = 0 OR b.sweep_id = ?1) ORDER BY b.node, b.workload",
+                          bkm__db_has_column(db, "main", "best", "decision")
+                              ? "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, "
+                                "b.ci_hi_ms, b.default_median_ms, b.speedup, b.significant, b.evidence_json, "
+                                "b.created_at, b.decision, b.speedup_rci_lo, b.speedup_rci_hi, b.not_better_than, "
+                                "b.confirm_processes, b.looks FROM best b "
+                                "WHERE b.id IN (SELECT max(x.id) FROM best x GROUP BY x.node, x.workload) AND "
+                                "(?2 IS NULL OR b.node = ?2) AND (?3 IS NULL OR b.workload = ?3) AND "
+                                "(?1 = 0 OR b.sweep_id = ?1) ORDER BY b.node, b.workload"
+                              : "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, "
+                                "b.ci_hi_ms, b.default_median_ms, b.speedup, b.significant, b.evidence_json, "
+                                "b.created_at, NULL, NULL, NULL, NULL, NULL, NULL FROM best b "
+                                "WHERE b.id IN (SELECT max(x.id) FROM best x GROUP BY x.node, x.workload) AND "
+                                "(?2 IS NULL OR b.node = ?2) AND (?3 IS NULL OR b.workload = ?3) AND "
+                                "(?1 = 0 OR b.sweep_id = ?1) ORDER BY b.node, b.workload",
                           &st, err);
     if (ret < 0)
         return ret;
@@ -208,6 +217,13 @@ static int report_best(bkm_db_t *db, const bkm_db_filter_t *f, bkm_json_w_t *w, 
         bkm_json_key(w, "significant"), bkm_json_bool(w, sqlite3_column_int(st, 9));
         bkm_json_key(w, "evidence"), put_col_json(w, notes, st, 10, "evidence of the best-known setting of sweep", sqlite3_column_int64(st, 2));
         bkm_json_key(w, "created_at"), put_col_text(w, st, 11);
+        /* the sequential confirmation (schema 7; null before) */
+        bkm_json_key(w, "decision"), put_col_text(w, st, 12);
+        bkm_json_key(w, "speedup_rci");
+        bkm_json_arr_begin(w), put_col_num(w, st, 13), put_col_num(w, st, 14), bkm_json_arr_end(w);
+        bkm_json_key(w, "not_better_than"), put_col_num(w, st, 15);
+        bkm_json_key(w, "confirm_processes"), put_col_num(w, st, 16);
+        bkm_json_key(w, "looks"), put_col_num(w, st, 17);
         bkm_json_obj_end(w);
     }
     bkm_json_arr_end(w);

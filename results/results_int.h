@@ -72,6 +72,8 @@ int bkm__db_schema_reference(int version, sqlite3 **mem, bkm_err_t *err);
  * @p n_samples >= 0, @p config_json a JSON object; *key (may be NULL; bkm_free) its canonical form. */
 int bkm__db_trial_check(const char *config_json, const char *status, const char *role, int64_t round,
                         int64_t n_samples, char **key, bkm_err_t *err);
+/* A best-known setting's decision: NULL, "claimed", "not-better" or "undecided"; else BKM_EINVAL. */
+int bkm__db_best_decision_check(const char *decision, bkm_err_t *err);
 /* A best-known setting: node and workload named (one line each), a finite median, @p config_json a JSON object;
  * *canon (may be NULL; bkm_free) its canonical form. */
 int bkm__db_best_check(const char *node, const char *workload, double median_ms, const char *config_json,

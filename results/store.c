@@ -195,6 +195,15 @@ int bkm__db_trial_check(const char *config_json, const char *status, const char 
     return BKM_OK;
 }
 
+int bkm__db_best_decision_check(const char *decision, bkm_err_t *err)
+{
+    if (decision == NULL || strcmp(decision, "claimed") == 0 || strcmp(decision, "not-better") == 0 ||
+        strcmp(decision, "undecided") == 0)
+        return BKM_OK;
+    return bkm_err_set(err, BKM_EINVAL, "best-known decision '%.64s' is not claimed, not-better or undecided",
+                       decision);
+}
+
 int bkm__db_best_check(const char *node, const char *workload, double median_ms, const char *config_json,
                        char **canon, bkm_err_t *err)
 {
@@ -701,10 +710,14 @@ int bkm_db_best_store(bkm_db_t *db, const bkm_db_best_t *b, bkm_err_t *err)
         return bkm_err_set(err, BKM_EINVAL, "best-known setting needs a node and a workload");
     if ((ret = bkm__db_best_check(b->node, b->workload, b->median_ms, b->config_json, &cfg, err)) < 0)
         return ret;
+    if ((ret = bkm__db_best_decision_check(b->decision, err)) < 0)
+        goto out;
     ret = bkm__db_prepare(db,
                           "INSERT INTO best(node, workload, sweep_id, config_json, median_ms, ci_lo_ms, ci_hi_ms, "
-                          "default_median_ms, speedup, significant, evidence_json, created_at) VALUES(?1, ?2, ?3, ?4, "
-                          "?5, ?6, ?7, ?8, ?9, ?10, ?11, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                          "default_median_ms, speedup, significant, evidence_json, created_at, decision, "
+                          "speedup_rci_lo, speedup_rci_hi, not_better_than, confirm_processes, looks) VALUES(?1, ?2, "
+                          "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?12, ?13, ?14, "
+                          "?15, ?16, ?17)",
                           &st, err);
     if (ret < 0)
         goto out;
@@ -720,6 +733,16 @@ int bkm_db_best_store(bkm_db_t *db, const bkm_db_best_t *b, bkm_err_t *err)
     bkm__bind_double(st, 9, b->speedup);
     sqlite3_bind_int(st, 10, b->significant != 0);
     bkm__bind_text(st, 11, b->evidence_json);
+    if (b->decision) {   /* the sequential confirmation's figures, only with its decision */
+        bkm__bind_text(st, 12, b->decision);
+        bkm__bind_double(st, 13, b->speedup_rci_lo);
+        bkm__bind_double(st, 14, b->speedup_rci_hi);
+        bkm__bind_double(st, 15, b->not_better_than);
+        if (b->confirm_processes >= 0)
+            sqlite3_bind_int64(st, 16, b->confirm_processes);
+        if (b->looks >= 0)
+            sqlite3_bind_int64(st, 17, b->looks);
+    }
     rc = sqlite3_step(st);
     if (rc != SQLITE_DONE) {
         ret = bkm__db_err(db, rc, "store best-known setting", err);
@@ -741,6 +764,7 @@ void bkm_db_best_clear(bkm_db_best_t *b)
     bkm_free((void *)b->workload);
     bkm_free((void *)b->config_json);
     bkm_free((void *)b->evidence_json);
+    bkm_free((void *)b->decision);
     bkm_free((void *)b->created_at);
     bkm_free((void *)b->sweep_uuid);
     bkm_free((void *)b->hostname);
@@ -752,15 +776,25 @@ int bkm_db_best_get(bkm_db_t *db, const char *node, const char *workload, bkm_db
                     bkm_err_t *err)
 {
     sqlite3_stmt *st = NULL;
-    int ret, rc, oom = 0;
+    int ret, rc, oom = 0, seq;
     memset(b, 0, sizeof *b);
     *found = 0;
+    /* a database of schema 6 or older (read-only: not migrated) has no decision columns */
+    seq = bkm__db_has_column(db, "main", "best", "decision");
     ret = bkm__db_prepare(db,
-                          "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, b.ci_hi_ms, "
-                          "b.default_median_ms, b.speedup, b.significant, b.evidence_json, b.created_at, s.uuid, "
-                          "h.hostname, s.git_revision "
-                          "FROM best b LEFT JOIN sweep s ON s.id = b.sweep_id LEFT JOIN host h ON h.id = s.host_id WHERE b.node = ?1 AND b.workload = ?2 "
-                          "ORDER BY b.created_at DESC, b.id DESC LIMIT 1",
+                          seq ? "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, "
+                                "b.ci_hi_ms, b.default_median_ms, b.speedup, b.significant, b.evidence_json, "
+                                "b.created_at, s.uuid, h.hostname, s.git_revision, b.decision, b.speedup_rci_lo, "
+                                "b.speedup_rci_hi, b.not_better_than, b.confirm_processes, b.looks "
+                                "FROM best b LEFT JOIN sweep s ON s.id = b.sweep_id LEFT JOIN host h ON h.id = "
+                                "s.host_id WHERE b.node = ?1 AND b.workload = ?2 "
+                                "ORDER BY b.created_at DESC, b.id DESC LIMIT 1"
+                              : "SELECT b.node, b.workload, b.sweep_id, b.config_json, b.median_ms, b.ci_lo_ms, "
+                                "b.ci_hi_ms, b.default_median_ms, b.speedup, b.significant, b.evidence_json, "
+                                "b.created_at, s.uuid, h.hostname, s.git_revision, NULL, NULL, NULL, NULL, NULL, NULL "
+                                "FROM best b LEFT JOIN sweep s ON s.id = b.sweep_id LEFT JOIN host h ON h.id = "
+                                "s.host_id WHERE b.node = ?1 AND b.workload = ?2 "
+                                "ORDER BY b.created_at DESC, b.id DESC LIMIT 1",
                           &st, err);
     if (ret < 0)
         return ret;
@@ -783,6 +817,12 @@ int bkm_db_best_get(bkm_db_t *db, const char *node, const char *workload, bkm_db
         b->sweep_uuid = bkm__col_strdup(st, 12, &oom);
         b->hostname = bkm__col_strdup(st, 13, &oom);
         b->git_revision = bkm__col_strdup(st, 14, &oom);
+        b->decision = bkm__col_strdup(st, 15, &oom);
+        b->speedup_rci_lo = bkm__col_double(st, 16);
+        b->speedup_rci_hi = bkm__col_double(st, 17);
+        b->not_better_than = bkm__col_double(st, 18);
+        b->confirm_processes = sqlite3_column_type(st, 19) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 19);
+        b->looks = sqlite3_column_type(st, 20) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 20);
         *found = 1;
         if (oom)
             ret = bkm_err_set(err, BKM_ENOMEM, "out of memory reading the best-known setting");

@@ -193,6 +193,7 @@ typedef struct state {
     int sb_nodes, sb_ntasks, sb_tpn, sb_c;   /* #SBATCH -N, -n, --ntasks-per-node, -c */
     char sb_chdir[256];                      /* #SBATCH -D / --chdir */
     int srun_line, srun_n, srun_N, srun_tpn, srun_c, srun_bind;
+    int srun_no_c_line, sb_c_line;           /* the first srun line without -c; the #SBATCH -c line */
     char srun_bind_val[64];
     prog_t prog[MAXP];
     int n_prog;
@@ -299,8 +300,10 @@ static void sbatch_line(bkm_slurm_lint_t *r, state_t *st, const char *rest, int 
             num_arg(r, line, "-n", v, &st->sb_ntasks);
         else if ((v = opt_val(&ws, &i, NULL, "--ntasks-per-node")) != NULL)
             num_arg(r, line, "--ntasks-per-node", v, &st->sb_tpn);
-        else if ((v = opt_val(&ws, &i, "-c", "--cpus-per-task")) != NULL)
+        else if ((v = opt_val(&ws, &i, "-c", "--cpus-per-task")) != NULL) {
             num_arg(r, line, "-c", v, &st->sb_c);
+            st->sb_c_line = line;
+        }
         else if ((v = opt_val(&ws, &i, "-D", "--chdir")) != NULL)
             snprintf(st->sb_chdir, sizeof st->sb_chdir, "%s", v);
     }
@@ -406,6 +409,7 @@ static int skip_wrappers(const words_t *ws, int i)
 static void srun_words(bkm_slurm_lint_t *r, state_t *st, const words_t *ws, int i, int line)
 {
     char chdir_to[256] = "";
+    int has_c = 0;
     st->srun_line = line;
     for (i++; i < ws->n && ws->w[i][0] == '-'; i++) {
         const char *v;
@@ -428,6 +432,7 @@ static void srun_words(bkm_slurm_lint_t *r, state_t *st, const words_t *ws, int 
             num_arg(r, line, "srun --ntasks-per-node", v, &st->srun_tpn);
         } else if ((v = opt_val(ws, &k, "-c", "--cpus-per-task")) != NULL) {
             num_arg(r, line, "srun -c", v, &st->srun_c);
+            has_c = 1;
         } else if (ws->w[i][1] != '-' && strlen(ws->w[i]) == 2 && strchr(srun_short_val, ws->w[i][1]) &&
                    i + 1 < ws->n) {
             k = i + 1;   /* another short option with a value: skip the value */
@@ -436,6 +441,8 @@ static void srun_words(bkm_slurm_lint_t *r, state_t *st, const words_t *ws, int 
         }
         i = k;
     }
+    if (!has_c && st->srun_no_c_line == 0)
+        st->srun_no_c_line = line;
     i = skip_wrappers(ws, i);
     if (i < ws->n && !is_separator(ws->w[i]) && !is_redirection(ws->w[i]) && st->n_prog < MAXP) {
         prog_t *p = &st->prog[st->n_prog++];
@@ -869,28 +876,68 @@ static void check_cancelling(bkm_slurm_lint_t *r, state_t *st, const bkm_aff_env
                 "%s is ignored: another placement variable the script sets takes precedence over it", s.ignored[i]);
 }
 
-/* The node: --node, else the -C constraint (knl, haswell). */
+/* Is @p feature one of the features of the constraint expression @p c ("knl&quad", "[cpu|gpu]")? */
+static int has_feature(const char *c, const char *feature)
+{
+    size_t n = strlen(feature);
+    for (const char *p = c; *p;) {
+        size_t k = strcspn(p, ",&|[]*: ");
+        if (k == n && strncmp(p, feature, n) == 0)
+            return 1;
+        p += k + (p[k] != '\0');
+    }
+    return 0;
+}
+
+/* The node: --node, else the built-in profile whose constraint's first feature the script's -C
+ * asks for (knl, haswell, cpu: perlmutter-cpu). */
 static int node_pick(bkm_slurm_lint_t *r, const char *node, bkm_node_profile_t *prof, bkm_err_t *err)
 {
     const char *name = node;
-    if (name == NULL) {
-        if (strstr(r->constraint, "knl"))
-            name = "knl";
-        else if (strstr(r->constraint, "haswell"))
-            name = "haswell";
-        else
-            return 0;
+    const char *const *names = bkm_profile_builtin_names();
+    for (int i = 0; name == NULL && names[i]; i++) {
+        char first[64];
+        if (strcmp(names[i], "auto") == 0 || bkm_profile_builtin(names[i], prof, NULL) < 0)
+            continue;
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(prof->slurm_constraint, ",&|"), prof->slurm_constraint);
+        if (first[0] && has_feature(r->constraint, first))
+            name = names[i];
     }
+    if (name == NULL)
+        return 0;
     if (bkm_profile_resolve(name, prof, err) < 0)
         return BKM_EINVAL;
     snprintf(r->node, sizeof r->node, "%s", prof->name);
     return 1;
 }
 
-static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo)
+/* A script that leaves srun's -c to the job's #SBATCH -c: Slurm 22.05 and later do not pass it. */
+static void check_inheritance(bkm_slurm_lint_t *r, state_t *st, const bkm_node_profile_t *prof)
+{
+    var_t *v = var_find(st, "SRUN_CPUS_PER_TASK");
+    if (st->sb_c == 0 || st->srun_no_c_line == 0 || v != NULL)
+        return;
+    add(r, st->srun_no_c_line, BKM_SLURM_WARNING, "cpus-per-task",
+        "srun without -c relies on inheriting #SBATCH -c %d (line %d): since Slurm 22.05 srun does not take the job's "
+        "--cpus-per-task, so each rank gets 1 CPU and its threads share it%s; write srun -c %d (or export "
+        "SRUN_CPUS_PER_TASK=%d)", st->sb_c, st->sb_c_line,
+        prof == NULL ? ""
+        : prof->batch.srun_inherits_c ? " (the Slurm of this node still passes it; a newer one will not)"
+                                      : " (as on this node's Slurm)",
+        st->sb_c, st->sb_c);
+}
+
+static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo, const bkm_node_profile_t *prof)
 {
     bkm_topo_summary_t s;
+    char owner[96];
     int nodes, tpn = 0, c, pus_per_core;
+    if (strcmp(prof->batch.site, "NERSC") == 0 || (!prof->batch.site[0] && strcmp(prof->name, "auto") == 0))
+        snprintf(owner, sizeof owner, "NERSC's rules");
+    else if (prof->batch.site[0])
+        snprintf(owner, sizeof owner, "%s's rules", prof->batch.site);
+    else
+        snprintf(owner, sizeof owner, "the rules of node profile %s", prof->name);
     bkm_topo_summary(topo, &s);
     pus_per_core = s.cores > 0 ? s.pus / s.cores : 1;
     nodes = st->srun_N ? st->srun_N : st->sb_nodes ? st->sb_nodes : 1;
@@ -917,22 +964,21 @@ static void check_node(bkm_slurm_lint_t *r, state_t *st, const bkm_topo_t *topo)
             "%d ranks per node x -c %d = %d CPUs exceed the %d of a %s node", tpn, c, tpn * c, s.pus, r->node);
     if (st->srun_line && tpn) {
         bkm_slurm_layout_t l;
-        if (bkm_slurm_layout(s.pus, s.cores, tpn, &l, NULL) == BKM_OK) {
+        if (bkm_slurm_layout_rules(&prof->batch, s.pus, s.cores, tpn, r->threads, &l, NULL) == BKM_OK) {
             int cores_used = c ? tpn * (c / pus_per_core > 0 ? c / pus_per_core : 1) : s.cores;
             int need = tpn > s.cores || cores_used < s.cores;
             if (!c && tpn > 1)
                 add(r, st->srun_line, BKM_SLURM_WARNING, "cpus-per-task",
-                    "srun without -c: %d ranks per node get Slurm's default CPUs; NERSC's rule for %s: -c %d (%s)",
-                    tpn, r->node, l.cpus_per_task, l.why);
+                    "srun without -c: %d ranks per node get Slurm's default CPUs; %s for %s: -c %d (%s)",
+                    tpn, owner, r->node, l.cpus_per_task, l.why);
             else if (c && c != l.cpus_per_task)
                 add(r, st->srun_line, BKM_SLURM_NOTE, "cpus-per-task",
-                    "srun -c %d; NERSC's rule for %d ranks per node of %s gives -c %d (%s)", c, tpn, r->node,
+                    "srun -c %d; %s for %d ranks per node of %s give -c %d (%s)", c, owner, tpn, r->node,
                     l.cpus_per_task, l.why);
-            if (need && !st->srun_bind)
+            if (need && !st->srun_bind && strcmp(l.cpu_bind, "none") != 0)
                 add(r, st->srun_line, BKM_SLURM_ERROR, "cpu-bind",
-                    "srun without --cpu-bind: %s, so NERSC's rules need --cpu-bind=%s (else ranks float over "
-                    "the node)",
-                    tpn > s.cores ? "more ranks than cores" : "the node is not fully packed", l.cpu_bind);
+                    "srun without --cpu-bind: %s, so %s need --cpu-bind=%s (else ranks float over the node)",
+                    tpn > s.cores ? "more ranks than cores" : "the node is not fully packed", owner, l.cpu_bind);
         }
     }
 }
@@ -1034,24 +1080,25 @@ int bkm_slurm_lint_run_cfg(const char *text, const bkm_slurm_lint_cfg_t *cfg, bk
     bkm_buf_free(&logical);
 
     check_values(r, st);
+    if ((have_node = node_pick(r, node, &prof, err)) < 0) {
+        rc = have_node;
+        goto out;
+    }
+    check_inheritance(r, st, have_node ? &prof : NULL);
     if (cfg->script_dir)
         gomp_only = check_programs(r, st, cfg);
     env_from(st, &env);
     if (!gomp_only)
         check_cancelling(r, st, &env);
-    if ((have_node = node_pick(r, node, &prof, err)) < 0) {
-        rc = have_node;
-        goto out;
-    }
     if (!have_node) {
         add(r, 0, BKM_SLURM_NOTE, "node",
-            "no node to check against: no -C knl/haswell constraint and no --node; thread counts and the placement "
-            "are not checked");
+            "no node to check against: no -C knl/haswell/cpu constraint and no --node; thread counts and the "
+            "placement are not checked");
         goto out;
     }
     if ((rc = bkm_topo_open_profile(&topo, &prof, err)) < 0)
         goto out;
-    check_node(r, st, topo);
+    check_node(r, st, topo, &prof);
     if (gomp_only)
         add(r, 0, BKM_SLURM_NOTE, "placement",
             "the placement is not explained: the program loads GNU libgomp only, and bkm's placement planner models "

@@ -204,6 +204,34 @@ int bkm_slurm_layout(int pus, int cores, int ranks_per_node, bkm_slurm_layout_t 
     return BKM_OK;
 }
 
+int bkm_slurm_layout_rules(const bkm_batch_rules_t *rules, int pus, int cores, int ranks_per_node, int threads,
+                           bkm_slurm_layout_t *l, bkm_err_t *err)
+{
+    int rc, t, c, r = ranks_per_node;
+    if ((rc = bkm_slurm_layout(pus, cores, r, l, err)) < 0 || rules == NULL)
+        return rc;
+    t = pus / cores;
+    if (threads < 1)
+        threads = 1;
+    if (rules->c_rule == BKM_BATCH_C_THREADS || rules->c_rule == BKM_BATCH_C_CORES) {
+        c = rules->c_rule == BKM_BATCH_C_THREADS ? threads : threads * t;
+        if ((long long)r * c > pus)
+            return bkm_err_set(err, BKM_EINVAL, "%d rank(s) per node x -c %d (%d thread(s)%s) = %lld CPUs exceed the "
+                               "%d of the node", r, c, threads, rules->c_rule == BKM_BATCH_C_CORES ?
+                               " x a whole core each" : "", (long long)r * c, pus);
+        l->cpus_per_task = c;
+        l->packed = r * c == pus;
+        if (rules->c_rule == BKM_BATCH_C_THREADS)
+            snprintf(l->why, sizeof l->why, "-c = the %d OpenMP thread(s) of a rank", threads);
+        else
+            snprintf(l->why, sizeof l->why, "-c = %d thread(s) x %d hardware thread(s) per core = %d (a core per "
+                     "thread)", threads, t, c);
+    }
+    if (rules->cpu_bind[0] && strcmp(rules->cpu_bind, "auto") != 0)
+        l->cpu_bind = rules->cpu_bind;
+    return BKM_OK;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 /* A Slurm option value written unquoted after "#SBATCH -X ": no blanks, quotes or metacharacters. */
@@ -300,10 +328,14 @@ int bkm_slurm_job_check(const bkm_slurm_job_t *job, bkm_err_t *err)
     for (const unsigned char *p = (const unsigned char *)job->tune; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
             return bkm_err_set(err, BKM_EINVAL, "the tune path '%.300s' holds a control character", job->tune);
-    if ((rc = bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, err)) < 0)
+    if ((rc = bkm_slurm_layout_rules(job->rules, job->pus, job->cores, job->ranks_per_node, job->setting.threads, &l,
+                                     err)) < 0)
         return rc;
     if ((rc = bkm_slurm_setting_check(&job->setting, err)) < 0)
         return rc;
+    if (job->check_binding && job->setting.runtime == BKM_AFF_RUNTIME_LIBGOMP)
+        return bkm_err_set(err, BKM_EINVAL, "--check-binding: bkm's verify checks LLVM libomp's binding, and the "
+                           "program loads GNU libgomp");
     if (job->setting.threads > l.cpus_per_task)
         return bkm_err_set(err, BKM_EINVAL, "%d threads per rank do not fit the %d CPUs srun -c gives each of %d "
                            "rank(s) per node of %s", job->setting.threads, l.cpus_per_task, job->ranks_per_node,
@@ -419,6 +451,11 @@ static void provenance_write(const bkm_slurm_job_t *job, bkm_buf_t *b)
     case BKM_SLURM_FROM_SEED:
         comment_line(b, "# Setting: PUBLISHED by the seed for Cori %s (--seed-bkm), NOT measured by bkm.", job->node);
         break;
+    case BKM_SLURM_FROM_SITE:
+        comment_line(b, "# Setting: RECOMMENDED for node %s by %s (--site-prior: %s), NOT measured by bkm.", job->node,
+                     job->rules && job->rules->prior_source[0] ? job->rules->prior_source : "its site",
+                     job->rules && job->rules->prior[0] ? job->rules->prior : "the profile's prior");
+        break;
     }
 }
 
@@ -465,7 +502,20 @@ static const char *exports_comment(const bkm_slurm_setting_t *s, int program)
     }
 }
 
-static void exports_write(const bkm_slurm_setting_t *s, int program, bkm_buf_t *b)
+/* The comment of exports_comment, with Hydra's way of passing the environment for mpiexec. */
+static void exports_comment_write(const bkm_slurm_setting_t *s, int program, int mpiexec, bkm_buf_t *b)
+{
+    const char *c = exports_comment(s, program), *at = strstr(c, "srun's default --export=ALL");
+    if (!mpiexec || at == NULL) {
+        bkm_buf_puts(b, c);
+        return;
+    }
+    bkm_buf_append(b, c, (size_t)(at - c));
+    bkm_buf_puts(b, "mpiexec passes the environment");
+    bkm_buf_puts(b, at + strlen("srun's default --export=ALL"));
+}
+
+static void exports_write(const bkm_slurm_setting_t *s, int program, int mpiexec, bkm_buf_t *b)
 {
     bkm_aff_env_t env;
     const char *names[8], *values[8];
@@ -483,7 +533,7 @@ static void exports_write(const bkm_slurm_setting_t *s, int program, bkm_buf_t *
     } else {
         n = bkm_aff_env_export(&env, names, values);
     }
-    bkm_buf_puts(b, exports_comment(s, program));
+    exports_comment_write(s, program, mpiexec, b);
     bkm_buf_puts(b, "unset OMP_PLACES OMP_PROC_BIND KMP_AFFINITY KMP_HW_SUBSET KMP_PLACE_THREADS KMP_BLOCKTIME "
                     "GOMP_CPU_AFFINITY OMP_WAIT_POLICY GOMP_SPINCOUNT\n");
     bkm_buf_printf(b, "export OMP_NUM_THREADS=%d\n", s->threads);
@@ -507,29 +557,115 @@ static void run_args(const bkm_slurm_setting_t *s, bkm_buf_t *b)
     }
 }
 
-/* The per-rank line: each rank says who it is and what it sees, then runs the program. */
-static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, bkm_buf_t *b)
+/* Whose rules lay out the ranks, for the comments: "NERSC's", or the profile's. */
+static void rules_owner(const bkm_slurm_job_t *job, char *out, size_t n)
 {
-    const bkm_slurm_setting_t *s = &job->setting;
-    int world = job->nodes * job->ranks_per_node;
-    comment_line(b, "# srun by NERSC's rules on %s (%d CPUs, %d cores): %s; --cpu-bind=%s%s", job->node, job->pus,
+    if (job->rules == NULL || strcmp(job->rules->site, "NERSC") == 0)
+        snprintf(out, n, "NERSC's");
+    else if (job->rules->site[0])
+        snprintf(out, n, "%s's", job->rules->site);
+    else
+        snprintf(out, n, "node profile %s's", job->node);
+}
+
+static int uses_mpiexec(const bkm_slurm_job_t *job)
+{
+    return job->rules && job->rules->launcher == BKM_BATCH_LAUNCH_MPIEXEC;
+}
+
+/* The comment over the launcher lines: the layout and the rule it follows. */
+static void launcher_comment(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, bkm_buf_t *b)
+{
+    char owner[96];
+    rules_owner(job, owner, sizeof owner);
+    if (uses_mpiexec(job)) {
+        comment_line(b, "# mpiexec (MPICH Hydra) by %s rules on %s (%d CPUs, %d cores): %s; bound to %s", owner,
+                     job->node, job->pus, job->cores, l->why, l->cpu_bind);
+        return;
+    }
+    comment_line(b, "# srun by %s rules on %s (%d CPUs, %d cores): %s; --cpu-bind=%s%s", owner, job->node, job->pus,
                  job->cores, l->why, l->cpu_bind, l->packed ? "" : " (the node is not fully packed: needed)");
-    if (job->mpi && job->mpi[0])
+    if (job->rules && !job->rules->srun_inherits_c)
+        comment_line(b, "# srun -c is always given: Slurm 22.05 and later (%s's) do not pass the job's --cpus-per-task "
+                        "to srun", job->node);
+    if (job->mpi && job->mpi[0] && strcmp(job->mpi, "pmi2") == 0)
         comment_line(b, "# --mpi=%s: MPICH under srun needs PMI2, else every rank is a world of its own", job->mpi);
-    bkm_buf_printf(b, "echo \"bkm: planned world size %d (%d node(s) x %d rank(s)), %d thread(s) per rank\"\n", world,
-                   job->nodes, job->ranks_per_node, s->threads);
-    /* cpu_bind: "cores" or "threads" (bkm_slurm_layout); mpi: checked by bkm_slurm_job_check */
+    else if (job->mpi && job->mpi[0])
+        comment_line(b, "# --mpi=%s: the MPI plugin of %s srun", job->mpi, owner);
+}
+
+/* "srun -n W --ntasks-per-node=R -c C --cpu-bind=B [--mpi=M]" or "mpiexec -n W -ppn R [-bind-to X]",
+ * then " \\\n". Every value is a number or from a closed set, except mpi (a checked Slurm word). */
+static void launcher_line(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, bkm_buf_t *b)
+{
+    int world = job->nodes * job->ranks_per_node, per_core = job->cores > 0 ? job->pus / job->cores : 1;
+    if (uses_mpiexec(job)) {
+        int k = l->cpus_per_task / per_core > 0 ? l->cpus_per_task / per_core : 1;
+        bkm_buf_printf(b, "mpiexec -n %d -ppn %d", world, job->ranks_per_node);
+        if (strcmp(l->cpu_bind, "cores") == 0)
+            bkm_buf_printf(b, " -bind-to core:%d", k);
+        else if (strcmp(l->cpu_bind, "threads") == 0)
+            bkm_buf_printf(b, " -bind-to hwthread:%d", l->cpus_per_task);
+        else if (strcmp(l->cpu_bind, "sockets") == 0)
+            bkm_buf_puts(b, " -bind-to socket");
+        else if (strcmp(l->cpu_bind, "ldoms") == 0)
+            bkm_buf_puts(b, " -bind-to numa");
+        bkm_buf_puts(b, " \\\n");
+        return;
+    }
+    /* cpu_bind: "cores", "threads" or a profile's value of a closed set (bkm_slurm_layout_rules) */
     bkm_buf_printf(b, "srun -n %d --ntasks-per-node=%d -c %d --cpu-bind=%s", world, job->ranks_per_node,
                    l->cpus_per_task, l->cpu_bind);
     if (job->mpi && job->mpi[0]) {
         bkm_buf_puts(b, " --mpi=");
         bkm_slurm_sh_quote(b, job->mpi, 0);
     }
-    bkm_buf_puts(b, " \\\n  bash -c 'echo \"bkm rank ${SLURM_PROCID} of ${SLURM_NTASKS} on ${SLURMD_NODENAME:-$(hostname)}: "
-                    "OMP_NUM_THREADS=${OMP_NUM_THREADS-} KMP_AFFINITY=${KMP_AFFINITY-} KMP_BLOCKTIME=${KMP_BLOCKTIME-} "
-                    "KMP_HW_SUBSET=${KMP_HW_SUBSET-} OMP_PLACES=${OMP_PLACES-} OMP_PROC_BIND=${OMP_PROC_BIND-} "
-                    "GOMP_CPU_AFFINITY=${GOMP_CPU_AFFINITY-} OMP_WAIT_POLICY=${OMP_WAIT_POLICY-}\"; "
-                    "exec \"$@\"' bkm-rank \\\n  ");
+    bkm_buf_puts(b, " \\\n");
+}
+
+/* The rank number and world size a rank reads: srun's, or Hydra's PMI variables (under mpiexec the
+ * SLURM_* ones are the batch step's, inherited by every rank). */
+static const char *rank_var(const bkm_slurm_job_t *job)
+{
+    return uses_mpiexec(job) ? "${PMI_RANK-}" : "${SLURM_PROCID}";
+}
+static const char *size_var(const bkm_slurm_job_t *job)
+{
+    return uses_mpiexec(job) ? "${PMI_SIZE-}" : "${SLURM_NTASKS}";
+}
+
+/* The binding check: every rank runs bkm's verify under the job's layout and setting; each line it
+ * prints carries the rank and the node; a mismatch (verify's exit 1) stops the job. */
+static void binding_check_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, bkm_buf_t *b)
+{
+    bkm_buf_puts(b, "# The binding check (--check-binding): every rank runs bkm's own verify with the setting above.\n"
+                    "# It prints the CPU set the launcher gave the rank (its process mask) and, per OpenMP thread,\n"
+                    "# the CPUs libomp bound it to against the plan bkm computes for that mask on this node. A\n"
+                    "# rank whose threads are not where the plan puts them stops the job before the run.\n");
+    launcher_line(job, l, b);
+    bkm_buf_printf(b, "  bash -c 'r=%s; n=%s; h=${SLURMD_NODENAME:-$(hostname)}; \"$1\" affinity verify --env --threads "
+                      "\"$OMP_NUM_THREADS\" 2>&1 | while IFS= read -r line; do echo \"bkm binding rank $r of $n on $h: "
+                      "$line\"; done; exit \"${PIPESTATUS[0]}\"' bkm-check \"$TUNE\" ||\n"
+                      "  { echo \"bkm: the binding check failed (see the lines above): not running the job\" >&2; exit 1; }\n",
+                   rank_var(job), size_var(job));
+}
+
+/* The per-rank line: each rank says who it is and what it sees, then runs the program. */
+static void srun_write(const bkm_slurm_job_t *job, const bkm_slurm_layout_t *l, bkm_buf_t *b)
+{
+    const bkm_slurm_setting_t *s = &job->setting;
+    int world = job->nodes * job->ranks_per_node;
+    launcher_comment(job, l, b);
+    bkm_buf_printf(b, "echo \"bkm: planned world size %d (%d node(s) x %d rank(s)), %d thread(s) per rank\"\n", world,
+                   job->nodes, job->ranks_per_node, s->threads);
+    if (job->check_binding)
+        binding_check_write(job, l, b);
+    launcher_line(job, l, b);
+    bkm_buf_printf(b, "  bash -c 'echo \"bkm rank %s of %s on ${SLURMD_NODENAME:-$(hostname)}: "
+                      "OMP_NUM_THREADS=${OMP_NUM_THREADS-} KMP_AFFINITY=${KMP_AFFINITY-} KMP_BLOCKTIME=${KMP_BLOCKTIME-} "
+                      "KMP_HW_SUBSET=${KMP_HW_SUBSET-} OMP_PLACES=${OMP_PLACES-} OMP_PROC_BIND=${OMP_PROC_BIND-} "
+                      "GOMP_CPU_AFFINITY=${GOMP_CPU_AFFINITY-} OMP_WAIT_POLICY=${OMP_WAIT_POLICY-}\"; "
+                      "exec \"$@\"' bkm-rank \\\n  ", rank_var(job), size_var(job));
     if (job->command) {
         /* the user's own program: the one value written as shell code, on purpose (one line,
          * no control character: bkm_slurm_job_check) */
@@ -591,7 +727,9 @@ int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t
     bkm_slurm_layout_t l;
     bkm_buf_t o;
     int rc;
-    if ((rc = bkm_slurm_job_check(job, err)) < 0 || (rc = bkm_slurm_layout(job->pus, job->cores, job->ranks_per_node, &l, err)) < 0)
+    if ((rc = bkm_slurm_job_check(job, err)) < 0 ||
+        (rc = bkm_slurm_layout_rules(job->rules, job->pus, job->cores, job->ranks_per_node, job->setting.threads, &l,
+                                     err)) < 0)
         return rc;
     bkm_buf_init(&o);
     if (job->output)
@@ -602,7 +740,7 @@ int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t
     provenance_write(job, out);
     sbatch_lines(job, bkm_buf_str(&o), NULL, out);
     bkm_buf_puts(out, "set -eu\n");
-    exports_write(&job->setting, job->program_argc > 0, out);
+    exports_write(&job->setting, job->program_argc > 0, uses_mpiexec(job), out);
     tune_var(job, out);
     srun_write(job, &l, out);
     bkm_buf_free(&o);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bkm/stats.h"
+#include "stats_int.h"
 
 
 int bkm_tune_stats_median_ci_ranks(size_t n, double conf, size_t *lo, size_t *hi, double *coverage, bkm_err_t *err)
@@ -131,31 +132,84 @@ static double *mwu_counts(size_t m, size_t n, double *total)
     return c;
 }
 
-/* Exact two-sided p of the rank-sum test, ties included: the permutation distribution of the
- * sum of (doubled, so integral) mid-ranks of @p na of the @p N values, by dynamic programming
- * over the values (f[k][s] = number of k-subsets with doubled rank sum s; at most C(50, 25) <
- * 2^53, exact in doubles). p = P(|W - E| >= |w - E|) over all C(N, na) equally likely subsets,
- * conditional on the observed ties; without ties it is the exact Mann-Whitney p. */
-static int mwu_exact(const long *rank2, size_t N, size_t na, long w2, double *p)
+double *bkm__mwu_rank_sum_counts(const long *rank2, size_t N, size_t na, long *S)
 {
-    long S = 0, e2 = (long)na * (long)(N + 1), dev = labs(w2 - e2);
-    double *f, total = 0.0, tail = 0.0;
+    double *f, *out;
+    *S = 0;
     for (size_t i = 0; i < N; i++)
-        S += rank2[i];
-    if ((f = calloc((na + 1) * (size_t)(S + 1), sizeof *f)) == NULL)
-        return BKM_ENOMEM;
+        *S += rank2[i];
+    /* f[k][s] = number of k-subsets of the values seen so far with doubled rank sum s */
+    if ((f = calloc((na + 1) * (size_t)(*S + 1), sizeof *f)) == NULL)
+        return NULL;
     f[0] = 1.0;
     for (size_t i = 0; i < N; i++)
         for (size_t k = (i + 1 < na ? i + 1 : na); k >= 1; k--) {
-            double *dst = f + k * (size_t)(S + 1), *src = f + (k - 1) * (size_t)(S + 1);
-            for (long s = S; s >= rank2[i]; s--)
+            double *dst = f + k * (size_t)(*S + 1), *src = f + (k - 1) * (size_t)(*S + 1);
+            for (long s = *S; s >= rank2[i]; s--)
                 dst[s] += src[s - rank2[i]];
         }
+    out = f + na * (size_t)(*S + 1);
+    memmove(f, out, (size_t)(*S + 1) * sizeof *f);
+    return f;
+}
+
+int bkm__mwu_ranks(const double *a, size_t na, const double *b, size_t nb, long **rank2, long *w2, double *u,
+                   double *tie_term, int *ties)
+{
+    size_t N = na + nb, i = 0;
+    tagged_t *t = malloc(N * sizeof *t);
+    long *r = malloc(N * sizeof *r);
+    double rank_sum_a = 0.0;
+    *rank2 = NULL;
+    *w2 = 0;
+    *tie_term = 0.0;
+    *ties = 0;
+    if (t == NULL || r == NULL) {
+        free(t), free(r);
+        return BKM_ENOMEM;
+    }
+    for (size_t k = 0; k < N; k++) {
+        t[k].from_a = k < na;
+        t[k].v = k < na ? a[k] : b[k - na];
+    }
+    qsort(t, N, sizeof *t, cmp_tagged);
+    while (i < N) { /* mid-ranks for runs of equal values */
+        size_t j = i;
+        double mid;
+        while (j + 1 < N && t[j + 1].v == t[i].v)
+            j++;
+        mid = 0.5 * (double)(i + j) + 1.0;
+        for (size_t k = i; k <= j; k++) {
+            r[k] = (long)(i + j + 2); /* 2 x mid */
+            if (t[k].from_a)
+                rank_sum_a += mid, *w2 += r[k];
+        }
+        if (j > i) {
+            double len = (double)(j - i + 1);
+            *ties = 1;
+            *tie_term += len * len * len - len;
+        }
+        i = j + 1;
+    }
+    *u = rank_sum_a - (double)na * (double)(na + 1) / 2.0;
+    *rank2 = r;
+    free(t);
+    return BKM_OK;
+}
+
+/* Exact two-sided p of the rank-sum test, ties included: p = P(|W - E| >= |w - E|) over all
+ * C(N, na) equally likely subsets (bkm__mwu_rank_sum_counts), conditional on the observed ties;
+ * without ties it is the exact Mann-Whitney p. */
+static int mwu_exact(const long *rank2, size_t N, size_t na, long w2, double *p)
+{
+    long S, e2 = (long)na * (long)(N + 1), dev = labs(w2 - e2);
+    double *f = bkm__mwu_rank_sum_counts(rank2, N, na, &S), total = 0.0, tail = 0.0;
+    if (f == NULL)
+        return BKM_ENOMEM;
     for (long s = 0; s <= S; s++) {
-        double c = f[na * (size_t)(S + 1) + (size_t)s];
-        total += c;
+        total += f[s];
         if (labs(s - e2) >= dev)
-            tail += c;
+            tail += f[s];
     }
     *p = fmin(1.0, tail / total);
     free(f);
@@ -165,48 +219,19 @@ static int mwu_exact(const long *rank2, size_t N, size_t na, long w2, double *p)
 int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb, bkm_tune_mwu_t *out,
                                 bkm_err_t *err)
 {
-    size_t N = na + nb, i = 0;
-    tagged_t *t = NULL;
+    size_t N = na + nb;
     long *rank2 = NULL, w2 = 0;
-    double rank_sum_a = 0.0, tie_term = 0.0;
-    int ret = BKM_OK;
+    double tie_term = 0.0;
+    int ret = BKM_OK, ties = 0;
     memset(out, 0, sizeof *out);
     if (na == 0 || nb == 0)
         return bkm_err_set(err, BKM_EINVAL, "Mann-Whitney test needs samples on both sides (got %zu and %zu)", na, nb);
-    if ((t = malloc(N * sizeof *t)) == NULL)
+    for (size_t k = 0; k < N; k++)
+        if (!isfinite(k < na ? a[k] : b[k - na]))
+            return bkm_err_set(err, BKM_EINVAL, "sample %zu of %s is not a finite number", k < na ? k : k - na,
+                               k < na ? "the first set" : "the second set");
+    if (bkm__mwu_ranks(a, na, b, nb, &rank2, &w2, &out->u, &tie_term, &ties) < 0)
         return bkm_err_set(err, BKM_ENOMEM, "out of memory in the Mann-Whitney test");
-    for (size_t k = 0; k < N; k++) {
-        t[k].from_a = k < na;
-        t[k].v = k < na ? a[k] : b[k - na];
-        if (!isfinite(t[k].v)) {
-            ret = bkm_err_set(err, BKM_EINVAL, "sample %zu of %s is not a finite number", k < na ? k : k - na,
-                              k < na ? "the first set" : "the second set");
-            goto out;
-        }
-    }
-    qsort(t, N, sizeof *t, cmp_tagged);
-    if ((rank2 = malloc(N * sizeof *rank2)) == NULL) {
-        ret = bkm_err_set(err, BKM_ENOMEM, "out of memory in the Mann-Whitney test");
-        goto out;
-    }
-    while (i < N) { /* mid-ranks for runs of equal values */
-        size_t j = i;
-        double mid;
-        while (j + 1 < N && t[j + 1].v == t[i].v)
-            j++;
-        mid = 0.5 * (double)(i + j) + 1.0;
-        for (size_t k = i; k <= j; k++) {
-            rank2[k] = (long)(i + j + 2); /* 2 x mid */
-            if (t[k].from_a)
-                rank_sum_a += mid, w2 += rank2[k];
-        }
-        if (j > i) {
-            double len = (double)(j - i + 1);
-            tie_term += len * len * len - len;
-        }
-        i = j + 1;
-    }
-    out->u = rank_sum_a - (double)na * (double)(na + 1) / 2.0;
     if (N <= 50) {
         out->exact = 1;
         if (mwu_exact(rank2, N, na, w2, &out->p) < 0)
@@ -221,9 +246,7 @@ int bkm_tune_stats_mann_whitney(const double *a, size_t na, const double *b, siz
             out->p = fmin(1.0, erfc(out->z / sqrt(2.0)));
         }
     }
-out:
     free(rank2);
-    free(t);
     return ret;
 }
 

@@ -419,15 +419,19 @@ static void json_env(bkm_json_w_t *w, const bkm_tune_trial_spec_t *spec)
     bkm_json_obj_end(w);
 }
 
+void bkm_tune_program_argv_json(const bkm_tune_program_t *p, bkm_json_w_t *w)
+{
+    bkm_json_arr_begin(w);
+    for (int i = 0; i < p->argc; i++)
+        bkm_json_str(w, p->argv[i]);
+    bkm_json_arr_end(w);
+}
+
 static void json_program(bkm_json_w_t *w, const bkm_tune_program_t *pg, const bkm__tune_proc_end_t *end)
 {
     bkm_json_key(w, "program");
     bkm_json_obj_begin(w);
-    bkm_json_key(w, "argv");
-    bkm_json_arr_begin(w);
-    for (int i = 0; i < pg->argc; i++)
-        bkm_json_str(w, pg->argv[i]);
-    bkm_json_arr_end(w);
+    bkm_json_key(w, "argv"), bkm_tune_program_argv_json(pg, w);
     bkm_json_key(w, "exe"), bkm_json_str(w, pg->argv[0]);
     bkm_json_key(w, "sha256"), bkm_json_str(w, pg->exe_sha256);
     bkm_json_key(w, "wall_ms"), bkm_json_double(w, end->wall_s * 1e3);

@@ -19,9 +19,9 @@ int bkm_tune_regress_job_check(const bkm_tune_regress_job_t *job, bkm_err_t *err
         return bkm_err_set(err, BKM_EINVAL, "give exactly one of --record, --baseline FILE, --against TUNE");
     if (job->record && job->output == NULL)
         return bkm_err_set(err, BKM_EINVAL, "--record needs -o FILE");
-    if (job->record && (job->junit || job->json))
+    if (job->record && (job->junit || job->json || job->processes_max))
         return bkm_err_set(err, BKM_EINVAL, "--%s is for a check (--baseline or --against), not --record",
-                           job->junit ? "junit" : "json");
+                           job->junit ? "junit" : job->json ? "json" : "processes-max");
     if (!job->record && job->output)
         return bkm_err_set(err, BKM_EINVAL, "-o '%s' is only for --record (--junit OUT writes the comparison)",
                            job->output);
@@ -96,6 +96,9 @@ static int job_plan(const bkm_tune_regress_job_t *job, const job_host_t *h, bkm_
     cfg->n_params = job->n_params;
     cfg->workloads = job->workloads;
     cfg->processes = job->processes;
+    cfg->processes_max = job->processes_max;
+    cfg->threshold = job->threshold;
+    cfg->alpha = job->alpha;
     cfg->seed = job->seed;
     cfg->base = job->base;
     cfg->stop = job->stop;
@@ -136,7 +139,8 @@ static int job_launcher(const bkm_tune_regress_job_t *job, const bkm_tune_regres
 }
 
 /* Every workload's spec against this host, before any process starts. */
-static int job_specs_check(const bkm_tune_regress_t *r, const job_host_t *h, bkm_err_t *err)
+static int job_specs_check(const bkm_tune_regress_job_t *job, const bkm_tune_regress_t *r, const job_host_t *h,
+                           bkm_err_t *err)
 {
     for (size_t i = 0; i < r->n_wl; i++) {
         const bkm_tune_trial_spec_t *sp = &r->wl[i].spec;
@@ -147,7 +151,10 @@ static int job_specs_check(const bkm_tune_regress_t *r, const job_host_t *h, bkm
             (long)sp->ranks * sp->threads > h->ts.allowed_pus)
             rc = bkm_err_set(err, BKM_EINVAL, "%d ranks x %d threads need more than the %d PUs this process may use",
                              sp->ranks, sp->threads, h->ts.allowed_pus);
-        if (sp->ranks == 0)
+        if (sp->ranks == 0 && r->wl[i].program)
+            rc = job->program ? bkm_tune_program_trial_check(job->program, sp, h->topo, NULL, err)
+                              : bkm_err_set(err, BKM_EINVAL, "no program given");
+        else if (sp->ranks == 0)
             rc = bkm_tune_trial_check(sp, h->topo, err);
         if (rc < 0) {   /* whatever the check's status: the workload is refused (exit 2) */
             bkm_err_prefix(err, "workload %s", r->wl[i].name);
@@ -173,9 +180,13 @@ static int record_finish(const bkm_tune_regress_job_t *job, const job_host_t *h,
         }
     if (bad)
         return bkm_err_set(err, BKM_EDEP, "baseline not written");
-    bkm_tune_regress_baseline_json(r, bkm_buf_str(&h->json), job->revision, job->when, &out->baseline);
-    snprintf(out->summary, sizeof out->summary, "%zu workloads x %d processes, host %s, revision %s", r->n_wl,
-             r->processes, h->fp, job->revision);
+    bkm_tune_regress_baseline_json(r, job->program, bkm_buf_str(&h->json), job->revision, job->when, &out->baseline);
+    if (job->program)
+        snprintf(out->summary, sizeof out->summary, "program %s (%s) x %d runs, host %s, revision %s",
+                 r->wl[0].name, r->runtime, r->processes, h->fp, job->revision);
+    else
+        snprintf(out->summary, sizeof out->summary, "%zu workloads x %d processes, host %s, revision %s", r->n_wl,
+                 r->processes, h->fp, job->revision);
     out->verdict = BKM_TUNE_REGRESS_RECORDED;
     return out->baseline.oom ? bkm_err_set(err, BKM_ENOMEM, "out of memory") : BKM_OK;
 }
@@ -221,6 +232,12 @@ static void check_report(const bkm_tune_regress_job_t *job, const job_host_t *h,
     }
     bkm_buf_printf(&out->report, "tune regress: %s vs %s on %s (%s)\n", job->revision, reference, h->fp,
                    h->ts.cpu_model);
+    if (job->program)
+        bkm_buf_printf(&out->report, "program: %s (%s), executable sha256 %.16s..., %s\n", job->program->argv[0],
+                       out->run->runtime, out->run->exe_sha256,
+                       strcmp(out->run->exe_sha256, out->run->ref_exe_sha256) == 0
+                           ? "the one the baseline ran"
+                           : "not the one the baseline ran (a new build of it: that is what this checks)");
     bkm_tune_regress_table(out->run, &out->report);
     bkm_buf_printf(&out->report, "verdict: %s (%d regression(s))\n", verdict, out->regressions);
 }
@@ -263,7 +280,7 @@ static int check_finish(const bkm_tune_regress_job_t *job, const job_host_t *h, 
 int bkm_tune_regress_job_run(const bkm_tune_regress_job_t *job, bkm_tune_regress_outcome_t *out, bkm_err_t *err)
 {
     bkm_tune_regress_cfg_t cfg;
-    bkm_tune_runner_t runner, ref;
+    bkm_tune_runner_t runner, ref, prog;
     job_host_t h;
     char launcher[PATH_MAX];
     int rc;
@@ -278,8 +295,12 @@ int bkm_tune_regress_job_run(const bkm_tune_regress_job_t *job, bkm_tune_regress
     runner.stop = job->stop;
     ref = runner;
     ref.worker_path = job->against;
+    prog = runner;
+    prog.program = job->program;
+    runner.program = NULL;
     cfg.runner = &runner;
     cfg.reference = job->against ? &ref : NULL;
+    cfg.program = job->program ? &prog : NULL;
     if ((rc = bkm_tune_regress_job_check(job, err)) < 0 || (rc = bkm_tune_env_check(job->environ, err)) < 0 ||
         (rc = host_open(job, &h, err)) < 0)
         goto out;
@@ -289,7 +310,7 @@ int bkm_tune_regress_job_run(const bkm_tune_regress_job_t *job, bkm_tune_regress
     }
     if ((rc = job_plan(job, &h, &cfg, out->run, err)) < 0 ||
         (rc = job_launcher(job, out->run, &runner, &ref, launcher, sizeof launcher, err)) < 0 ||
-        (rc = job_specs_check(out->run, &h, err)) < 0 || (rc = bkm_tune_regress_measure(out->run, &cfg, err)) < 0)
+        (rc = job_specs_check(job, out->run, &h, err)) < 0 || (rc = bkm_tune_regress_measure(out->run, &cfg, err)) < 0)
         goto out;
     rc = job->record ? record_finish(job, &h, out, err) : check_finish(job, &h, out, err);
 out:

@@ -249,9 +249,47 @@ static int setting_is_default(const aff_setting_t *a)
     return a->kmp[0] == '\0' && a->places[0] == '\0' && a->bind[0] == '\0' && a->gomp[0] == '\0';
 }
 
+/* On a chiplet machine (more L3 caches or NUMA nodes than packages: Perlmutter's EPYC 7763
+ * has 16 L3 and 8 NUMA nodes on 2 sockets), OMP_PLACES=ll_caches and numa_domains with close and
+ * spread (libomp 14 without hwloc makes them the sockets and the cores: the plans merge them), and
+ * the explicit place lists of the L3 groups and NUMA nodes, which do place by them. */
+static int settings_chiplet(aff_setting_t *out, int n, int cap, const bkm_topo_t *topo)
+{
+    static const char *const binds[] = {"close", "spread"};
+    bkm_topo_summary_t ts;
+    char kinds[4][64] = {"ll_caches", "numa_domains", "", ""};
+    int n_kinds = 2, n_c = 0, level = 0;
+    const bkm_topo_cache_t *c = bkm_topo_caches(topo, &n_c);
+    bkm_topo_summary(topo, &ts);
+    for (int i = 0; i < n_c; i++)
+        if (c[i].type != 'i' && c[i].level > level)
+            level = c[i].level;
+    /* an L2 shared by a KNL tile is not a chiplet: tiles have granularity=tile */
+    if ((level < 3 || bkm_topo_groups(topo, BKM_TOPO_GROUP_LLC, NULL, 0) <= ts.packages) &&
+        bkm_topo_groups(topo, BKM_TOPO_GROUP_NUMA, NULL, 0) <= ts.packages)
+        return n;
+    for (int k = 0; k < 2; k++) {
+        bkm_buf_t b;
+        bkm_buf_init(&b);
+        if (bkm_topo_group_places(topo, k == 0 ? BKM_TOPO_GROUP_LLC : BKM_TOPO_GROUP_NUMA, &b, NULL) == BKM_OK &&
+            b.len < sizeof kinds[0] && b.len < sizeof out[0].places)
+            snprintf(kinds[n_kinds++], sizeof kinds[0], "%s", bkm_buf_str(&b));
+        bkm_buf_free(&b);
+    }
+    for (int p = 0; p < n_kinds; p++)
+        for (int b = 0; b < 2 && n < cap - 1; b++) {
+            snprintf(out[n].places, sizeof out[0].places, "%s", kinds[p]);
+            snprintf(out[n].bind, sizeof out[0].bind, "%s", binds[b]);
+            snprintf(out[n].label, sizeof out[0].label, "OMP_PLACES=%s OMP_PROC_BIND=%s", kinds[p], binds[b]);
+            n++;
+        }
+    return n;
+}
+
 /* The generated affinity settings, "default" first; granularity=tile only where cores are
- * grouped in tiles (KNL). */
-static int settings_generate(aff_setting_t *out, int cap, int tiles)
+ * grouped in tiles (KNL); the chiplet places where last-level caches or NUMA nodes subdivide the
+ * packages. */
+static int settings_generate(aff_setting_t *out, int cap, int tiles, const bkm_topo_t *topo)
 {
     static const char *const types[] = {"compact", "scatter", "balanced"};
     static const char *const grans[] = {"fine", "core", "tile"};
@@ -279,7 +317,7 @@ static int settings_generate(aff_setting_t *out, int cap, int tiles)
             snprintf(out[n].label, sizeof out[0].label, "OMP_PLACES=%s OMP_PROC_BIND=%s", places[p], binds[b]);
             n++;
         }
-    return n;
+    return settings_chiplet(out, n, cap, topo);
 }
 
 /* The generated settings of a libgomp program, "default" first: every abstract place kind libgomp
@@ -591,7 +629,8 @@ static int dims_threads(dims_t *d, const bkm_tune_space_opts_t *o, const bkm_nod
 }
 
 /* affinity settings: "default" first; in the grid unless the user's list omits it */
-static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, bkm_tune_space_t *sp, bkm_err_t *err)
+static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, const bkm_topo_t *topo,
+                         bkm_tune_space_t *sp, bkm_err_t *err)
 {
     int rc;
     if (o->no_openmp) {   /* no runtime reads an affinity variable: the default only */
@@ -605,7 +644,7 @@ static int dims_affinity(dims_t *d, const bkm_tune_space_opts_t *o, int tiles, b
     }
     if (o->n_affinity == 0) {
         d->n_aff = o->gomp ? settings_generate_gomp(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY)
-                           : settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY, tiles);
+                           : settings_generate(d->aff, BKM_TUNE_SPACE_MAX_AFFINITY, tiles, topo);
         memset(d->aff_grid, 1, (size_t)d->n_aff);
         return BKM_OK;
     }
@@ -1160,7 +1199,7 @@ int bkm_tune_space_create(bkm_tune_space_t **space, const bkm_topo_t *topo, cons
     topo_words(topo, d->words, sizeof d->words);
     d->popts.mic = profile_is_knl(prof);
     if ((rc = dims_threads(d, o, prof, n_pus, ts.cores > 0 ? ts.cores : 1, err)) < 0 ||
-        (rc = dims_affinity(d, o, ts.tiles > 0, sp, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
+        (rc = dims_affinity(d, o, ts.tiles > 0, topo, sp, err)) < 0 || (rc = dims_blocktime(d, o, prof, sp)) < 0 ||
         (rc = dims_hw_subset(d, o, &ts, sp, err)) < 0 || (rc = params_build(o, d->pd, &d->n_pd, sp, err)) < 0 ||
         (rc = params_validate(d, o, sp, err)) < 0 ||
         (rc = o->gomp ? plans_dedup_gomp(d, topo, sp, err) : plans_dedup(d, topo, sp, err)) < 0 ||

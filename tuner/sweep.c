@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The sweep: strategy -> trial runner -> one transaction per finished trial, resume by sweep
- * key, progress, confirmation round (the default and the top candidates, each in several fresh
- * worker processes, in a drift-cancelling order), and the best-known-setting derivation on one
- * value per process (claimed only when it beats the default beyond noise, Holm-corrected). */
+ * key, progress, the sequential confirmation (the default and the top candidates in blocks of
+ * fresh worker processes, each block in a drift-cancelling order, a look after each, more blocks
+ * while a candidate is undecided), and the best-known-setting derivation on one value per process
+ * (claimed only when it beats the default beyond noise; what was decided about every candidate). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,14 @@ static int stopped(const bkm_tune_sweep_cfg_t *cfg)
     return cfg->stop != NULL && *cfg->stop != 0;
 }
 
+size_t bkm_tune_sweep_replicates_max(const bkm_tune_sweep_cfg_t *cfg)
+{
+    if (cfg->replicates_max > 0)
+        return (size_t)cfg->replicates_max;
+    return cfg->replicates > BKM_TUNE_REPLICATES_MAX_DEFAULT ? (size_t)cfg->replicates
+                                                              : BKM_TUNE_REPLICATES_MAX_DEFAULT;
+}
+
 /* One arm of the confirmation round: its per-process medians, their precision (the 95%
  * interval of each median from its own samples, lo/hi pairs) and their positions (1-based) in
  * the confirmation order. */
@@ -432,6 +441,9 @@ static int sweep_open(sweep_state_t *st, bkm_tune_sweep_result_t *res, bkm_err_t
     /* the confirmation protocol: processes per arm, and A/A runs apart from real ones */
     bkm_json_key(&w, "confirm"), bkm_json_str(&w, "process-medians/" BKM_TUNE_CLAIM_ORDER_NAME);
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, cfg->replicates);
+    /* a sequential confirmation is another protocol than a fixed round (whose key stays as it was) */
+    if (bkm_tune_sweep_replicates_max(cfg) > (size_t)cfg->replicates)
+        bkm_json_key(&w, "replicates_max"), bkm_json_int(&w, (int64_t)bkm_tune_sweep_replicates_max(cfg));
     bkm_json_key(&w, "confirm_top"), bkm_json_int(&w, cfg->confirm_top);
     bkm_json_key(&w, "aa"), bkm_json_bool(&w, cfg->aa);
     bkm_json_obj_end(&w);
@@ -534,54 +546,185 @@ out:
     return rc;
 }
 
-/* Confirmation: the default and every candidate in cfg->replicates fresh processes each, in
- * bkm_tune_claim_order's order; a trial's round is its 1-based position in that order (so the
- * order is stored, resume finds every trial at its place, and A/A copies of the default are
- * distinct trials). A candidate whose process fails is dropped from the round. */
-static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, bkm_err_t *err)
+/* The sequential confirmation in progress: the design, every position's arm, the looks. */
+typedef struct confirm {
+    bkm_tune_seq_t *seq;
+    size_t *order;               /* arm measured at each position (0 the default), all blocks */
+    size_t n_order, cap_order;
+    bkm_buf_t looks;             /* the looks, a JSON array */
+    bkm_json_w_t lw;
+    size_t processes;            /* confirmation processes counted or re-run (resumed ones too) */
+    size_t per_side;             /* processes per side at the last look */
+    size_t rmax;                 /* most per side (resolved) */
+    const char *ended;           /* "decided", "max", "time"; "" before the end */
+} confirm_t;
+
+static void confirm_init(confirm_t *cf)
+{
+    memset(cf, 0, sizeof *cf);
+    bkm_buf_init(&cf->looks);
+    bkm_json_w_init(&cf->lw, &cf->looks, 0);
+    bkm_json_arr_begin(&cf->lw);
+    cf->ended = "";
+}
+
+static void confirm_free(confirm_t *cf)
+{
+    bkm_tune_seq_free(cf->seq);
+    bkm_free(cf->order);
+    bkm_buf_free(&cf->looks);
+}
+
+static int order_push(confirm_t *cf, size_t arm, bkm_err_t *err)
+{
+    if (cf->n_order == cf->cap_order) {
+        size_t cap = cf->cap_order ? 2 * cf->cap_order : 64, *o = bkm_realloc(cf->order, cap * sizeof *o);
+        if (o == NULL)
+            return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        cf->order = o;
+        cf->cap_order = cap;
+    }
+    cf->order[cf->n_order++] = arm;
+    return BKM_OK;
+}
+
+/* The seed of block @p b's order: the sweep's own for the first block (the order of a fixed
+ * confirmation round), spread for the others. */
+static uint64_t block_seed(uint64_t seed, size_t b)
+{
+    return b == 0 ? seed : seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)b);
+}
+
+/* One look, as the evidence lists it. */
+static void look_json(confirm_t *cf, const cand_t *cand, size_t n_cand)
+{
+    bkm_json_w_t *w = &cf->lw;
+    bkm_json_obj_begin(w);
+    bkm_json_key(w, "look"), bkm_json_int(w, (int64_t)bkm_tune_seq_looks(cf->seq));
+    bkm_json_key(w, "processes_per_side"), bkm_json_int(w, (int64_t)cand[0].n);
+    bkm_json_key(w, "candidates");
+    bkm_json_arr_begin(w);
+    for (size_t c = 1; c < n_cand; c++) {
+        const bkm_tune_seq_cand_t *t = bkm_tune_seq_cand(cf->seq, c - 1);
+        if (t->looks == 0 || t->n_base != cand[0].n)
+            continue;   /* not looked at now */
+        bkm_json_obj_begin(w);
+        bkm_json_key(w, "arm"), bkm_json_int(w, (int64_t)c);
+        bkm_json_key(w, "processes"), bkm_json_int(w, (int64_t)t->n_cand);
+        bkm_json_key(w, "information"), bkm_json_double(w, t->t);
+        bkm_json_key(w, "p"), bkm_json_double(w, t->p);
+        bkm_json_key(w, "nominal_level"), bkm_json_double(w, t->nominal);
+        bkm_json_key(w, "ratio"), bkm_json_double(w, t->ratio);
+        bkm_json_key(w, "ratio_rci");
+        bkm_json_arr_begin(w), bkm_json_double(w, t->rci_lo), bkm_json_double(w, t->rci_hi), bkm_json_arr_end(w);
+        bkm_json_key(w, "decision"), bkm_json_str(w, bkm_tune_decision_name(t->decision));
+        bkm_json_obj_end(w);
+    }
+    bkm_json_arr_end(w);
+    bkm_json_obj_end(w);
+}
+
+/* Measure one position: the trial, its re-runs when disturbed (--rerun-disturbed: stored under
+ * round position + k x stride, beyond every planned position, so resume finds them; the last
+ * attempt is counted at the planned position). */
+static int confirm_one(sweep_state_t *st, confirm_t *cf, cand_t *c, size_t pos, size_t stride, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
-    size_t R = (size_t)cfg->replicates, total = n_cand * R, *order = NULL;
+    double v, prec[2];
+    int dist = -1, rc;
+    if ((rc = trial_do(st, c->config, "confirm", (int)pos, 1, &v, prec, &dist, err)) < 0)
+        return rc;
+    cf->processes++;
+    for (int k = 1; k <= cfg->rerun_disturbed && dist == 1 && !isnan(v) && !stopped(cfg); k++) {
+        st->reruns++;
+        c->reruns++;
+        st->prog.total++;
+        cf->processes++;
+        if ((rc = trial_do(st, c->config, "confirm", (int)(pos + (size_t)k * stride), 1, &v, prec, &dist, err)) < 0)
+            return rc;
+    }
+    if (stopped(cfg))
+        return BKM_OK;   /* the trial may have been cut short: nothing stored, nothing to count */
+    if (isnan(v))
+        c->failed = 1;
+    else if ((rc = cand_append(c, v, prec, (int)pos, dist, err)) < 0)
+        return rc;
+    else if (dist == 1)
+        st->confirm_disturbed++;
+    return BKM_OK;
+}
+
+/* The sequential confirmation (bkm_tune_seq_look after every block): the default and every
+ * candidate still open, in blocks of cfg->replicates fresh processes each, each block in
+ * bkm_tune_claim_order's order; a trial's round is its 1-based position over all blocks (so the
+ * order is stored, resume finds every trial at its place, and A/A copies of the default are
+ * distinct trials). A candidate whose process fails is dropped; when the default fails, the
+ * confirmation ends. */
+static int confirm_run(sweep_state_t *st, cand_t *cand, size_t n_cand, confirm_t *cf, bkm_err_t *err)
+{
+    const bkm_tune_sweep_cfg_t *cfg = st->cfg;
+    size_t R = (size_t)cfg->replicates, n = 0, pos = 0, stride, active[BKM_TUNE_CONFIRM_TOP_MAX + 1], *order = NULL;
+    const double *vals[BKM_TUNE_CONFIRM_TOP_MAX];
+    size_t nv[BKM_TUNE_CONFIRM_TOP_MAX];
+    bkm_tune_seq_rule_t rule;
     int rc = BKM_OK;
     st->prog.phase = "confirm";
+    cf->rmax = bkm_tune_sweep_replicates_max(cfg);
     if (n_cand < 2)
-        return BKM_OK;
-    st->prog.total = st->prog.done + total;
-    if ((order = bkm_malloc(total * sizeof *order)) == NULL)
-        return bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-    if ((rc = bkm_tune_claim_order(n_cand, R, cfg->seed, order, err)) < 0)
         goto out;
-    for (size_t t = 0; t < total; t++) {
-        cand_t *c = &cand[order[t]];
-        double v, prec[2];
-        int dist = -1;
-        if (stopped(cfg))
-            break;
-        if (c->failed)
-            continue;
-        if ((rc = trial_do(st, c->config, "confirm", (int)t + 1, 1, &v, prec, &dist, err)) < 0)
+    stride = n_cand * cf->rmax;
+    bkm_tune_seq_rule_defaults(&rule);
+    if (cfg->min_ratio > 0)
+        rule.min_ratio = cfg->min_ratio;
+    rule.max = cf->rmax;
+    if ((rc = bkm_tune_seq_create(&cf->seq, &rule, n_cand - 1, err)) < 0 ||
+        (order = bkm_malloc(n_cand * R * sizeof *order)) == NULL) {
+        if (rc == BKM_OK)
+            rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
+        goto out;
+    }
+    for (size_t b = 0; !stopped(cfg); b++) {
+        size_t rounds = cf->rmax - n < R ? cf->rmax - n : R, na = 0;
+        int final;
+        active[na++] = 0;
+        for (size_t c = 1; c < n_cand; c++)
+            if (!bkm_tune_seq_cand(cf->seq, c - 1)->closed && !cand[c].failed)
+                active[na++] = c;
+        /* the worst case: this block and every later one with the arms open now */
+        st->prog.total = st->prog.done + na * (cf->rmax - n);
+        if ((rc = bkm_tune_claim_order(na, rounds, block_seed(cfg->seed, b), order, err)) < 0)
             goto out;
-        /* --rerun-disturbed: a disturbed process is measured again at once, stored under round
-         * position + k x total (k = 1, 2, ...: beyond the planned positions, so resume finds it),
-         * and the last attempt is counted at the planned position */
-        for (int k = 1; k <= cfg->rerun_disturbed && dist == 1 && !isnan(v) && !stopped(cfg); k++) {
-            st->reruns++;
-            c->reruns++;
-            st->prog.total++;
-            if ((rc = trial_do(st, c->config, "confirm", (int)(t + 1 + (size_t)k * total), 1, &v, prec, &dist,
-                               err)) < 0)
+        for (size_t t = 0; t < na * rounds && !stopped(cfg) && !cand[0].failed; t++) {
+            cand_t *c = &cand[active[order[t]]];
+            pos++;
+            if ((rc = order_push(cf, active[order[t]], err)) < 0)
+                goto out;
+            if (!c->failed && (rc = confirm_one(st, cf, c, pos, stride, err)) < 0)
                 goto out;
         }
-        if (stopped(cfg))
-            break;   /* the trial may have been cut short: nothing stored, nothing to count */
-        if (isnan(v))
-            c->failed = 1;
-        else if ((rc = cand_append(c, v, prec, (int)t + 1, dist, err)) < 0)
+        if (stopped(cfg) || cand[0].failed)
+            break;
+        n += rounds;
+        cf->per_side = n;
+        final = n >= cf->rmax ||
+                (cfg->time_budget_s > 0 && (double)(bkm_now_ns() - st->t0_ns) * 1e-9 >= cfg->time_budget_s);
+        for (size_t c = 1; c < n_cand; c++) {
+            vals[c - 1] = cand[c].proc;
+            nv[c - 1] = cand[c].failed ? 0 : cand[c].n;
+        }
+        if ((rc = bkm_tune_seq_look(cf->seq, cand[0].proc, cand[0].n, vals, nv, final, err)) < 0)
             goto out;
-        else if (dist == 1)
-            st->confirm_disturbed++;
+        look_json(cf, cand, n_cand);
+        if (bkm_tune_seq_open(cf->seq) == 0 || final) {   /* a final look closes every candidate */
+            cf->ended = !final ? "decided" : n >= cf->rmax ? "max" : "time";
+            break;
+        }
+        bkm_log(cfg->log, BKM_LOG_INFO, "confirmation: %zu of %zu candidate(s) undecided after %zu processes per "
+                "side: %zu more each", bkm_tune_seq_open(cf->seq), n_cand - 1, n,
+                cf->rmax - n < R ? cf->rmax - n : R);
     }
 out:
+    bkm_json_arr_end(&cf->lw);
     bkm_free(order);
     return rc;
 }
@@ -651,47 +794,97 @@ static void json_arm(bkm_json_w_t *w, const sweep_state_t *st, const cand_t *c)
     bkm_json_arr_end(w);
 }
 
+/* What was decided about a candidate, in a few words. */
+static void decision_text(const bkm_tune_seq_cand_t *t, char *buf, size_t n)
+{
+    switch (t->decision) {
+    case BKM_TUNE_CLAIMED:
+        snprintf(buf, n, "claimed %.3gx, repeated interval [%.3g, %.3g], after %zu processes", t->ratio, t->rci_lo,
+                 t->rci_hi, t->n_cand);
+        break;
+    case BKM_TUNE_NOT_BETTER:
+        if (t->rci_hi > 1.0)
+            snprintf(buf, n, "not better by more than %.1f%% (%.3gx, after %zu processes)", 100.0 * (t->rci_hi - 1.0),
+                     t->ratio, t->n_cand);
+        else
+            snprintf(buf, n, "not better: slower or equal (%.3gx, after %zu processes)", t->ratio, t->n_cand);
+        break;
+    case BKM_TUNE_FAILED:
+        snprintf(buf, n, "failed: not tested");
+        break;
+    default:
+        if (t->beaten_by)
+            snprintf(buf, n, "undecided, measured no more: cannot beat the claimed one (%.3gx, after %zu processes)",
+                     t->ratio, t->n_cand);
+        else
+            snprintf(buf, n, "undecided at the budget (%.3gx, repeated interval [%.3g, %.3g], after %zu processes)",
+                     t->ratio, t->rci_lo, t->rci_hi, t->n_cand);
+    }
+}
+
+static void cand_label(const sweep_state_t *st, const cand_t *cand, size_t c, char *label, size_t n)
+{
+    if (st->cfg->aa)
+        snprintf(label, n, "copy %zu of the default", c);
+    else
+        bkm_tune_config_label(bkm_tune_space_config(st->space, cand[c].config), label, n);
+}
+
 /* The evidence of the claim (or of its absence), one JSON object. */
-static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n_cand,
-                           const bkm_tune_claim_rule_t *rule, const bkm_tune_claim_test_t *tests, size_t win,
-                           bkm_tune_sweep_result_t *res, bkm_err_t *err)
+static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n_cand, const confirm_t *cf,
+                           size_t win, bkm_tune_sweep_result_t *res, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
-    size_t R = (size_t)cfg->replicates, total = n_cand * R, *order = NULL, tested = 0;
+    const bkm_tune_seq_rule_t *rule = bkm_tune_seq_rule(cf->seq);
     bkm_json_w_t w;
     bkm_buf_t ev;
-    int rc;
+    int rc = BKM_OK;
     bkm_buf_init(&ev);
-    if ((order = bkm_malloc((total ? total : 1) * sizeof *order)) == NULL) {
-        rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-        goto out;
-    }
-    if ((rc = bkm_tune_claim_order(n_cand, R, cfg->seed, order, err)) < 0)
-        goto out;
-    for (size_t c = 1; c < n_cand; c++)
-        tested += (size_t)tests[c - 1].tested;
     bkm_json_w_init(&w, &ev, 0);
     bkm_json_obj_begin(&w);
     bkm_json_key(&w, "verdict"), bkm_json_str(&w, res->verdict);
     bkm_json_key(&w, "claim"), bkm_json_bool(&w, res->significant);
+    bkm_json_key(&w, "decision"), bkm_json_str(&w, bkm_tune_decision_name(res->decision));
+    bkm_json_key(&w, "decisions"), bkm_json_str(&w, res->decisions);
     bkm_json_key(&w, "aa"), bkm_json_bool(&w, cfg->aa);
     bkm_json_key(&w, "unit"), bkm_json_str(&w, "process: one value per worker process, the median of its samples");
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, cfg->replicates);
+    bkm_json_key(&w, "replicates_max"), bkm_json_int(&w, (int64_t)cf->rmax);
+    bkm_json_key(&w, "processes_per_side"), bkm_json_int(&w, (int64_t)cf->per_side);
+    bkm_json_key(&w, "confirm_processes"), bkm_json_int(&w, (int64_t)cf->processes);
+    bkm_json_key(&w, "design");
+    bkm_json_obj_begin(&w);
+    bkm_json_key(&w, "kind"), bkm_json_str(&w, "group-sequential");
+    bkm_json_key(&w, "spending"), bkm_json_str(&w, bkm_tune_spending_name(rule->spending));
+    bkm_json_key(&w, "block"), bkm_json_int(&w, cfg->replicates);
+    bkm_json_key(&w, "max"), bkm_json_int(&w, (int64_t)cf->rmax);
+    bkm_json_key(&w, "looks"), bkm_json_int(&w, (int64_t)bkm_tune_seq_looks(cf->seq));
+    bkm_json_key(&w, "ended"), bkm_json_str(&w, cf->ended);
+    bkm_json_key(&w, "time_budget_s"), bkm_json_double(&w, cfg->time_budget_s > 0 ? cfg->time_budget_s : NAN);
+    bkm_json_key(&w, "information"), bkm_json_str(&w, "processes per side / replicates_max");
+    bkm_json_key(&w, "interval");
+    bkm_json_str(&w, "repeated confidence interval of the ratio: exact rank (Moses) bounds at the nominal level of "
+                     "the look for alpha / candidates tested, simultaneous over the looks");
+    bkm_json_key(&w, "sources");
+    bkm_json_str(&w, "Lan & DeMets 1983 (spending); Jennison & Turnbull 2000 ch. 7, 9, 19 (boundaries, repeated "
+                     "intervals); Maurer & Bretz 2013 (Holm over group-sequential tests)");
+    bkm_json_obj_end(&w);
     bkm_json_key(&w, "order"), bkm_json_str(&w, BKM_TUNE_CLAIM_ORDER_NAME);
     bkm_json_key(&w, "order_seed"), bkm_json_int(&w, (int64_t)cfg->seed);
     bkm_json_key(&w, "order_arms");   /* arm measured at each position: 0 the default, i candidate i */
     bkm_json_arr_begin(&w);
-    for (size_t t = 0; t < total; t++)
-        bkm_json_int(&w, (int64_t)order[t]);
+    for (size_t t = 0; t < cf->n_order; t++)
+        bkm_json_int(&w, (int64_t)cf->order[t]);
     bkm_json_arr_end(&w);
-    bkm_json_key(&w, "test"), bkm_json_str(&w, "Mann-Whitney U, two-sided, on the per-process medians");
-    bkm_json_key(&w, "correction"), bkm_json_str(&w, "holm");
-    bkm_json_key(&w, "candidates_tested"), bkm_json_int(&w, (int64_t)tested);
+    bkm_json_key(&w, "test"), bkm_json_str(&w, "Mann-Whitney U, one-sided (the candidate faster), on the "
+                                              "per-process medians, at every look");
+    bkm_json_key(&w, "correction"), bkm_json_str(&w, "holm-group-sequential");
+    bkm_json_key(&w, "candidates_tested"), bkm_json_int(&w, (int64_t)bkm_tune_seq_tested(cf->seq));
     bkm_json_key(&w, "alpha_familywise"), bkm_json_double(&w, rule->alpha);
     bkm_json_key(&w, "min_ratio"), bkm_json_double(&w, rule->min_ratio);
-    bkm_json_key(&w, "min_processes"), bkm_json_int(&w, (int64_t)rule->min_n);
+    bkm_json_key(&w, "not_better_than"), bkm_json_double(&w, res->not_better_than);
     bkm_json_key(&w, "ratio"), bkm_json_str(&w, "Hodges-Lehmann estimate of default / candidate (median of the "
-                                                "pairwise ratios of process medians), exact rank (Moses) 95% interval");
+                                                "pairwise ratios of process medians)");
     bkm_json_key(&w, "noise");
     bkm_json_obj_begin(&w);
     bkm_json_key(&w, "disturbed_share"), bkm_json_double(&w, cfg->base.noise_share);
@@ -709,25 +902,40 @@ static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n
     bkm_json_key(&w, "candidates");
     bkm_json_arr_begin(&w);
     for (size_t c = 1; c < n_cand; c++) {
-        const bkm_tune_claim_test_t *t = &tests[c - 1];
+        const bkm_tune_seq_cand_t *t = bkm_tune_seq_cand(cf->seq, c - 1);
+        char text[256];
+        decision_text(t, text, sizeof text);
         bkm_json_obj_begin(&w);
         bkm_json_key(&w, "arm"), bkm_json_int(&w, (int64_t)c);
         json_arm(&w, st, &cand[c]);
-        bkm_json_key(&w, "tested"), bkm_json_bool(&w, t->tested);
-        bkm_json_key(&w, "p"), bkm_json_double(&w, t->mwu.p);
-        bkm_json_key(&w, "p_exact"), bkm_json_bool(&w, t->mwu.exact);
-        bkm_json_key(&w, "p_holm"), bkm_json_double(&w, t->p_holm);
+        bkm_json_key(&w, "tested"), bkm_json_bool(&w, t->looks > 0);
+        bkm_json_key(&w, "decision"), bkm_json_str(&w, bkm_tune_decision_name(t->decision));
+        bkm_json_key(&w, "statement"), bkm_json_str(&w, text);
+        bkm_json_key(&w, "looks"), bkm_json_int(&w, (int64_t)t->looks);
+        bkm_json_key(&w, "beaten_by");
+        if (t->beaten_by)
+            bkm_json_int(&w, (int64_t)t->beaten_by);
+        else
+            bkm_json_null(&w);
+        bkm_json_key(&w, "p"), bkm_json_double(&w, t->p);
+        bkm_json_key(&w, "p_exact"), bkm_json_bool(&w, t->p_exact);
+        bkm_json_key(&w, "nominal_level"), bkm_json_double(&w, t->nominal);
         bkm_json_key(&w, "ratio"), bkm_json_double(&w, t->ratio);
+        bkm_json_key(&w, "ratio_rci");
+        bkm_json_arr_begin(&w);
+        bkm_json_double(&w, t->rci_lo), bkm_json_double(&w, t->rci_hi);
+        bkm_json_arr_end(&w);
         bkm_json_key(&w, "ratio_ci95_exact_rank");
         bkm_json_arr_begin(&w);
         bkm_json_double(&w, t->ratio_lo), bkm_json_double(&w, t->ratio_hi);
         bkm_json_arr_end(&w);
         bkm_json_key(&w, "ratio_ci_coverage"), bkm_json_double(&w, t->ratio_coverage);
-        bkm_json_key(&w, "significant"), bkm_json_bool(&w, t->significant);
+        bkm_json_key(&w, "significant"), bkm_json_bool(&w, t->decision == BKM_TUNE_CLAIMED);
         bkm_json_key(&w, "reason"), bkm_json_str(&w, t->reason);
         bkm_json_obj_end(&w);
     }
     bkm_json_arr_end(&w);
+    bkm_json_key(&w, "looks"), bkm_json_raw(&w, bkm_buf_str(&cf->looks));
     bkm_json_key(&w, "winner");
     if (win > 0)
         bkm_json_int(&w, (int64_t)win);
@@ -736,34 +944,28 @@ static int evidence_render(const sweep_state_t *st, const cand_t *cand, size_t n
     bkm_json_obj_end(&w);
     if ((res->evidence_json = bkm_buf_take(&ev)) == NULL)
         rc = bkm_err_set(err, BKM_ENOMEM, "sweep: out of memory");
-out:
-    bkm_free(order);
     bkm_buf_free(&ev);
     return rc;
 }
 
-/* The claim: bkm_tune_claim_decide on the per-process medians; the winner is the significant
- * candidate with the largest ratio (*win, 0 = the default stands). */
-static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_cand, bkm_tune_sweep_result_t *res,
-                       size_t *win, bkm_err_t *err)
+/* The claim, from the sequential confirmation: the winner is the claimed candidate with the
+ * largest ratio (*win, 0 = the default stands); the sweep's decision and every candidate's. */
+static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_cand, const confirm_t *cf,
+                       bkm_tune_sweep_result_t *res, size_t *win, bkm_err_t *err)
 {
     const bkm_tune_sweep_cfg_t *cfg = st->cfg;
     const bkm_tune_space_t *space = st->space;
-    bkm_tune_claim_rule_t rule;
-    bkm_tune_claim_test_t tests[8];
-    const double *vals[8];
-    size_t nv[8];
-    double best_ratio = NAN;
     const char *aa = cfg->aa ? "A/A: " : "";
-    int rc;
+    size_t tested = 0, not_better = 0, closest = 0, o = 0;
     *win = 0;
-    bkm_tune_claim_rule_defaults(&rule);
-    if (cfg->min_ratio > 0)
-        rule.min_ratio = cfg->min_ratio;
     res->dflt = *bkm_tune_space_config(space, 0);
     res->best = res->dflt;
-    res->speedup_lo = res->speedup_hi = NAN;
+    res->speedup_lo = res->speedup_hi = res->speedup_rci_lo = res->speedup_rci_hi = res->not_better_than = NAN;
     res->default_median_ms = res->default_ci_lo_ms = res->default_ci_hi_ms = NAN;
+    res->replicates_max = (int)cf->rmax;
+    res->per_side = cf->per_side;
+    res->confirm_processes = cf->processes;
+    snprintf(res->ended, sizeof res->ended, "%s", cf->ended);
     if (n_cand == 1) {
         if (cfg->confirm_top == 0)
             snprintf(res->verdict, sizeof res->verdict, "no confirmation round (--confirm-top 0): the search's "
@@ -773,55 +975,75 @@ static int best_derive(const sweep_state_t *st, const cand_t *cand, size_t n_can
                      "in the search): no best-known setting is stored");
         return BKM_OK;
     }
-    if (cand[0].n == 0 || cand[0].failed) {
+    if (cand[0].n == 0 || cand[0].failed || cf->seq == NULL || bkm_tune_seq_looks(cf->seq) == 0) {
         snprintf(res->verdict, sizeof res->verdict, "%sthe default setting failed in the confirmation round", aa);
         return BKM_OK;
     }
-    for (size_t c = 1; c < n_cand; c++) {
-        vals[c - 1] = cand[c].proc;
-        nv[c - 1] = cand[c].failed ? 0 : cand[c].n;
-    }
-    if ((rc = bkm_tune_claim_decide(cand[0].proc, cand[0].n, vals, nv, n_cand - 1, &rule, tests, err)) < 0)
-        return rc;
+    res->looks = bkm_tune_seq_looks(cf->seq);
     proc_summary(&cand[0], &res->default_median_ms, &res->default_ci_lo_ms, &res->default_ci_hi_ms);
     res->best_median_ms = res->default_median_ms;
     res->best_ci_lo_ms = res->default_ci_lo_ms, res->best_ci_hi_ms = res->default_ci_hi_ms;
     res->speedup = 1.0;
     res->has_best = 1;
-    snprintf(res->verdict, sizeof res->verdict, "%sno setting beats the default beyond noise", aa);
     for (size_t c = 1; c < n_cand; c++) {
-        const bkm_tune_claim_test_t *t = &tests[c - 1];
-        if (t->significant && (*win == 0 || t->ratio > tests[*win - 1].ratio))
+        const bkm_tune_seq_cand_t *t = bkm_tune_seq_cand(cf->seq, c - 1);
+        char label[160], text[256];
+        int len;
+        cand_label(st, cand, c, label, sizeof label);
+        decision_text(t, text, sizeof text);
+        len = snprintf(res->decisions + o, sizeof res->decisions - o, "%s%s: %s", o ? "; " : "", label, text);
+        if (len > 0)
+            o = o + (size_t)len < sizeof res->decisions ? o + (size_t)len : sizeof res->decisions - 1;
+        if (t->looks == 0 || t->decision == BKM_TUNE_FAILED)
+            continue;
+        tested++;
+        not_better += t->decision == BKM_TUNE_NOT_BETTER;
+        if (isnan(res->not_better_than) || t->rci_hi > res->not_better_than)
+            res->not_better_than = t->rci_hi;
+        if (t->decision == BKM_TUNE_CLAIMED &&
+            (*win == 0 || t->ratio > bkm_tune_seq_cand(cf->seq, *win - 1)->ratio))
             *win = c;
-        if (*win == 0 && t->tested && (isnan(best_ratio) || t->ratio > best_ratio)) {
-            char label[160];
-            best_ratio = t->ratio;
-            if (cfg->aa)
-                snprintf(label, sizeof label, "copy %zu of the default", c);
-            else
-                bkm_tune_config_label(bkm_tune_space_config(space, cand[c].config), label, sizeof label);
-            snprintf(res->verdict, sizeof res->verdict,
-                     "%sno setting beats the default beyond noise (closest: %s at %.3gx: %s)", aa, label, t->ratio,
-                     t->reason);
-        }
+        if (closest == 0 || t->ratio > bkm_tune_seq_cand(cf->seq, closest - 1)->ratio)
+            closest = c;
     }
+    res->decision = *win ? BKM_TUNE_CLAIMED : tested > 0 && not_better == tested ? BKM_TUNE_NOT_BETTER
+                                                                                 : BKM_TUNE_UNDECIDED;
     if (*win > 0) {
-        const bkm_tune_claim_test_t *t = &tests[*win - 1];
+        const bkm_tune_seq_cand_t *t = bkm_tune_seq_cand(cf->seq, *win - 1);
         res->best = *bkm_tune_space_config(space, cand[*win].config);
         proc_summary(&cand[*win], &res->best_median_ms, &res->best_ci_lo_ms, &res->best_ci_hi_ms);
         res->speedup = t->ratio;
         res->speedup_lo = t->ratio_lo, res->speedup_hi = t->ratio_hi;
+        res->speedup_rci_lo = t->rci_lo, res->speedup_rci_hi = t->rci_hi;
         res->significant = 1;
         snprintf(res->verdict, sizeof res->verdict,
-                 "%s%.3gx faster than the default, 95%% interval [%.3g, %.3g] (exact rank); Mann-Whitney p %.2g on "
-                 "%zu vs %zu processes, Holm-adjusted %.2g",
-                 cfg->aa ? "A/A: FALSE CLAIM: a copy of the default was found " : "", t->ratio, t->ratio_lo,
-                 t->ratio_hi, t->mwu.p, t->n_cand, t->n_base, t->p_holm);
-    } else if (cfg->aa) {
+                 "%s%.3gx faster than the default, repeated interval [%.3g, %.3g]; one-sided Mann-Whitney p %.2g <= "
+                 "%.2g on %zu vs %zu processes (look %zu)",
+                 cfg->aa ? "A/A: FALSE CLAIM: a copy of the default was found " : "", t->ratio, t->rci_lo,
+                 t->rci_hi, t->p, t->nominal, t->n_cand, t->n_base, t->looks);
+    } else if (res->decision == BKM_TUNE_NOT_BETTER) {
+        if (res->not_better_than > 1.0)
+            snprintf(res->verdict, sizeof res->verdict, "%sthe default stands: no setting tested is better by more "
+                     "than %.1f%% (every repeated interval ends below %.4g)", aa,
+                     100.0 * (res->not_better_than - 1.0), res->not_better_than);
+        else
+            snprintf(res->verdict, sizeof res->verdict, "%sthe default stands: every setting tested is slower or "
+                     "equal", aa);
+    } else if (closest > 0) {
+        const bkm_tune_seq_cand_t *t = bkm_tune_seq_cand(cf->seq, closest - 1);
+        char label[160];
+        cand_label(st, cand, closest, label, sizeof label);
+        snprintf(res->verdict, sizeof res->verdict, "%sno setting beats the default beyond noise (closest: %s at "
+                 "%.3gx: %s)", aa, label, t->ratio, t->reason);
+    } else {
+        snprintf(res->verdict, sizeof res->verdict, "%sno setting beats the default beyond noise (no candidate "
+                 "could be tested)", aa);
+    }
+    if (cfg->aa && *win == 0) {
         size_t len = strlen(res->verdict);
         snprintf(res->verdict + len, sizeof res->verdict - len, ": no claim, as it should be");
     }
-    return evidence_render(st, cand, n_cand, &rule, tests, *win, res, err);
+    return evidence_render(st, cand, n_cand, cf, *win, res, err);
 }
 
 /* Store the best-known setting with its evidence. */
@@ -845,6 +1067,11 @@ static int best_store(const sweep_state_t *st, const bkm_tune_sweep_result_t *re
     b.default_median_ms = res->default_median_ms;
     b.speedup = res->speedup;
     b.significant = res->significant;
+    b.decision = bkm_tune_decision_name(res->decision);
+    b.speedup_rci_lo = res->speedup_rci_lo, b.speedup_rci_hi = res->speedup_rci_hi;
+    b.not_better_than = res->not_better_than;
+    b.confirm_processes = (int64_t)res->confirm_processes;
+    b.looks = (int64_t)res->looks;
     b.evidence_json = res->evidence_json;
     rc = bkm_db_best_store(st->db, &b, err);
     bkm_buf_free(&cj);
@@ -866,11 +1093,13 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     bkm_tune_problem_t pb;
     bkm_tune_strategy_t *strat = NULL;
     cand_t cand[BKM_TUNE_CONFIRM_TOP_MAX + 1];   /* the default first */
+    confirm_t cf;
     int *coord = NULL, rc;
     size_t n, n_cand = 0, budget, win = 0;
 
     memset(&st, 0, sizeof st);
     memset(cand, 0, sizeof cand);
+    confirm_init(&cf);
     if (cfg == NULL || space == NULL || db == NULL || res == NULL || cfg->runner == NULL || cfg->workload == NULL ||
         cfg->node == NULL)
         return bkm_err_set(err, BKM_EINVAL, "sweep_run: NULL argument");
@@ -879,10 +1108,16 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
     res->speedup_lo = res->speedup_hi = NAN;
     res->aa = cfg->aa;
     res->replicates = cfg->replicates;
+    res->replicates_max = (int)bkm_tune_sweep_replicates_max(cfg);
+    res->speedup_rci_lo = res->speedup_rci_hi = res->not_better_than = NAN;
     if (cfg->replicates < 1 || cfg->replicates > BKM_TUNE_REPLICATES_MAX || cfg->confirm_top < 0 ||
         cfg->confirm_top > BKM_TUNE_CONFIRM_TOP_MAX)
         return bkm_err_set(err, BKM_EINVAL, "sweep: replicates %d (1..%d) or confirm_top %d (0..%d) out of range",
                            cfg->replicates, BKM_TUNE_REPLICATES_MAX, cfg->confirm_top, BKM_TUNE_CONFIRM_TOP_MAX);
+    if (cfg->replicates_max < 0 || cfg->replicates_max > BKM_TUNE_REPLICATES_MAX ||
+        (cfg->replicates_max > 0 && cfg->replicates_max < cfg->replicates))
+        return bkm_err_set(err, BKM_EINVAL, "sweep: replicates_max %d is not in %d..%d (at least replicates)",
+                           cfg->replicates_max, cfg->replicates, BKM_TUNE_REPLICATES_MAX);
     if (cfg->rerun_disturbed < 0 || cfg->rerun_disturbed > BKM_TUNE_RERUN_DISTURBED_MAX)
         return bkm_err_set(err, BKM_EINVAL, "sweep: rerun_disturbed %d out of range 0..%d", cfg->rerun_disturbed,
                            BKM_TUNE_RERUN_DISTURBED_MAX);
@@ -917,11 +1152,11 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         size_t k = cfg->confirm_top > 0 ? (size_t)cfg->confirm_top : 1;
         for (n_cand = 0; n_cand <= k; n_cand++)
             cand[n_cand].config = 0;
-        bkm_log(cfg->log, BKM_LOG_INFO, "A/A: the default against %zu cop%s of itself, %d processes each", k,
-                k == 1 ? "y" : "ies", cfg->replicates);
-        st.prog.total = (k + 1) * (size_t)cfg->replicates;
+        bkm_log(cfg->log, BKM_LOG_INFO, "A/A: the default against %zu cop%s of itself, %d to %zu processes each",
+                k, k == 1 ? "y" : "ies", cfg->replicates, bkm_tune_sweep_replicates_max(cfg));
+        st.prog.total = (k + 1) * bkm_tune_sweep_replicates_max(cfg);
     } else {
-        st.prog.total = budget + (size_t)cfg->replicates * ((size_t)cfg->confirm_top + 1);
+        st.prog.total = budget + bkm_tune_sweep_replicates_max(cfg) * ((size_t)cfg->confirm_top + 1);
         if (cfg->shard_count > 0)
             st.prog.total = (n + (size_t)cfg->shard_count - 1 - (size_t)cfg->shard_index) / (size_t)cfg->shard_count;
         if ((rc = search_run(&st, strat, err)) < 0)
@@ -942,7 +1177,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
                                                    sizeof cand / sizeof cand[0], &n_cand, err)) < 0)
             goto out;
     }
-    if (!stopped(cfg) && (rc = confirm_run(&st, cand, n_cand, err)) < 0)
+    if (!stopped(cfg) && (rc = confirm_run(&st, cand, n_cand, &cf, err)) < 0)
         goto out;
     res->trials = st.prog.done;
     res->failed = st.prog.failed;
@@ -957,7 +1192,7 @@ int bkm_tune_sweep_run(const bkm_tune_sweep_cfg_t *cfg, const bkm_tune_space_t *
         rc = bkm_db_sweep_finish(db, st.sweep_id, "interrupted", err);
         goto out;
     }
-    if ((rc = best_derive(&st, cand, n_cand, res, &win, err)) < 0 ||
+    if ((rc = best_derive(&st, cand, n_cand, &cf, res, &win, err)) < 0 ||
         (res->has_best && !cfg->aa && (rc = best_store(&st, res, err)) < 0))
         goto out;
     rc = bkm_db_sweep_finish(db, st.sweep_id, res->failed ? "partial" : "done", err);
@@ -975,5 +1210,6 @@ out:
     bkm_free(coord);
     bkm_db_trial_list_free(&st.stored);
     bkm_tune_strategy_free(strat);
+    confirm_free(&cf);
     return rc;
 }

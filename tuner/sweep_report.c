@@ -9,8 +9,8 @@
 #include "bkm/tuner.h"
 
 static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof, const char *workload,
-                      int host_match, const char *strat, size_t budget, int replicates, size_t merged,
-                      size_t dropped, const char *run_cmd, bkm_buf_t *out)
+                      int host_match, const char *strat, size_t budget, int replicates, size_t rmax,
+                      size_t merged, size_t dropped, const char *run_cmd, bkm_buf_t *out)
 {
     bkm_json_w_t w;
     size_t n = bkm_tune_space_size(sp);
@@ -23,6 +23,7 @@ static void plan_json(const bkm_tune_space_t *sp, const bkm_node_profile_t *prof
     bkm_json_key(&w, "strategy"), bkm_json_str(&w, strat);
     bkm_json_key(&w, "budget"), bkm_json_int(&w, (int64_t)budget);
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, replicates);
+    bkm_json_key(&w, "replicates_max"), bkm_json_int(&w, (int64_t)rmax);
     bkm_json_key(&w, "merged"), bkm_json_int(&w, (int64_t)merged);
     bkm_json_key(&w, "dropped"), bkm_json_int(&w, (int64_t)dropped);
     bkm_json_key(&w, "causes");
@@ -169,7 +170,8 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
     size_t budget = bkm_tune_sweep_budget(strat, cfg->budget, n);
     bkm_tune_space_counts(sp, &merged, &dropped);
     if (json) {
-        plan_json(sp, prof, workload, host_match, strat, budget, cfg->replicates, merged, dropped, run_cmd, out);
+        plan_json(sp, prof, workload, host_match, strat, budget, cfg->replicates, bkm_tune_sweep_replicates_max(cfg),
+                  merged, dropped, run_cmd, out);
         return;
     }
     if (!host_match)
@@ -177,13 +179,14 @@ void bkm_tune_sweep_plan_render(const bkm_tune_space_t *sp, const struct bkm_nod
                        "this host's timings under '%s'.\n\n", prof->name, prof->description, prof->name);
     bkm_buf_printf(out, "Planned sweep of %s on node %s: %zu configurations (%zu settings merged as identical, %zu "
                    "dropped); strategy %s measures up to %zu of them, then re-measures the top %d and the default "
-                   "in %d fresh processes each.\n", workload, prof->name, n, merged, dropped, strat, budget,
-                   cfg->confirm_top, cfg->replicates);
+                   "in blocks of %d fresh processes each, up to %zu each while undecided.\n", workload, prof->name,
+                   n, merged, dropped, strat, budget, cfg->confirm_top, cfg->replicates,
+                   bkm_tune_sweep_replicates_max(cfg));
     if (cfg->aa)
-        bkm_buf_printf(out, "A/A run: no search; the default is confirmed against %d cop%s of itself, %d processes "
-                       "each, through the same code; nothing is stored as best-known.\n",
+        bkm_buf_printf(out, "A/A run: no search; the default is confirmed against %d cop%s of itself, %d to %zu "
+                       "processes each, through the same code; nothing is stored as best-known.\n",
                        cfg->confirm_top > 0 ? cfg->confirm_top : 1, cfg->confirm_top > 1 ? "ies" : "y",
-                       cfg->replicates);
+                       cfg->replicates, bkm_tune_sweep_replicates_max(cfg));
     plan_causes(sp, verbose, out);
     plan_configs(sp, verbose, out);
     if (!host_match)
@@ -222,6 +225,10 @@ static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_b
     bkm_json_arr_begin(&w);
     bkm_json_double(&w, r->speedup_lo), bkm_json_double(&w, r->speedup_hi);
     bkm_json_arr_end(&w);
+    bkm_json_key(&w, "speedup_rci");
+    bkm_json_arr_begin(&w);
+    bkm_json_double(&w, r->speedup_rci_lo), bkm_json_double(&w, r->speedup_rci_hi);
+    bkm_json_arr_end(&w);
     bkm_json_key(&w, "significant"), bkm_json_bool(&w, r->significant);
     bkm_json_key(&w, "verdict"), bkm_json_str(&w, r->verdict);
     bkm_json_obj_end(&w);
@@ -231,6 +238,16 @@ static void summary_json(const bkm_tune_sweep_result_t *r, const char *db, bkm_b
     bkm_json_key(&w, "claim"), bkm_json_bool(&w, r->significant);
     bkm_json_key(&w, "best_stored"), bkm_json_bool(&w, r->has_best && !r->aa);
     bkm_json_key(&w, "replicates"), bkm_json_int(&w, r->replicates);
+    /* the sequential confirmation: what was decided, and what it cost */
+    bkm_json_key(&w, "decision");
+    bkm_json_str(&w, r->has_best ? bkm_tune_decision_name(r->decision) : NULL);
+    bkm_json_key(&w, "decisions"), bkm_json_str(&w, r->decisions[0] ? r->decisions : NULL);
+    bkm_json_key(&w, "not_better_than"), bkm_json_double(&w, r->not_better_than);
+    bkm_json_key(&w, "replicates_max"), bkm_json_int(&w, r->replicates_max);
+    bkm_json_key(&w, "processes_per_side"), bkm_json_int(&w, (int64_t)r->per_side);
+    bkm_json_key(&w, "confirm_processes"), bkm_json_int(&w, (int64_t)r->confirm_processes);
+    bkm_json_key(&w, "looks"), bkm_json_int(&w, (int64_t)r->looks);
+    bkm_json_key(&w, "ended"), bkm_json_str(&w, r->ended[0] ? r->ended : NULL);
     bkm_json_key(&w, "evidence");
     if (r->evidence_json)
         bkm_json_raw(&w, r->evidence_json);
@@ -276,9 +293,14 @@ void bkm_tune_sweep_summary_render(const bkm_tune_sweep_result_t *r, const char 
         bkm_buf_printf(out, "best-known: none stored: %s\n", r->verdict);
         return;
     }
-    bkm_buf_printf(out, "default:    %s: median %.4g ms over %d processes (median of each process's samples), 95%% "
-                   "CI [%.4g, %.4g] (order statistics)\n", label, r->default_median_ms, r->replicates,
+    bkm_buf_printf(out, "default:    %s: median %.4g ms over %zu processes (median of each process's samples), 95%% "
+                   "CI [%.4g, %.4g] (order statistics)\n", label, r->default_median_ms, r->per_side,
                    r->default_ci_lo_ms, r->default_ci_hi_ms);
+    bkm_buf_printf(out, "confirm:    %zu look(s), %zu processes per side (blocks of %d, at most %d; ended: %s), %zu "
+                   "processes in all\n", r->looks, r->per_side, r->replicates, r->replicates_max,
+                   r->ended[0] ? r->ended : "?", r->confirm_processes);
+    if (r->decisions[0])
+        bkm_buf_printf(out, "decided:    %s\n", r->decisions);
     if (r->aa) {
         bkm_buf_printf(out, "%s\n", r->verdict); /* "A/A: ..." */
     } else if (r->significant) {

@@ -56,6 +56,25 @@ python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert [t["cpus"][0
 "$T" affinity explain --node haswell --threads 2 --gomp-cpu-affinity 3 --places cores >"$tmp/prec" || fail "precedence exit $?"
 grep -q "OMP_PLACES ignored" "$tmp/prec" || fail "no precedence warning"
 
+# Perlmutter CPU: what libomp 14 makes of ll_caches / numa_domains (sockets / cores), said with the
+# explicit place list of the 16 L3 groups; that list places one thread per L3; KMP_HW_SUBSET's LL.
+"$T" affinity explain --node perlmutter-cpu --threads 4 --places ll_caches --proc-bind spread >"$tmp/pm" ||
+    fail "perlmutter ll_caches exit $?"
+grep -q "^2        64-127,192-255 " "$tmp/pm" || fail "ll_caches: thread 2 not on socket 1: $(sed -n 9,14p "$tmp/pm")"
+grep -q "takes the socket as the last-level cache.*OMP_PLACES='{0:8,128:8}:16:8'" "$tmp/pm" ||
+    fail "ll_caches: no note naming the L3 place list"
+"$T" affinity explain --node perlmutter-cpu --threads 8 --places numa_domains --proc-bind spread >"$tmp/pm" ||
+    fail "perlmutter numa_domains exit $?"
+grep -q "W#192" "$tmp/pm" && grep -q "OMP_PLACES='{0:16,128:16}:8:16'" "$tmp/pm" || fail "numa_domains: no W#192 note and list"
+"$T" affinity explain --node perlmutter-cpu --threads 16 --places '{0:8,128:8}:16:8' --proc-bind spread --json >"$tmp/pm" ||
+    fail "perlmutter L3 list exit $?"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert [t["cpus"][0] for t in j["plan"]]==list(range(0,128,8)), j' \
+    "$tmp/pm" || fail "the L3 list does not place one thread per L3"
+"$T" affinity explain --node perlmutter-cpu --threads 2 --hw-subset 1LL@1 granularity=fine,compact --json >"$tmp/pm" ||
+    fail "perlmutter 1LL@1 exit $?"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert [t["cpus"] for t in j["plan"]]==[[64],[192]], j' \
+    "$tmp/pm" || fail "KMP_HW_SUBSET=1LL@1 is not socket 1"
+
 # Bad input: exit 2, message names the token.
 "$T" affinity explain --node haswell --threads 2 granularity=core,sideways >"$tmp/out" 2>"$tmp/err"
 rc=$?

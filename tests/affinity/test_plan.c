@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The affinity planner against every row of docs/affinity.md §2.2 (Cori Haswell), §2.3 (KNL,
  * without and with tiles), the libomp column of §1.8 (OMP_PLACES/OMP_PROC_BIND), §1.9
- * (GOMP_CPU_AFFINITY), §1.7 (KMP_HW_SUBSET), precedence (§1.3) and the initial mask. Topologies
- * are hwloc synthetic descriptions with Cori's OS numbering, identical on any machine. */
+ * (GOMP_CPU_AFFINITY), §1.7 (KMP_HW_SUBSET), precedence (§1.3) and the initial mask; and the
+ * chiplet node (Perlmutter CPU: 16 L3 and 8 NUMA nodes on 2 sockets, which libomp 14 without hwloc
+ * does not see). Topologies are hwloc synthetic descriptions with the sites' OS numbering,
+ * identical on any machine. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -655,6 +657,113 @@ START_TEST(hw_subset_too_many)
 }
 END_TEST
 
+/* ---- chiplet node (Perlmutter CPU) -------------------------------------------------------------- */
+
+static bkm_topo_t *open_perlmutter(const char *mask)
+{
+    bkm_node_profile_t prof;
+    bkm_topo_t *t = NULL;
+    bkm_err_t err = {0};
+    ck_assert_int_eq(bkm_profile_builtin("perlmutter-cpu", &prof, &err), BKM_OK);
+    ck_assert_msg(bkm_topo_open_profile(&t, &prof, &err) == BKM_OK, "%s", err.msg);
+    if (mask) {
+        bkm_cpuset_t m;
+        ck_assert_int_eq(bkm_cpuset_parse(&m, mask, NULL), BKM_OK);
+        ck_assert_int_eq(bkm_topo_restrict(t, &m, &err), BKM_OK);
+    }
+    return t;
+}
+
+static int has_warning(const bkm_aff_plan_t *p, const char *needle)
+{
+    for (int i = 0; i < bkm_aff_plan_n_warnings(p); i++)
+        if (strstr(bkm_aff_plan_warning(p, i), needle))
+            return 1;
+    return 0;
+}
+
+/* libomp 14 without hwloc: ll_caches are the sockets, numa_domains fall back to cores; the notes
+ * name the explicit place list that gives one place per L3 / NUMA node. */
+START_TEST(perlmutter_ll_caches_and_numa_domains)
+{
+    bkm_topo_t *t = open_perlmutter(NULL);
+    bkm_aff_plan_t *p = plan_of(t, (set_t){.places = "ll_caches", .bind = "spread"}, 4);
+    expect(p, 0, "0-63,128-191");
+    expect(p, 1, "0-63,128-191");
+    expect(p, 2, "64-127,192-255");
+    expect(p, 3, "64-127,192-255");
+    ck_assert(has_warning(p, "takes the socket as the last-level cache"));
+    ck_assert(has_warning(p, "OMP_PLACES='{0:8,128:8}:16:8'"));
+    bkm_aff_plan_free(p);
+    p = plan_of(t, (set_t){.places = "numa_domains", .bind = "spread"}, 4);
+    expect(p, 0, "0,128");
+    expect(p, 1, "32,160");
+    expect(p, 2, "64,192");
+    expect(p, 3, "96,224");
+    ck_assert(has_warning(p, "W#192"));
+    ck_assert(has_warning(p, "OMP_PLACES='{0:16,128:16}:8:16'"));
+    bkm_aff_plan_free(p);
+    /* the explicit lists: one thread per L3 (spread), two per L3 (close, 32 threads) */
+    p = plan_of(t, (set_t){.places = "{0:8,128:8}:16:8", .bind = "spread"}, 16);
+    for (int i = 0; i < 16; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%d-%d,%d-%d", 8 * i, 8 * i + 7, 128 + 8 * i, 128 + 8 * i + 7);
+        expect(p, i, want);
+    }
+    ck_assert(!has_warning(p, "last-level cache"));
+    bkm_aff_plan_free(p);
+    p = plan_of(t, (set_t){.places = "{0:8,128:8}:16:8", .bind = "close"}, 32);
+    for (int i = 0; i < 32; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%d-%d,%d-%d", 8 * (i / 2), 8 * (i / 2) + 7, 128 + 8 * (i / 2),
+                 128 + 8 * (i / 2) + 7);
+        expect(p, i, want);
+    }
+    bkm_aff_plan_free(p);
+    /* KMP_HW_SUBSET's LL layer is the socket: 1LL@1 keeps socket 1; LL beside s names one layer twice */
+    p = plan_of(t, (set_t){.hw = "1LL@1", .kmp = "granularity=fine,compact"}, 2);
+    expect2(p, 0, 64, -1);
+    expect2(p, 1, 192, -1);
+    ck_assert(has_warning(p, "LL layer the socket"));
+    bkm_aff_plan_free(p);
+    {
+        static const char *const bad[] = {"1s,1ll", "1package", "2L3", "1n,8c", "1numa_domain"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            bkm_aff_env_t env = {0};
+            bkm_aff_plan_t *q = NULL;
+            bkm_err_t err = {0};
+            env.kmp_hw_subset = bad[i];
+            env.kmp_affinity = "granularity=fine,compact";
+            ck_assert_msg(bkm_aff_plan_create(t, &env, 2, &q, &err) == BKM_EINVAL, "%s accepted", bad[i]);
+            ck_assert_msg(strstr(err.msg, "KMP_HW_SUBSET") != NULL, "%s: %s", bad[i], err.msg);
+        }
+    }
+    bkm_topo_close(t);
+}
+END_TEST
+
+/* One rank of 8 per node (-c 32 --cpu-bind=cores: one NUMA node, two L3): NERSC's OMP_PLACES=threads
+ * OMP_PROC_BIND=spread with 16 threads puts one thread on the first hardware thread of each core. */
+START_TEST(perlmutter_rank_of_eight)
+{
+    bkm_topo_t *t = open_perlmutter("16-31,144-159");
+    bkm_aff_plan_t *p = plan_of(t, (set_t){.places = "threads", .bind = "spread"}, 16);
+    for (int i = 0; i < 16; i++)
+        expect2(p, i, 16 + i, -1);
+    bkm_aff_plan_free(p);
+    p = plan_of(t, (set_t){.places = "cores", .bind = "close"}, 32); /* both hardware threads, 2 per core */
+    for (int i = 0; i < 32; i++)
+        expect2(p, i, 16 + i / 2, 144 + i / 2);
+    bkm_aff_plan_free(p);
+    p = plan_of(t, (set_t){.places = "ll_caches", .bind = "close"}, 2); /* one socket: one place */
+    expect(p, 0, "16-31,144-159");
+    expect(p, 1, "16-31,144-159");
+    ck_assert(has_warning(p, "OMP_PLACES='{16:8,144:8}:2:8'"));
+    bkm_aff_plan_free(p);
+    bkm_topo_close(t);
+}
+END_TEST
+
 /* ---- initial mask ------------------------------------------------------------------------------ */
 
 START_TEST(initial_mask_respected)
@@ -786,6 +895,8 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, proclist_outside_machine_is_an_error);
     tcase_add_test(tc, hw_subset_filtering);
     tcase_add_test(tc, hw_subset_too_many);
+    tcase_add_test(tc, perlmutter_ll_caches_and_numa_domains);
+    tcase_add_test(tc, perlmutter_rank_of_eight);
     tcase_add_test(tc, initial_mask_respected);
     tcase_add_test(tc, balanced_non_uniform);
     tcase_add_test(tc, json_output);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the topology and node-profile API: Cori Haswell/KNL synthetic profiles, hwloc XML
+/* Unit tests of the topology and node-profile API: Cori Haswell/KNL and Perlmutter CPU synthetic
+ * profiles (counts, OS numbering, NUMA nodes, L3 groups, batch rules), hwloc XML
  * (a round trip through hwloc's exporter and the checked-in data/knl-flat.xml), this host,
  * restriction, profile files, and bad input.
  *
@@ -148,6 +149,99 @@ START_TEST(knl_counts_tiles_and_numbering)
     ck_assert_int_eq(find_pu(t, 67 + 68)->core, 67);
     ck_assert_int_eq(find_pu(t, 67 + 68)->tile, 33);
     ck_assert_int_eq(find_pu(t, 67 + 68)->smt, 1);
+    bkm_topo_close(t);
+}
+END_TEST
+
+START_TEST(perlmutter_counts_numa_and_l3)
+{
+    bkm_topo_t *t = open_builtin("perlmutter-cpu");
+    bkm_topo_summary_t s;
+    bkm_cpuset_t g[20];
+    bkm_buf_t b;
+    bkm_err_t err = {0};
+    bkm_topo_summary(t, &s);
+    ck_assert_int_eq(s.packages, 2);
+    ck_assert_int_eq(s.cores, 128);
+    ck_assert_int_eq(s.pus, 256);
+    ck_assert_int_eq(s.pus_per_core_max, 2);
+    ck_assert_int_eq(s.numa_nodes, 8);
+    ck_assert_int_eq(s.tiles, 0); /* L2 per core: no tiles */
+    ck_assert_str_eq(s.isa, "avx2");
+    /* socket 0 = cores 0-63, socket 1 = 64-127; the sibling of CPU N is N+128 */
+    for (int n = 0; n < 128; n++) {
+        const bkm_topo_pu_t *a = find_pu(t, n), *h = find_pu(t, n + 128);
+        ck_assert_int_eq(a->core, n);
+        ck_assert_int_eq(h->core, n);
+        ck_assert_int_eq(a->smt, 0);
+        ck_assert_int_eq(h->smt, 1);
+        ck_assert_int_eq(a->pkg, n / 64);
+        ck_assert_int_eq(a->numa, n / 16);   /* 4 NUMA nodes per socket, 16 cores each */
+        ck_assert_int_eq(h->numa, n / 16);
+        ck_assert_int_eq(a->llc, n / 8);     /* one L3 per 8 cores (CCX) */
+        ck_assert_int_eq(h->llc, n / 8);
+    }
+    ck_assert_int_eq(bkm_topo_smt_stride(t), 128);
+    /* numactl -H: node 0 = CPUs 0-15,128-143 */
+    int nm = 0;
+    const bkm_topo_numa_t *numa = bkm_topo_numas(t, &nm);
+    ck_assert_int_eq(nm, 8);
+    bkm_buf_init(&b);
+    bkm_cpuset_format(&numa[0].cpus, &b);
+    ck_assert_str_eq(bkm_buf_str(&b), "0-15,128-143");
+    bkm_buf_free(&b);
+    ck_assert_int_eq((int)(numa[0].memory_bytes >> 30), 64);
+    /* 16 L3 groups of 8 cores (16 PUs), 32 MiB each */
+    ck_assert_int_eq(bkm_topo_groups(t, BKM_TOPO_GROUP_LLC, g, 20), 16);
+    for (int i = 0; i < 16; i++) {
+        ck_assert_int_eq(bkm_cpuset_count(&g[i]), 16);
+        ck_assert_int_eq(bkm_cpuset_first(&g[i]), 8 * i);
+        ck_assert(bkm_cpuset_isset(&g[i], 8 * i + 7 + 128));
+    }
+    int nc = 0, l3 = 0;
+    const bkm_topo_cache_t *c = bkm_topo_caches(t, &nc);
+    for (int i = 0; i < nc; i++)
+        if (c[i].level == 3) {
+            l3 = 1;
+            ck_assert_int_eq(c[i].count, 16);
+            ck_assert_int_eq((int)(c[i].size_bytes >> 20), 32);
+        }
+    ck_assert(l3);
+    ck_assert_int_eq(bkm_topo_groups(t, BKM_TOPO_GROUP_NUMA, g, 20), 8);
+    /* the groups as explicit OMP_PLACES, in the replicated form */
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_topo_group_places(t, BKM_TOPO_GROUP_LLC, &b, &err), BKM_OK);
+    ck_assert_str_eq(bkm_buf_str(&b), "{0:8,128:8}:16:8");
+    bkm_buf_free(&b);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_topo_group_places(t, BKM_TOPO_GROUP_NUMA, &b, &err), BKM_OK);
+    ck_assert_str_eq(bkm_buf_str(&b), "{0:16,128:16}:8:16");
+    bkm_buf_free(&b);
+    /* a rank of 8 ranks per node (-c 32, --cpu-bind=cores): one NUMA node, two L3 groups */
+    bkm_cpuset_t m;
+    ck_assert_int_eq(bkm_cpuset_parse(&m, "16-31,144-159", NULL), BKM_OK);
+    ck_assert_int_eq(bkm_topo_restrict(t, &m, NULL), BKM_OK);
+    ck_assert_int_eq(bkm_topo_groups(t, BKM_TOPO_GROUP_LLC, g, 20), 2);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_topo_group_places(t, BKM_TOPO_GROUP_LLC, &b, &err), BKM_OK);
+    ck_assert_str_eq(bkm_buf_str(&b), "{16:8,144:8}:2:8");
+    bkm_buf_free(&b);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_topo_group_places(t, BKM_TOPO_GROUP_NUMA, &b, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1 NUMA node"));
+    bkm_buf_free(&b);
+    /* not a translate of the first group: the list form */
+    ck_assert_int_eq(bkm_cpuset_parse(&m, "0-7,128-135,9-15,136-143", NULL), BKM_OK);
+    ck_assert_int_eq(bkm_topo_restrict(t, &m, NULL), BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_topo_group_places(t, BKM_TOPO_GROUP_LLC, &b, &err), BKM_OK);
+    ck_assert_str_eq(bkm_buf_str(&b), "{0:8,128:8},{9:7,136:8}");
+    bkm_buf_free(&b);
+    bkm_topo_close(t);
+    /* Cori Haswell: siblings at +32, one L3 per socket */
+    t = open_builtin("haswell");
+    ck_assert_int_eq(bkm_topo_smt_stride(t), 32);
+    ck_assert_int_eq(bkm_topo_groups(t, BKM_TOPO_GROUP_LLC, NULL, 0), 2);
     bkm_topo_close(t);
 }
 END_TEST
@@ -362,7 +456,7 @@ START_TEST(builtin_profiles)
         ck_assert_int_gt(p.n_threads, 0);
         ck_assert_int_gt(p.n_blocktime, 0);
     }
-    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(n, 4);
     bkm_node_profile_t p;
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_profile_builtin("knl", &p, &err), BKM_OK);
@@ -374,6 +468,44 @@ START_TEST(builtin_profiles)
     ck_assert_int_eq(p.blocktime_ms[p.n_blocktime - 1], -1);
     ck_assert_int_eq(bkm_profile_builtin("skylake", &p, &err), BKM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "skylake"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "perlmutter-cpu"));
+    ck_assert_int_eq(bkm_profile_builtin("knl", &p, &err), BKM_OK);
+    /* Cori's batch rules: NERSC's -c rule, -q regular, srun --mpi=pmi2, a Slurm that inherited -c */
+    ck_assert_str_eq(p.batch.site, "NERSC");
+    ck_assert_str_eq(p.batch.qos, "regular");
+    ck_assert_int_eq(p.batch.c_rule, BKM_BATCH_C_NODE);
+    ck_assert_str_eq(p.batch.cpu_bind, "auto");
+    ck_assert_int_eq(p.batch.launcher, BKM_BATCH_LAUNCH_SRUN);
+    ck_assert_str_eq(p.batch.mpi, "pmi2");
+    ck_assert_int_eq(p.batch.srun_inherits_c, 1);
+    ck_assert_str_eq(p.batch.prior, "OMP_PLACES=threads OMP_PROC_BIND=spread");
+    /* Perlmutter's: -C cpu, Slurm 22.05+ (no inheritance), srun's default plugin cray_shasta */
+    ck_assert_int_eq(bkm_profile_builtin("perlmutter-cpu", &p, &err), BKM_OK);
+    ck_assert_str_eq(p.slurm_constraint, "cpu");
+    ck_assert_str_eq(p.isa, "avx2");
+    ck_assert_str_eq(p.batch.qos, "regular");
+    ck_assert_str_eq(p.batch.mpi, "cray_shasta");
+    ck_assert_int_eq(p.batch.srun_inherits_c, 0);
+    ck_assert_int_eq(p.threads[0], 1);
+    ck_assert_int_eq(p.threads[p.n_threads - 1], 256);
+    ck_assert_ptr_nonnull(strstr(p.description, "docs.nersc.gov/systems/perlmutter/architecture"));
+    ck_assert_ptr_nonnull(strstr(p.description, "docs.nersc.gov/jobs/affinity"));
+    ck_assert_ptr_nonnull(strstr(p.synthetic, "indexes=0,128,1,129,2,130,"));
+    {
+        bkm_aff_env_t env;
+        char store[256];
+        ck_assert_int_eq(bkm_profile_prior_env(&p, &env, store, sizeof store, &err), BKM_OK);
+        ck_assert_str_eq(env.omp_places, "threads");
+        ck_assert_str_eq(env.omp_proc_bind, "spread");
+        ck_assert_ptr_null(env.kmp_affinity);
+    }
+    /* this host: no site, no -q */
+    ck_assert_int_eq(bkm_profile_builtin("auto", &p, &err), BKM_OK);
+    ck_assert_str_eq(p.batch.qos, "");
+    ck_assert_str_eq(p.batch.mpi, "pmi2");
+    ck_assert_int_eq(bkm_profile_prior_env(&p, &(bkm_aff_env_t){0}, (char[8]){0}, 8, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "auto"));
+
 }
 END_TEST
 
@@ -421,6 +553,54 @@ START_TEST(profile_file_good)
 }
 END_TEST
 
+/* A site's profile file for an invented cluster: its own constraint, QOS, account, partition, -c
+ * rule, binding, launcher, Slurm semantics and prior. */
+START_TEST(profile_file_site_rules)
+{
+    char path[64];
+    bkm_node_profile_t p;
+    bkm_err_t err = {0};
+    write_temp(path, sizeof(path), ".prof",
+               "name = tundra-cpu\n"
+               "site = Tundra HPC centre\n"
+               "synthetic = pack:2 core:4 pu:2\n"
+               "constraint = milan&ib\n"
+               "qos = normal\n"
+               "account = proj01\n"
+               "partition = batch\n"
+               "cpus_per_task = cores\n"
+               "cpu_bind = cores\n"
+               "launcher = mpiexec\n"
+               "mpi = default\n"
+               "srun_inherits_c = yes\n"
+               "prior = KMP_AFFINITY=granularity=fine,compact,1,0   KMP_BLOCKTIME=0\n"
+               "prior_source = the centre's user guide\n");
+    ck_assert_msg(bkm_profile_load_file(path, &p, &err) == BKM_OK, "%s", err.msg);
+    unlink(path);
+    ck_assert_str_eq(p.slurm_constraint, "milan&ib");
+    ck_assert_str_eq(p.batch.site, "Tundra HPC centre");
+    ck_assert_str_eq(p.batch.qos, "normal");
+    ck_assert_str_eq(p.batch.account, "proj01");
+    ck_assert_str_eq(p.batch.partition, "batch");
+    ck_assert_int_eq(p.batch.c_rule, BKM_BATCH_C_CORES);
+    ck_assert_str_eq(p.batch.cpu_bind, "cores");
+    ck_assert_int_eq(p.batch.launcher, BKM_BATCH_LAUNCH_MPIEXEC);
+    ck_assert_str_eq(p.batch.mpi, "");
+    ck_assert_int_eq(p.batch.srun_inherits_c, 1);
+    ck_assert_str_eq(p.batch.prior, "KMP_AFFINITY=granularity=fine,compact,1,0 KMP_BLOCKTIME=0");
+    ck_assert_str_eq(p.batch.prior_source, "the centre's user guide");
+    /* a file that names no rules gets the defaults: no -q, the node rule, srun --mpi=pmi2 */
+    write_temp(path, sizeof(path), ".prof", "name = plain\nsynthetic = pack:1 core:2 pu:1\nslurm_constraint = x\n");
+    ck_assert_msg(bkm_profile_load_file(path, &p, &err) == BKM_OK, "%s", err.msg);
+    unlink(path);
+    ck_assert_str_eq(p.slurm_constraint, "x");
+    ck_assert_str_eq(p.batch.qos, "");
+    ck_assert_str_eq(p.batch.cpu_bind, "auto");
+    ck_assert_str_eq(p.batch.mpi, "pmi2");
+    ck_assert_int_eq(p.batch.launcher, BKM_BATCH_LAUNCH_SRUN);
+}
+END_TEST
+
 static void expect_bad_profile(const char *text, const char *needle)
 {
     char path[64];
@@ -448,6 +628,25 @@ START_TEST(profile_file_bad)
     expect_bad_profile("name = x\nxml = /nonexistent.xml\n", "/nonexistent.xml");
     expect_bad_profile("just words\n", "just words");
     expect_bad_profile("name = x\nsynthetic = pu:2\nthreads = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n", "too many");
+    /* batch rules: every bad value names the line and the key */
+    expect_bad_profile("name = x\nsynthetic = pu:2\nqos = a b\n", "line 3: bad qos 'a b'");
+    expect_bad_profile("name = x\nsynthetic = pu:2\naccount = m1;rm\n", "line 3: bad account");
+    expect_bad_profile("name = x\nsynthetic = pu:2\npartition = $(x)\n", "line 3: bad partition");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nconstraint = cpu'\n", "line 3: bad constraint");
+    expect_bad_profile("name = x\nsynthetic = pu:2\ncpus_per_task = half\n", "line 3: bad cpus_per_task 'half'");
+    expect_bad_profile("name = x\nsynthetic = pu:2\ncpu_bind = map_cpu\n", "line 3: bad cpu_bind 'map_cpu'");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nlauncher = aprun\n", "line 3: bad launcher 'aprun'");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nmpi = pmi 2\n", "line 3: bad mpi");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nsrun_inherits_c = maybe\n", "line 3: bad srun_inherits_c");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nprior = OMP_PLACES=bogus\n", "line 3: prior");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nprior = LD_PRELOAD=/x.so\n", "'LD_PRELOAD'");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nprior = KMP_AFFINITY=compact OMP_PROC_BIND=spread\n",
+                       "cancel each other");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nprior = OMP_PLACES\n", "not NAME=value");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nqos = a\n# again\nqos = b\n", "line 5: key 'qos' is given "
+                       "twice (first on line 3)");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nslurm_constraint = a\nconstraint = b\n", "given twice");
+    expect_bad_profile("name = x\nsynthetic = pu:2\nlauncher = srun\nmpi=\n", "line 4: bad mpi ''");
     bkm_node_profile_t p;
     bkm_err_t err = {0};
     ck_assert_int_eq(bkm_profile_load_file("/tmp", &p, &err), BKM_EINVAL);
@@ -554,6 +753,7 @@ static Suite *topo_suite(void)
     TCase *tc = tcase_create("synthetic");
     tcase_add_test(tc, haswell_counts_and_numbering);
     tcase_add_test(tc, knl_counts_tiles_and_numbering);
+    tcase_add_test(tc, perlmutter_counts_numa_and_l3);
     tcase_add_test(tc, synthetic_without_cores_or_packages);
     tcase_add_test(tc, restrict_emulates_initial_mask);
     tcase_add_test(tc, json_has_counts_and_cores);
@@ -572,6 +772,7 @@ static Suite *topo_suite(void)
     tcase_add_test(tc, builtin_profiles);
     tcase_add_test(tc, profile_file_good);
     tcase_add_test(tc, profile_file_bad);
+    tcase_add_test(tc, profile_file_site_rules);
     tcase_add_test(tc, profile_matches_host);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");

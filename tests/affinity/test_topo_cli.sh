@@ -40,6 +40,24 @@ grep -q "^  core 0 (pkg 0, tile 0): PUs 0,68,136,204$" "$tmp/knl" || fail "knl c
 grep -q "^2 packages x 16 cores x 2 threads" "$tmp/hsw" || fail "haswell summary"
 grep -q "^  core 17 (pkg 1): PUs 17,49$" "$tmp/hsw" || fail "haswell core 17 line"
 
+# Perlmutter CPU: 2 x 64 x 2, 8 NUMA nodes (node 0 = 0-15,128-143), 16 L3 groups, siblings at +128,
+# and NERSC's batch rules for it
+"$T" topo --node perlmutter-cpu >"$tmp/pm" || fail "--node perlmutter-cpu exit $?"
+grep -q "^2 packages x 64 cores x 2 threads (256 PUs, 256 allowed)$" "$tmp/pm" || fail "perlmutter summary: $(sed -n 3p "$tmp/pm")"
+[ "$(grep -c "^  node [0-7]: 64 GiB, PUs " "$tmp/pm")" = 8 ] || fail "perlmutter: not 8 NUMA nodes of 64 GiB"
+grep -q "^  node 0: 64 GiB, PUs 0-15,128-143$" "$tmp/pm" || fail "perlmutter NUMA node 0"
+grep -q "^last-level cache groups: 16 (L3)$" "$tmp/pm" || fail "perlmutter: no 16 L3 groups"
+grep -q "^  L3 group 15: cores 120-127, PUs 120-127,248-255$" "$tmp/pm" || fail "perlmutter L3 group 15"
+grep -q "^hardware threads: PU N+128 is the sibling of PU N on every core$" "$tmp/pm" || fail "perlmutter siblings"
+grep -q "^  core 64 (pkg 1): PUs 64,192$" "$tmp/pm" || fail "perlmutter core 64 line"
+grep -q "^batch rules (NERSC): -C cpu -q regular; srun, -c rule node, cpu-bind auto, --mpi=cray_shasta; srun does not inherit" \
+    "$tmp/pm" || fail "perlmutter batch rules: $(grep '^batch' "$tmp/pm")"
+grep -q "^site-recommended setting (a prior, not measured): OMP_PLACES=threads OMP_PROC_BIND=spread" "$tmp/pm" ||
+    fail "perlmutter prior"
+"$T" topo --node perlmutter-cpu --json >"$tmp/pm.json" || fail "perlmutter --json exit $?"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert (t["packages"], t["cores"], t["pus"], t["numa_nodes"], t["smt_stride"], len(t["llc_groups"]), t["llc_groups"][1]) == (2, 128, 256, 8, 128, 16, "8-15,136-143"), t["llc_groups"]' \
+    "$tmp/pm.json" || fail "perlmutter --json"
+
 "$T" topo --xml "$BKM_SOURCE_DIR/tests/affinity/data/knl-flat.xml" >"$tmp/flat" || fail "--xml exit $?"
 grep -q "16 GiB MCDRAM" "$tmp/flat" || fail "MCDRAM node not shown"
 

@@ -37,7 +37,7 @@ grep -A6 'data-bkm-section="history"' "$f" | grep -q 'baseline' || fail "the gat
 grep -q 'threads \\ affinity' "$f" || fail "no heatmap table"
 grep -q 'class="curve"' "$f" || fail "no scaling curve"
 grep -q 'class="box' "$f" || fail "no box plot"
-grep -q 'significant\|the default stands' "$f" || fail "no evidence in the summary"
+grep -q 'beats the default beyond the noise\|the default stands\|not better by more than\|undecided at the budget' "$f" || fail "no evidence (a decision of the confirmation) in the summary"
 # the noise evidence: every sweep's row with its disturbed count, the most disturbed trials with
 # each value under its source, the gate's disturbed count in the history
 sed -n '/data-bkm-section="noise"/,/<\/section>/p' "$f" > noise.html

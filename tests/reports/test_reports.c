@@ -147,6 +147,46 @@ START_TEST(noise_evidence_shown)
 }
 END_TEST
 
+/* What the sequential confirmation decided, in the summary: the decision, the winner's test and
+ * repeated interval, what it cost, each candidate's statement (escaped). */
+static const char decided_doc[] =
+    "{\"schema\":7,\"sweeps\":[{\"id\":1,\"node\":\"n\",\"workload\":\"w\",\"status\":\"done\"},"
+    "{\"id\":2,\"node\":\"n\",\"workload\":\"v\",\"status\":\"done\"}],"
+    "\"trials\":[{\"id\":1,\"sweep\":1,\"config\":{\"threads\":2,\"env\":{},\"params\":{},\"default\":true},"
+    "\"status\":\"ok\",\"role\":\"confirm\",\"round\":1,\"median_ms\":1.5,\"counters\":[]},"
+    "{\"id\":2,\"sweep\":2,\"config\":{\"threads\":2,\"env\":{},\"params\":{},\"default\":true},"
+    "\"status\":\"ok\",\"role\":\"confirm\",\"round\":1,\"median_ms\":1.5,\"counters\":[]}],"
+    "\"best\":[{\"node\":\"n\",\"workload\":\"w\",\"sweep\":1,\"median_ms\":1.5,\"speedup\":1,"
+    "\"significant\":false,\"decision\":\"not-better\",\"not_better_than\":1.013,\"confirm_processes\":66,"
+    "\"looks\":4,\"evidence\":{\"replicates\":6,\"replicates_max\":24,\"processes_per_side\":24,"
+    "\"confirm_processes\":66,\"order\":\"abba-shuffled\",\"alpha_familywise\":0.01,\"design\":{\"looks\":4,"
+    "\"spending\":\"lan-demets-obrien-fleming\"},\"winner\":null,\"candidates\":[{\"arm\":1,\"decision\":"
+    "\"not-better\",\"statement\":\"not better by more than 1.3% <script>x</script>\"}]}},"
+    "{\"node\":\"n\",\"workload\":\"v\",\"sweep\":2,\"median_ms\":1.0,\"speedup\":1.5,"
+    "\"significant\":true,\"decision\":\"claimed\",\"evidence\":{\"replicates\":6,\"replicates_max\":24,"
+    "\"processes_per_side\":12,\"confirm_processes\":24,\"design\":{\"looks\":2},\"winner\":1,"
+    "\"candidates\":[{\"arm\":1,\"decision\":\"claimed\",\"p\":0.0001,\"nominal_level\":0.0046,\"looks\":2,"
+    "\"ratio_rci\":[1.1,1.4],\"statement\":\"claimed 1.5x\"}]}}],\"gates\":[]}";
+
+START_TEST(sequential_decision_shown)
+{
+    int rc;
+    char *h = render(decided_doc, &rc);
+    ck_assert_int_eq(rc, BKM_OK);
+    all_sections(h);
+    ck_assert_ptr_nonnull(strstr(h, "<b>not better</b>: the default stands; no setting tested is better by more "
+                                    "than 1.3%"));
+    ck_assert_ptr_nonnull(strstr(h, "66 confirmation processes, 4 look(s), 24 per side (blocks of 6, at most 24)"));
+    ck_assert_ptr_nonnull(strstr(h, "<br>candidate 1 (not-better): not better by more than 1.3% "
+                                    "&lt;script&gt;x&lt;/script&gt;"));
+    ck_assert_ptr_nonnull(strstr(h, "<b>claimed</b>: beats the default beyond the noise; one-sided Mann-Whitney p "
+                                    "0.0001 &le; 0.0046 at look 2"));
+    ck_assert_ptr_nonnull(strstr(h, "1.500x [1.1, 1.4]"));   /* the repeated interval */
+    ck_assert_msg(strstr(h, "<script") == NULL, "a <script> reached the page");
+    free(h);
+}
+END_TEST
+
 START_TEST(malformed_documents_refused)
 {
     int rc;
@@ -207,6 +247,7 @@ static Suite *reports_suite(void)
     tcase_add_test(tc, empty_document_has_every_section);
     tcase_add_test(tc, hostile_strings_stay_text);
     tcase_add_test(tc, noise_evidence_shown);
+    tcase_add_test(tc, sequential_decision_shown);
     tcase_add_test(tc, malformed_documents_refused);
     tcase_add_test(tc, degenerate_documents_render);
     suite_add_tcase(s, tc);

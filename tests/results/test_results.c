@@ -270,10 +270,16 @@ START_TEST(migrates_version_2)
                "INSERT INTO best(node, workload, sweep_id, config_json, median_ms, significant, created_at)"
                " VALUES('knl', 'gemm', 1, '{\"t\":1}', 2.5, 0, 'x');"
                "PRAGMA user_version = 2;");
-    /* read-only: read as it is (recordings of version 2 replay without a migration) */
+    /* read-only: read as it is (recordings of version 2 replay without a migration); its
+     * best-known setting has no decision columns: not recorded */
     ck_assert_msg(bkm_db_open(&db, p, BKM_DB_READONLY, &err) == BKM_OK, "%s", err.msg);
     ck_assert_int_eq(bkm_db_schema_version(db, &v, &err), BKM_OK);
     ck_assert_int_eq(v, 2);
+    ck_assert_msg(bkm_db_best_get(db, "knl", "gemm", &b, &found, &err) == BKM_OK, "%s", err.msg);
+    ck_assert_int_eq(found, 1);
+    ck_assert_ptr_null(b.decision);
+    ck_assert_int_eq(b.looks, -1);
+    bkm_db_best_clear(&b);
     bkm_db_close(db);
     {   /* merged as it is into a current database: the later columns (noise) arrive unknown */
         bkm_db_t *m = NULL;
@@ -285,6 +291,11 @@ START_TEST(migrates_version_2)
         ck_assert(isnan(l.rows[0].noise_share));
         ck_assert_ptr_null(l.rows[0].noise_json);
         bkm_db_trial_list_free(&l);
+        ck_assert_int_eq(bkm_db_best_get(m, "knl", "gemm", &b, &found, &err), BKM_OK);
+        ck_assert_int_eq(found, 1);
+        ck_assert_ptr_null(b.decision);
+        ck_assert_int_eq(b.confirm_processes, -1);
+        bkm_db_best_clear(&b);
         bkm_db_close(m);
     }
     ck_assert_msg(bkm_db_open(&db, p, 0, &err) == BKM_OK, "%s", err.msg);
@@ -658,7 +669,9 @@ static void make_db(const char *p, const char *key, const char *node, int n)
         ck_assert_int_eq(put_trial(db, sid, i, &err), BKM_OK);
     bkm_db_best_t b = {.node = node, .workload = "gemm", .sweep_id = sid, .config_json = "{\"threads\":1}",
                        .median_ms = 11.2, .ci_lo_ms = 11.0, .ci_hi_ms = 11.4, .default_median_ms = 14.0,
-                       .speedup = 1.25, .significant = 1, .evidence_json = "{\"p\":0.001}"};
+                       .speedup = 1.25, .significant = 1, .evidence_json = "{\"p\":0.001}",
+                       .decision = "claimed", .speedup_rci_lo = 1.1, .speedup_rci_hi = 1.4, .not_better_than = 1.4,
+                       .confirm_processes = 48, .looks = 2};
     ck_assert_int_eq(bkm_db_best_store(db, &b, &err), BKM_OK);
     bkm_db_close(db);
 }
@@ -853,6 +866,13 @@ START_TEST(merge_is_idempotent)
     ck_assert_int_eq(found, 1);
     ck_assert_str_eq(best.config_json, "{\"threads\":1}");
     ck_assert_ptr_nonnull(best.sweep_uuid);
+    /* the sequential confirmation's decision comes along (schema 7) */
+    ck_assert_str_eq(best.decision, "claimed");
+    ck_assert_double_eq(best.speedup_rci_lo, 1.1);
+    ck_assert_double_eq(best.speedup_rci_hi, 1.4);
+    ck_assert_double_eq(best.not_better_than, 1.4);
+    ck_assert_int_eq(best.confirm_processes, 48);
+    ck_assert_int_eq(best.looks, 2);
     bkm_db_best_clear(&best);
     /* a foreign input is refused by name and nothing is merged */
     raw_sql(bad, "CREATE TABLE t(x);");
@@ -914,6 +934,9 @@ START_TEST(merge_refuses_crafted_sources)
         {"UPDATE best SET median_ms = 'fast';", "table best, id 1: median_ms is text, not REAL"},
         {"UPDATE best SET config_json = '{\"threads\":1,\"a\":2}';", "not in canonical form"},
         {"UPDATE best SET significant = 7;", "significant is not 0 or 1"},
+        {"UPDATE best SET decision = 'maybe';", "table best, id 1: decision is not claimed, not-better, undecided"},
+        {"UPDATE best SET looks = -3;", "table best, id 1: a negative count of processes or looks"},
+        {"UPDATE best SET decision = NULL;", "table best, id 1: sequential figures without a decision"},
         {"UPDATE sweep SET label = x'00ff';", "table sweep, id 1: label is blob, not TEXT"},
         {"UPDATE sweep SET command = 'a' || char(0) || 'b';", "command holds a NUL byte"},
         {"UPDATE trial SET n_samples = 'many' WHERE id = 1;", "n_samples is text, not INTEGER"},
@@ -1105,7 +1128,30 @@ START_TEST(best_store_and_get)
     ck_assert_int_eq(b.significant, 0);
     ck_assert_double_eq(b.default_median_ms, 60);
     ck_assert_str_eq(b.evidence_json, "{\"p\":0.0001}");
+    /* stored without a decision (a fixed round): the sequential figures are unknown */
+    ck_assert_ptr_null(b.decision);
+    ck_assert(isnan(b.speedup_rci_lo) && isnan(b.not_better_than));
+    ck_assert_int_eq(b.confirm_processes, -1);
+    ck_assert_int_eq(b.looks, -1);
     bkm_db_best_clear(&b);
+    /* with the sequential confirmation's decision */
+    in.decision = "not-better";
+    in.speedup_rci_lo = in.speedup_rci_hi = NAN;
+    in.not_better_than = 1.013;
+    in.confirm_processes = 66;
+    in.looks = 4;
+    ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_OK);
+    ck_assert_int_eq(bkm_db_best_get(db, "knl", "alexnet", &b, &found, &err), BKM_OK);
+    ck_assert_str_eq(b.decision, "not-better");
+    ck_assert(isnan(b.speedup_rci_lo) && isnan(b.speedup_rci_hi));
+    ck_assert_double_eq(b.not_better_than, 1.013);
+    ck_assert_int_eq(b.confirm_processes, 66);
+    ck_assert_int_eq(b.looks, 4);
+    bkm_db_best_clear(&b);
+    in.decision = "maybe";
+    ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'maybe'"));
+    in.decision = NULL;
     in.median_ms = NAN;
     ck_assert_int_eq(bkm_db_best_store(db, &in, &err), BKM_EINVAL);
     in.median_ms = 1;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of slurm/: NERSC's srun layout, edit distance against the runtimes' variables,
- * settings, golden batch scripts, the job array and merge job, a sweep's jobs and their
- * submission, submission environment, lint. */
+/* Unit tests of slurm/: NERSC's srun layout and a site's own (node profiles' batch rules), edit
+ * distance against the runtimes' variables, settings, golden batch scripts (Cori, and Perlmutter
+ * with the binding check), a site's launcher, the job array and merge job, a sweep's jobs and
+ * their submission, submission environment, lint (-c inheritance, Perlmutter's -C cpu). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +57,44 @@ START_TEST(layout_follows_nersc_rules)
     ck_assert_int_eq(bkm_slurm_layout(272, 68, 0, &l, NULL), BKM_EINVAL);
     ck_assert_int_eq(bkm_slurm_layout(272, 68, 273, &l, NULL), BKM_EINVAL);
     ck_assert_int_eq(bkm_slurm_layout(10, 4, 1, &l, NULL), BKM_EINVAL);
+}
+END_TEST
+
+/* A site's -c rule and binding (a node profile's batch rules). */
+START_TEST(layout_by_site_rules)
+{
+    bkm_slurm_layout_t l;
+    bkm_node_profile_t p;
+    bkm_batch_rules_t r;
+    bkm_err_t err = {0};
+    /* Perlmutter: NERSC's node rule, as bkm_slurm_layout */
+    ck_assert_int_eq(bkm_profile_builtin("perlmutter-cpu", &p, NULL), BKM_OK);
+    ck_assert_int_eq(bkm_slurm_layout_rules(&p.batch, 256, 128, 8, 16, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 32);
+    ck_assert_str_eq(l.cpu_bind, "cores");
+    ck_assert_int_eq(bkm_slurm_layout_rules(&p.batch, 256, 128, 3, 1, &l, NULL), BKM_OK);   /* 2 x floor(128/3) */
+    ck_assert_int_eq(l.cpus_per_task, 84);
+    ck_assert_int_eq(bkm_slurm_layout_rules(&p.batch, 256, 128, 256, 1, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 1);
+    ck_assert_str_eq(l.cpu_bind, "threads");
+    ck_assert_int_eq(bkm_slurm_layout_rules(NULL, 256, 128, 8, 16, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 32);
+    /* a site's: -c = threads, or a core per thread; a fixed binding */
+    memset(&r, 0, sizeof r);
+    r.c_rule = BKM_BATCH_C_THREADS;
+    snprintf(r.cpu_bind, sizeof r.cpu_bind, "sockets");
+    ck_assert_int_eq(bkm_slurm_layout_rules(&r, 64, 32, 4, 6, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 6);
+    ck_assert_str_eq(l.cpu_bind, "sockets");
+    ck_assert_int_eq(l.packed, 0);
+    r.c_rule = BKM_BATCH_C_CORES;
+    snprintf(r.cpu_bind, sizeof r.cpu_bind, "auto");
+    ck_assert_int_eq(bkm_slurm_layout_rules(&r, 64, 32, 4, 8, &l, NULL), BKM_OK);
+    ck_assert_int_eq(l.cpus_per_task, 16);
+    ck_assert_str_eq(l.cpu_bind, "cores");
+    ck_assert_int_eq(l.packed, 1);
+    ck_assert_int_eq(bkm_slurm_layout_rules(&r, 64, 32, 4, 9, &l, &err), BKM_EINVAL);   /* 4 x 18 > 64 */
+    ck_assert_ptr_nonnull(strstr(err.msg, "72 CPUs exceed the 64"));
 }
 END_TEST
 
@@ -198,6 +237,99 @@ START_TEST(script_golden_places_ranks)
     golden("golden_knl_places.sbatch", bkm_buf_str(&b));
     ck_assert_ptr_null(strstr(bkm_buf_str(&b), "export KMP_AFFINITY"));
     bkm_buf_free(&b);
+}
+END_TEST
+
+/* Perlmutter, 2 nodes x 8 ranks x 16 threads, NERSC's recommended setting, with the binding check:
+ * -C cpu, srun -c 32 given explicitly (Slurm 22.05+ does not pass the job's -c), --cpu-bind=cores,
+ * srun's plugin cray_shasta, and every rank's verify before the run. */
+START_TEST(script_golden_perlmutter_hybrid)
+{
+    bkm_slurm_job_t job;
+    bkm_node_profile_t prof;
+    bkm_buf_t b;
+    const char *t;
+    job_fixed(&job);
+    ck_assert_int_eq(bkm_profile_builtin("perlmutter-cpu", &prof, NULL), BKM_OK);
+    job.node = prof.name;
+    job.rules = &prof.batch;
+    job.constraint = prof.slurm_constraint;
+    job.qos = prof.batch.qos;
+    job.mpi = prof.batch.mpi;
+    job.account = NULL;
+    job.pus = 256;
+    job.cores = 128;
+    job.nodes = 2;
+    job.ranks_per_node = 8;
+    job.origin = BKM_SLURM_FROM_SITE;
+    job.check_binding = 1;
+    job.generated_by = "tune sbatch --node perlmutter-cpu --workload alexnet --site-prior --nodes 2 --ranks-per-node 8 "
+                       "--threads 16 --check-binding";
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":16,\"env\":{\"OMP_PLACES\":\"threads\","
+                                                   "\"OMP_PROC_BIND\":\"spread\"}}",
+                                                   &job.setting, NULL),
+                     BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_OK);
+    golden("golden_perlmutter_hybrid.sbatch", bkm_buf_str(&b));
+    t = bkm_buf_str(&b);
+    ck_assert_ptr_nonnull(strstr(t, "\n#SBATCH -C cpu\n#SBATCH -q regular\n"));
+    ck_assert_ptr_nonnull(strstr(t, "\nsrun -n 16 --ntasks-per-node=8 -c 32 --cpu-bind=cores --mpi=cray_shasta \\\n"
+                                    "  bash -c 'r=${SLURM_PROCID}"));
+    ck_assert_ptr_nonnull(strstr(t, "affinity verify --env --threads \"$OMP_NUM_THREADS\""));
+    ck_assert_ptr_nonnull(strstr(t, "RECOMMENDED for node perlmutter-cpu by NERSC"));
+    bkm_buf_free(&b);
+    /* a libgomp program: bkm's verify checks libomp only */
+    job.setting.runtime = BKM_AFF_RUNTIME_LIBGOMP;
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_EINVAL);
+}
+END_TEST
+
+/* An invented cluster's rules: its constraint, QOS, account, partition, a core per thread, and
+ * MPICH's mpiexec instead of srun. */
+START_TEST(script_site_rules_mpiexec)
+{
+    bkm_slurm_job_t job;
+    bkm_batch_rules_t r;
+    bkm_buf_t b;
+    const char *t;
+    job_fixed(&job);
+    memset(&r, 0, sizeof r);
+    snprintf(r.site, sizeof r.site, "Tundra");
+    r.c_rule = BKM_BATCH_C_CORES;
+    snprintf(r.cpu_bind, sizeof r.cpu_bind, "cores");
+    r.launcher = BKM_BATCH_LAUNCH_MPIEXEC;
+    job.node = "tundra-cpu";
+    job.rules = &r;
+    job.constraint = "milan&ib";
+    job.qos = "normal";
+    job.account = "proj01";
+    job.partition = "batch";
+    job.mpi = NULL;
+    job.pus = 16;
+    job.cores = 8;
+    job.nodes = 2;
+    job.ranks_per_node = 2;
+    job.origin = BKM_SLURM_FROM_DEFAULT;
+    job.check_binding = 1;
+    ck_assert_int_eq(bkm_slurm_setting_from_config("{\"threads\":2,\"env\":{\"KMP_AFFINITY\":\"granularity=fine,"
+                                                   "compact,1,0\"}}",
+                                                   &job.setting, NULL),
+                     BKM_OK);
+    bkm_buf_init(&b);
+    ck_assert_int_eq(bkm_slurm_script_write(&job, &b, NULL), BKM_OK);
+    t = bkm_buf_str(&b);
+    ck_assert_ptr_nonnull(strstr(t, "\n#SBATCH -C milan&ib\n#SBATCH -p batch\n#SBATCH -q normal\n"));
+    ck_assert_ptr_nonnull(strstr(t, "\n#SBATCH -A proj01\n"));
+    ck_assert_ptr_nonnull(strstr(t, "# mpiexec (MPICH Hydra) by Tundra's rules on tundra-cpu (16 CPUs, 8 cores): -c = 2 "
+                                    "thread(s) x 2 hardware thread(s) per core = 4"));
+    ck_assert_ptr_nonnull(strstr(t, "\nmpiexec -n 4 -ppn 2 -bind-to core:2 \\\n  bash -c 'r=${PMI_RANK-}"));
+    ck_assert_ptr_null(strstr(t, "srun"));
+    ck_assert_ptr_null(strstr(t, "--mpi"));
+    bkm_buf_free(&b);
+    /* the threads do not fit: the rule's counts named */
+    job.setting.threads = 5;
+    ck_assert_int_eq(bkm_slurm_job_check(&job, NULL), BKM_EINVAL);
 }
 END_TEST
 
@@ -609,6 +741,36 @@ START_TEST(lint_finds_each_kind)
 }
 END_TEST
 
+/* A script that relies on srun inheriting #SBATCH -c (gone since Slurm 22.05) is warned about; one
+ * that sets srun -c or SRUN_CPUS_PER_TASK is not. -C cpu is Perlmutter's node. */
+START_TEST(lint_cpus_per_task_inheritance)
+{
+    bkm_slurm_lint_t r;
+    const bkm_slurm_finding_t *f;
+    const char *inherit = "#!/bin/bash\n#SBATCH -N 1 -C cpu\n#SBATCH --ntasks-per-node=8\n#SBATCH -c 32\n"
+                          "export OMP_NUM_THREADS=16 OMP_PLACES=threads OMP_PROC_BIND=spread\n"
+                          "srun -n 8 --cpu-bind=cores ./a.out\n";
+    const char *fixed = "#!/bin/bash\n#SBATCH -N 1 -C cpu\n#SBATCH --ntasks-per-node=8\n#SBATCH -c 32\n"
+                        "export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\nexport OMP_NUM_THREADS=16\n"
+                        "srun -n 8 --cpu-bind=cores ./a.out\n";
+    ck_assert_int_eq(bkm_slurm_lint_run(inherit, NULL, &r, NULL), BKM_OK);
+    ck_assert_str_eq(r.node, "perlmutter-cpu");
+    ck_assert_ptr_nonnull(f = finding(&r, "cpus-per-task", 6));
+    ck_assert_int_eq(f->sev, BKM_SLURM_WARNING);
+    ck_assert_ptr_nonnull(strstr(f->msg, "inheriting #SBATCH -c 32 (line 4)"));
+    ck_assert_ptr_nonnull(strstr(f->msg, "as on this node's Slurm"));
+    bkm_slurm_lint_free(&r);
+    ck_assert_int_eq(bkm_slurm_lint_run(fixed, NULL, &r, NULL), BKM_OK);
+    ck_assert_ptr_null(finding(&r, "cpus-per-task", 7));
+    bkm_slurm_lint_free(&r);
+    /* Cori's Slurm still passed it: the warning says a newer one will not */
+    ck_assert_int_eq(bkm_slurm_lint_run(inherit, "haswell", &r, NULL), BKM_OK);
+    ck_assert_ptr_nonnull(f = finding(&r, "cpus-per-task", 6));
+    ck_assert_ptr_nonnull(strstr(f->msg, "a newer one will not"));
+    bkm_slurm_lint_free(&r);
+}
+END_TEST
+
 START_TEST(lint_json)
 {
     bkm_slurm_lint_t r;
@@ -637,10 +799,13 @@ static Suite *slurm_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, layout_follows_nersc_rules);
+    tcase_add_test(tc, layout_by_site_rules);
     tcase_add_test(tc, edit_distance_finds_near_misses);
     tcase_add_test(tc, settings_checked_and_seeded);
     tcase_add_test(tc, script_golden_best_knl);
     tcase_add_test(tc, script_golden_places_ranks);
+    tcase_add_test(tc, script_golden_perlmutter_hybrid);
+    tcase_add_test(tc, script_site_rules_mpiexec);
     tcase_add_test(tc, job_values_checked);
     tcase_add_test(tc, array_and_merge_scripts);
     tcase_add_test(tc, sweep_jobs_built_and_submitted);
@@ -649,6 +814,7 @@ static Suite *slurm_suite(void)
     tcase_add_test(tc, submit_env_clears_slurm_variables);
     tcase_add_test(tc, lint_seed_scripts);
     tcase_add_test(tc, lint_finds_each_kind);
+    tcase_add_test(tc, lint_cpus_per_task_inheritance);
     tcase_add_test(tc, lint_json);
     suite_add_tcase(s, tc);
     return s;

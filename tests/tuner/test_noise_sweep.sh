@@ -39,7 +39,7 @@ for r in rows:
 dist = sum(r["disturbed"] for r in rows)
 assert s["disturbed_processes"] == dist, (s["disturbed_processes"], dist)
 # re-runs: a disturbed confirmation process was replaced, stored beyond the planned positions
-planned = 12
+planned = len(b["evidence"]["order_arms"])   # every position of every block
 extra = [r for r in rows if r["role"] == "confirm" and r["round"] > planned]
 assert len(extra) == s["confirm_reruns"], (len(extra), s["confirm_reruns"])
 ev = b["evidence"]

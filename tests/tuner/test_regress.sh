@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # `tune regress`: a baseline recorded with its provenance; checks whose outcome the statistics
-# fix whatever the machine's noise (3 processes a side: the smallest two-sided Mann-Whitney p is
-# 0.1, so at the default alpha 0.01 an A/A check can never report a regression, and a 16x
-# slowdown — GEMM with kc=4 — is one at alpha 0.2); JUnit XML; the gate run stored for the
-# report; a baseline of another topology refused with exit 3; bad input exit 2.
+# fix whatever the machine's noise (3 processes a side: the smallest one-sided Mann-Whitney p is
+# 0.05, so at the default alpha 0.01 an A/A check can never report a regression, and a 16x
+# slowdown — GEMM with kc=4 — is one at alpha 0.2); the sequential gate (--processes-max: blocks
+# while a workload is undecided); JUnit XML; the gate run stored for the report; a baseline of
+# another topology refused with exit 3; bad input exit 2.
 set -u
 T=${BKM_TUNE:?BKM_TUNE must point at tune}
 tmp=$(mktemp -d)
@@ -63,6 +64,27 @@ python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse('kc.xml')" || fail
 rc=$?
 [ $rc -eq 0 ] || fail "A/B: exit $rc: $(cat ab.out ab.err)"
 grep -q 'A/B' ab.out || fail "A/B: the table does not say A/B: $(cat ab.out)"
+# the sequential gate: blocks of 3 up to 6 while a workload is undecided; each one says what was
+# decided and after how many blocks; the gate run stores it
+"$T" regress --against "$T" --workloads gemm,lstm --processes 3 --processes-max 6 --json --db g.sqlite \
+  > seq.out 2> seq.err
+rc=$?
+[ $rc -eq 0 ] || fail "sequential A/B: exit $rc: $(cat seq.out seq.err)"
+python3 - seq.out <<'PY' || fail "sequential A/B: $(cat seq.out)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == "pass" and d["regressions"] == 0, d["verdict"]
+for r in d["results"]:
+    assert r["processes_max"] == 6 and r["looks"] in (1, 2), r
+    assert r["n"] <= 3 * r["looks"] and r["n_ref"] <= 3 * r["looks"], r
+    assert r["decision"] in ("not-better", "undecided"), r
+    assert (r["decision"] == "undecided") == r["verdict"].startswith("ok, undecided"), r
+    assert r["looks"] == 2 or r["decision"] == "not-better", r   # an undecided one got its second block
+    assert len(r["ratio_rci"]) == 2 and 0 < r["p"] <= 1 and 0 < r["nominal_level"] <= 0.01, r
+PY
+[ "$(sqlite3 g.sqlite "SELECT count(*) FROM gate_run, json_each(gate_run.results_json) j
+     WHERE json_extract(j.value, '$.decision') IN ('not-better', 'undecided')")" -ge 2 ] ||
+  fail "the stored gate run lacks the decisions"
 # a baseline from another topology or ISA: exit 3 saying why, nothing compared
 sed 's#"fingerprint": *"[^"]*"#"fingerprint": "2p/2n/64c/128t/avx2"#' base.json > other.json
 "$T" regress --baseline other.json > other.out 2> other.err
@@ -81,6 +103,7 @@ expect2() {  # what pattern args...
 expect2 "no mode" "exactly one of"
 expect2 "two modes" "exactly one of" --record -o x.json --baseline base.json
 expect2 "--record without -o" "needs -o" --record
+expect2 "--record with --processes-max" "processes-max is for a check" --record -o x.json --processes-max 9
 expect2 "unknown parameter" "nosuch" --baseline base.json --param nosuch=1
 expect2 "bad parameter value" "kc" --baseline base.json --param kc=-5
 expect2 "unknown workload" "fft" --record -o x.json --workloads gemm,fft

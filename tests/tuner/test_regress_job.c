@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the regression gate's workflow (tuner/regress_job.c) where it decides before any
  * process starts: the mode rules, the suite refused, a baseline of another machine, an MPI
- * workload without a launcher; and the MPI launcher choice (tuner/launcher.c) that the sweep
- * shares. The measurement itself is tested through `tune regress` (test_regress). */
+ * workload without a launcher; the MPI launcher choice (tuner/launcher.c) that the sweep
+ * shares; and the comparison's decision per workload on values with known answers. The
+ * measurement itself is tested through `tune regress` (test_regress). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,9 @@ START_TEST(mode_rules)
     job.record = 1;
     job.output = "x.json";
     ck_assert_int_eq(bkm_tune_regress_job_check(&job, &err), BKM_OK);
+    job.processes_max = 24;   /* more blocks only where a comparison decides them */
+    ck_assert_int_eq(bkm_tune_regress_job_check(&job, &err), BKM_EINVAL);
+    ck_assert_str_eq(err.msg, "--processes-max is for a check (--baseline or --against), not --record");
     ck_assert_str_eq(bkm_tune_regress_verdict_name(BKM_TUNE_REGRESS_INCOMPLETE), "incomplete");
     bkm_tune_regress_outcome_free(NULL);
 }
@@ -197,6 +202,84 @@ START_TEST(refused_before_measuring)
 }
 END_TEST
 
+/* The gate's decision per workload on values with known answers, over two looks (blocks of 6,
+ * at most 12, A/B): 2x slower, a regression; the same time with 0.2% noise, "not slower by more
+ * than X%" below the threshold; 40% noise, undecided (it passes); two values, not compared. */
+static uint64_t rng = 99;
+static double noisy(double sd)
+{
+    double u, v;
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    u = (double)((rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    v = (double)((rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+    return exp(sd * sqrt(-2.0 * log(u > 1e-300 ? u : 1e-300)) * cos(6.283185307179586 * v));
+}
+
+START_TEST(compare_decides_each_workload)
+{
+    static const struct {
+        const char *name;
+        double slower, sd;
+        size_t n;
+    } wl[] = {{"slow", 2.0, 0.01, 12}, {"same", 1.0, 0.002, 12}, {"noisy", 1.0, 0.4, 12}, {"broken", 1.0, 0.01, 2}};
+    bkm_tune_regress_t r;
+    bkm_json_w_t w;
+    bkm_buf_t js, table;
+    bkm_err_t err = {0};
+    memset(&r, 0, sizeof r);
+    r.ab = 1;
+    r.processes = 6;
+    r.processes_max = 12;
+    r.looks = 2;
+    r.n_wl = 4;
+    for (size_t i = 0; i < r.n_wl; i++) {
+        bkm_tune_regress_wl_t *x = &r.wl[i];
+        snprintf(x->name, sizeof x->name, "%s", wl[i].name);
+        x->values = malloc(12 * sizeof *x->values);
+        x->ref_values = malloc(12 * sizeof *x->ref_values);
+        x->n_at = malloc(2 * sizeof *x->n_at);
+        x->n_ref_at = malloc(2 * sizeof *x->n_ref_at);
+        for (size_t k = 0; k < wl[i].n; k++) {
+            x->values[k] = wl[i].slower * noisy(wl[i].sd);
+            x->ref_values[k] = noisy(wl[i].sd);
+        }
+        x->n = x->n_ref = wl[i].n;
+        x->n_at[0] = x->n_ref_at[0] = wl[i].n < 6 ? wl[i].n : 6;
+        x->n_at[1] = x->n_ref_at[1] = wl[i].n;
+        x->looks = 2;
+    }
+    ck_assert_int_eq(bkm_tune_regress_compare(&r, 0.10, 0.01, &err), BKM_OK);
+    ck_assert_int_eq(r.regressions, 1);
+    ck_assert_int_eq(r.wl[0].decision, BKM_TUNE_CLAIMED);
+    ck_assert_int_eq(r.wl[0].regression, 1);
+    ck_assert_ptr_nonnull(strstr(r.wl[0].verdict, "REGRESSION: 2.0"));
+    ck_assert(r.wl[0].rci_lo > 1.5 && r.wl[0].nominal < 0.01);
+    ck_assert_int_eq(r.wl[1].decision, BKM_TUNE_NOT_BETTER);
+    ck_assert(r.wl[1].rci_hi < 1.1);
+    ck_assert_ptr_nonnull(strstr(r.wl[1].verdict, "ok: not slower by more than"));
+    ck_assert_int_eq(r.wl[2].decision, BKM_TUNE_UNDECIDED);
+    ck_assert_int_eq(r.wl[2].regression, 0);
+    ck_assert_ptr_nonnull(strstr(r.wl[2].verdict, "ok, undecided"));
+    ck_assert_int_eq(r.wl[3].tested, 0);
+    ck_assert_ptr_nonnull(strstr(r.wl[3].verdict, "not compared: 2 and 2 process values"));
+    /* the JSON and the table carry the decision */
+    bkm_buf_init(&js);
+    bkm_json_w_init(&w, &js, 0);
+    bkm_tune_regress_results_json(&r, &w);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&js), "\"decision\":\"claimed\""));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&js), "\"decision\":\"not-better\""));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&js), "\"ratio_rci\":["));
+    bkm_buf_init(&table);
+    bkm_tune_regress_table(&r, &table);
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&table), "repeated interval"));
+    ck_assert_ptr_nonnull(strstr(bkm_buf_str(&table), "6 to 12 processes a side in 2 block(s)"));
+    bkm_buf_free(&js);
+    bkm_buf_free(&table);
+    bkm_tune_regress_free(&r);
+}
+END_TEST
+
 static Suite *regress_job_suite(void)
 {
     Suite *s = suite_create("regress_job");
@@ -208,6 +291,7 @@ static Suite *regress_job_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, mode_rules);
     tcase_add_test(tc, refused_before_measuring);
+    tcase_add_test(tc, compare_decides_each_workload);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,6 +37,7 @@ static void setup_profile(const char *name)
 }
 static void setup_knl(void) { setup_profile("knl"); }
 static void setup_haswell(void) { setup_profile("haswell"); }
+static void setup_perlmutter(void) { setup_profile("perlmutter-cpu"); }
 
 static void teardown(void)
 {
@@ -649,6 +650,37 @@ START_TEST(haswell_scatter_differs_from_compact)
 }
 END_TEST
 
+/* Perlmutter CPU (16 L3 and 8 NUMA nodes on 2 sockets): the generated space holds OMP_PLACES=
+ * ll_caches and numa_domains and the explicit L3 and NUMA lists; libomp 14 makes numa_domains the
+ * cores, so those settings merge into OMP_PLACES=cores (dedup by plan), while the explicit L3 list
+ * places one thread per L3 and stays. */
+START_TEST(perlmutter_chiplet_places)
+{
+    bkm_tune_space_opts_t o;
+    bkm_tune_space_t *sp = NULL;
+    bkm_err_t err = {0};
+    int ll = 0, numa = 0, l3_list = 0, numa_list = 0;
+    opts_init(&o, "gemm");
+    o.threads[0] = 16, o.n_threads = 1;
+    o.blocktime_ms[0] = 0, o.n_blocktime = 1;
+    o.hw_subset[0] = "none", o.n_hw_subset = 1;
+    ck_assert_msg(bkm_tune_space_create(&sp, topo, &prof, &o, &err) == BKM_OK, "%s", err.msg);
+    for (size_t i = 0; i < bkm_tune_space_size(sp); i++) {
+        const bkm_tune_config_t *c = bkm_tune_space_config(sp, i);
+        ll += strcmp(c->omp_places, "ll_caches") == 0;
+        numa += strcmp(c->omp_places, "numa_domains") == 0;
+        l3_list += strcmp(c->omp_places, "{0:8,128:8}:16:8") == 0;
+        numa_list += strcmp(c->omp_places, "{0:16,128:16}:8:16") == 0;
+    }
+    ck_assert_int_gt(ll, 0);
+    ck_assert_int_eq(numa, 0);
+    ck_assert_int_gt(l3_list, 0);
+    ck_assert_int_gt(numa_list, 0);
+    ck_assert_msg(has_note(sp, "OMP_PLACES=numa_domains", NULL), "numa_domains not noted as merged");
+    bkm_tune_space_free(sp);
+}
+END_TEST
+
 START_TEST(this_host)
 {
     bkm_tune_space_opts_t o;
@@ -747,6 +779,11 @@ static Suite *space_suite(void)
     tc = tcase_create("haswell");
     tcase_add_checked_fixture(tc, setup_haswell, teardown);
     tcase_add_test(tc, haswell_scatter_differs_from_compact);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("perlmutter");
+    tcase_add_checked_fixture(tc, setup_perlmutter, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, perlmutter_chiplet_places);
     suite_add_tcase(s, tc);
     tc = tcase_create("host");
     tcase_add_test(tc, this_host);

@@ -109,6 +109,23 @@ int bkm_topo_restrict(bkm_topo_t *topo, const bkm_cpuset_t *mask, bkm_err_t *err
  *  packages, cores and threads of this table, in the order the planner assumes. Appends to @p out;
  *  BKM_ENOMEM. */
 int bkm_topo_cpuinfo_write(const bkm_topo_t *topo, bkm_buf_t *out, bkm_err_t *err);
+/** Groups of PUs that share a last-level cache (BKM_TOPO_GROUP_LLC: on Perlmutter the 16 L3 of 8
+ *  cores) or a NUMA node (BKM_TOPO_GROUP_NUMA). */
+typedef enum { BKM_TOPO_GROUP_LLC = 0, BKM_TOPO_GROUP_NUMA } bkm_topo_group_t;
+/** The PU sets of the groups of @p kind, each restricted to the allowed PUs, empty ones and NUMA
+ *  nodes over the same PUs as an earlier one (KNL flat mode's MCDRAM) left out, in hwloc's order,
+ *  into @p sets (at most @p cap). Returns how many there are (may exceed @p cap:
+ *  only @p cap are written); 0 when the topology lists no such group. */
+int bkm_topo_groups(const bkm_topo_t *topo, bkm_topo_group_t kind, bkm_cpuset_t *sets, int cap);
+/** The groups of @p kind as an explicit OMP_PLACES value, one place per group, appended to
+ *  @p out: the shortest of the replicated form "{0:8,128:8}:16:8" (when every group is the
+ *  first one shifted by a constant stride) and the list "{0:8,128:8},{8:8,136:8},...". Runs of
+ *  OS ids are written "start:length". BKM_EINVAL when the topology has fewer than two groups of
+ *  that kind among the allowed PUs (no place list to make); BKM_ENOMEM. */
+int bkm_topo_group_places(const bkm_topo_t *topo, bkm_topo_group_t kind, bkm_buf_t *out, bkm_err_t *err);
+/** k when every core with more than one PU has the PUs c, c+k, c+2k, ... (Cori: 32, Perlmutter:
+ *  128); 0 when the cores have one PU or no common stride. */
+int bkm_topo_smt_stride(const bkm_topo_t *topo);
 /** Write the topology as JSON (`tune topo --json`). */
 int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err);
 
@@ -116,21 +133,73 @@ int bkm_topo_to_json(const bkm_topo_t *topo, bkm_json_w_t *w, bkm_err_t *err);
 /* Node profiles                                                                             */
 /* ======================================================================================== */
 
-/** A node profile is data: topology description, ISA, Slurm constraint, default sweep ranges. */
+/** How srun's -c (CPUs per task) follows from the layout: a site's rule. */
+typedef enum {
+    BKM_BATCH_C_NODE = 0,   /**< "node": the node's CPUs shared evenly over the ranks in whole cores (NERSC:
+                                 -c = CPUs / R when R divides the cores, else floor(cores / R) x threads per
+                                 core; beyond one rank per core, CPUs / R) */
+    BKM_BATCH_C_THREADS,    /**< "threads": -c = the rank's OpenMP threads (one logical CPU each) */
+    BKM_BATCH_C_CORES       /**< "cores": -c = threads x hardware threads per core (a whole core each) */
+} bkm_batch_c_rule_t;
+
+/** Which program starts the ranks. */
+typedef enum {
+    BKM_BATCH_LAUNCH_SRUN = 0,  /**< srun -n -c --cpu-bind [--mpi] */
+    BKM_BATCH_LAUNCH_MPIEXEC    /**< MPICH's mpiexec (Hydra): -n -ppn -bind-to core:K|hwthread:C|socket|numa */
+} bkm_batch_launcher_t;
+
+/** A site's batch rules, carried by a node profile: what a batch script for that node asks Slurm
+ *  for and how it starts the ranks. Strings are "" when the site sets nothing. The values are
+ *  checked when a profile is loaded (Slurm words: letters, digits and _.,:+-@; the constraint
+ *  also &|[]*). */
+typedef struct bkm_batch_rules {
+    char site[64];              /**< whose rules these are ("NERSC"), for comments and messages */
+    char qos[32];               /**< default #SBATCH -q */
+    char account[64];           /**< default #SBATCH -A */
+    char partition[64];         /**< default #SBATCH -p ("" = the cluster's default partition) */
+    int c_rule;                 /**< bkm_batch_c_rule_t */
+    char cpu_bind[16];          /**< "auto" (cores; threads when the ranks outnumber the cores), "cores",
+                                     "threads", "sockets", "ldoms", "none" */
+    int launcher;               /**< bkm_batch_launcher_t */
+    char mpi[32];               /**< srun --mpi plugin; "" = the site's default (no --mpi) */
+    int srun_inherits_c;        /**< 1: the site's srun takes -c from the job's --cpus-per-task (Slurm
+                                     before 22.05); 0: it does not (22.05 and later: srun -c or
+                                     SRUN_CPUS_PER_TASK is needed). Scripts bkm writes set srun -c either way */
+    char prior[192];            /**< OpenMP variables the site recommends, "NAME=value NAME=value"
+                                     (KMP_AFFINITY, KMP_BLOCKTIME, OMP_PLACES, OMP_PROC_BIND), "" = none:
+                                     a labelled prior, never a measurement */
+    char prior_source[192];     /**< where the site publishes it */
+} bkm_batch_rules_t;
+
+/** Names of the closed sets above ("node", "srun", ...), for messages and comments. */
+const char *bkm_batch_c_rule_name(int rule);
+const char *bkm_batch_launcher_name(int launcher);
+
+/** A node profile is data: topology description, ISA, the site's batch rules, default sweep
+ *  ranges. */
 typedef struct bkm_node_profile {
-    char name[32];                /**< "auto", "haswell", "knl", or a user profile's name */
-    char description[160];
+    char name[32];                /**< "auto", "haswell", "knl", "perlmutter-cpu", or a user profile's name */
+    char description[320];
     char synthetic[8192];         /**< hwloc synthetic description, or "" */
     char xml_path[512];           /**< hwloc XML file, or "" (one of the two, except for auto) */
     char isa[16];                 /**< "avx512", "avx2", ... */
-    char slurm_constraint[64];    /**< e.g. "knl,quad,cache" */
+    char slurm_constraint[64];    /**< #SBATCH -C, e.g. "knl,quad,cache" */
+    bkm_batch_rules_t batch;      /**< the rest of the site's batch rules */
     int threads[16];              /**< default thread counts to sweep */
     int n_threads;
     int blocktime_ms[8];          /**< default KMP_BLOCKTIME values (-1 = infinite) */
     int n_blocktime;
 } bkm_node_profile_t;
 
-/** Look up a built-in profile ("auto", "haswell", "knl"); BKM_EINVAL naming @p name if unknown. */
+/** The site's recommended setting of @p p (its batch.prior) as an environment: pointers into
+ *  @p store (@p cap bytes, which must outlive @p env). BKM_EINVAL naming the profile when it
+ *  has none; the values were checked when the profile was made. */
+struct bkm_aff_env;
+int bkm_profile_prior_env(const bkm_node_profile_t *p, struct bkm_aff_env *env, char *store, size_t cap,
+                          bkm_err_t *err);
+
+/** Look up a built-in profile ("auto", "haswell", "knl", "perlmutter-cpu"); BKM_EINVAL naming
+ *  @p name if unknown. */
 int bkm_profile_builtin(const char *name, bkm_node_profile_t *p, bkm_err_t *err);
 /** Names of the built-in profiles, NULL-terminated static array. */
 const char *const *bkm_profile_builtin_names(void);
@@ -145,7 +214,7 @@ int bkm_topo_open_profile(bkm_topo_t **topo, const bkm_node_profile_t *p, bkm_er
 /** Does this host match the profile (same packages/cores/PUs and ISA)? 1 yes, 0 no. */
 int bkm_profile_matches_host(const bkm_node_profile_t *p, const bkm_topo_t *host);
 
-/** A node profile by name or file: a built-in name ("auto", "haswell", "knl"), else a readable
+/** A node profile by name or file: a built-in name (bkm_profile_builtin_names), else a readable
  *  profile file or hwloc XML (bkm_profile_load_file). BKM_EINVAL naming @p name_or_file when it is
  *  neither (the message of the built-in lookup when no such file exists, else the file's). */
 int bkm_profile_resolve(const char *name_or_file, bkm_node_profile_t *p, bkm_err_t *err);

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /** Current schema version (PRAGMA user_version). Older databases are migrated on open. */
-#define BKM_DB_SCHEMA_VERSION 6
+#define BKM_DB_SCHEMA_VERSION 7
 /** Oldest schema a read-only open reads as it is (version 3 only widened the sweep status
  *  CHECK to 'interrupted'); an older one must be migrated by a read-write open first. */
 #define BKM_DB_SCHEMA_READ_MIN 2
@@ -237,6 +237,14 @@ typedef struct bkm_db_best {
     double default_median_ms;         /**< the default setting's median; NaN if unknown */
     double speedup;                   /**< default median / best median */
     int significant;                  /**< beat the default beyond the noise (tuner.h rule) */
+    const char *decision;             /**< "claimed", "not-better", "undecided" (the sequential
+                                           confirmation, schema 7); NULL: not recorded (older rows) */
+    double speedup_rci_lo, speedup_rci_hi; /**< the claim's repeated confidence interval; NaN if none */
+    double not_better_than;           /**< no candidate tested is better than the default by more than
+                                           this ratio (largest upper end of their repeated intervals);
+                                           NaN if unknown */
+    int64_t confirm_processes;        /**< processes the confirmation ran; -1 unknown */
+    int64_t looks;                    /**< looks of the sequential confirmation; -1 unknown */
     const char *evidence_json;        /**< p-value, sample counts, ratio CI, ...; may be NULL */
     const char *created_at;           /**< read back only */
     const char *sweep_uuid;           /**< read back only */
@@ -330,7 +338,8 @@ int bkm_db_merge_limited(bkm_db_t *db, const char *in_path, const bkm_db_merge_l
  *  median_ms, min_ms, mad_ms, ci95: [lo, hi], gflops, impl, binding, effective, check, layers,
  *  noise_share, disturbed (bool or null), noise (the worker's noise object or null),
  *  counters: [{name, value, unavailable}]}], "best": [{node, workload, sweep, config, median_ms,
- *  ci95, default_median_ms, speedup, significant, evidence, created_at}], "gates": [{id,
+ *  ci95, default_median_ms, speedup, significant, evidence, created_at, decision, speedup_rci,
+ *  not_better_than, confirm_processes, looks}], "gates": [{id,
  *  created_at, mode, hostname, fingerprint, git_revision, reference, threshold, alpha,
  *  regressions, verdict, results}], "notes": [text]}. Stored JSON texts (config, topology,
  *  binding, ...) are embedded as JSON when they parse, else as strings; one that parses but would

@@ -72,6 +72,13 @@ typedef struct bkm_slurm_layout {
     char why[256];                /**< the rule that applied, for the script's comment */
 } bkm_slurm_layout_t;
 int bkm_slurm_layout(int pus, int cores, int ranks_per_node, bkm_slurm_layout_t *l, bkm_err_t *err);
+/** The layout by a site's batch rules (a node profile's): -c by @p rules->c_rule (node: as
+ *  bkm_slurm_layout; threads: -c = @p threads; cores: @p threads x hardware threads per core), the
+ *  binding @p rules->cpu_bind ("auto": as bkm_slurm_layout; else that value, which l->cpu_bind
+ *  points to: @p rules must outlive @p l). @p rules NULL: bkm_slurm_layout. BKM_EINVAL when the
+ *  ranks' CPUs exceed the node's, naming the counts. */
+int bkm_slurm_layout_rules(const bkm_batch_rules_t *rules, int pus, int cores, int ranks_per_node, int threads,
+                           bkm_slurm_layout_t *l, bkm_err_t *err);
 
 /* ======================================================================================== */
 /* Batch scripts                                                                              */
@@ -81,7 +88,8 @@ int bkm_slurm_layout(int pus, int cores, int ranks_per_node, bkm_slurm_layout_t 
 typedef enum {
     BKM_SLURM_FROM_BEST = 0,      /**< measured: a stored best-known setting */
     BKM_SLURM_FROM_DEFAULT,       /**< the profile's default setting, not measured */
-    BKM_SLURM_FROM_SEED           /**< published by the seed for Cori, not measured by bkm */
+    BKM_SLURM_FROM_SEED,          /**< published by the seed for Cori, not measured by bkm */
+    BKM_SLURM_FROM_SITE           /**< the site's recommended setting (the profile's prior), not measured */
 } bkm_slurm_origin_t;
 
 /** Provenance of a measured setting (BKM_SLURM_FROM_BEST); strings may be NULL (unknown). */
@@ -102,6 +110,11 @@ typedef struct bkm_slurm_provenance {
  *  (bkm_slurm_sh_comment) where it is written; `command` is the one value written as shell code. */
 typedef struct bkm_slurm_job {
     const char *node;             /**< profile name ("knl") */
+    const bkm_batch_rules_t *rules; /**< the site's batch rules (the node profile's): the -c rule,
+                                       --cpu-bind, the launcher, the Slurm semantics, the prior's
+                                       source; NULL: NERSC's rules for Cori (node -c rule, automatic
+                                       --cpu-bind, srun). -q, -A, -p and --mpi are the fields below,
+                                       which the caller fills from the rules' defaults */
     const char *constraint;       /**< -C; NULL or "" = none */
     int pus, cores;               /**< the node's logical CPUs and cores (for srun -c) */
     const char *workload;
@@ -120,6 +133,10 @@ typedef struct bkm_slurm_job {
     int program_argc;
     int train;                    /**< 1: the workload is the MPI training run: the ranks run
                                        `tune train --threads T --param ...` instead of `tune run` */
+    int check_binding;            /**< 1: before the run, every rank runs `tune affinity verify --env`
+                                       under the same launcher, layout and setting, printing its CPU
+                                       mask and each thread's CPUs against the plan; a mismatch stops
+                                       the job (libomp settings only) */
     const char *tune;             /**< path of the tune executable the job runs */
     const char *tune_note;        /**< what that tune is, for the header ("bkm 0.1.0 installed under
                                        /opt/bkm"); NULL: no such line */
@@ -141,15 +158,18 @@ void bkm_slurm_sh_quote(bkm_buf_t *out, const char *s, int always);
  *  line never ends before the script's own newline. */
 void bkm_slurm_sh_comment(bkm_buf_t *out, const char *s);
 
-/** Defaults: 1 node, 1 rank per node, -t 00:30:00, -q regular, --mpi=pmi2. */
+/** Defaults: 1 node, 1 rank per node, -t 00:30:00, -q regular, --mpi=pmi2, no rules (NERSC's for
+ *  Cori). */
 void bkm_slurm_job_defaults(bkm_slurm_job_t *job);
 /** Check every field of @p job (values, Slurm time syntax, the setting, the layout). */
 int bkm_slurm_job_check(const bkm_slurm_job_t *job, bkm_err_t *err);
 /** Append the batch script of @p job to @p out: `#!/bin/bash`, the provenance comment, the
  *  #SBATCH lines, the exported setting (in the order libomp applies, bkm_aff_env_export), the
- *  planned world size, and one srun line (-n, -c, --cpu-bind, --mpi) whose every rank prints
- *  "bkm rank R of N on HOST: <the settings it sees>" before it runs `tune run` (which prints the
- *  result line: median time, GFLOP/s) or the user's command. */
+ *  planned world size, with check_binding the binding check step, and one launcher line (srun -n
+ *  --ntasks-per-node -c --cpu-bind [--mpi], always with -c: Slurm 22.05 and later do not pass the
+ *  job's --cpus-per-task to srun; or mpiexec -n -ppn -bind-to) whose every rank prints "bkm rank R
+ *  of N on HOST: <the settings it sees>" before it runs `tune run` (which prints the result line:
+ *  median time, GFLOP/s) or the user's command. */
 int bkm_slurm_script_write(const bkm_slurm_job_t *job, bkm_buf_t *out, bkm_err_t *err);
 
 /** A sweep spread over a job array of @p shards shards plus a merge job. */
@@ -317,7 +337,7 @@ void bkm_slurm_lint_free(bkm_slurm_lint_t *r);
  *  variables libomp 14 and libgomp read), values the strict parsers reject, settings that cancel
  *  each other, thread counts that do not fit the node or srun -c, srun without --cpu-bind where
  *  NERSC's rules need it; then the planner's explanation of the placement on the node. @p node
- *  (NULL: from -C, knl or haswell) names a profile (bkm_profile_resolve). BKM_OK whatever was
+ *  (NULL: from -C: knl, haswell, cpu) names a profile (bkm_profile_resolve). BKM_OK whatever was
  *  found (r->errors counts the errors); BKM_EINVAL when @p node is unknown. */
 int bkm_slurm_lint_run(const char *text, const char *node, bkm_slurm_lint_t *r, bkm_err_t *err);
 /** bkm_slurm_lint_run with the programs of the script's srun lines checked too (cfg->script_dir

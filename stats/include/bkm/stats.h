@@ -151,6 +151,136 @@ int bkm_tune_claim_decide(const double *base, size_t nb, const double *const *ca
                           size_t k, const bkm_tune_claim_rule_t *rule, bkm_tune_claim_test_t *out,
                           bkm_err_t *err);
 
+
+/* ---- Sequential confirmation: replicate until the evidence decides ---------------------- */
+
+/* A group-sequential design over one value per process (docs/measurement.md, "The sequential
+ * design"). After the first block of processes per side, and after every further block, each
+ * open candidate is looked at: claimed when its one-sided exact Mann-Whitney p (candidate
+ * faster) is at most the nominal level of that look and its Hodges-Lehmann ratio is at least
+ * min_ratio; found "not better" (futility) when the upper end of its repeated confidence interval
+ * is below min_ratio; otherwise measured again, up to max processes per side, where what is still
+ * open is "undecided at the budget". An open candidate whose repeated interval lies wholly below
+ * that of a claimed one is measured no more (it cannot be the best; it stays undecided). The
+ * nominal levels come from an alpha-spending function
+ * (Lan and DeMets 1983) over the information fraction t = I / I_max, I = n_cand n_base /
+ * (n_cand + n_base), computed look by look by the recursive numerical integration of Armitage,
+ * McPherson and Rowe for the canonical joint distribution (Jennison and Turnbull 2000, ch. 7 and
+ * 19); across candidates Holm's step-down for group-sequential tests (Maurer and Bretz 2013): a
+ * candidate is tested at the boundaries of level alpha / (m - r), r the candidates claimed so
+ * far, m those tested at the first look. So the chance of any false claim, over all looks and
+ * candidates, stays below alpha; stopping for futility is non-binding and does not change that.
+ * The repeated confidence interval of a candidate (Jennison and Turnbull 2000, ch. 9) uses the
+ * nominal level of its Bonferroni share alpha / m at each look on each side: it covers the true
+ * ratio at every look at once with probability at least 1 - 2 alpha / m. */
+
+/** Most processes per side of a sequential confirmation (`--replicates-max`) by default:
+ *  4 blocks of BKM_TUNE_REPLICATES_DEFAULT (docs/measurement.md, "The sequential design"). */
+#define BKM_TUNE_REPLICATES_MAX_DEFAULT 24
+
+/** How the error rate alpha is spent over the information fraction t in [0, 1]. */
+typedef enum bkm_tune_spending {
+    BKM_TUNE_SPENDING_OBF = 0,   /**< Lan-DeMets O'Brien-Fleming type: 2 - 2 Phi(z_{alpha/2} / sqrt(t)) */
+    BKM_TUNE_SPENDING_POCOCK,    /**< Lan-DeMets Pocock type: alpha ln(1 + (e - 1) t) */
+} bkm_tune_spending_t;
+/** "lan-demets-obrien-fleming" or "lan-demets-pocock". */
+const char *bkm_tune_spending_name(bkm_tune_spending_t f);
+/** The error rate spent by information fraction @p t (0 at t <= 0, alpha at t >= 1). */
+double bkm_tune_spending_alpha(bkm_tune_spending_t f, double alpha, double t);
+
+/** One-sided group-sequential boundaries z[0..looks-1] on the standardised statistic for the
+ *  information fractions t[0..looks-1] (increasing, in (0, 1]; the last look spends what is
+ *  left of alpha whatever its t), and their nominal levels P(Z >= z) (may be NULL): crossing
+ *  any of them has probability alpha under the null. Infinite z (nominal 0) where nothing is
+ *  spent. @return BKM_OK; BKM_EINVAL for alpha outside (0, 0.5], t not increasing in (0, 1];
+ *  BKM_ENOMEM. */
+int bkm_tune_seq_bounds(bkm_tune_spending_t f, double alpha, const double *t, size_t looks, double *z,
+                        double *nominal, bkm_err_t *err);
+
+/** The design of a sequential confirmation. */
+typedef struct bkm_tune_seq_rule {
+    double alpha;              /**< family-wise rate of false claims, over looks and candidates; 0.01 */
+    double min_ratio;          /**< smallest win claimed (default / candidate); 1.02 */
+    size_t max;                /**< most processes per side (I_max); BKM_TUNE_REPLICATES_MAX_DEFAULT */
+    int fixed_cand;            /**< 0: both sides grow to max. 1: each candidate is a recorded
+                                    reference whose values at its first look are all it has (I_max
+                                    of that count against max); only the base grows */
+    bkm_tune_spending_t spending;  /**< BKM_TUNE_SPENDING_OBF */
+} bkm_tune_seq_rule_t;
+void bkm_tune_seq_rule_defaults(bkm_tune_seq_rule_t *rule);
+
+/** What was decided about one candidate. */
+typedef enum bkm_tune_decision {
+    BKM_TUNE_UNDECIDED = 0,    /**< still open; once closed: undecided at the budget */
+    BKM_TUNE_CLAIMED,          /**< faster than the default beyond noise, by at least min_ratio */
+    BKM_TUNE_NOT_BETTER,       /**< the repeated interval excludes a win of min_ratio */
+    BKM_TUNE_FAILED,           /**< a process of it failed: not tested */
+} bkm_tune_decision_t;
+/** "undecided", "claimed", "not-better", "failed". */
+const char *bkm_tune_decision_name(bkm_tune_decision_t d);
+
+/** One candidate of a sequential confirmation, as of its last look. */
+typedef struct bkm_tune_seq_cand {
+    bkm_tune_decision_t decision;
+    int closed;                /**< 1: decided, failed, at the budget, or beaten: measure it no more */
+    size_t beaten_by;          /**< 0; else (undecided) the 1-based candidate, claimed, whose repeated
+                                    interval lies wholly above this one's: it cannot be the best */
+    size_t looks;              /**< looks it took part in */
+    size_t n_cand, n_base;     /**< processes at its last look */
+    double t;                  /**< information fraction at its last look */
+    double u, p;               /**< Mann-Whitney U = #(cand > base) + ties/2 and the one-sided p
+                                    (candidate faster) at its last look */
+    int p_exact;               /**< p from the exact null distribution */
+    double nominal;            /**< the level p was compared with (its Holm share's boundary) */
+    double nominal_bonferroni; /**< its level at alpha / m (the repeated interval's) */
+    double cand_median, base_median;
+    double ratio;              /**< Hodges-Lehmann estimate of default / candidate (> 1 faster) */
+    double ratio_lo, ratio_hi, ratio_coverage; /**< fixed-size 95% exact rank (Moses) interval at
+                                    the last look: does not account for the looks */
+    double rci_lo, rci_hi;     /**< repeated confidence interval: simultaneous over all looks; 0 and
+                                    +inf while the sizes allow no bounded interval of its level */
+    char reason[224];          /**< what was decided and why, with the figures */
+} bkm_tune_seq_cand_t;
+
+/** A sequential confirmation in progress: create, look after every block, read cand[]. */
+typedef struct bkm_tune_seq bkm_tune_seq_t;
+
+/** Start a confirmation of @p k candidates (rule NULL = defaults). @return BKM_OK; BKM_EINVAL for
+ *  a rule out of range (alpha outside (0, 0.5], min_ratio < 1 or not finite, max 0, k 0 or above
+ *  64); BKM_ENOMEM. */
+int bkm_tune_seq_create(bkm_tune_seq_t **out, const bkm_tune_seq_rule_t *rule, size_t k, bkm_err_t *err);
+void bkm_tune_seq_free(bkm_tune_seq_t *s);
+/** Forget the looks, values and decisions (a new confirmation of the same design); the boundaries
+ *  computed so far are kept, since they depend only on the information fractions. */
+void bkm_tune_seq_reset(bkm_tune_seq_t *s);
+
+/** Look at the values so far: @p base holds the default's @p nb per-process values, cand[i] /
+ *  nc[i] candidate i's (nc[i] = 0: a process of it failed; it is closed as failed; a candidate
+ *  without values at the first look is not counted among those tested). Closed
+ *  candidates are skipped (their values may be NULL). A candidate whose information did not grow
+ *  since its last look is not looked at again (unless @p final). With @p final, or where a
+ *  candidate reaches max processes per side, what is left of alpha is spent at this look and
+ *  what stays undecided is closed. Smaller values are faster.
+ *  @return BKM_OK; BKM_EINVAL for a non-finite or non-positive value, an empty default, more
+ *  values than max; BKM_ENOMEM. */
+int bkm_tune_seq_look(bkm_tune_seq_t *s, const double *base, size_t nb, const double *const *cand,
+                      const size_t *nc, int final, bkm_err_t *err);
+/** bkm_tune_seq_look with a base of each candidate's own: base[i] / nb[i] are what candidate i is
+ *  compared with (a candidate with nb[i] = 0 is closed as failed), e.g. one workload's values of
+ *  this build against its reference's in the regression gate. */
+int bkm_tune_seq_look_each(bkm_tune_seq_t *s, const double *const *base, const size_t *nb,
+                           const double *const *cand, const size_t *nc, int final, bkm_err_t *err);
+/** Candidates not closed yet (those still to measure). */
+size_t bkm_tune_seq_open(const bkm_tune_seq_t *s);
+/** Looks taken so far. */
+size_t bkm_tune_seq_looks(const bkm_tune_seq_t *s);
+/** Candidate @p i (i < k) as of its last look. */
+const bkm_tune_seq_cand_t *bkm_tune_seq_cand(const bkm_tune_seq_t *s, size_t i);
+/** Candidates tested at the first look (Holm's m); 0 before it. */
+size_t bkm_tune_seq_tested(const bkm_tune_seq_t *s);
+/** The design as created (defaults filled in). */
+const bkm_tune_seq_rule_t *bkm_tune_seq_rule(const bkm_tune_seq_t *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Validates the fake-topology harness (shim + probe + KMP_CPUINFO_FILE) against the [RUN] rows of
 # docs/affinity.md §2.2 (Haswell 2x16x2, Cori numbering), §2.3 (KNL 68x4, no tiles), §1.5
-# (respect, dups/nodups) and §1.7 (KMP_HW_SUBSET), before the differential test trusts it.
+# (respect, dups/nodups), §1.7 (KMP_HW_SUBSET) and §8 (Perlmutter CPU 2x64x2, the sibling of N is
+# N+128), before the differential test trusts it.
 # Needs $BKM_SHIM, $BKM_PROBE, $BKM_LIBOMP_DIFF (set by CTest).
 set -u
 for v in BKM_SHIM BKM_PROBE BKM_LIBOMP_DIFF; do
@@ -15,6 +16,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bkm-harness-XXXXXX") || exit 3
 trap 'rm -rf "$work"' EXIT
 "$BKM_LIBOMP_DIFF" cpuinfo 2 16 2 cori "$work/haswell" || exit 3
 "$BKM_LIBOMP_DIFF" cpuinfo 1 68 4 cori "$work/knl" || exit 3
+"$BKM_LIBOMP_DIFF" cpuinfo 2 64 2 cori "$work/perlmutter" || exit 3
 
 fails=0
 checks=0
@@ -123,6 +125,29 @@ for i in $(seq 0 67); do add "$i" "$i" $((i + 68)) $((i + 136)) $((i + 204)); do
 check "KNL scatter x68" knl 272 68 KMP_AFFINITY=scatter
 for i in $(seq 0 67); do add "$i" "$i"; done
 check "KNL fine,scatter x68" knl 272 68 KMP_AFFINITY=granularity=fine,scatter
+
+# ---- Perlmutter CPU 2x64x2: socket 0 = cores 0-63, the sibling of N is N+128 -----------------
+for i in $(seq 0 127); do add "$i" "$i"; done
+check "PM fine,compact,1,0 x128: T_i -> {i}, socket 0 first" perlmutter 256 128 KMP_AFFINITY=granularity=fine,compact,1,0
+for k in $(seq 0 63); do add $((2 * k)) "$k" $((k + 128)); add $((2 * k + 1)) $((k + 64)) $((k + 192)); done
+check "PM scatter x128: alternating sockets, whole cores" perlmutter 256 128 KMP_AFFINITY=scatter
+for k in $(seq 0 127); do add $((2 * k)) "$k"; add $((2 * k + 1)) $((k + 128)); done
+check "PM fine,compact x256: T2k -> {k}, T2k+1 -> {k+128}" perlmutter 256 256 KMP_AFFINITY=granularity=fine,compact
+for i in $(seq 0 15); do add "$i" "$i"; done
+check "PM one rank of 8 (0-15,128-143), OMP_PLACES=threads OMP_PROC_BIND=spread x16: one thread per core" \
+    perlmutter 256 16 BKM_FAKE_MASK=0-15,128-143 OMP_PLACES=threads OMP_PROC_BIND=spread
+add 0 $(seq 0 63) $(seq 128 191); add 1 $(seq 64 127) $(seq 192 255)
+check "PM OMP_PLACES=ll_caches spread x2: without hwloc the LL cache is the socket" perlmutter 256 2 \
+    OMP_PLACES=ll_caches OMP_PROC_BIND=spread
+add 0 0 128; add 1 32 160; add 2 64 192; add 3 96 224
+check "PM OMP_PLACES=numa_domains spread x4: no NUMA layer (W#192), cores" perlmutter 256 4 \
+    OMP_PLACES=numa_domains OMP_PROC_BIND=spread
+for i in $(seq 0 15); do add "$i" $(seq $((8 * i)) $((8 * i + 7))) $(seq $((128 + 8 * i)) $((135 + 8 * i))); done
+check "PM OMP_PLACES={0:8,128:8}:16:8 spread x16: one thread per L3 group" perlmutter 256 16 \
+    "OMP_PLACES={0:8,128:8}:16:8" OMP_PROC_BIND=spread
+add 0 64; add 1 192
+check "PM KMP_HW_SUBSET=1LL@1: the LL layer is the socket" perlmutter 256 2 KMP_HW_SUBSET=1LL@1 \
+    KMP_AFFINITY=granularity=fine,compact
 
 echo "$((checks - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -7,10 +7,17 @@
  *       write a /proc/cpuinfo-style file for libomp's cpuinfo topology method
  *   libomp_diff run --shim SO --probe EXE --tune EXE [--cases N] [--seed S] [--verbose]
  *       run N seeded random cases (default 300, or $BKM_DIFF_CASES); compare thread -> cpus maps
+ *   libomp_diff grid perlmutter --shim SO --probe EXE --tune EXE [--all-threads] [--verbose]
+ *       every setting of the chiplet grid (compact/scatter/balanced, spread/close over threads,
+ *       cores, sockets, ll_caches, numa_domains and the explicit L3/NUMA place lists, KMP_HW_SUBSET
+ *       with its LL layer) on the Perlmutter CPU numbering (socket 0 = cores 0-63, sibling of N is
+ *       N+128), for the whole node and for rank masks of 2, 8 and 16 ranks per node, at a spread of
+ *       team sizes from 1 to 256 (--all-threads or $BKM_DIFF_ALL_THREADS=1: every size 1..256); the
+ *       planner plans on the built-in perlmutter-cpu profile
  *
  * Exit status of `run`: 0 when every case matched or was rejected by the planner as unsupported
  * (exit 2, counted and listed separately), 1 on any mismatch or harness error, 2 on bad usage.
- * Test code: it reads BKM_DIFF_CASES and TMPDIR from the environment. */
+ * Test code: it reads BKM_DIFF_CASES, BKM_DIFF_ALL_THREADS and TMPDIR from the environment. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +201,7 @@ typedef struct diff_case {
     char hw_subset[64];
     char places[256];
     char proc_bind[32];
+    const char *node;       /* the planner plans on this built-in profile instead of the synthetic */
 } diff_case_t;
 
 static const char *const g_grans[] = {"fine", "thread", "core", "socket"};
@@ -370,6 +378,33 @@ static void gen_omp(rng_t *r, diff_case_t *c)
         snprintf(c->kmp_affinity, sizeof(c->kmp_affinity), "granularity=%s", g_grans[rng_int(r, 0, 3)]);
 }
 
+/* Replace (from a stream of its own, so that a seed keeps its earlier cases otherwise) a place kind
+ * by ll_caches or numa_domains, a granularity by ll_cache, l3_cache or numa_domain, and a socket
+ * item of KMP_HW_SUBSET by its LL layer: names libomp 14 maps onto the socket or refuses. */
+static void gen_chiplet_names(const rng_t *r, diff_case_t *c)
+{
+    static const char *const kinds[] = {"ll_caches", "numa_domains"};
+    static const char *const grans[] = {"ll_cache", "l3_cache", "numa_domain"};
+    rng_t x = {r->s ^ 0x9E3779B97F4A7C15ull};
+    char tmp[512], *g;
+    if (c->places[0] >= 'a' && c->places[0] <= 'z' && rng_pct(&x, 35)) {
+        const char *paren = strchr(c->places, '(');
+        snprintf(tmp, sizeof tmp, "%s%s", kinds[rng_int(&x, 0, 1)], paren ? paren : "");
+        snprintf(c->places, sizeof c->places, "%s", tmp);
+    }
+    if ((g = strstr(c->kmp_affinity, "granularity=")) != NULL && rng_pct(&x, 25)) {
+        size_t head = (size_t)(g - c->kmp_affinity) + strlen("granularity="), n = strcspn(c->kmp_affinity + head, ",");
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)head, c->kmp_affinity, grans[rng_int(&x, 0, 2)],
+                 c->kmp_affinity + head + n);
+        snprintf(c->kmp_affinity, sizeof c->kmp_affinity, "%s", tmp);
+    }
+    if ((g = strchr(c->hw_subset, 's')) != NULL && rng_pct(&x, 40)) {
+        size_t at = (size_t)(g - c->hw_subset);
+        snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)at, c->hw_subset, rng_pct(&x, 50) ? "ll" : "LLC", g + 1);
+        snprintf(c->hw_subset, sizeof c->hw_subset, "%s", tmp);
+    }
+}
+
 static void gen_case(rng_t *r, int id, diff_case_t *c)
 {
     memset(c, 0, sizeof(*c));
@@ -402,6 +437,7 @@ static void gen_case(rng_t *r, int id, diff_case_t *c)
         gen_kmp_affinity(r, c);
     else
         gen_omp(r, c);
+    gen_chiplet_names(r, c);
 }
 
 static void case_describe(const diff_case_t *c, bkm_buf_t *b)
@@ -601,7 +637,10 @@ static void print_repro(const diff_case_t *c, const char *cpuinfo, const char *s
     if (c->proc_bind[0])
         printf(" OMP_PROC_BIND='%s'", c->proc_bind);
     printf(" <probe> %d\n", c->threads);
-    printf("  planner: tune affinity explain --synthetic '%s' --threads %d", synth, c->threads);
+    if (c->node)
+        printf("  planner: tune affinity explain --node %s --threads %d", c->node, c->threads);
+    else
+        printf("  planner: tune affinity explain --synthetic '%s' --threads %d", synth, c->threads);
     if (c->mask[0])
         printf(" --mask %s", c->mask);
     if (c->hw_subset[0])
@@ -740,8 +779,8 @@ static int run_case(const diff_opts_t *o, const diff_case_t *c, const char *dir,
     targv[ta++] = (char *)o->tune;
     targv[ta++] = "affinity";
     targv[ta++] = "explain";
-    targv[ta++] = "--synthetic";
-    targv[ta++] = (char *)bkm_buf_str(&synth);
+    targv[ta++] = c->node ? "--node" : "--synthetic";
+    targv[ta++] = c->node ? (char *)c->node : (char *)bkm_buf_str(&synth);
     targv[ta++] = "--threads";
     targv[ta++] = nthr;
     if (c->mask[0]) {
@@ -832,23 +871,20 @@ out:
     return rc;
 }
 
-static int cmd_run(int argc, char **argv)
+/** Parse the options of `run` (@p grid 0: --cases, --seed) or `grid` (@p grid 1: --all-threads)
+ *  from argv[first..]. 0, or 2 after printing why. */
+static int diff_opts_parse(int argc, char **argv, int first, int grid, diff_opts_t *o, int *all_threads)
 {
-    diff_opts_t o = {NULL, NULL, NULL, 300, 20261130, 0};
     long long v = 0;
-    const char *env_cases = getenv("BKM_DIFF_CASES");
-    if (env_cases && *env_cases) {
-        if (bkm_parse_int(env_cases, 1, 10000000, &v) < 0) {
-            fprintf(stderr, "libomp_diff: BKM_DIFF_CASES='%s' is not a number of cases\n", env_cases);
-            return 2;
-        }
-        o.cases = (int)v;
-    }
-    for (int i = 2; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--verbose")) {
-            o.verbose = 1;
+            o->verbose = 1;
+            continue;
+        }
+        if (grid && !strcmp(a, "--all-threads")) {
+            *all_threads = 1;
             continue;
         }
         if (!val) {
@@ -857,24 +893,35 @@ static int cmd_run(int argc, char **argv)
         }
         i++;
         if (!strcmp(a, "--shim"))
-            o.shim = val;
+            o->shim = val;
         else if (!strcmp(a, "--probe"))
-            o.probe = val;
+            o->probe = val;
         else if (!strcmp(a, "--tune"))
-            o.tune = val;
-        else if (!strcmp(a, "--cases") && bkm_parse_int(val, 1, 10000000, &v) == 0)
-            o.cases = (int)v;
-        else if (!strcmp(a, "--seed") && bkm_parse_int(val, 0, INT64_MAX, &v) == 0)
-            o.seed = (uint64_t)v;
+            o->tune = val;
+        else if (!grid && !strcmp(a, "--cases") && bkm_parse_int(val, 1, 10000000, &v) == 0)
+            o->cases = (int)v;
+        else if (!grid && !strcmp(a, "--seed") && bkm_parse_int(val, 0, INT64_MAX, &v) == 0)
+            o->seed = (uint64_t)v;
         else {
             fprintf(stderr, "libomp_diff: bad option or value '%s %s'\n", a, val);
             return 2;
         }
     }
-    if (!o.shim || !o.probe || !o.tune) {
-        fprintf(stderr, "libomp_diff run: --shim, --probe and --tune are required\n");
+    if (!o->shim || !o->probe || !o->tune) {
+        fprintf(stderr, "libomp_diff: --shim, --probe and --tune are required\n");
         return 2;
     }
+    return 0;
+}
+
+/** The next case of a run: 1 with *c filled, 0 when there are no more. */
+typedef int (*case_next_fn)(void *ud, int i, diff_case_t *c);
+
+/** Run every case @p next gives in a fresh work folder and print the summary (@p what names the
+ *  run). 0 when every case matched or the planner refused it, 1 on a mismatch or a harness error,
+ *  3 when the harness itself failed, 77 when the planner's explain command is missing. */
+static int diff_cases(const diff_opts_t *o, case_next_fn next, void *ud, const char *what)
+{
     const char *tmp = getenv("TMPDIR");
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/bkm-libomp-diff-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -882,33 +929,29 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "libomp_diff: cannot create a work folder in '%s': %s\n", dir, strerror(errno));
         return 3;
     }
-    rng_t r = {o.seed};
     diff_stats_t st = {0, 0, 0, 0, 0};
     bkm_err_t err = {0};
     int rc = 0;
     {
         /* Skip (77), not pass, while the planner's explain command is not built. */
-        char *hargv[] = {(char *)o.tune, "affinity", "explain", "--help", NULL};
+        char *hargv[] = {(char *)o->tune, "affinity", "explain", "--help", NULL};
         char *henv[DIFF_MAX_ENV];
         child_out_t h = {0};
         build_env(henv, DIFF_MAX_ENV, NULL, 0);
         if (run_child(hargv, henv, dir, &h, &err) < 0 || h.status != 0) {
             printf("SKIP: '%s affinity explain --help' exited %d: the planner's explain command is not "
                    "available in this build\n",
-                   o.tune, h.status);
+                   o->tune, h.status);
             rc = 77;
         }
         child_free(&h);
     }
-    for (int i = 0; rc == 0 && i < o.cases; i++) {
-        diff_case_t c;
-        gen_case(&r, i, &c);
-        if (run_case(&o, &c, dir, &st, &err) < 0) {
+    diff_case_t c;
+    for (int i = 0; rc == 0 && next(ud, i, &c); i++)
+        if (run_case(o, &c, dir, &st, &err) < 0) {
             fprintf(stderr, "libomp_diff: %s\n", err.msg);
             rc = 3;
-            break;
         }
-    }
     char path[4200];
     snprintf(path, sizeof(path), "%s/cpuinfo", dir);
     unlink(path);
@@ -917,12 +960,176 @@ static int cmd_run(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/stderr", dir);
     unlink(path);
     rmdir(dir);
-    printf("%d passed, %d failed, %d unsupported by the planner, %d order-dependent in libomp, %d harness errors (seed "
-           "%llu)\n",
-           st.passed, st.failed, st.unsupported, st.order_dependent, st.harness, (unsigned long long)o.seed);
+    printf("%d passed, %d failed, %d unsupported by the planner, %d order-dependent in libomp, %d harness errors (%s)\n",
+           st.passed, st.failed, st.unsupported, st.order_dependent, st.harness, what);
     if (rc)
         return rc;
     return st.failed || st.harness ? 1 : 0;
+}
+
+typedef struct random_cases {
+    rng_t r;
+    int n;
+} random_cases_t;
+
+static int random_next(void *ud, int i, diff_case_t *c)
+{
+    random_cases_t *rc = ud;
+    if (i >= rc->n)
+        return 0;
+    gen_case(&rc->r, i, c);
+    return 1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    diff_opts_t o = {NULL, NULL, NULL, 300, 20261130, 0};
+    long long v = 0;
+    int unused = 0, rc;
+    char what[64];
+    const char *env_cases = getenv("BKM_DIFF_CASES");
+    if (env_cases && *env_cases) {
+        if (bkm_parse_int(env_cases, 1, 10000000, &v) < 0) {
+            fprintf(stderr, "libomp_diff: BKM_DIFF_CASES='%s' is not a number of cases\n", env_cases);
+            return 2;
+        }
+        o.cases = (int)v;
+    }
+    if ((rc = diff_opts_parse(argc, argv, 2, 0, &o, &unused)) != 0)
+        return rc;
+    random_cases_t rcs = {{o.seed}, o.cases};
+    snprintf(what, sizeof what, "seed %llu", (unsigned long long)o.seed);
+    return diff_cases(&o, random_next, &rcs, what);
+}
+
+/* ---- The Perlmutter grid -------------------------------------------------------------------- */
+
+/* A setting of the grid; places "L3" and "NUMA" stand for the explicit list of the mask's L3
+ * groups (8 cores) and NUMA nodes (16 cores). */
+typedef struct grid_setting {
+    const char *kmp, *hw, *places, *bind;
+} grid_setting_t;
+
+static const grid_setting_t grid_settings[] = {
+    {"compact", NULL, NULL, NULL},
+    {"scatter", NULL, NULL, NULL},
+    {"balanced", NULL, NULL, NULL},
+    {"granularity=fine,compact", NULL, NULL, NULL},
+    {"granularity=fine,scatter", NULL, NULL, NULL},
+    {"granularity=fine,balanced", NULL, NULL, NULL},
+    {"granularity=fine,compact,1,0", NULL, NULL, NULL},
+    {"granularity=ll_cache,compact", NULL, NULL, NULL},
+    {"granularity=numa_domain,scatter", NULL, NULL, NULL},
+    {NULL, NULL, "threads", "spread"},
+    {NULL, NULL, "threads", "close"},
+    {NULL, NULL, "cores", "spread"},
+    {NULL, NULL, "cores", "close"},
+    {NULL, NULL, "sockets", "spread"},
+    {NULL, NULL, "ll_caches", "spread"},
+    {NULL, NULL, "ll_caches", "close"},
+    {NULL, NULL, "numa_domains", "spread"},
+    {NULL, NULL, "numa_domains", "close"},
+    {NULL, NULL, "L3", "spread"},
+    {NULL, NULL, "L3", "close"},
+    {NULL, NULL, "NUMA", "spread"},
+    {NULL, NULL, "NUMA", "close"},
+    {"granularity=fine,compact", "1LL@1", NULL, NULL},
+    {"granularity=fine,scatter", "2ll,16c,1t", NULL, NULL},
+    {NULL, "1LLC,8c", "cores", "spread"},
+};
+
+/* Initial masks: the whole node, and one rank of 2, 8 and 16 ranks per node as srun -c 128 / 32 / 16
+ * --cpu-bind=cores gives it (first core and core count; both hardware threads of each core). */
+static const struct {
+    int first, cores;
+} grid_masks[] = {{0, 128}, {64, 64}, {16, 16}, {40, 8}};
+
+static const int grid_threads[] = {1,  2,  3,  4,   5,   6,   7,   8,   9,   12,  15,  16,  17,  24,  31, 32,
+                                   33, 48, 63, 64,  65,  96,  100, 127, 128, 129, 150, 160, 192, 200, 255, 256};
+
+typedef struct grid_cases {
+    int all_threads;
+    int s, m, t;   /* the next setting, mask and thread index */
+} grid_cases_t;
+
+/* The team sizes of mask @p m: every size from 1 to its PUs, or the sizes of grid_threads up to
+ * its PUs and one beyond. */
+static int grid_threads_of(const grid_cases_t *g, int m, int t)
+{
+    int pus = 2 * grid_masks[m].cores, n = 0;
+    if (g->all_threads)
+        return t < pus ? t + 1 : -1;
+    for (size_t k = 0; k < sizeof grid_threads / sizeof grid_threads[0]; k++) {
+        int v = grid_threads[k];
+        if (v > pus && !(k > 0 && grid_threads[k - 1] <= pus))
+            break;
+        if (n++ == t)
+            return v;
+    }
+    return -1;
+}
+
+/* Fill @p c with setting @p st on mask @p m at @p threads threads; 0 when the setting does not
+ * apply to the mask (an explicit list of one group). */
+static int grid_case(const grid_setting_t *st, int m, int threads, int id, diff_case_t *c)
+{
+    int first = grid_masks[m].first, cores = grid_masks[m].cores;
+    memset(c, 0, sizeof(*c));
+    c->id = id;
+    c->node = "perlmutter-cpu";
+    c->topo = (topo_desc_t){2, 64, 2, 1, IDS_PLAIN, 1, {0}, {{0}}};
+    c->threads = threads;
+    if (cores < 128)
+        snprintf(c->mask, sizeof c->mask, "%d-%d,%d-%d", first, first + cores - 1, first + 128,
+                 first + 128 + cores - 1);
+    if (st->kmp)
+        snprintf(c->kmp_affinity, sizeof c->kmp_affinity, "%s", st->kmp);
+    if (st->hw)
+        snprintf(c->hw_subset, sizeof c->hw_subset, "%s", st->hw);
+    if (st->bind)
+        snprintf(c->proc_bind, sizeof c->proc_bind, "%s", st->bind);
+    if (st->places && (!strcmp(st->places, "L3") || !strcmp(st->places, "NUMA"))) {
+        int k = !strcmp(st->places, "L3") ? 8 : 16;
+        if (cores / k < 2)
+            return 0;
+        snprintf(c->places, sizeof c->places, "{%d:%d,%d:%d}:%d:%d", first, k, first + 128, k, cores / k, k);
+    } else if (st->places) {
+        snprintf(c->places, sizeof c->places, "%s", st->places);
+    }
+    return 1;
+}
+
+/* Masks, then settings, then team sizes. */
+static int grid_next(void *ud, int i, diff_case_t *c)
+{
+    grid_cases_t *g = ud;
+    const int n_set = (int)(sizeof grid_settings / sizeof grid_settings[0]);
+    const int n_mask = (int)(sizeof grid_masks / sizeof grid_masks[0]);
+    for (; g->m < n_mask; g->m++, g->s = 0)
+        for (; g->s < n_set; g->s++, g->t = 0) {
+            int threads;
+            while ((threads = grid_threads_of(g, g->m, g->t++)) >= 0)
+                if (grid_case(&grid_settings[g->s], g->m, threads, i, c))
+                    return 1;
+        }
+    return 0;
+}
+
+static int cmd_grid(int argc, char **argv)
+{
+    diff_opts_t o = {NULL, NULL, NULL, 0, 0, 0};
+    grid_cases_t g = {0, 0, 0, 0};
+    const char *all = getenv("BKM_DIFF_ALL_THREADS");
+    int rc;
+    if (argc < 3 || strcmp(argv[2], "perlmutter") != 0) {
+        fprintf(stderr, "usage: libomp_diff grid perlmutter --shim SO --probe EXE --tune EXE [--all-threads]\n");
+        return 2;
+    }
+    g.all_threads = all && !strcmp(all, "1");
+    if ((rc = diff_opts_parse(argc, argv, 3, 1, &o, &g.all_threads)) != 0)
+        return rc;
+    return diff_cases(&o, grid_next, &g,
+                      g.all_threads ? "perlmutter grid, every team size" : "perlmutter grid, spread of team sizes");
 }
 
 static int cmd_cpuinfo(int argc, char **argv)
@@ -952,9 +1159,12 @@ int main(int argc, char **argv)
         return cmd_cpuinfo(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "run"))
         return cmd_run(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "grid"))
+        return cmd_grid(argc, argv);
     fprintf(stderr,
             "usage: libomp_diff cpuinfo SOCKETS CORES THREADS linear|cori FILE\n"
             "       libomp_diff run --shim SO --probe EXE --tune EXE [--cases N] [--seed S] [--verbose]\n"
+            "       libomp_diff grid perlmutter --shim SO --probe EXE --tune EXE [--all-threads] [--verbose]\n"
             "Compares `tune affinity explain --json` with the real libomp 14 on fake topologies.\n");
     return 2;
 }

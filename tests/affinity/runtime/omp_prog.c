@@ -6,11 +6,14 @@
  *   omp_prog              one parallel region, prints the team size, exits 0
  *   omp_prog wait         the same, then prints "ready" and waits to be killed
  *   omp_prog fork FILE    as wait, after starting a child (same process group) that waits too;
- *                         the child's pid is written to FILE first */
+ *                         the child's pid is written to FILE first
+ *   omp_prog sleep MS     the region, then MS milliseconds of sleep, then exits 0: a program
+ *                         whose runtime is mapped for only about that long */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef LOAD_LIBOMP
 #include <dlfcn.h>
@@ -54,6 +57,12 @@ int main(int argc, char **argv)
         fclose(f);
     }
     printf("team %d\n", team);
+    if (argc > 2 && strcmp(argv[1], "sleep") == 0) {
+        long ms = strtol(argv[2], NULL, 10);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return 0;
+    }
     if (argc > 1 && (strcmp(argv[1], "wait") == 0 || strcmp(argv[1], "fork") == 0)) {
         printf("ready\n");
         fflush(stdout);

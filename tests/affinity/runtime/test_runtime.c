@@ -1318,6 +1318,19 @@ START_TEST(probe_starts_and_kills)
             ck_assert_msg(i < 199, "the program's child %ld still runs after the probe: %s", child, buf);
         }
     }
+    /* a short program behind a script (it execs a binary whose runtime is mapped for about 8 ms):
+     * the first 200 ms are read every 2 ms, so the runtime is seen every time */
+    pc.timeout_s = 5;
+    argv[0] = (char *)fix("prog/omp_script.sh");
+    argv[1] = (char *)"sleep";
+    argv[2] = (char *)"8";
+    argv[3] = NULL;
+    for (int i = 0; i < 10; i++) {
+        ck_assert_msg(bkm_aff_runtime_probe_run(argv[0], argv, &pc, &r, &err) == BKM_OK, "%s", err.msg);
+        ck_assert_msg(r.exited && r.kind == BKM_AFF_RUNTIME_LIBGOMP, "probe %d of a short program: kind %d, %d maps "
+                      "read, exited %d", i, (int)r.kind, r.samples, r.exited);
+        bkm_aff_runtime_result_free(&r);
+    }
     /* cannot start: named */
     argv[0] = (char *)tmp("no-such-program");
     argv[1] = NULL;

@@ -10,7 +10,10 @@
  * per region), dlopen (also loads LLVM libomp with dlopen: two runtimes in one process), rebind
  * (thread 0 of each team moves itself to the machine's last CPU: not where a runtime that binds
  * the team close from CPU 0 put it), work (a fixed amount of arithmetic per region, about MS
- * milliseconds on one 3 GHz core, split over the team: its time grows when it is slowed down). */
+ * milliseconds on one 3 GHz core, split over the team: its time grows when it is slowed down),
+ * ratio (the arithmetic of work, multiplied by RATIO, a fourth argument, unless OMP_NUM_THREADS
+ * is 1: built without OpenMP, two settings whose work differs by exactly that ratio).
+ *   omp_prog ratio REGIONS MS RATIO */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <sched.h>
@@ -36,7 +39,19 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "ok";
     int regions = argc > 2 ? atoi(argv[2]) : 4;
     double ms = argc > 3 ? atof(argv[3]) : 30.0;
+    const char *threads = getenv("OMP_NUM_THREADS");
     volatile double sink = 0;
+    if (strcmp(mode, "ratio") == 0) {
+        /* the setting OMP_NUM_THREADS=1 does the work of MS, every other setting RATIO times it */
+        double ratio = argc > 4 ? atof(argv[4]) : 1.0;
+        if (!(ratio > 0.0)) {
+            fprintf(stderr, "omp_prog: ratio '%s' is not a positive number\n", argc > 4 ? argv[4] : "");
+            return 2;
+        }
+        if (threads == NULL || strcmp(threads, "1") != 0)
+            ms *= ratio;
+        mode = "work";
+    }
     if (strcmp(mode, "dlopen") == 0 && dlopen("libomp.so.5", RTLD_NOW | RTLD_LOCAL) == NULL)
         fprintf(stderr, "omp_prog: dlopen libomp.so.5: %s\n", dlerror());
     for (int r = 0; r < regions; r++) {

@@ -273,8 +273,8 @@ typedef struct bkm_aff_runtime_probe_cfg {
 } bkm_aff_runtime_probe_cfg_t;
 /** Start @p exe (an absolute or relative path: never looked up, never through a shell) with
  *  @p argv in its own process group, stdin, stdout and stderr on /dev/null, default signal
- *  dispositions; read its /proc/PID/maps right after it starts and then at growing intervals
- *  (20 ms to 500 ms) until it exits or cfg->timeout_s has passed; then kill the group (SIGTERM,
+ *  dispositions; read its /proc/PID/maps right after it starts, every 2 ms for the first
+ *  200 ms, then at growing intervals (20 ms to 250 ms) until it exits or cfg->timeout_s has passed; then kill the group (SIGTERM,
  *  SIGKILL 200 ms later) and reap it. @p r gets the union of the runtimes seen (dynamic), the
  *  number of samples, whether it exited by itself and its status. A program that exits before a
  *  sample shows a runtime is reported with what was seen (possibly none): see r->samples.

@@ -72,6 +72,8 @@ int bkm_tune_program_check(const bkm_tune_program_t *p, bkm_err_t *err);
 int bkm_tune_program_trial_check(const bkm_tune_program_t *p, const bkm_tune_trial_spec_t *spec,
                                  const struct bkm_topo *topo, bkm_buf_t *ignored, bkm_err_t *err);
 
+/** The program's argv as a JSON array of strings (each word as it is: data, never a command). */
+void bkm_tune_program_argv_json(const bkm_tune_program_t *p, bkm_json_w_t *w);
 /** The default workload name for a program: the file name of the script an interpreter runs
  *  (`python3 bench.py` -> "bench"), else of the executable, reduced to letters, digits, '-',
  *  '_', '.' (at most 63 characters), prefixed "program-" when nothing is left. */

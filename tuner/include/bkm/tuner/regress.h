@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "bkm/stats.h"
+#include "bkm/tuner/program.h"
 #include "bkm/tuner/runner.h"
 
 #ifdef __cplusplus
@@ -26,12 +27,18 @@ extern "C" {
  *  - A/B against another build (`--against TUNE`): the reference build's workers and this
  *    build's run interleaved in a drift-cancelling order (bkm_tune_claim_order) in the same job;
  *    the values are the process minima (ms).
- * A workload regressed when BOTH the Mann-Whitney test on the process values is significant
- * after Holm's correction over the workloads (alpha) AND the Hodges-Lehmann ratio current /
- * reference exceeds 1 + threshold. The worker's noise mark of every process (disturbed or not,
- * bkm_tune_noise_t) is counted per workload and shown (table, JSON, JUnit, the stored gate run)
- * so a verdict can be read against it; it does not change the rule: disturbed processes are
- * counted like the others (the process minimum already discounts most of what a neighbour adds). */
+ * The comparison is the sequential confirmation of the sweeps (bkm/stats.h, "Sequential
+ * confirmation"), with this build's values as the "default" and the reference's as the candidate:
+ * a workload regressed when BOTH the one-sided Mann-Whitney p (this build slower) is at most the
+ * level of its look (alpha spent over the looks, Holm over the workloads) AND the Hodges-Lehmann
+ * ratio current / reference is at least 1 + threshold; it is "ok: not slower by more than X%"
+ * when the repeated confidence interval of the ratio ends below 1 + threshold, else undecided
+ * (and passes). With processes_max above processes the workloads still undecided after a block
+ * get another block of processes, up to processes_max. The worker's noise mark of every process
+ * (disturbed or not, bkm_tune_noise_t) is counted per workload and shown (table, JSON, JUnit, the
+ * stored gate run) so a verdict can be read against it; it does not change the rule: disturbed
+ * processes are counted like the others (the process minimum already discounts most of what a
+ * neighbour adds). */
 #define BKM_TUNE_REGRESS_THRESHOLD 0.10
 #define BKM_TUNE_REGRESS_ALPHA 0.01
 #define BKM_TUNE_REGRESS_PROCESSES 8
@@ -40,7 +47,8 @@ extern "C" {
 
 /** One workload of the suite and its outcome. */
 typedef struct bkm_tune_regress_wl {
-    char name[32];                  /**< workload */
+    char name[64];                  /**< workload (a program's: the name it is stored under) */
+    int program;                    /**< 1: the user's program (cfg->program), each process one run of it */
     bkm_tune_trial_spec_t spec;     /**< what this build's processes ran (threads, params, protocol) */
     char params[256];               /**< "m=256 n=256 k=256": the parameters, for people */
     double *values;                 /**< this build: one value per process (owned) */
@@ -57,10 +65,17 @@ typedef struct bkm_tune_regress_wl {
                                                   (A/B) or the calibration processes (baseline) */
     char error[256];                /**< the first failure ("" when none) */
     int tested;                     /**< compared (enough values on both sides) */
-    double ratio, ratio_lo, ratio_hi; /**< Hodges-Lehmann current / reference, exact rank 95% interval */
-    double p, p_holm;
+    double ratio, ratio_lo, ratio_hi; /**< Hodges-Lehmann current / reference, exact rank 95% interval
+                                           (at the last look, not accounting for the looks) */
+    double rci_lo, rci_hi;          /**< its repeated confidence interval (simultaneous over the looks) */
+    double p;                       /**< one-sided Mann-Whitney p that this build is slower */
+    double nominal;                 /**< the level p was held to at its last look */
+    bkm_tune_decision_t decision;   /**< CLAIMED: a regression; NOT_BETTER: not slower by more than
+                                         threshold; UNDECIDED; FAILED: not compared */
+    size_t looks;                   /**< blocks of processes this workload was measured in */
+    size_t *n_at, *n_ref_at;        /**< values of each side after each of them (owned) */
     int regression;
-    char verdict[192];
+    char verdict[224];
 } bkm_tune_regress_wl_t;
 
 /** A regression run: the suite, what was measured, and the comparison. */
@@ -69,17 +84,31 @@ typedef struct bkm_tune_regress {
     bkm_tune_regress_wl_t wl[BKM_TUNE_REGRESS_MAX_WL];
     size_t n_wl;
     bkm_tune_trial_spec_t calib;    /**< the calibration process (baseline mode) */
-    int processes;
+    int processes;                  /**< per workload and side in a block */
+    int processes_max;              /**< most per workload and side (processes: one look) */
+    size_t looks;                   /**< blocks measured */
     double threshold, alpha;
     int regressions;                /**< after bkm_tune_regress_compare */
     /* provenance of the reference (baseline file) */
     char ref_revision[64], ref_host[128], ref_cpu[128], ref_fingerprint[128], ref_created[32];
+    /* a program's suite: the executable's SHA-256 now and in the baseline (a new build of the
+     * program is what a check of it measures), and the runtime it loads */
+    char exe_sha256[65], ref_exe_sha256[65];
+    char runtime[32];
 } bkm_tune_regress_t;
 
 /** How to run the suite. */
 typedef struct bkm_tune_regress_cfg {
     const bkm_tune_runner_t *runner;    /**< this build's workers */
     const bkm_tune_runner_t *reference; /**< A/B: the reference build's workers; NULL otherwise */
+    const bkm_tune_runner_t *program;   /**< non-NULL (its ->program set): the suite is the user's
+                                             program alone, each of its processes one run of it
+                                             (wall time, or its --metric: the fastest sample),
+                                             paired with a calibration process of runner, as for
+                                             bkm's workloads; a baseline of it records its argv,
+                                             metric and executable hash, and a check runs the same
+                                             argv and metric (the executable may be a new build:
+                                             that is what is checked). Not with reference. */
     const bkm_tune_trial_spec_t *base;  /**< its env (libomp topology correction) goes to every process; may be NULL */
     int pus;                            /**< PUs of this host (at least 1) */
     int threads;                        /**< threads of the workload processes; 0 = the baseline's,
@@ -92,7 +121,11 @@ typedef struct bkm_tune_regress_cfg {
     const char *const *params;          /**< "key=value" overrides, applied to every workload that has key */
     size_t n_params;
     const char *workloads;              /**< comma-separated subset, NULL = all */
-    int processes;                      /**< per workload and side; 0 = BKM_TUNE_REGRESS_PROCESSES */
+    int processes;                      /**< per workload and side in a block; 0 = BKM_TUNE_REGRESS_PROCESSES */
+    int processes_max;                  /**< most per workload and side: blocks are added for the
+                                             workloads still undecided; 0 = processes (one look) */
+    double threshold, alpha;            /**< the rule of the looks between blocks (as
+                                             bkm_tune_regress_compare's); 0 = the defaults */
     uint64_t seed;
     const volatile sig_atomic_t *stop;
     void (*progress)(void *ud, const char *line);
@@ -107,19 +140,24 @@ typedef struct bkm_tune_regress_cfg {
 int bkm_tune_regress_plan(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, const char *baseline_json,
                           bkm_err_t *err);
 /** Measure: every workload's processes (and, in baseline mode, their calibration processes; in A/B
- *  mode the reference build's processes, interleaved). Failed processes are counted and named in
- *  wl->error. @return BKM_OK; BKM_EIO/BKM_EDEP from the runner; BKM_EFAIL when *cfg->stop was
- *  set (a signal). */
+ *  mode the reference build's processes, interleaved), in blocks of cfg->processes per side; after
+ *  each block the workloads still undecided (cfg->threshold, cfg->alpha) get another, up to
+ *  cfg->processes_max. Failed processes are counted and named in wl->error. @return BKM_OK;
+ *  BKM_EIO/BKM_EDEP from the runner; BKM_EFAIL when *cfg->stop was set (a signal);
+ *  BKM_EINVAL for processes_max below processes. */
 int bkm_tune_regress_measure(bkm_tune_regress_t *r, const bkm_tune_regress_cfg_t *cfg, bkm_err_t *err);
-/** Compare each workload with its reference (see above); sets r->regressions. */
+/** Compare each workload with its reference (see above) over the looks that were taken (the
+ *  values after each block); sets r->regressions. */
 int bkm_tune_regress_compare(bkm_tune_regress_t *r, double threshold, double alpha, bkm_err_t *err);
 /** The recorded baseline as JSON: format, version, the host (@p host_json: {hostname, cpu_model,
  *  fingerprint, isa, topology}), @p revision, created_at @p when, the calibration, and per workload
- *  its spec, values and the medians they came from. */
-void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const char *host_json, const char *revision,
-                                    const char *when, bkm_buf_t *out);
+ *  its spec, values and the medians they came from; a program's workload (@p program, NULL for
+ *  bkm's suite) also its "program": argv, exe_sha256, runtime, metric, metric_unit, metric_higher. */
+void bkm_tune_regress_baseline_json(const bkm_tune_regress_t *r, const bkm_tune_program_t *program,
+                                    const char *host_json, const char *revision, const char *when, bkm_buf_t *out);
 /** Per-workload results as a JSON array: {workload, params, threads, ref_threads, n, n_ref,
- *  median, ref_median, ratio, ratio_ci95, p, p_holm, regression, verdict}. */
+ *  median, ref_median, ratio, ratio_ci95, ratio_rci, p, nominal_level, decision, looks, regression,
+ *  verdict, ...}. */
 void bkm_tune_regress_results_json(const bkm_tune_regress_t *r, bkm_json_w_t *w);
 /** The comparison as a text table. */
 void bkm_tune_regress_table(const bkm_tune_regress_t *r, bkm_buf_t *out);
@@ -145,12 +183,15 @@ typedef struct bkm_tune_regress_job {
     const char *junit;                  /**< --junit OUT: a check writes JUnit XML (the caller writes it) */
     int json;                           /**< a check's report as JSON instead of the table */
     int threads, processes;             /**< as bkm_tune_regress_cfg_t */
+    int processes_max;                  /**< as bkm_tune_regress_cfg_t; a check only (0 = processes) */
     const char *const *params;
     size_t n_params;
     const char *workloads;
     double threshold, alpha;            /**< of the comparison */
     uint64_t seed;                      /**< of the measurement order */
     const bkm_tune_runner_t *runner;    /**< this build's workers; its stop flag is the job's */
+    const bkm_tune_program_t *program;  /**< -- CMD: the user's program is the suite (see
+                                             bkm_tune_regress_cfg_t.program); NULL: bkm's suite */
     const bkm_tune_trial_spec_t *base;  /**< environment for every process (libomp topology
                                              correction); may be NULL */
     char *const *environ;               /**< the environment the run measures under (bkm_tune_env_check) */

@@ -41,19 +41,29 @@ typedef struct bkm_tune_sweep_cfg {
     const char *strategy;              /**< NULL = BKM_TUNE_STRATEGY_DEFAULT */
     size_t budget;                     /**< search trials; 0 = the whole space for grid, else a
                                             quarter of it, at least 20 (or the whole space if smaller) */
-    double time_budget_s;              /**< 0 = none: stop searching after this long */
+    double time_budget_s;              /**< 0 = none: stop searching after this long, and add no
+                                            confirmation block once it has passed (the first block
+                                            always runs; the look after the last block spends what is
+                                            left of alpha) */
     uint64_t seed;
     int fresh;                         /**< 1: never resume */
     int confirm_top;                   /**< candidates re-measured against the default; 3 */
     int replicates;                    /**< confirmation: fresh worker processes per candidate and
-                                            for the default, in bkm_tune_claim_order's order;
+                                            for the default in the first block (and in every further
+                                            block), in bkm_tune_claim_order's order;
                                             BKM_TUNE_REPLICATES_DEFAULT */
-    double min_ratio;                  /**< smallest win claimed (bkm_tune_claim_rule_t);
-                                            0 = the rule's default */
+    int replicates_max;                /**< most processes per side of the sequential confirmation
+                                            (bkm/stats.h, "Sequential confirmation"): blocks of
+                                            replicates are added while a candidate is undecided, up
+                                            to this many and while time_budget_s lasts. 0 = the larger
+                                            of BKM_TUNE_REPLICATES_MAX_DEFAULT and replicates;
+                                            replicates itself = one look (a fixed design) */
+    double min_ratio;                  /**< smallest win claimed (bkm_tune_seq_rule_t); 0 = the
+                                            rule's default */
     int rerun_disturbed;               /**< confirmation: a process marked disturbed (base.noise_share)
                                             is run again, up to this many times, and the last attempt
                                             is counted; replaced attempts stay stored at round
-                                            position + k x (arms x replicates). 0 (default): disturbed
+                                            position + k x (arms x replicates_max). 0 (default): disturbed
                                             processes are counted as they are (and reported) */
     int aa;                            /**< 1: A/A run: no search; confirm_top (at least 1) copies
                                             of the default are confirmed against the default as if
@@ -92,6 +102,9 @@ void bkm_tune_sweep_cfg_defaults(bkm_tune_sweep_cfg_t *cfg);
 /** Search trials a sweep of @p n configurations spends with @p strategy (NULL = default) and the
  *  user's @p budget (0 = default: see bkm_tune_sweep_cfg_t.budget); at most n. */
 size_t bkm_tune_sweep_budget(const char *strategy, size_t budget, size_t n);
+/** Most processes per side of the confirmation: cfg->replicates_max, or when 0 the larger of
+ *  BKM_TUNE_REPLICATES_MAX_DEFAULT and cfg->replicates. */
+size_t bkm_tune_sweep_replicates_max(const bkm_tune_sweep_cfg_t *cfg);
 
 /** Outcome of a sweep. */
 typedef struct bkm_tune_sweep_result {
@@ -106,10 +119,26 @@ typedef struct bkm_tune_sweep_result {
     double default_median_ms, default_ci_lo_ms, default_ci_hi_ms;
     double speedup;                    /**< Hodges-Lehmann ratio default / best over the
                                             per-process medians (1 when the default stands) */
-    double speedup_lo, speedup_hi;     /**< its exact rank 95% interval (NaN when none) */
+    double speedup_lo, speedup_hi;     /**< its exact rank 95% interval at the last look, which does
+                                            not account for the looks (NaN when none) */
+    double speedup_rci_lo, speedup_rci_hi; /**< its repeated confidence interval: simultaneous over
+                                            the looks (NaN when none) */
     int significant;                   /**< a claim: best beats the default beyond noise */
+    bkm_tune_decision_t decision;      /**< of the sweep: CLAIMED (a winner), NOT_BETTER (every tested
+                                            candidate found not better by more than min_ratio allows),
+                                            else UNDECIDED */
+    double not_better_than;            /**< the largest upper end of the tested candidates' repeated
+                                            intervals: none is better than the default by more than
+                                            this ratio (NaN when none was tested) */
     int aa;                            /**< an A/A run (cfg->aa): significant = a false claim */
-    int replicates;                    /**< processes per side planned */
+    int replicates;                    /**< processes per side in a block */
+    int replicates_max;                /**< most processes per side (resolved) */
+    size_t per_side;                   /**< processes per side at the last look */
+    size_t looks;                      /**< looks of the sequential confirmation */
+    size_t confirm_processes;          /**< confirmation processes counted or re-run (resumed too) */
+    char ended[16];                    /**< why measuring stopped: "decided" (nothing open), "max"
+                                            (replicates_max reached), "time" (time_budget_s), "" */
+    char decisions[640];               /**< one line: each candidate's decision, for people */
     char verdict[320];                 /**< "faster ...", or why the default stands */
     char node[64];                     /**< the node name stored (cfg->node resolved) */
     size_t disturbed;                  /**< processes (trials) marked disturbed, resumed ones included */
@@ -136,11 +165,12 @@ int bkm_tune_node_resolve_topo(const char *node, const struct bkm_topo *host, ch
 int bkm_tune_node_resolve(const char *node, char *out, size_t n, bkm_err_t *err);
 
 /** Run the sweep: resume or create it in @p db, ask the strategy for trials, run each through
- *  the trial runner and store it in its own transaction, then the confirmation round: the
- *  default and the top candidates, each in cfg->replicates fresh worker processes, in
- *  bkm_tune_claim_order's order (role "confirm", round = 1-based position in that order); the
- *  claim is decided by bkm_tune_claim_decide on the per-process medians, and the best-known
- *  setting is stored with that evidence. Faulty trials are stored with their status and the
+ *  the trial runner and store it in its own transaction, then the sequential confirmation: the
+ *  default and the top candidates, each in blocks of cfg->replicates fresh worker processes, each
+ *  block in bkm_tune_claim_order's order (role "confirm", round = 1-based position over all
+ *  blocks), a look (bkm_tune_seq_look on the per-process medians) after every block, further blocks
+ *  for the default and the open candidates up to cfg->replicates_max; the best-known setting is
+ *  stored with that evidence and each candidate's decision. Faulty trials are stored with their status and the
  *  sweep goes on. Free @p res with bkm_tune_sweep_result_clear (also on error).
  *  @return BKM_OK (see res->failed, res->interrupted); BKM_EINVAL bad configuration; BKM_EIO /
  *  BKM_EDEP / BKM_ECORRUPT from the database or the runner. */
