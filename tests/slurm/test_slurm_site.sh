@@ -64,8 +64,11 @@ grep -q "invalid qos 'premium'" err.txt || fail "Slurm's refusal is not shown: $
 
 # for real: mpiexec (Hydra, inside the allocation) binds each rank to one core
 id=$(sbatch --parsable t.sbatch)
-st=$(slurm_local_wait_job "$id" 180) || fail "job $id did not finish: $st"
 out=$w/bkm-gemm-$id.out
+st=$(slurm_local_wait_job "$id" 180) || {
+  echo "--- the job's output so far:" >&2; cat "$out" >&2
+  echo "--- its processes:" >&2; ps -eo pid,ppid,stat,etime,args | grep -E 'mpiexec|hydra|srun|tune|slurmstepd' | grep -v grep >&2
+  fail "job $id did not finish: $st"; }
 [ "$st" = COMPLETED ] || { cat "$out" >&2; fail "job $id: $st"; }
 masks=""
 for r in 0 1; do
