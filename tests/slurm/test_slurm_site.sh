@@ -62,7 +62,11 @@ set -e
 [ "$rc" = 3 ] || fail "QOS premium: exit $rc, not 3"
 grep -q "invalid qos 'premium'" err.txt || fail "Slurm's refusal is not shown: $(cat err.txt)"
 
-# for real: mpiexec (Hydra, inside the allocation) binds each rank to one core
+# for real: mpiexec (Hydra, inside the allocation) binds each rank to one core. The local Slurm's
+# network is the loopback: Hydra's proxies connect back to mpiexec by the host's name, which a
+# fresh machine (a chroot) may not resolve, so Hydra is told to use the loopback's address
+# (sbatch passes the variable on to the job)
+export HYDRA_IFACE=lo
 id=$(sbatch --parsable t.sbatch)
 out=$w/bkm-gemm-$id.out
 st=$(slurm_local_wait_job "$id" 180) || {
